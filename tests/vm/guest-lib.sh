@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# guest-lib.sh — helpers for blkmqd VM scenarios (busybox ash; sourced by every scenario).
+#
+# Output is TAP-like: "ok N - what", "not ok N - what", "ok N - what # SKIP why", comments
+# start with "# ".  Assertions never abort the scenario (it runs under `sh -e`): they count
+# and return 0.  An EXIT trap prints the summary line
+#     # vmtest summary: scenario=NAME pass=P fail=F skip=S rc=RC
+# and sets the exit code: 1 if any assertion failed, 77 if skip_all/need_blkmqd asked for a
+# skip and nothing failed, otherwise the shell's own status (non-zero if `sh -e` aborted).
+#
+# API
+#   assert_eq WHAT EXPECTED ACTUAL        string equality
+#   assert_ne WHAT UNEXPECTED ACTUAL
+#   assert_match WHAT REGEX ACTUAL        grep -E
+#   assert_file WHAT PATH                 PATH exists
+#   assert_ok WHAT CMD...                 CMD exits 0
+#   assert_fail WHAT CMD...               CMD exits non-zero
+#   pass WHAT / fail WHAT / skip WHAT WHY / note TEXT
+#   wait_for_file PATH TIMEOUT_S          poll every 50 ms; 0 when it exists, 1 on timeout
+#   wait_for_gone PATH TIMEOUT_S          poll until PATH no longer exists
+#   wait_for_cmd TIMEOUT_S CMD...         poll until CMD succeeds
+#   hmp CMD...                            ask the host to run a QEMU monitor command; 0 if it
+#                                         reported success; output lines in $HMP_OUT
+#   start_blkmqd ARGS...                  start $BLKMQD in the background, wait for
+#                                         $BLKMQD_MOUNT/version (30 s)
+#   stop_blkmqd                           SIGTERM, wait for exit and unmount (10 s)
+#   have_blkmqd                           0 when the blkmqd binary was packed
+#   blkmqd_checks FUNC                    run FUNC if blkmqd is present; otherwise remember
+#                                         a skip (exit 77 at the end, or only a SKIP line
+#                                         with --kernel-only)
+#   skip_all REASON                       exit 77 now
+#   read_attr PATH                        cat PATH, or "<missing>"
+#   hctx_count DISK                       number of /sys/block/DISK/mq/* directories
+#   disk_by_model MODEL                   first /sys/block/sd* whose device/model matches
+#   finish                                explicit end (optional; the EXIT trap does the same)
+
+: "${BLKMQD:=/opt/blkmqd/blkmqd}"
+: "${BLKMQD_MOUNT:=/run/blkmqd}"
+: "${VMTEST_SCENARIO:=scenario}"
+_vt_n=0
+_vt_pass=0
+_vt_fail=0
+_vt_skip=0
+_vt_skip_all=""
+_vt_hmp_seq=0
+HMP_OUT=""
+BLKMQD_PID=""
+
+_vt_emit() { printf '%s\n' "$*"; }
+
+pass() { _vt_n=$((_vt_n + 1)); _vt_pass=$((_vt_pass + 1)); _vt_emit "ok $_vt_n - $1"; return 0; }
+fail() {
+    _vt_n=$((_vt_n + 1)); _vt_fail=$((_vt_fail + 1)); _vt_emit "not ok $_vt_n - $1"
+    shift
+    [ $# -gt 0 ] && _vt_emit "#   $*"
+    return 0
+}
+skip() { _vt_n=$((_vt_n + 1)); _vt_skip=$((_vt_skip + 1)); _vt_emit "ok $_vt_n - $1 # SKIP $2"; return 0; }
+note() { _vt_emit "# $*"; }
+
+assert_eq() {
+    if [ "$2" = "$3" ]; then pass "$1 = '$3'"; else fail "$1" "expected '$2', got '$3'"; fi
+}
+assert_ne() {
+    if [ "$2" != "$3" ]; then pass "$1 != '$2' ('$3')"; else fail "$1" "unexpected '$3'"; fi
+}
+assert_match() {
+    if printf '%s\n' "$3" | grep -Eq -- "$2"; then pass "$1 =~ /$2/"
+    else fail "$1" "'$3' does not match /$2/"; fi
+}
+assert_file() {
+    if [ -e "$2" ] || [ -L "$2" ]; then pass "$1 ($2 exists)"; else fail "$1" "$2 missing"; fi
+}
+assert_ok() {
+    _w=$1; shift
+    if "$@"; then pass "$_w"; else fail "$_w" "command failed ($?): $*"; fi
+}
+assert_fail() {
+    _w=$1; shift
+    if "$@"; then fail "$_w" "command succeeded: $*"; else pass "$_w"; fi
+}
+
+read_attr() { if [ -r "$1" ]; then cat "$1" 2>/dev/null || echo "<unreadable>"; else echo "<missing>"; fi; }
+
+# deterministic polling: the number of 50 ms steps is fixed by the timeout
+_vt_poll() {    # TIMEOUT_S CMD...
+    _steps=$(($1 * 20)); shift
+    while [ "$_steps" -gt 0 ]; do
+        "$@" && return 0
+        usleep 50000
+        _steps=$((_steps - 1))
+    done
+    "$@"
+}
+_vt_exists() { [ -e "$1" ] || [ -L "$1" ]; }
+_vt_gone() { ! _vt_exists "$1"; }
+wait_for_file() { _vt_poll "$2" _vt_exists "$1"; }
+wait_for_gone() { _vt_poll "$2" _vt_gone "$1"; }
+wait_for_cmd() { _t=$1; shift; _vt_poll "$_t" "$@"; }
+
+hctx_count() { ls -d /sys/block/"$1"/mq/[0-9]* 2>/dev/null | wc -l; }
+
+disk_by_model() {
+    for _d in /sys/block/sd*; do
+        [ -e "$_d/device/model" ] || continue
+        if grep -q -- "$1" "$_d/device/model"; then basename "$_d"; return 0; fi
+    done
+    return 1
+}
+
+# ---- host monitor requests -------------------------------------------------------------
+# Guest prints "@@HMP <seq> <command>" on the console (a line of its own); the harness runs
+# <command> on the QEMU monitor (placeholders {disk:NAME} and {tmp} are expanded on the host)
+# and answers on the serial input with zero or more "@@HMP-OUT <seq> <line>" lines and one
+# "@@HMP-DONE <seq> <status>" (0 ok, 1 HMP printed an error, 2 harness error).
+HMP_TIMEOUT=${HMP_TIMEOUT:-60}
+hmp() {
+    _vt_hmp_seq=$((_vt_hmp_seq + 1))
+    HMP_OUT=""
+    # the console is the serial port; echo is off (stty -echo in /init)
+    printf '@@HMP %s %s\n' "$_vt_hmp_seq" "$*" >/dev/ttyS0
+    _deadline=$(($(cut -d. -f1 /proc/uptime) + HMP_TIMEOUT))
+    while [ "$(cut -d. -f1 /proc/uptime)" -lt "$_deadline" ]; do
+        _line=""
+        IFS= read -r -t 5 _line </dev/ttyS0 || true
+        _line=$(printf '%s' "$_line" | tr -d '\r')
+        case "$_line" in
+            "@@HMP-OUT $_vt_hmp_seq "*)
+                HMP_OUT="$HMP_OUT${HMP_OUT:+
+}${_line#@@HMP-OUT $_vt_hmp_seq }" ;;
+            "@@HMP-DONE $_vt_hmp_seq "*)
+                _st=${_line#@@HMP-DONE $_vt_hmp_seq }
+                [ -n "$HMP_OUT" ] && note "hmp $*: $HMP_OUT"
+                return "$_st" ;;
+        esac
+    done
+    note "hmp $*: no answer from the host within ${HMP_TIMEOUT}s"
+    return 2
+}
+
+# ---- blkmqd ------------------------------------------------------------------------------
+have_blkmqd() { [ -x "$BLKMQD" ]; }
+
+start_blkmqd() {
+    have_blkmqd || { fail "start_blkmqd" "$BLKMQD not packed"; return 1; }
+    mkdir -p "$BLKMQD_MOUNT"
+    "$BLKMQD" "$@" >/tmp/blkmqd.log 2>&1 &
+    BLKMQD_PID=$!
+    if wait_for_file "$BLKMQD_MOUNT/version" 30; then
+        note "blkmqd pid $BLKMQD_PID: $(head -n1 "$BLKMQD_MOUNT/version")"
+        return 0
+    fi
+    fail "start_blkmqd: $BLKMQD_MOUNT/version did not appear within 30 s"
+    sed 's/^/# blkmqd: /' /tmp/blkmqd.log
+    return 1
+}
+
+stop_blkmqd() {
+    [ -n "$BLKMQD_PID" ] || return 0
+    kill -TERM "$BLKMQD_PID" 2>/dev/null
+    if ! wait_for_gone "/proc/$BLKMQD_PID" 10; then
+        fail "stop_blkmqd: pid $BLKMQD_PID still running after 10 s"
+        kill -KILL "$BLKMQD_PID" 2>/dev/null
+    fi
+    wait "$BLKMQD_PID" 2>/dev/null || true
+    BLKMQD_PID=""
+    if grep -q " $BLKMQD_MOUNT " /proc/mounts; then
+        fail "stop_blkmqd: $BLKMQD_MOUNT still mounted"
+        umount -l "$BLKMQD_MOUNT" 2>/dev/null || true
+    fi
+    sed 's/^/# blkmqd: /' /tmp/blkmqd.log 2>/dev/null | tail -n 20
+    return 0
+}
+
+blkmqd_checks() {
+    if have_blkmqd; then
+        note "---- blkmqd checks: $1"
+        "$1"
+    elif [ -n "$VMTEST_KERNEL_ONLY" ]; then
+        skip "blkmqd checks: $1" "kernel-only run"
+    else
+        skip "blkmqd checks: $1" "$BLKMQD not packed"
+        _vt_skip_all="blkmqd binary not packed (harness --blkmqd PATH); kernel checks ran"
+    fi
+}
+
+skip_all() { _vt_skip_all="$*"; exit 77; }
+
+finish() { exit 0; }
+
+_vt_exit() {
+    _rc=$?
+    [ -n "$BLKMQD_PID" ] && stop_blkmqd
+    if [ "$_vt_fail" -gt 0 ]; then _rc=1
+    elif [ "$_rc" -eq 0 ] && [ -n "$_vt_skip_all" ]; then _rc=77
+    fi
+    [ "$_rc" -ne 0 ] && [ "$_rc" -ne 77 ] && [ "$_vt_fail" -eq 0 ] &&
+        _vt_emit "not ok - scenario aborted with status $_rc (sh -e: a command failed)"
+    [ -n "$_vt_skip_all" ] && _vt_emit "# SKIP $_vt_skip_all"
+    _vt_emit "1..$_vt_n"
+    _vt_emit "# vmtest summary: scenario=$VMTEST_SCENARIO pass=$_vt_pass fail=$_vt_fail skip=$_vt_skip rc=$_rc"
+    exit "$_rc"
+}
+trap _vt_exit EXIT

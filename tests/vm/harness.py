@@ -1,0 +1,802 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""blkmqd VM test harness: boot Debian's 6.1 kernel under QEMU/TCG and run one scenario.
+
+    harness.py prepare --cache DIR
+    harness.py run --cache DIR --scenario tests/vm/scenarios/NAME.sh [options]
+
+Python 3 standard library only.  See docs/VM-HARNESS.md for the scenario header format,
+the serial-console protocol (end marker, @@HMP requests) and measured wall times.
+
+Exit codes of `run`: the scenario's own exit code (0 pass, 77 skip, anything else fail);
+77 also when a host prerequisite is missing; 99 (meson "hard error") when the VM never
+reported an end marker (two timeouts, QEMU crash, kernel panic).
+"""
+
+import argparse
+import gzip
+import hashlib
+import io
+import json
+import lzma
+import os
+import queue
+import re
+import shlex
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_CACHE = os.environ.get("BLKMQD_VM_CACHE", "/var/tmp/blkmqd-vm-cache")
+PREPARE_VERSION = 3          # bump when the layout of the cached parts changes
+
+EXIT_SKIP = 77
+EXIT_HARD = 99
+
+END_RE = re.compile(r"^@@BLKMQD-VMTEST-END rc=(\d+)@@\s*$")
+HMP_RE = re.compile(r"^@@HMP (\d+) (.+?)\s*$")
+
+# Modules packed into the base initramfs (their dependencies are added automatically).
+MODULES = [
+    "null_blk", "scsi_debug", "virtio_scsi", "virtio_blk", "virtio_pci", "sd_mod", "sg",
+    "bfq", "kyber-iosched", "nvme", "nvme-core", "fuse", "configfs", "loop",
+    "9p", "9pnet_virtio", "crct10dif_generic",
+]
+# Loaded by /init on every boot (null_blk and scsi_debug are left to scenarios: they take
+# load-time parameters).
+BOOT_MODULES = ["configfs", "fuse", "virtio_pci", "virtio_scsi", "virtio_blk", "sd_mod",
+                "nvme", "loop"]
+
+QEMU = "qemu-system-x86_64"
+BUSYBOX_CANDIDATES = ["/bin/busybox", "/usr/bin/busybox"]
+FUSERMOUNT = "/usr/bin/fusermount3"
+
+
+class Missing(Exception):
+    """A host prerequisite is missing: report it and exit 77."""
+
+
+def log(msg):
+    print("harness: " + msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- cpio (newc)
+
+class Cpio:
+    """Minimal writer for the kernel's initramfs format (newc, no CRC)."""
+
+    def __init__(self):
+        self.entries = {}        # guest path (no leading /) -> (mode, data, rdev)
+
+    def _parents(self, path):
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            d = "/".join(parts[:i])
+            if d and d not in self.entries:
+                self.entries[d] = (stat.S_IFDIR | 0o755, b"", (0, 0))
+
+    def add_dir(self, path, mode=0o755):
+        path = path.strip("/")
+        self._parents(path)
+        self.entries[path] = (stat.S_IFDIR | mode, b"", (0, 0))
+
+    def add_file(self, path, data, mode=0o644):
+        path = path.strip("/")
+        self._parents(path)
+        self.entries[path] = (stat.S_IFREG | mode, data, (0, 0))
+
+    def add_symlink(self, path, target):
+        path = path.strip("/")
+        self._parents(path)
+        self.entries[path] = (stat.S_IFLNK | 0o777, target.encode(), (0, 0))
+
+    def add_chardev(self, path, major, minor, mode=0o600):
+        path = path.strip("/")
+        self._parents(path)
+        self.entries[path] = (stat.S_IFCHR | mode, b"", (major, minor))
+
+    def add_host_file(self, host, guest=None):
+        guest = guest or host
+        st = os.stat(host)
+        with open(host, "rb") as f:
+            self.add_file(guest, f.read(), stat.S_IMODE(st.st_mode))
+
+    def has(self, path):
+        return path.strip("/") in self.entries
+
+    def write(self, fileobj):
+        out = fileobj
+        ino = 1
+
+        def pad(n):
+            return b"\0" * ((4 - n % 4) % 4)
+
+        def entry(name, mode, data, rdev, nlink):
+            nonlocal ino
+            nb = name.encode() + b"\0"
+            hdr = "070701" + "".join("%08X" % v for v in (
+                ino, mode, 0, 0, nlink, 0, len(data), 0, 0, rdev[0], rdev[1], len(nb), 0))
+            ino += 1
+            out.write(hdr.encode() + nb + pad(110 + len(nb)))
+            out.write(data + pad(len(data)))
+
+        # parents first (sorted order guarantees that for path prefixes)
+        for name in sorted(self.entries):
+            mode, data, rdev = self.entries[name]
+            entry(name, mode, data, rdev, 2 if stat.S_ISDIR(mode) else 1)
+        entry("TRAILER!!!", 0, b"", (0, 0), 1)
+
+    def write_gz(self, path, level=6):
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as raw:
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=level, mtime=0) as gz:
+                self.write(gz)
+        os.replace(tmp, path)
+
+
+def guest_path(host_path):
+    """Where a host file lands in the guest: its directory with symlinks resolved (the guest
+    has the same merged-/usr layout: /lib -> usr/lib, /bin -> usr/bin, /sbin -> usr/sbin)."""
+    d, b = os.path.split(os.path.abspath(host_path))
+    return os.path.join(os.path.realpath(d), b)
+
+
+def ldd_closure(binary):
+    """Shared libraries a dynamically linked host binary needs (absolute host paths)."""
+    try:
+        out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        raise Missing("ldd (package libc-bin)")
+    libs = []
+    for line in out.splitlines():
+        line = line.strip()
+        m = re.match(r"\S+ => (/\S+) \(", line) or re.match(r"(/\S+) \(", line)
+        if m:
+            libs.append(m.group(1))
+    return libs
+
+
+def add_binary(cpio, host, guest=None):
+    """Pack a host binary (at `guest`, default the same path) and its ldd closure."""
+    if not os.path.exists(host):
+        raise Missing(host)
+    cpio.add_host_file(host, guest or guest_path(host))
+    for lib in ldd_closure(host):
+        g = guest_path(lib)
+        if not cpio.has(g):
+            cpio.add_host_file(os.path.realpath(lib), g)
+            # also register the name as the loader looks it up via /lib -> usr/lib
+    return cpio
+
+
+# --------------------------------------------------------------------------- prepare
+
+def sh(cmd, **kw):
+    log("$ " + " ".join(shlex.quote(c) for c in cmd))
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def resolve_kernel_package():
+    override = os.environ.get("BLKMQD_VM_KERNEL_PKG")
+    if override:
+        return override
+    try:
+        out = subprocess.run(["apt-cache", "depends", "linux-image-amd64"],
+                             capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        raise Missing("apt-cache (cannot resolve linux-image-amd64)")
+    for line in out.splitlines():
+        m = re.match(r"\s*Depends:\s*(linux-image-6\.1\.0-[0-9]+-amd64)\s*$", line)
+        if m:
+            return m.group(1)
+    raise Missing("a linux-image-6.1.0-*-amd64 package (apt-cache depends linux-image-amd64 "
+                  "names none; run apt-get update?)")
+
+
+def extract_vmlinux(vmlinuz, out):
+    """Find the compressed payload in a bzImage and decompress it to an ELF vmlinux."""
+    data = open(vmlinuz, "rb").read()
+    tried = []
+    for name, magic in (("xz", b"\xfd7zXZ\x00"), ("zstd", b"\x28\xb5\x2f\xfd"),
+                        ("gzip", b"\x1f\x8b\x08")):
+        pos = data.find(magic)
+        while pos >= 0:
+            try:
+                if name == "xz":
+                    d = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+                    elf = d.decompress(data[pos:])
+                elif name == "gzip":
+                    d = __import__("zlib").decompressobj(31)
+                    elf = d.decompress(data[pos:])
+                else:
+                    if not shutil.which("zstd"):
+                        tried.append("zstd payload but no zstd binary")
+                        break
+                    elf = subprocess.run(["zstd", "-dc"], input=data[pos:],
+                                         capture_output=True).stdout
+                if elf[:4] == b"\x7fELF":
+                    with open(out + ".tmp", "wb") as f:
+                        f.write(elf)
+                    os.replace(out + ".tmp", out)
+                    return name
+            except Exception as e:  # not a real stream at this offset; keep looking
+                tried.append("%s@%d: %s" % (name, pos, e))
+            pos = data.find(magic, pos + 1)
+    raise RuntimeError("no ELF payload found in %s (%s)" % (vmlinuz, "; ".join(tried[:5])))
+
+
+def module_closure(kroot, kver, names):
+    """Map module names to .ko paths (relative to lib/modules/KVER) with dependencies."""
+    mdir = os.path.join(kroot, "lib/modules", kver)
+    builtin = set()
+    bfile = os.path.join(mdir, "modules.builtin")
+    if os.path.exists(bfile):
+        for line in open(bfile):
+            builtin.add(os.path.basename(line.strip())[:-3].replace("-", "_"))
+    index = {}
+    for dp, _, files in os.walk(os.path.join(mdir, "kernel")):
+        for f in files:
+            if f.endswith(".ko"):
+                index[f[:-3].replace("-", "_")] = os.path.relpath(os.path.join(dp, f), mdir)
+    todo = [n.replace("-", "_") for n in names]
+    seen = {}
+    while todo:
+        n = todo.pop()
+        if n in seen or n in builtin:
+            continue
+        if n not in index:
+            log("module %s: not found (built in or absent), skipped" % n)
+            seen[n] = None
+            continue
+        seen[n] = index[n]
+        deps = subprocess.run(["modinfo", "-F", "depends", os.path.join(mdir, index[n])],
+                              capture_output=True, text=True).stdout.strip()
+        todo += [d.replace("-", "_") for d in deps.split(",") if d]
+    return mdir, sorted(v for v in seen.values() if v)
+
+
+INIT = r"""#!/bin/sh
+# /init of the blkmqd VM test initramfs (generated by tests/vm/harness.py)
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root TERM=dumb
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+exec </dev/console >/dev/console 2>&1
+mkdir -p /dev/pts /dev/shm /run /tmp /mnt/host /root
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug
+. /opt/vmtest/env
+for m in $VMTEST_BOOT_MODULES; do modprobe "$m" || echo "init: modprobe $m failed"; done
+mount -t configfs configfs /sys/kernel/config
+[ -c /dev/fuse ] || mknod -m 0666 /dev/fuse c 10 229
+echo /sbin/modprobe > /proc/sys/kernel/modprobe 2>/dev/null
+stty -F /dev/ttyS0 -echo -icrnl 2>/dev/null
+if [ -n "$VMTEST_SHARE" ]; then
+    modprobe 9pnet_virtio && modprobe 9p &&
+    mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 host /mnt/host ||
+    echo "init: 9p share mount failed"
+fi
+if [ -n "$VMTEST_UDEV" ]; then
+    /lib/systemd/systemd-udevd --daemon --resolve-names=never 2>/dev/null
+    udevadm trigger --action=add --type=subsystems
+    udevadm trigger --action=add --type=devices
+    udevadm settle --timeout=30
+fi
+echo "@@BLKMQD-VMTEST-START uptime=$(cut -d' ' -f1 /proc/uptime) kernel=$(uname -r) cpus=$(nproc)@@"
+cd /tmp
+sh -e /opt/vmtest/scenario.sh </dev/null
+rc=$?
+echo "@@BLKMQD-VMTEST-END rc=$rc@@"
+sync
+poweroff -f
+sleep 5
+"""
+
+
+def prepare(cache, force=False):
+    """Download, unpack and build the cached pieces; idempotent.  Returns the state dict."""
+    os.makedirs(cache, exist_ok=True)
+    state_file = os.path.join(cache, "state.json")
+    st = json.load(open(state_file)) if os.path.exists(state_file) else {}
+    try:
+        pkg = resolve_kernel_package()
+    except Missing:
+        if not st.get("package"):
+            raise
+        pkg = st["package"]          # offline / no apt lists: keep using the cached kernel
+    if not force and st:
+        if (st.get("version") == PREPARE_VERSION and st.get("package") == pkg
+                and all(os.path.exists(os.path.join(cache, p))
+                        for p in [st["vmlinux"]] + list(st["parts"].values()))):
+            return st
+
+    missing = []
+    if not shutil.which(QEMU):
+        missing.append("%s (apt-get install qemu-system-x86)" % QEMU)
+    busybox = next((b for b in BUSYBOX_CANDIDATES if os.path.exists(b)), None)
+    if busybox is None or b"ld-linux" in open(busybox, "rb").read(4096):
+        missing.append("a static busybox (apt-get install busybox-static)")
+    for tool, pkgname in (("depmod", "kmod"), ("modinfo", "kmod"), ("dpkg", "dpkg"),
+                          ("apt-get", "apt")):
+        if not shutil.which(tool):
+            missing.append("%s (package %s)" % (tool, pkgname))
+    if missing:
+        raise Missing(", ".join(missing))
+
+    t0 = time.time()
+    debdir = os.path.join(cache, "debs")
+    os.makedirs(debdir, exist_ok=True)
+    debs = [f for f in os.listdir(debdir) if f.startswith(pkg + "_") and f.endswith(".deb")]
+    if not debs:
+        r = subprocess.run(["apt-get", "download", pkg], cwd=debdir, capture_output=True,
+                           text=True)
+        debs = [f for f in os.listdir(debdir) if f.startswith(pkg + "_") and f.endswith(".deb")]
+        if r.returncode != 0 or not debs:
+            raise Missing("kernel package %s could not be downloaded: %s"
+                          % (pkg, (r.stderr or r.stdout).strip().splitlines()[-1:]))
+    deb = os.path.join(debdir, sorted(debs)[-1])
+    kroot = os.path.join(cache, "kernel-root")
+    if os.path.exists(kroot):
+        shutil.rmtree(kroot)
+    sh(["dpkg", "-x", deb, kroot])
+    kvers = os.listdir(os.path.join(kroot, "lib/modules"))
+    if len(kvers) != 1:
+        raise RuntimeError("expected one kernel in %s, found %s" % (deb, kvers))
+    kver = kvers[0]
+    vmlinux = os.path.join(cache, "vmlinux-" + kver)
+    codec = extract_vmlinux(os.path.join(kroot, "boot", "vmlinuz-" + kver), vmlinux)
+    log("vmlinux extracted (%s payload), %d MB" % (codec, os.path.getsize(vmlinux) >> 20))
+
+    # ---- base: busybox + modules + /dev/console
+    base = Cpio()
+    for d, t in (("lib", "usr/lib"), ("lib64", "usr/lib64"), ("bin", "usr/bin"),
+                 ("sbin", "usr/sbin")):
+        base.add_dir("usr/" + d.replace("lib64", "lib64"))
+        base.add_symlink(d, t)
+    for d in ("proc", "sys", "dev", "run", "tmp", "mnt/host", "root", "etc", "opt", "var/tmp"):
+        base.add_dir(d)
+    base.add_chardev("dev/console", 5, 1)
+    base.add_chardev("dev/null", 1, 3, 0o666)
+    base.add_chardev("dev/ttyS0", 4, 64)
+    base.add_host_file(busybox, "usr/bin/busybox")
+    applets = subprocess.run([busybox, "--list-full"], capture_output=True,
+                             text=True).stdout.split()
+    for a in applets:
+        g = guest_path("/" + a)
+        if g != "/usr/bin/busybox" and not base.has(g):
+            base.add_symlink(g, "/usr/bin/busybox")
+    base.add_file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
+    base.add_file("etc/group", b"root:x:0:\ndisk:x:6:\n")
+    base.add_file("etc/mtab", b"")
+    base.entries["etc/mtab"] = (stat.S_IFLNK | 0o777, b"/proc/self/mounts", (0, 0))
+
+    mdir, kos = module_closure(kroot, kver, MODULES)
+    stage = tempfile.mkdtemp(prefix="depmod-", dir=cache)
+    try:
+        sdir = os.path.join(stage, "lib/modules", kver)
+        for ko in kos:
+            os.makedirs(os.path.dirname(os.path.join(sdir, ko)), exist_ok=True)
+            shutil.copy2(os.path.join(mdir, ko), os.path.join(sdir, ko))
+        for f in ("modules.builtin", "modules.builtin.modinfo", "modules.order"):
+            if os.path.exists(os.path.join(mdir, f)):
+                shutil.copy2(os.path.join(mdir, f), os.path.join(sdir, f))
+        sh(["depmod", "-b", stage, kver])
+        for dp, _, files in os.walk(sdir):
+            for f in files:
+                p = os.path.join(dp, f)
+                base.add_host_file(p, "usr/lib/modules/%s/%s" % (kver, os.path.relpath(p, sdir)))
+    finally:
+        shutil.rmtree(stage)
+    log("base: busybox (%d applets), %d modules" % (len(applets), len(kos)))
+    parts = {"base": "base.cpio.gz"}
+    base.write_gz(os.path.join(cache, parts["base"]))
+
+    # ---- fio (optional)
+    fio = shutil.which("fio")
+    if fio:
+        c = Cpio()
+        add_binary(c, fio)
+        parts["fio"] = "fio.cpio.gz"
+        c.write_gz(os.path.join(cache, parts["fio"]))
+    else:
+        log("fio not on the host: --fio will be unavailable (apt-get install fio)")
+
+    # ---- udev (optional): udevadm doubles as systemd-udevd (argv[0])
+    udevadm = shutil.which("udevadm")
+    if udevadm and os.path.isdir("/lib/udev"):
+        c = Cpio()
+        add_binary(c, udevadm)
+        c.add_symlink(guest_path("/lib/systemd/systemd-udevd"), guest_path(udevadm))
+        for top in ("/lib/udev", "/etc/udev"):
+            for dp, dns, files in os.walk(top):
+                for f in files:
+                    p = os.path.join(dp, f)
+                    g = guest_path(p)
+                    if os.path.islink(p):
+                        c.add_symlink(g, os.readlink(p))
+                        continue
+                    c.add_host_file(p, g)
+                    if os.access(p, os.X_OK) and open(p, "rb").read(4) == b"\x7fELF":
+                        for lib in ldd_closure(p):
+                            if not c.has(guest_path(lib)):
+                                c.add_host_file(os.path.realpath(lib), guest_path(lib))
+        parts["udev"] = "udev.cpio.gz"
+        c.write_gz(os.path.join(cache, parts["udev"]))
+    else:
+        log("udevadm not on the host: --udev will be unavailable (apt-get install udev)")
+
+    st = {"version": PREPARE_VERSION, "package": pkg, "deb": os.path.basename(deb),
+          "kver": kver, "vmlinux": os.path.basename(vmlinux), "parts": parts}
+    with open(state_file + ".tmp", "w") as f:
+        json.dump(st, f, indent=1)
+    os.replace(state_file + ".tmp", state_file)
+    shutil.rmtree(kroot)        # the modules and vmlinux we need are cached; save 400 MB
+    log("prepare done in %.1f s: kernel %s" % (time.time() - t0, kver))
+    return st
+
+
+# --------------------------------------------------------------------------- scenarios
+
+def parse_size(s):
+    m = re.fullmatch(r"(\d+)([KMGT]?)i?B?", s.strip(), re.I)
+    if not m:
+        raise ValueError("bad size %r" % s)
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m.group(2).upper()]
+
+
+def parse_header(path):
+    """Leading comment block of a scenario: `# key: value` lines.
+    Keys: qemu (repeatable, appended), smp, mem, timeout, disk (repeatable: NAME SIZE [fmt]),
+    needs (fio, udev, share), cmdline (extra kernel args), modules (extra boot modules)."""
+    h = {"qemu": [], "disk": [], "needs": [], "cmdline": [], "modules": []}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#!"):
+                continue
+            if not line.startswith("#"):
+                break
+            m = re.match(r"#\s*([a-z-]+):\s*(.*?)\s*$", line)
+            if not m:
+                continue
+            k, v = m.group(1), m.group(2)
+            if k in ("qemu", "cmdline"):
+                h[k] += shlex.split(v)
+            elif k in ("needs", "modules"):
+                h[k] += v.replace(",", " ").split()
+            elif k == "disk":
+                h["disk"].append(v.split())
+            elif k in ("smp", "mem", "timeout"):
+                h[k] = int(v)
+    return h
+
+
+def substitute(s, disks, tmp):
+    def rep(m):
+        kind, name = m.group(1), m.group(2)
+        if kind == "disk":
+            if name not in disks:
+                raise KeyError("undeclared disk %r (add '# disk: %s SIZE')" % (name, name))
+            return disks[name]
+        return tmp
+    return re.sub(r"\{(disk|tmp):?([A-Za-z0-9_.-]*)\}", rep, s)
+
+
+class Monitor:
+    """HMP over a unix socket (-monitor unix:SOCK,server,nowait)."""
+
+    PROMPT = b"(qemu) "
+
+    def __init__(self, path, timeout=10):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        deadline = time.time() + timeout
+        while True:
+            try:
+                self.sock.connect(path)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.sock.settimeout(30)
+        self._read_until_prompt()
+
+    def _read_until_prompt(self):
+        buf = b""
+        while not buf.endswith(self.PROMPT):
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("monitor closed")
+            buf += chunk
+        return buf[:-len(self.PROMPT)]
+
+    def command(self, cmd):
+        self.sock.sendall(cmd.encode() + b"\n")
+        raw = self._read_until_prompt().decode(errors="replace")
+        raw = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", raw).replace("\r", "")
+        lines = [l for l in raw.split("\n")]
+        # the monitor echoes the command line first
+        if lines and lines[0].strip() == cmd.strip():
+            lines = lines[1:]
+        return [l for l in lines if l.strip()]
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def hmp_failed(lines):
+    return any(re.search(r"\b(Error|error|Could not|not found|unknown command)\b", l)
+               for l in lines)
+
+
+def build_run_cpio(args, header, st):
+    c = Cpio()
+    env = {
+        "VMTEST_SCENARIO": os.path.basename(args.scenario)[:-3] if args.scenario.endswith(".sh")
+        else os.path.basename(args.scenario),
+        "VMTEST_BOOT_MODULES": " ".join(BOOT_MODULES + header["modules"]),
+        "VMTEST_SHARE": "1" if args.share else "",
+        "VMTEST_UDEV": "1" if args.udev else "",
+        "VMTEST_FIO": "1" if args.fio else "",
+        "VMTEST_KERNEL_ONLY": "1" if args.kernel_only else "",
+        "BLKMQD": "/opt/blkmqd/blkmqd",
+        "BLKMQD_MOUNT": "/run/blkmqd",
+    }
+    for kv in args.env:
+        k, _, v = kv.partition("=")
+        env[k] = v
+    c.add_file("opt/vmtest/env", "".join("export %s=%s\n" % (k, shlex.quote(v))
+                                         for k, v in sorted(env.items())).encode())
+    c.add_file("init", INIT.encode(), 0o755)
+    c.add_host_file(os.path.join(HERE, "guest-lib.sh"), "opt/vmtest/guest-lib.sh")
+    c.add_host_file(args.scenario, "opt/vmtest/scenario.sh")
+    capture = os.path.join(HERE, "..", "fixture", "capture.sh")
+    if os.path.exists(capture):
+        c.add_host_file(capture, "opt/vmtest/capture.sh")
+    if os.path.exists(FUSERMOUNT):
+        add_binary(c, FUSERMOUNT)
+    for spec in args.binary:
+        host, _, guest = spec.partition(":")
+        if not os.path.exists(host):
+            raise Missing("--binary %s does not exist" % host)
+        add_binary(c, os.path.abspath(host), guest or None)
+    return c
+
+
+def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt):
+    """Boot once.  Returns (rc or None if no end marker, reason)."""
+    log("attempt %d: %s" % (attempt, " ".join(shlex.quote(c) for c in cmd)))
+    log_f.write(("\n==== attempt %d: %s\n" % (attempt, " ".join(cmd))).encode())
+    log_f.flush()
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    events = queue.Queue()
+
+    def reader():
+        buf = b""
+        while True:
+            chunk = proc.stdout.read1(65536) if hasattr(proc.stdout, "read1") else \
+                proc.stdout.read(1)
+            if not chunk:
+                break
+            log_f.write(chunk)
+            log_f.flush()
+            if args.verbose:
+                sys.stderr.buffer.write(chunk)
+                sys.stderr.flush()
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                events.put(("line", line.decode(errors="replace").strip("\r\x00 ")))
+        events.put(("eof", None))
+
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    mon = None
+    rc, reason, start_seen = None, "", None
+    deadline = t0 + timeout
+    try:
+        while True:
+            left = deadline - time.time()
+            if left <= 0:
+                reason = "timeout after %d s" % timeout
+                break
+            try:
+                kind, line = events.get(timeout=min(left, 1.0))
+            except queue.Empty:
+                continue
+            if kind == "eof":
+                reason = "QEMU exited without an end marker"
+                break
+            if line.startswith("@@BLKMQD-VMTEST-START"):
+                start_seen = time.time() - t0
+                continue
+            m = END_RE.match(line)
+            if m:
+                rc = int(m.group(1))
+                break
+            m = HMP_RE.match(line)
+            if m:
+                seq, hcmd = m.group(1), substitute(m.group(2), disks, tmp)
+                try:
+                    if mon is None:
+                        mon = Monitor(mon_path)
+                    out = mon.command(hcmd)
+                    status = 1 if hmp_failed(out) else 0
+                except Exception as e:  # report to the guest, do not hang it
+                    out, status = ["harness: %s" % e], 2
+                log("HMP %s: %s -> %s %s" % (seq, hcmd, status, out))
+                reply = "".join("@@HMP-OUT %s %s\n" % (seq, l) for l in out)
+                reply += "@@HMP-DONE %s %d\n" % (seq, status)
+                log_f.write(("[harness] HMP %s %r -> %d %r\n" % (seq, hcmd, status, out))
+                            .encode())
+                try:
+                    proc.stdin.write(reply.encode())
+                    proc.stdin.flush()
+                except OSError:
+                    pass
+    finally:
+        if mon:
+            mon.close()
+        if rc is not None:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        th.join(timeout=5)
+    wall = time.time() - t0
+    log_f.write(("\n==== attempt %d: rc=%s %s wall=%.1fs scenario-start=%.1fs\n"
+                 % (attempt, rc, reason, wall, start_seen or -1)).encode())
+    log_f.flush()
+    return rc, reason, wall, start_seen
+
+
+def run(args):
+    st = prepare(args.cache)
+    header = parse_header(args.scenario)
+    for n in header["needs"]:
+        if n == "fio":
+            args.fio = True
+        elif n == "udev":
+            args.udev = True
+        elif n == "share" and not args.share:
+            raise Missing("scenario needs --share HOSTDIR")
+    if args.fio and "fio" not in st["parts"]:
+        raise Missing("fio (apt-get install fio, then harness.py prepare)")
+    if args.udev and "udev" not in st["parts"]:
+        raise Missing("udevadm (apt-get install udev, then harness.py prepare)")
+    smp = args.smp or header.get("smp") or 2
+    mem = args.mem or header.get("mem") or 1024
+    timeout = args.timeout or header.get("timeout") or 120
+
+    tmp = tempfile.mkdtemp(prefix="blkmqd-vm-")
+    try:
+        disks = {}
+        for d in header["disk"]:
+            name, size = d[0], parse_size(d[1])
+            p = os.path.join(tmp, name + ".img")
+            with open(p, "wb") as f:
+                f.truncate(size)
+            disks[name] = p
+        initrd = os.path.join(tmp, "initrd.cpio.gz")
+        with open(initrd, "wb") as out:
+            names = ["base"] + (["fio"] if args.fio else []) + (["udev"] if args.udev else [])
+            for n in names:
+                with open(os.path.join(args.cache, st["parts"][n]), "rb") as f:
+                    shutil.copyfileobj(f, out)
+            buf = io.BytesIO()
+            with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=1, mtime=0) as gz:
+                build_run_cpio(args, header, st).write(gz)
+            out.write(buf.getvalue())
+        mon_path = os.path.join(tmp, "monitor.sock")
+        append = ["console=ttyS0", "panic=-1", "scsi_mod.scan=sync", "quiet",
+                  "rdinit=/init"] + header["cmdline"] + shlex.split(args.append or "")
+        cmd = [QEMU, "-accel", "tcg,thread=multi", "-cpu", "max", "-M", "q35",
+               "-smp", str(smp), "-m", str(mem),
+               "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
+               "-no-reboot", "-monitor", "unix:%s,server,nowait" % mon_path,
+               "-kernel", os.path.join(args.cache, st["vmlinux"]), "-initrd", initrd,
+               "-append", " ".join(append)]
+        if args.share:
+            os.makedirs(args.share, exist_ok=True)
+            cmd += ["-virtfs", "local,path=%s,mount_tag=host,security_model=none,id=host"
+                    % os.path.abspath(args.share)]
+        cmd += [substitute(a, disks, tmp) for a in header["qemu"]]
+        cmd += [substitute(a, disks, tmp) for a in shlex.split(args.qemu_extra or "")]
+
+        log_path = args.log or os.path.join(tmp, "console.log")
+        with open(log_path, "wb") as log_f:
+            for attempt in (1, 2):
+                if os.path.exists(mon_path):
+                    os.unlink(mon_path)
+                for p in disks.values():     # fresh disks for a retry
+                    with open(p, "wb") as f:
+                        f.truncate(os.path.getsize(p))
+                rc, reason, wall, start = run_once(args, cmd, mon_path, log_f, timeout,
+                                                   disks, tmp, attempt)
+                if rc is not None:
+                    log("%s: rc=%d wall=%.1fs (scenario started at %.1fs)"
+                        % (os.path.basename(args.scenario), rc, wall, start or -1))
+                    return rc
+                log("%s: %s (wall %.1fs)" % (os.path.basename(args.scenario), reason, wall))
+                if not reason.startswith("timeout"):
+                    break
+        if not args.log:
+            # no --log given: keep the console for the post-mortem anyway
+            keep = os.path.join(tempfile.gettempdir(),
+                                "blkmqd-vm-%s-%d.log" % (os.path.basename(args.scenario),
+                                                         os.getpid()))
+            shutil.copy(log_path, keep)
+            log("console log kept at %s" % keep)
+        else:
+            log("console log: %s" % log_path)
+        with open(log_path, "rb") as f:
+            tail = f.read()[-3000:].decode(errors="replace")
+        sys.stderr.write("---- console tail ----\n" + tail + "\n----\n")
+        return EXIT_HARD
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare", help="download the kernel, build the cached initramfs parts")
+    p.add_argument("--cache", default=DEFAULT_CACHE)
+    p.add_argument("--force", action="store_true", help="rebuild even if cached")
+    r = sub.add_parser("run", help="boot the VM and run one scenario")
+    r.add_argument("--cache", default=DEFAULT_CACHE)
+    r.add_argument("--scenario", required=True)
+    r.add_argument("--binary", action="append", default=[], metavar="HOST[:GUEST]",
+                   help="pack a host binary with its ldd closure (default: same path)")
+    r.add_argument("--blkmqd", metavar="PATH",
+                   help="shorthand for --binary PATH:/opt/blkmqd/blkmqd")
+    r.add_argument("--smp", type=int)
+    r.add_argument("--mem", type=int)
+    r.add_argument("--qemu-extra", help="extra QEMU arguments (shell-quoted string)")
+    r.add_argument("--append", help="extra kernel command line")
+    r.add_argument("--timeout", type=int, help="wall timeout per boot, seconds")
+    r.add_argument("--log", help="keep the full console log here")
+    r.add_argument("--udev", action="store_true", help="start systemd-udevd in the guest")
+    r.add_argument("--fio", action="store_true", help="pack fio")
+    r.add_argument("--share", metavar="HOSTDIR", help="9p share mounted at /mnt/host")
+    r.add_argument("--env", action="append", default=[], metavar="K=V",
+                   help="export K=V to the scenario")
+    r.add_argument("--kernel-only", action="store_true",
+                   help="no blkmqd binary is expected: its checks count as skipped, not "
+                   "as a reason to exit 77")
+    r.add_argument("-v", "--verbose", action="store_true", help="echo the console")
+    args = ap.parse_args()
+    try:
+        if args.cmd == "prepare":
+            st = prepare(args.cache, args.force)
+            print(json.dumps(st, indent=1))
+            return 0
+        if args.blkmqd:
+            args.binary.append(args.blkmqd + ":/opt/blkmqd/blkmqd")
+        return run(args)
+    except Missing as e:
+        print("SKIP: missing host prerequisite: %s" % e, file=sys.stderr)
+        return EXIT_SKIP
+
+
+if __name__ == "__main__":
+    sys.exit(main())
