@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "stats-bpf.h"
+
+static StatsBpfLogFunc log_func = NULL;
+static void *log_userdata = NULL;
+
+#if HAVE_BPF
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "hctx-stats.h"
+#include "hctx-stats.skel.h"
+
+#define TRACED_RUN_FUNC "blk_mq_sched_dispatch_requests"
+
+struct StatsBpf {
+        struct hctx_stats *skel;
+        int map_fd;
+        int n_cpus;                 /* libbpf_num_possible_cpus(): per-CPU value count */
+        bool has_runs;
+        char *runs_reason;          /* NULL iff has_runs */
+};
+
+static void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_bpf_ __attribute__((cleanup(freep)))
+
+static void btf_freep(struct btf **b) {
+        if (*b)
+                btf__free(*b);
+}
+
+static void skel_destroyp(struct hctx_stats **s) {
+        if (*s)
+                hctx_stats__destroy(*s);
+}
+
+static void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_debug(const char *fmt, ...) {
+        _cleanup_free_bpf_ char *m = NULL;
+        va_list ap;
+
+        if (!log_func)
+                return;
+        va_start(ap, fmt);
+        if (vasprintf(&m, fmt, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        if (m)
+                log_func(m, log_userdata);
+}
+
+static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
+        _cleanup_free_bpf_ char *m = NULL;
+        size_t n;
+
+        if (!log_func)
+                return 0;
+        if (vasprintf(&m, fmt, ap) < 0)
+                return 0;
+        n = strlen(m);
+        while (n > 0 && m[n - 1] == '\n')
+                m[--n] = 0;
+        /* libbpf's WARN/INFO/DEBUG all become debug messages of ours: see stats-bpf.h */
+        log_func(m, log_userdata);
+        return 0;
+}
+
+void blkmqd_stats_bpf_set_log_func(StatsBpfLogFunc func, void *userdata) {
+        log_func = func;
+        log_userdata = userdata;
+        libbpf_set_print(on_libbpf_print);
+}
+
+static int devnum_to_kdev(dev_t devnum, uint32_t *ret) {
+        unsigned ma = major(devnum), mi = minor(devnum);
+
+        if (ma >= (1U << (32 - HCTX_STATS_MINORBITS)) || mi > HCTX_STATS_MINORMASK)
+                return -EINVAL;
+        *ret = (ma << HCTX_STATS_MINORBITS) | mi;
+        return 0;
+}
+
+/*
+ * block_rq_issue: TP_PROTO(struct request *rq) since a54895fa (v5.11-rc1), (q, rq) before.
+ * The BTF typedef btf_trace_<tp> is "void (*)(void *__data, <TP_PROTO args>)", so two params mean
+ * the single-argument form. Absent typedef: assume the current form; attach will tell.
+ */
+static bool rq_issue_single_arg(const struct btf *vmlinux) {
+        const struct btf_type *t;
+        int id;
+
+        id = btf__find_by_name_kind(vmlinux, "btf_trace_block_rq_issue", BTF_KIND_TYPEDEF);
+        if (id < 0)
+                return true;
+        t = btf__type_by_id(vmlinux, id);
+        while (t && (btf_is_typedef(t) || btf_is_ptr(t)))
+                t = btf__type_by_id(vmlinux, t->type);
+        if (!t || !btf_is_func_proto(t))
+                return true;
+        return btf_vlen(t) != 3;
+}
+
+static int errno_from_load(int r) {
+        /* The verifier/kernel's ways of saying "not supported here" */
+        if (r == -EINVAL || r == -ENOSYS || r == -524 /* ENOTSUPP, kernel-internal */)
+                return -EOPNOTSUPP;
+        if (r == -EACCES)
+                return -EPERM;
+        return r;
+}
+
+/*
+ * Open the skeleton, choose which run program may load (none, fentry or kprobe), load it.
+ * @run_prog: 0 none, 1 fentry, 2 kprobe.
+ */
+static int open_and_load(bool single_arg, int run_prog, struct hctx_stats **ret) {
+        __attribute__((cleanup(skel_destroyp))) struct hctx_stats *skel = NULL;
+        int r;
+
+        skel = hctx_stats__open();
+        if (!skel)
+                return -errno;
+
+        skel->rodata->rq_issue_single_arg = single_arg;
+        (void) bpf_program__set_autoload(skel->progs.on_dispatch_fentry, run_prog == 1);
+        (void) bpf_program__set_autoload(skel->progs.on_dispatch_kprobe, run_prog == 2);
+
+        r = hctx_stats__load(skel);
+        if (r < 0)
+                return r;
+
+        *ret = skel;
+        skel = NULL;
+        return 0;
+}
+
+int blkmqd_stats_bpf_new(StatsBpf **ret) {
+        __attribute__((cleanup(btf_freep))) struct btf *vmlinux = NULL;
+        __attribute__((cleanup(skel_destroyp))) struct hctx_stats *skel = NULL;
+        _cleanup_free_bpf_ char *fentry_why = NULL, *kprobe_why = NULL;
+        _cleanup_free_bpf_ StatsBpf *s = NULL;
+        bool single_arg, have_func, fentry_ok;
+        int r, run_prog;
+
+        if (!ret)
+                return -EINVAL;
+
+        libbpf_set_print(on_libbpf_print);
+
+        vmlinux = btf__load_vmlinux_btf();
+        if (!vmlinux) {
+                r = -errno;
+                log_debug("stats-bpf: no kernel BTF (%s), cannot relocate CO-RE program",
+                          strerror(-r));
+                return -ENOENT;
+        }
+
+        single_arg = rq_issue_single_arg(vmlinux);
+        have_func = btf__find_by_name_kind(vmlinux, TRACED_RUN_FUNC, BTF_KIND_FUNC) > 0;
+        /* 1: supported; 0: not; <0: could not tell (e.g. EPERM) -> try and see */
+        fentry_ok = have_func && libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, NULL) != 0;
+
+        if (!have_func) {
+                run_prog = 0;
+                fentry_why = strdup("fentry/kprobe: " TRACED_RUN_FUNC
+                                    " not in kernel BTF (inlined or renamed)");
+        } else if (fentry_ok)
+                run_prog = 1;
+        else {
+                run_prog = 2;
+                fentry_why = strdup("fentry: BPF tracing programs not supported");
+        }
+        log_debug("stats-bpf: block_rq_issue %s, run counter via %s", single_arg ? "(rq)" : "(q, rq)",
+                  run_prog == 1 ? "fentry" : run_prog == 2 ? "kprobe" : "nothing");
+
+        r = open_and_load(single_arg, run_prog, &skel);
+        if (r < 0 && run_prog != 0) {
+                /* Maybe only the optional program failed: retry without it. */
+                if (run_prog == 1) {
+                        free(fentry_why);
+                        if (asprintf(&fentry_why, "fentry: load failed: %s", strerror(-r)) < 0)
+                                fentry_why = NULL;
+                } else if (asprintf(&kprobe_why, "kprobe: load failed: %s", strerror(-r)) < 0)
+                        kprobe_why = NULL;
+                log_debug("stats-bpf: load with run program failed (%s), retrying without",
+                          strerror(-r));
+                run_prog = 0;
+                r = open_and_load(single_arg, run_prog, &skel);
+        }
+        if (r < 0) {
+                log_debug("stats-bpf: loading hctx-stats failed: %s", strerror(-r));
+                return errno_from_load(r);
+        }
+
+        skel->links.on_block_rq_issue = bpf_program__attach(skel->progs.on_block_rq_issue);
+        if (!skel->links.on_block_rq_issue) {
+                r = -errno;
+                log_debug("stats-bpf: attaching raw_tp/block_rq_issue failed: %s", strerror(-r));
+                return errno_from_load(r);
+        }
+        skel->links.on_block_rq_complete = bpf_program__attach(skel->progs.on_block_rq_complete);
+        if (!skel->links.on_block_rq_complete) {
+                r = -errno;
+                log_debug("stats-bpf: attaching raw_tp/block_rq_complete failed: %s", strerror(-r));
+                return errno_from_load(r);
+        }
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+
+        if (run_prog == 1) {
+                skel->links.on_dispatch_fentry = bpf_program__attach(skel->progs.on_dispatch_fentry);
+                if (skel->links.on_dispatch_fentry)
+                        s->has_runs = true;
+                else {
+                        r = -errno;
+                        free(fentry_why);
+                        if (asprintf(&fentry_why, "fentry: attach failed: %s", strerror(-r)) < 0)
+                                fentry_why = NULL;
+                }
+        } else if (run_prog == 2) {
+                skel->links.on_dispatch_kprobe = bpf_program__attach(skel->progs.on_dispatch_kprobe);
+                if (skel->links.on_dispatch_kprobe)
+                        s->has_runs = true;
+                else {
+                        r = -errno;
+                        if (asprintf(&kprobe_why, "kprobe: attach failed: %s%s", strerror(-r),
+                                     r == -ENOENT ? " (no kprobe PMU nor kprobe_events: kernel without CONFIG_KPROBES?)" : "") < 0)
+                                kprobe_why = NULL;
+                }
+        }
+
+        if (!s->has_runs) {
+                if (asprintf(&s->runs_reason,
+                             "no BPF attach point for " TRACED_RUN_FUNC " on this kernel (%s%s%s)",
+                             fentry_why ?: "", fentry_why && kprobe_why ? "; " : "",
+                             kprobe_why ?: "") < 0)
+                        return -ENOMEM;
+                log_debug("stats-bpf: runs unavailable: %s", s->runs_reason);
+        }
+
+        s->map_fd = bpf_map__fd(skel->maps.hctx_stats);
+        s->n_cpus = libbpf_num_possible_cpus();
+        if (s->n_cpus <= 0) {
+                free(s->runs_reason);
+                return s->n_cpus < 0 ? s->n_cpus : -EIO;
+        }
+        s->skel = skel;
+        skel = NULL;
+
+        log_debug("stats-bpf: attached (%d possible CPUs, runs %s)", s->n_cpus,
+                  s->has_runs ? "counted" : "not counted");
+        *ret = s;
+        s = NULL;
+        return 0;
+}
+
+StatsBpf *blkmqd_stats_bpf_free(StatsBpf *s) {
+        if (!s)
+                return NULL;
+        hctx_stats__destroy(s->skel);
+        free(s->runs_reason);
+        free(s);
+        return NULL;
+}
+
+int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCounters *ret) {
+        _cleanup_free_bpf_ struct hctx_stats_value *v = NULL;
+        struct hctx_stats_key key = { .hctx = hctx };
+        HctxBpfCounters c = {};
+        int r;
+
+        if (!s || !ret)
+                return -EINVAL;
+        r = devnum_to_kdev(devnum, &key.kdev);
+        if (r < 0)
+                return r;
+
+        /* Per-CPU maps return one value per possible CPU, each rounded up to 8 bytes. */
+        _Static_assert(sizeof(struct hctx_stats_value) % 8 == 0, "per-CPU value must be 8-aligned");
+        v = calloc(s->n_cpus, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        r = bpf_map_lookup_elem(s->map_fd, &key, v);
+        if (r < 0)
+                return -errno;
+
+        for (int i = 0; i < s->n_cpus; i++) {
+                c.dispatched += v[i].dispatched;
+                c.completed_local += v[i].completed_local;
+                c.completed_remote += v[i].completed_remote;
+                c.runs += v[i].runs;
+        }
+        *ret = c;
+        return 0;
+}
+
+bool blkmqd_stats_bpf_has_runs(StatsBpf *s) {
+        return s && s->has_runs;
+}
+
+const char *blkmqd_stats_bpf_runs_unavailable_reason(StatsBpf *s) {
+        if (!s)
+                return "BPF statistics not loaded";
+        return s->runs_reason;
+}
+
+int blkmqd_stats_bpf_forget(StatsBpf *s, dev_t devnum) {
+        _cleanup_free_bpf_ struct hctx_stats_key *keys = NULL;
+        struct hctx_stats_key key, next;
+        size_t n = 0, allocated = 0;
+        uint32_t kdev;
+        int r, removed = 0;
+        bool first = true;
+
+        if (!s)
+                return -EINVAL;
+        r = devnum_to_kdev(devnum, &kdev);
+        if (r < 0)
+                return r;
+
+        /* Collect first, delete after: deleting the cursor key would restart the walk. */
+        for (;;) {
+                r = bpf_map_get_next_key(s->map_fd, first ? NULL : &key, &next);
+                if (r < 0) {
+                        if (errno == ENOENT)
+                                break;
+                        return -errno;
+                }
+                first = false;
+                key = next;
+                if (key.kdev != kdev)
+                        continue;
+                if (n >= allocated) {
+                        size_t a = allocated ? allocated * 2 : 16;
+                        struct hctx_stats_key *k = reallocarray(keys, a, sizeof(*keys));
+                        if (!k)
+                                return -ENOMEM;
+                        keys = k;
+                        allocated = a;
+                }
+                keys[n++] = key;
+                if (n > HCTX_STATS_MAX_ENTRIES)
+                        break; /* cannot happen unless the map changes under us forever */
+        }
+
+        for (size_t i = 0; i < n; i++) {
+                r = bpf_map_delete_elem(s->map_fd, &keys[i]);
+                if (r < 0 && errno != ENOENT)
+                        return -errno;
+                if (r >= 0)
+                        removed++;
+        }
+        log_debug("stats-bpf: forgot %d hctx entries of %u:%u", removed, major(devnum),
+                  minor(devnum));
+        return removed;
+}
+
+#else /* !HAVE_BPF */
+
+void blkmqd_stats_bpf_set_log_func(StatsBpfLogFunc func, void *userdata) {
+        log_func = func;
+        log_userdata = userdata;
+}
+
+int blkmqd_stats_bpf_new(StatsBpf **ret) {
+        return -EOPNOTSUPP;
+}
+
+StatsBpf *blkmqd_stats_bpf_free(StatsBpf *s) {
+        return NULL;
+}
+
+int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCounters *ret) {
+        return -EOPNOTSUPP;
+}
+
+bool blkmqd_stats_bpf_has_runs(StatsBpf *s) {
+        return false;
+}
+
+const char *blkmqd_stats_bpf_runs_unavailable_reason(StatsBpf *s) {
+        return "blkmqd was built without BPF support";
+}
+
+int blkmqd_stats_bpf_forget(StatsBpf *s, dev_t devnum) {
+        return -EOPNOTSUPP;
+}
+
+#endif
