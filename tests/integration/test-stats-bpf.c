@@ -6,6 +6,9 @@
  * 1 on failure. The loop device is created with LOOP_FLAGS_AUTOCLEAR, so the kernel detaches it
  * when this process exits however it exits; it is also detached explicitly. The tmpfs holding its
  * backing file is mounted in a private mount namespace, so it vanishes with the process too.
+ *
+ * "test-stats-bpf --hold /dev/<disk>" is a helper for bench/bpf-overhead.sh: attach the provider,
+ * print "attached", wait for SIGINT/SIGTERM or EOF on stdin, print that disk's hctx 0 counters.
  */
 
 #include "config.h"
@@ -15,7 +18,9 @@
 #include <inttypes.h>
 #include <linux/loop.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -189,6 +194,58 @@ static void print_counters(const char *what, const HctxBpfCounters *c) {
                what, c->dispatched, c->completed_local, c->completed_remote, c->runs);
 }
 
+static void on_signal(int sig) {
+}
+
+static int hold(const char *disk) {
+        __attribute__((cleanup(blkmqd_stats_bpf_freep))) StatsBpf *s = NULL;
+        HctxBpfCounters c;
+        struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+        struct stat st;
+        sigset_t mask;
+        char b[64];
+        int r;
+
+        if (stat(disk, &st) < 0 || !S_ISBLK(st.st_mode)) {
+                fprintf(stderr, "%s: not a block device\n", disk);
+                return EXIT_FAILURE;
+        }
+        r = blkmqd_stats_bpf_new(&s);
+        if (r < 0) {
+                printf("SKIP: BPF stats provider cannot load here: %s\n", strerror(-r));
+                return EXIT_SKIP;
+        }
+        /* Block the signals and poll stdin: SIGINT/SIGTERM (delivered only inside ppoll(), to a
+         * no-op handler, so it returns EINTR) or EOF end the wait. */
+        sigaction(SIGINT, &(struct sigaction) { .sa_handler = on_signal }, NULL);
+        sigaction(SIGTERM, &(struct sigaction) { .sa_handler = on_signal }, NULL);
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        sigdelset(&mask, SIGINT);
+        sigdelset(&mask, SIGTERM);
+        printf("attached\n");
+        for (;;) {
+                r = ppoll(&p, 1, NULL, &mask);
+                if (r < 0)
+                        break; /* EINTR: signal */
+                if (p.revents & (POLLHUP | POLLERR))
+                        break;
+                if ((p.revents & POLLIN) && read(STDIN_FILENO, b, sizeof(b)) <= 0)
+                        break;
+        }
+        r = blkmqd_stats_bpf_read(s, st.st_rdev, 0, &c);
+        if (r == -ENOENT)
+                c = (HctxBpfCounters) {};
+        else if (r < 0) {
+                fprintf(stderr, "read: %s\n", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        print_counters(disk, &c);
+        return EXIT_SUCCESS;
+}
+
 int main(int argc, char *argv[]) {
         __attribute__((cleanup(blkmqd_stats_bpf_freep))) StatsBpf *s = NULL;
         __attribute__((cleanup(freep))) void *buf = NULL;
@@ -198,6 +255,9 @@ int main(int argc, char *argv[]) {
         int r, fd = -1;
 
         setvbuf(stdout, NULL, _IOLBF, 0);
+
+        if (argc == 3 && strcmp(argv[1], "--hold") == 0)
+                return hold(argv[2]);
 
         if (geteuid() != 0) {
                 printf("SKIP: needs root (BPF load, loop devices)\n");
