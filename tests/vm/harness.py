@@ -521,12 +521,11 @@ class Monitor:
     def command(self, cmd):
         self.sock.sendall(cmd.encode() + b"\n")
         raw = self._read_until_prompt().decode(errors="replace")
+        # The monitor's readline echoes the typed line (with redraw escapes) up to the
+        # newline that ends it; the command's output follows.
+        _, _, raw = raw.partition("\n")
         raw = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", raw).replace("\r", "")
-        lines = [l for l in raw.split("\n")]
-        # the monitor echoes the command line first
-        if lines and lines[0].strip() == cmd.strip():
-            lines = lines[1:]
-        return [l for l in lines if l.strip()]
+        return [l for l in raw.split("\n") if l.strip()]
 
     def close(self):
         try:
@@ -689,13 +688,10 @@ def run(args):
 
     tmp = tempfile.mkdtemp(prefix="blkmqd-vm-")
     try:
-        disks = {}
+        disks, sizes = {}, {}
         for d in header["disk"]:
-            name, size = d[0], parse_size(d[1])
-            p = os.path.join(tmp, name + ".img")
-            with open(p, "wb") as f:
-                f.truncate(size)
-            disks[name] = p
+            disks[d[0]] = os.path.join(tmp, d[0] + ".img")
+            sizes[d[0]] = parse_size(d[1])
         initrd = os.path.join(tmp, "initrd.cpio.gz")
         with open(initrd, "wb") as out:
             names = ["base"] + (["fio"] if args.fio else []) + (["udev"] if args.udev else [])
@@ -727,9 +723,9 @@ def run(args):
             for attempt in (1, 2):
                 if os.path.exists(mon_path):
                     os.unlink(mon_path)
-                for p in disks.values():     # fresh disks for a retry
+                for name, p in disks.items():     # fresh sparse disks for every attempt
                     with open(p, "wb") as f:
-                        f.truncate(os.path.getsize(p))
+                        f.truncate(sizes[name])
                 rc, reason, wall, start = run_once(args, cmd, mon_path, log_f, timeout,
                                                    disks, tmp, attempt)
                 if rc is not None:
