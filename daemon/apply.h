@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * apply: carry a plan out through hostfs. For every knob: read the current value,
+ * do nothing if it already is the wanted one, record the original before the first
+ * write, write once, read back, and triage errors like irqbalance's activate.c:
+ *   transient   (EAGAIN, EBUSY, EINTR)                     -> retried at the next evaluation
+ *   unsupported (ENOENT, EINVAL, EACCES, EROFS, EPERM, EIO) -> marked, logged once, not retried
+ *   other                                                   -> reported, retried next time
+ * Originals are restored by apply_restore().
+ */
+
+#include <stdbool.h>
+
+#include "hostfs.h"
+#include "registry.h"
+
+typedef enum WriteErrorClass {
+        WRITE_ERROR_TRANSIENT,
+        WRITE_ERROR_UNSUPPORTED,
+        WRITE_ERROR_OTHER,
+} WriteErrorClass;
+
+/* Triage a negative errno from a sysfs/procfs write. */
+WriteErrorClass apply_classify_error(int error);
+
+/*
+ * Apply d->plan for every knob. dry_run: compute and record what would be written
+ * (applied state "dry-run") without writing anything.
+ * Returns the number of values written (0 when nothing changed); failures are kept in
+ * d->applied[] and logged, never returned: one disk's failure does not stop the others.
+ */
+int apply_device(HostFs *h, Device *d, bool dry_run);
+
+/*
+ * Put back every original value blkmqd recorded for d (and forget it on success).
+ * Returns the number of values restored, or the first -errno (the others are still tried).
+ */
+int apply_restore(HostFs *h, Device *d);

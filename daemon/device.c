@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "macro.h"
+#include "parse.h"
+#include "strv.h"
+
+static const char *errno_reason(int r) {
+        switch (-r) {
+        case ENOENT:
+                return "attribute not present in this kernel or for this device";
+        case ENODEV:
+                return "debugfs not mounted";
+        case EACCES:
+        case EPERM:
+                return "permission denied";
+        case EINVAL:
+        case ERANGE:
+                return "unparsable value";
+        default:
+                return strerror(-r);
+        }
+}
+
+/* Read block/<d>/<attr> as int64 into *v, or mark fact unknown. */
+static int gather_i64(HostFs *h, DiskFacts *f, Fact fact, const char *path, int64_t *v) {
+        uint64_t u;
+        int r = hostfs_read_u64(h, HOSTFS_SYSFS, path, &u);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return disk_facts_set_unknown(f, fact, "%s: %s", path, errno_reason(r));
+        *v = (int64_t) u;
+        return 0;
+}
+
+static int gather_hctx(HostFs *h, DiskFacts *f, bool debugfs) {
+        _cleanup_strv_free_ char **names = NULL;
+        char path[PATH_MAX];
+        int r;
+
+        snprintf(path, sizeof(path), "block/%s/mq", f->name);
+        r = hostfs_list(h, HOSTFS_SYSFS, path, &names);
+        if (r == -ENOENT || r == -ENOTDIR) {
+                f->has_mq = false;
+                return disk_facts_set_unknown(f, FACT_NR_HW_QUEUES, "no blk-mq queue (no mq/ directory)");
+        }
+        if (r < 0)
+                return r == -ENOMEM ? r : disk_facts_set_unknown(f, FACT_NR_HW_QUEUES, "%s: %s", path, errno_reason(r));
+        f->has_mq = true;
+
+        size_t n = strv_length(names);
+        f->hctx = calloc(n ?: 1, sizeof(HctxFacts));
+        if (!f->hctx)
+                return -ENOMEM;
+
+        Tristate shared = debugfs ? TRISTATE_NO : TRISTATE_UNKNOWN;
+        STRV_FOREACH(name, names) {
+                uint64_t index;
+                if (parse_u64(*name, &index) < 0 || index > UINT32_MAX)
+                        continue;
+
+                HctxFacts *x = &f->hctx[f->n_hctx++];
+                *x = (HctxFacts) { .index = index, .nr_tags = -1, .nr_reserved_tags = -1,
+                                   .shared_tags = TRISTATE_UNKNOWN };
+                _cleanup_free_ char *s = NULL;
+                snprintf(path, sizeof(path), "block/%s/mq/%s/cpu_list", f->name, *name);
+                if (hostfs_read(h, HOSTFS_SYSFS, path, &s) >= 0 && cpuset_parse(s, &x->cpus) >= 0) {
+                        x->cpu_list = cpuset_format(&x->cpus);
+                        if (!x->cpu_list)
+                                return -ENOMEM;
+                }
+                uint64_t u;
+                snprintf(path, sizeof(path), "block/%s/mq/%s/nr_tags", f->name, *name);
+                if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0)
+                        x->nr_tags = u;
+                snprintf(path, sizeof(path), "block/%s/mq/%s/nr_reserved_tags", f->name, *name);
+                if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0)
+                        x->nr_reserved_tags = u;
+
+                if (debugfs) {
+                        _cleanup_free_ char *flags = NULL;
+                        snprintf(path, sizeof(path), "block/%s/hctx%s/flags", f->name, *name);
+                        if (hostfs_read(h, HOSTFS_DEBUGFS, path, &flags) >= 0) {
+                                x->shared_tags = flags_has_token(flags, "TAG_HCTX_SHARED") ? TRISTATE_YES : TRISTATE_NO;
+                                if (x->shared_tags == TRISTATE_YES)
+                                        shared = TRISTATE_YES;
+                        } else if (shared == TRISTATE_NO)
+                                shared = TRISTATE_UNKNOWN;
+                }
+        }
+
+        f->shared_tags = shared;
+        if (shared == TRISTATE_UNKNOWN)
+                return disk_facts_set_unknown(f, FACT_SHARED_TAGS, debugfs ?
+                                              "debugfs block/%s/hctxN/flags unreadable" :
+                                              "debugfs not mounted at /sys/kernel/debug (TAG_HCTX_SHARED is shown only there)",
+                                              f->name);
+        return 0;
+}
+
+static int gather_queue(HostFs *h, DiskFacts *f) {
+        char path[PATH_MAX];
+        _cleanup_free_ char *s = NULL;
+        int r;
+
+        snprintf(path, sizeof(path), "block/%s/queue/rotational", f->name);
+        int rot;
+        r = hostfs_read_int(h, HOSTFS_SYSFS, path, &rot);
+        if (r >= 0 && (rot == 0 || rot == 1))
+                f->rotational = rot ? TRISTATE_YES : TRISTATE_NO;
+        else if ((r = disk_facts_set_unknown(f, FACT_ROTATIONAL, "%s: %s", path, errno_reason(r < 0 ? r : -ERANGE))) < 0)
+                return r;
+
+        snprintf(path, sizeof(path), "block/%s/queue/scheduler", f->name);
+        r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
+        if (r >= 0)
+                r = parse_scheduler(s, &f->elevators, &f->elevator, &f->elevator_configurable);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                disk_facts_set_unknown(f, FACT_ELEVATOR, "%s: %s", path, errno_reason(r));
+                disk_facts_set_unknown(f, FACT_ELEVATORS, "%s: %s", path, errno_reason(r));
+        } else if (!f->elevator)
+                disk_facts_set_unknown(f, FACT_ELEVATOR, "queue cannot take an elevator (scheduler reads \"%s\" without brackets)",
+                                       f->elevators[0]);
+
+        snprintf(path, sizeof(path), "block/%s/queue/rq_affinity", f->name);
+        int v;
+        r = hostfs_read_int(h, HOSTFS_SYSFS, path, &v);
+        if (r >= 0)
+                f->rq_affinity = v;
+        else
+                disk_facts_set_unknown(f, FACT_RQ_AFFINITY, "%s: %s", path, errno_reason(r));
+
+        snprintf(path, sizeof(path), "block/%s/queue/nr_requests", f->name);
+        r = gather_i64(h, f, FACT_NR_REQUESTS, path, &f->nr_requests);
+        if (r < 0)
+                return r;
+
+        snprintf(path, sizeof(path), "block/%s/device/queue_depth", f->name);
+        if (hostfs_exists(h, HOSTFS_SYSFS, path))
+                return gather_i64(h, f, FACT_QUEUE_DEPTH, path, &f->queue_depth);
+        return disk_facts_set_unknown(f, FACT_QUEUE_DEPTH, "no device/queue_depth (not a SCSI device)");
+}
+
+/* The "hostN" component of a SCSI device path, or NULL. */
+static char *scsi_host_of(const char *devpath) {
+        const char *p = devpath;
+        char *found = NULL;
+        while ((p = strstr(p, "/host"))) {
+                p++;
+                size_t l = strspn(p + 4, "0123456789");
+                if (l > 0 && (p[4 + l] == '/' || p[4 + l] == 0)) {
+                        free(found);
+                        found = strndup(p, 4 + l);
+                }
+        }
+        return found;
+}
+
+static int basename_of_link(HostFs *h, const char *path, char **ret) {
+        _cleanup_free_ char *target = NULL;
+        int r = hostfs_readlink(h, HOSTFS_SYSFS, path, &target);
+        if (r < 0)
+                return r;
+        const char *b = strrchr(target, '/');
+        char *s = strdup(b ? b + 1 : target);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int gather_scsi_host(HostFs *h, DiskFacts *f) {
+        char path[PATH_MAX];
+        int r;
+
+        snprintf(path, sizeof(path), "class/scsi_host/%s/proc_name", f->scsi_host);
+        r = hostfs_read(h, HOSTFS_SYSFS, path, &f->driver);
+        if (r >= 0)
+                strip_newline(f->driver);
+        else
+                disk_facts_set_unknown(f, FACT_DRIVER, "%s: %s", path, errno_reason(r));
+
+        snprintf(path, sizeof(path), "class/scsi_host/%s/nr_hw_queues", f->scsi_host);
+        r = gather_i64(h, f, FACT_HOST_NR_HW_QUEUES, path, &f->host_nr_hw_queues);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "class/scsi_host/%s/can_queue", f->scsi_host);
+        return gather_i64(h, f, FACT_HOST_CAN_QUEUE, path, &f->host_can_queue);
+}
+
+/* Walk up from devpath to the first directory that has child; returns its path or NULL. */
+static char *ancestor_with(HostFs *h, const char *devpath, const char *child) {
+        _cleanup_free_ char *p = strdup(devpath);
+        if (!p)
+                return NULL;
+        for (;;) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof(path), "%s/%s", p, child);
+                if (hostfs_exists(h, HOSTFS_SYSFS, path))
+                        return TAKE_PTR(p);
+                char *s = strrchr(p, '/');
+                if (!s || streq(p, "devices"))
+                        return NULL;
+                *s = 0;
+        }
+}
+
+static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath) {
+        _cleanup_free_ char *pci = devpath ? ancestor_with(h, devpath, "msi_irqs") : NULL;
+        _cleanup_strv_free_ char **names = NULL;
+        char path[PATH_MAX];
+        int r;
+
+        if (!pci)
+                return disk_facts_set_unknown(f, FACT_IRQ_VECTORS, "no PCI function with MSI vectors above the device");
+
+        snprintf(path, sizeof(path), "%s/msi_irqs", pci);
+        r = hostfs_list(h, HOSTFS_SYSFS, path, &names);
+        if (r < 0)
+                return r == -ENOMEM ? r : disk_facts_set_unknown(f, FACT_IRQ_VECTORS, "%s: %s", path, errno_reason(r));
+
+        f->irqs = calloc(strv_length(names) ?: 1, sizeof(unsigned));
+        if (!f->irqs)
+                return -ENOMEM;
+        STRV_FOREACH(n, names) {
+                uint64_t irq;
+                if (parse_u64(*n, &irq) >= 0 && irq <= UINT32_MAX)
+                        f->irqs[f->n_irqs++] = irq;
+        }
+        return 0;
+}
+
+static int gather_numa(HostFs *h, DiskFacts *f, const char *devpath) {
+        _cleanup_free_ char *dir = devpath ? ancestor_with(h, devpath, "numa_node") : NULL;
+        char path[PATH_MAX];
+        int v, r;
+
+        if (!dir)
+                return disk_facts_set_unknown(f, FACT_NUMA_NODE, "no numa_node attribute above the device");
+        snprintf(path, sizeof(path), "%s/numa_node", dir);
+        r = hostfs_read_int(h, HOSTFS_SYSFS, path, &v);
+        if (r < 0)
+                return disk_facts_set_unknown(f, FACT_NUMA_NODE, "%s: %s", path, errno_reason(r));
+        f->numa_node = v;
+        return 0;
+}
+
+static int gather_transport(HostFs *h, DiskFacts *f, char **ret_devpath) {
+        char path[PATH_MAX];
+        _cleanup_free_ char *devpath = NULL;
+        int r;
+
+        static const struct {
+                const char *dir, *transport, *driver;
+        } stacked[] = {
+                { "loop", "loop", "loop" },
+                { "dm", "dm", "device-mapper" },
+                { "md", "md", "md" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(stacked); i++) {
+                snprintf(path, sizeof(path), "block/%s/%s", f->name, stacked[i].dir);
+                if (hostfs_exists(h, HOSTFS_SYSFS, path)) {
+                        f->stacked = true;
+                        disk_facts_set_unknown(f, FACT_SCSI_HOST, "not a SCSI device");
+                        disk_facts_set_unknown(f, FACT_HOST_NR_HW_QUEUES, "not a SCSI device");
+                        disk_facts_set_unknown(f, FACT_HOST_CAN_QUEUE, "not a SCSI device");
+                        if (free_and_strdup(&f->transport, stacked[i].transport) < 0 ||
+                            free_and_strdup(&f->driver, stacked[i].driver) < 0)
+                                return -ENOMEM;
+                        *ret_devpath = NULL;
+                        return 0;
+                }
+        }
+
+        snprintf(path, sizeof(path), "block/%s/device", f->name);
+        r = hostfs_resolve(h, HOSTFS_SYSFS, path, &devpath);
+        if (r < 0 || !hostfs_exists(h, HOSTFS_SYSFS, path)) {
+                const char *t = startswith(f->name, "zram") ? "zram" : NULL;
+                if (t) {
+                        if (free_and_strdup(&f->transport, t) < 0 || free_and_strdup(&f->driver, t) < 0)
+                                return -ENOMEM;
+                } else {
+                        disk_facts_set_unknown(f, FACT_TRANSPORT, "virtual device without a parent device");
+                        disk_facts_set_unknown(f, FACT_DRIVER, "virtual device without a parent device");
+                }
+                disk_facts_set_unknown(f, FACT_SCSI_HOST, "not a SCSI device");
+                disk_facts_set_unknown(f, FACT_HOST_NR_HW_QUEUES, "not a SCSI device");
+                disk_facts_set_unknown(f, FACT_HOST_CAN_QUEUE, "not a SCSI device");
+                *ret_devpath = NULL;
+                return 0;
+        }
+
+        f->scsi_host = scsi_host_of(devpath);
+        if (f->scsi_host) {
+                f->transport = strdup("scsi");
+                if (!f->transport)
+                        return -ENOMEM;
+                r = gather_scsi_host(h, f);
+                if (r < 0)
+                        return r;
+        } else {
+                disk_facts_set_unknown(f, FACT_SCSI_HOST, "not a SCSI device");
+                disk_facts_set_unknown(f, FACT_HOST_NR_HW_QUEUES, "not a SCSI device");
+                disk_facts_set_unknown(f, FACT_HOST_CAN_QUEUE, "not a SCSI device");
+
+                const char *t = strstr(devpath, "/nvme") ? "nvme" :
+                                strstr(devpath, "/virtio") ? "virtio" :
+                                strstr(devpath, "/mmc") ? "mmc" :
+                                strstr(devpath, "/usb") ? "usb" : NULL;
+                if (t)
+                        f->transport = strdup(t);
+                else
+                        disk_facts_set_unknown(f, FACT_TRANSPORT, "unrecognised device path %s", devpath);
+
+                /* nvme: block/<d>/device is the controller, its "device" the PCI function */
+                r = -ENOENT;
+                if (t && streq(t, "nvme")) {
+                        snprintf(path, sizeof(path), "block/%s/device/device/driver", f->name);
+                        r = basename_of_link(h, path, &f->driver);
+                }
+                if (r < 0) {
+                        snprintf(path, sizeof(path), "block/%s/device/driver", f->name);
+                        r = basename_of_link(h, path, &f->driver);
+                }
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        disk_facts_set_unknown(f, FACT_DRIVER, "%s: %s", path, errno_reason(r));
+        }
+
+        *ret_devpath = TAKE_PTR(devpath);
+        return 0;
+}
+
+static int gather_debugfs_state(HostFs *h, DiskFacts *f, bool debugfs, const char *why) {
+        char path[PATH_MAX];
+        _cleanup_free_ char *s = NULL;
+        unsigned maj, min;
+
+        if (!debugfs)
+                return disk_facts_set_unknown(f, FACT_SQ_SCHED, "%s", why);
+        if (kernel_release_parse(f->kernel_release, &maj, &min) >= 0 && (maj < 5 || (maj == 5 && min < 19)))
+                return disk_facts_set_unknown(f, FACT_SQ_SCHED,
+                                              "kernel %u.%u predates QUEUE_FLAG_SQ_SCHED (5.19, 4d337cebcb1c)", maj, min);
+
+        snprintf(path, sizeof(path), "block/%s/state", f->name);
+        int r = hostfs_read(h, HOSTFS_DEBUGFS, path, &s);
+        if (r < 0)
+                return r == -ENOMEM ? r : disk_facts_set_unknown(f, FACT_SQ_SCHED, "debugfs %s: %s", path, errno_reason(r));
+        f->sq_sched = flags_has_token(s, "SQ_SCHED") ? TRISTATE_YES : TRISTATE_NO;
+        return 0;
+}
+
+static int gather_identity(HostFs *h, DiskFacts *f, const char *devpath) {
+        static const struct {
+                const char *attr, *prefix;
+        } ids[] = {
+                { "device/wwid", "wwid" },      /* SCSI VPD 0x83 */
+                { "wwid", "wwid" },             /* NVMe namespace */
+                { "serial", "serial" },         /* virtio-blk */
+                { "device/serial", "serial" },  /* nvme controller, mmc */
+                { "loop/backing_file", "loop" },
+        };
+        char path[PATH_MAX];
+
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                _cleanup_free_ char *s = NULL;
+                snprintf(path, sizeof(path), "block/%s/%s", f->name, ids[i].attr);
+                if (hostfs_read(h, HOSTFS_SYSFS, path, &s) < 0)
+                        continue;
+                strip_newline(s);
+                if (isempty(s))
+                        continue;
+                return asprintf(&f->identity, "%s:%s", ids[i].prefix, s) < 0 ? -ENOMEM : 0;
+        }
+        if (devpath)
+                return asprintf(&f->identity, "path:%s", devpath) < 0 ? -ENOMEM : 0;
+        return 0;
+}
+
+int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
+        _cleanup_(disk_facts_freep) DiskFacts *f = NULL;
+        _cleanup_free_ char *devpath = NULL, *s = NULL;
+        char path[PATH_MAX];
+        const char *why = NULL;
+        int r;
+
+        if (!disk_name_is_valid(name))
+                return -EINVAL;
+
+        f = disk_facts_new(name);
+        if (!f)
+                return -ENOMEM;
+
+        snprintf(path, sizeof(path), "block/%s/dev", name);
+        r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
+        if (r < 0)
+                return r == -ENOMEM ? r : -ENOENT;
+        if (sscanf(s, "%u:%u", &f->major, &f->minor) != 2)
+                return -ENOENT;
+
+        uint64_t sectors;
+        snprintf(path, sizeof(path), "block/%s/size", name);
+        r = hostfs_read_u64(h, HOSTFS_SYSFS, path, &sectors);
+        if (r < 0)
+                return r == -ENOMEM ? r : -ENOENT;
+        if (sectors == 0)
+                return -ENOMEDIUM;
+        f->size_bytes = sectors * 512;
+
+        r = hostfs_kernel_release(h, &f->kernel_release);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                disk_facts_set_unknown(f, FACT_KERNEL_RELEASE, "proc/sys/kernel/osrelease: %s", errno_reason(r));
+
+        bool debugfs = hostfs_debugfs_available(h, &why);
+
+        r = gather_hctx(h, f, debugfs);
+        if (r < 0)
+                return r;
+        r = gather_queue(h, f);
+        if (r < 0)
+                return r;
+        r = gather_transport(h, f, &devpath);
+        if (r < 0)
+                return r;
+        r = gather_debugfs_state(h, f, debugfs, why);
+        if (r < 0)
+                return r;
+        r = gather_irqs(h, f, devpath);
+        if (r < 0)
+                return r;
+        r = gather_numa(h, f, devpath);
+        if (r < 0)
+                return r;
+        r = gather_identity(h, f, devpath);
+        if (r < 0)
+                return r;
+
+        if (!f->has_mq) {
+                /* A bio-based queue has none of the blk-mq attributes that matter. */
+                disk_facts_set_unknown(f, FACT_SHARED_TAGS, "no blk-mq queue");
+                disk_facts_set_unknown(f, FACT_SQ_SCHED, "no blk-mq queue");
+        }
+
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+int device_list_disks(HostFs *h, char ***ret) {
+        _cleanup_strv_free_ char **names = NULL, **disks = NULL;
+        int r = hostfs_list(h, HOSTFS_SYSFS, "block", &names);
+        if (r < 0)
+                return r;
+        disks = calloc(1, sizeof(char *));
+        if (!disks)
+                return -ENOMEM;
+        STRV_FOREACH(n, names)
+                if (disk_name_is_valid(*n) && (r = strv_extend(&disks, *n)) < 0)
+                        return r;
+        *ret = TAKE_PTR(disks);
+        return 0;
+}

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "hostfs.h"
+#include "macro.h"
+#include "parse.h"
+#include "strv.h"
+
+#define HOSTFS_READ_MAX (1024 * 1024)
+#define HOSTFS_WRITES_MAX 4096
+#define HOSTFS_LINKS_MAX 40
+#define DEBUGFS_MAGIC 0x64626720
+
+static const char * const kind_dir[_HOSTFS_KIND_MAX] = {
+        [HOSTFS_SYSFS]      = "sys",
+        [HOSTFS_PROCFS]     = "proc",
+        [HOSTFS_DEBUGFS]    = "sys/kernel/debug",
+        [HOSTFS_RUN]        = "run",
+        [HOSTFS_MODPROBE_D] = "etc/modprobe.d",
+};
+
+static const char * const kind_name[_HOSTFS_KIND_MAX] = {
+        [HOSTFS_SYSFS]      = "sysfs",
+        [HOSTFS_PROCFS]     = "procfs",
+        [HOSTFS_DEBUGFS]    = "debugfs",
+        [HOSTFS_RUN]        = "run",
+        [HOSTFS_MODPROBE_D] = "modprobe.d",
+};
+
+struct HostFs {
+        char *root;
+        bool live;
+        int root_fd;
+        int fd[_HOSTFS_KIND_MAX];
+        char **writes;
+        size_t n_writes;
+};
+
+const char *hostfs_kind_to_string(HostFsKind k) {
+        if (k < 0 || k >= _HOSTFS_KIND_MAX)
+                return NULL;
+        return kind_name[k];
+}
+
+int hostfs_new(const char *root, HostFs **ret) {
+        if (!root)
+                root = getenv("BLKMQD_ROOT");
+        if (isempty(root))
+                root = "/";
+
+        HostFs *h = calloc(1, sizeof(HostFs));
+        if (!h)
+                return -ENOMEM;
+        h->root_fd = -EBADF;
+        for (size_t i = 0; i < _HOSTFS_KIND_MAX; i++)
+                h->fd[i] = -EBADF;
+
+        h->root = strdup(root);
+        if (!h->root) {
+                hostfs_free(h);
+                return -ENOMEM;
+        }
+
+        h->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (h->root_fd < 0) {
+                int r = negative_errno();
+                hostfs_free(h);
+                return r;
+        }
+
+        struct stat a, b;
+        h->live = stat("/", &a) == 0 && fstat(h->root_fd, &b) == 0 &&
+                  a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+
+        for (size_t i = 0; i < _HOSTFS_KIND_MAX; i++)
+                h->fd[i] = openat(h->root_fd, kind_dir[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        *ret = h;
+        return 0;
+}
+
+HostFs *hostfs_free(HostFs *h) {
+        if (!h)
+                return NULL;
+        for (size_t i = 0; i < _HOSTFS_KIND_MAX; i++)
+                closep(&h->fd[i]);
+        closep(&h->root_fd);
+        strv_free(h->writes);
+        free(h->root);
+        free(h);
+        return NULL;
+}
+
+const char *hostfs_root(const HostFs *h) {
+        return h->root;
+}
+
+bool hostfs_is_live(const HostFs *h) {
+        return h->live;
+}
+
+bool hostfs_debugfs_available(HostFs *h, const char **ret_reason) {
+        const char *reason = NULL;
+
+        if (h->fd[HOSTFS_DEBUGFS] < 0)
+                reason = "no sys/kernel/debug directory";
+        else if (h->live) {
+                struct statfs sfs;
+                if (fstatfs(h->fd[HOSTFS_DEBUGFS], &sfs) < 0 || sfs.f_type != DEBUGFS_MAGIC)
+                        reason = "debugfs not mounted at /sys/kernel/debug";
+        }
+        if (!reason && faccessat(h->fd[HOSTFS_DEBUGFS], "block", F_OK, 0) < 0)
+                reason = "debugfs has no block/ directory";
+
+        if (ret_reason)
+                *ret_reason = reason;
+        return !reason;
+}
+
+static int kind_fd(HostFs *h, HostFsKind kind) {
+        if (kind < 0 || kind >= _HOSTFS_KIND_MAX)
+                return -EINVAL;
+        if (h->fd[kind] < 0)
+                return kind == HOSTFS_DEBUGFS ? -ENODEV : -ENOENT;
+        if (kind == HOSTFS_DEBUGFS && !hostfs_debugfs_available(h, NULL))
+                return -ENODEV;
+        return h->fd[kind];
+}
+
+static int check_relative(const char *path) {
+        if (isempty(path) || path[0] == '/')
+                return -EINVAL;
+        return 0;
+}
+
+int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        int dfd = kind_fd(h, kind), r;
+        if (dfd < 0)
+                return dfd;
+        r = check_relative(path);
+        if (r < 0)
+                return r;
+
+        _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        size_t size = 4096, n = 0;
+        _cleanup_free_ char *buf = malloc(size + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = read(fd, buf + n, size - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                n += k;
+                if (n == size) {
+                        if (size >= HOSTFS_READ_MAX)
+                                return -EFBIG;
+                        size *= 2;
+                        char *b = realloc(buf, size + 1);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                }
+        }
+        buf[n] = 0;
+        if (strlen(buf) != n)            /* embedded NUL: not a text attribute */
+                return -EBADMSG;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int hostfs_read_u64(HostFs *h, HostFsKind kind, const char *path, uint64_t *ret) {
+        _cleanup_free_ char *s = NULL;
+        int r = hostfs_read(h, kind, path, &s);
+        if (r < 0)
+                return r;
+        return parse_u64(s, ret);
+}
+
+int hostfs_read_int(HostFs *h, HostFsKind kind, const char *path, int *ret) {
+        _cleanup_free_ char *s = NULL;
+        int r = hostfs_read(h, kind, path, &s);
+        if (r < 0)
+                return r;
+        return parse_int(s, ret);
+}
+
+static void record_write(HostFs *h, HostFsKind kind, const char *path, const char *value, int result) {
+        _cleanup_free_ char *v = strdup(value), *line = NULL;
+        if (!v)
+                return;
+        strip_newline(v);
+        if (asprintf(&line, "write:%s:%s=%s -> %s", kind_name[kind], path, v,
+                     result >= 0 ? "ok" : strerrorname_np(-result) ?: "error") < 0)
+                return;
+        if (h->n_writes >= HOSTFS_WRITES_MAX) {
+                free(h->writes[0]);
+                memmove(h->writes, h->writes + 1, (h->n_writes - 1) * sizeof(char *));
+                h->writes[--h->n_writes] = NULL;
+        }
+        if (strv_extend(&h->writes, line) >= 0)
+                h->n_writes++;
+}
+
+int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value) {
+        int dfd = kind_fd(h, kind), r;
+        if (dfd < 0)
+                return dfd;
+        r = check_relative(path);
+        if (r < 0)
+                return r;
+
+        _cleanup_close_ int fd = openat(dfd, path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                r = negative_errno();
+        else {
+                size_t l = strlen(value);
+                ssize_t k = write(fd, value, l);
+                r = k < 0 ? negative_errno() : (size_t) k != l ? -EIO : 0;
+        }
+        record_write(h, kind, path, value, r);
+        return r;
+}
+
+int hostfs_readlink(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        int dfd = kind_fd(h, kind), r;
+        if (dfd < 0)
+                return dfd;
+        r = check_relative(path);
+        if (r < 0)
+                return r;
+
+        char buf[PATH_MAX];
+        ssize_t k = readlinkat(dfd, path, buf, sizeof(buf) - 1);
+        if (k < 0)
+                return negative_errno();
+        buf[k] = 0;
+        char *s = strdup(buf);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+/* Append component c to the path in buf (no leading slash), handling "." and "..". */
+static int path_push(char *buf, size_t size, const char *c, size_t l) {
+        if (l == 0 || (l == 1 && c[0] == '.'))
+                return 0;
+        if (l == 2 && c[0] == '.' && c[1] == '.') {
+                char *s = strrchr(buf, '/');
+                if (s)
+                        *s = 0;
+                else if (*buf)
+                        *buf = 0;
+                else
+                        return -EXDEV;          /* above the kind's root */
+                return 0;
+        }
+        size_t n = strlen(buf);
+        if (n + l + 2 > size)
+                return -ENAMETOOLONG;
+        if (n > 0)
+                buf[n++] = '/';
+        memcpy(buf + n, c, l);
+        buf[n + l] = 0;
+        return 0;
+}
+
+int hostfs_resolve(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        int dfd = kind_fd(h, kind), r;
+        if (dfd < 0)
+                return dfd;
+        r = check_relative(path);
+        if (r < 0)
+                return r;
+
+        char done[PATH_MAX] = "";
+        _cleanup_free_ char *todo = strdup(path);
+        if (!todo)
+                return -ENOMEM;
+        unsigned links = 0;
+
+        while (*todo) {
+                char *slash = strchr(todo, '/');
+                size_t l = slash ? (size_t) (slash - todo) : strlen(todo);
+                char saved[PATH_MAX];
+
+                strcpy(saved, done);
+                r = path_push(done, sizeof(done), todo, l);
+                if (r < 0)
+                        return r;
+                const char *rest = slash ? slash + 1 : "";
+
+                char target[PATH_MAX];
+                ssize_t k = *done ? readlinkat(dfd, done, target, sizeof(target) - 1) : -1;
+                if (k >= 0) {
+                        target[k] = 0;
+                        if (++links > HOSTFS_LINKS_MAX)
+                                return -ELOOP;
+                        if (target[0] == '/')
+                                return -EXDEV;  /* absolute links leave the tree */
+                        strcpy(done, saved);
+                        char *n = NULL;
+                        if (asprintf(&n, "%s%s%s", target, *rest ? "/" : "", rest) < 0)
+                                return -ENOMEM;
+                        free(todo);
+                        todo = n;
+                        continue;
+                }
+                if (errno != EINVAL && *done)
+                        return negative_errno();
+                memmove(todo, rest, strlen(rest) + 1);
+        }
+
+        char *s = strdup(done);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int name_compare(const void *a, const void *b) {
+        return strverscmp(*(char * const *) a, *(char * const *) b);
+}
+
+int hostfs_list(HostFs *h, HostFsKind kind, const char *path, char ***ret) {
+        int dfd = kind_fd(h, kind), r;
+        if (dfd < 0)
+                return dfd;
+        r = check_relative(path);
+        if (r < 0)
+                return r;
+
+        int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                close(fd);
+                return r;
+        }
+
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        size_t n = 0;
+        if (!l) {
+                closedir(d);
+                return -ENOMEM;
+        }
+        struct dirent *de;
+        errno = 0;
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                r = strv_extend(&l, de->d_name);
+                if (r < 0) {
+                        closedir(d);
+                        return r;
+                }
+                n++;
+        }
+        closedir(d);
+        qsort(l, n, sizeof(char *), name_compare);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int hostfs_stat(HostFs *h, HostFsKind kind, const char *path, struct stat *ret) {
+        int dfd = kind_fd(h, kind), r;
+        if (dfd < 0)
+                return dfd;
+        r = check_relative(path);
+        if (r < 0)
+                return r;
+        if (fstatat(dfd, path, ret, 0) < 0)
+                return negative_errno();
+        return 0;
+}
+
+bool hostfs_exists(HostFs *h, HostFsKind kind, const char *path) {
+        struct stat st;
+        return hostfs_stat(h, kind, path, &st) >= 0;
+}
+
+int hostfs_syspath_to_relative(const char *syspath, char **ret) {
+        const char *p = syspath ? startswith(syspath, "/sys/") : NULL;
+        if (isempty(p))
+                return -EINVAL;
+        char *s = strdup(p);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+bool hostfs_udevd_running(HostFs *h) {
+        return h->fd[HOSTFS_RUN] >= 0 && faccessat(h->fd[HOSTFS_RUN], "udev/control", F_OK, 0) >= 0;
+}
+
+int hostfs_kernel_release(HostFs *h, char **ret) {
+        char *s = NULL;
+        int r = hostfs_read(h, HOSTFS_PROCFS, "sys/kernel/osrelease", &s);
+        if (r < 0)
+                return r;
+        strip_newline(s);
+        *ret = s;
+        return 0;
+}
+
+char * const *hostfs_writes(const HostFs *h) {
+        return h->writes;
+}
+
+void hostfs_writes_clear(HostFs *h) {
+        h->writes = strv_free(h->writes);
+        h->n_writes = 0;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * hostfs: the only code in blkmqd that touches /sys, /proc, debugfs, /dev, /run
+ * and /etc/modprobe.d.
+ *
+ * Every path is relative to the directory of its kind, and every kind lives below
+ * one root: --root DIR, else $BLKMQD_ROOT, else "/". Tests point the root at a fixture
+ * tree captured from a real kernel (tests/fixtures/<machine>/). All access is
+ * openat() relative to a per-kind dirfd with O_CLOEXEC. Writes never create files
+ * (no O_CREAT), are a single write(), and are recorded as
+ * "write:<kind>:<path>=<value>" (value without trailing newline) followed by the
+ * result, so tests and dry-run can show exactly what was (or would be) written.
+ *
+ * Like other library-like modules, hostfs logs nothing above debug.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+typedef enum HostFsKind {
+        HOSTFS_SYSFS,           /* <root>/sys */
+        HOSTFS_PROCFS,          /* <root>/proc */
+        HOSTFS_DEBUGFS,         /* <root>/sys/kernel/debug; absent when debugfs is not mounted */
+        HOSTFS_RUN,             /* <root>/run */
+        HOSTFS_MODPROBE_D,      /* <root>/etc/modprobe.d */
+        _HOSTFS_KIND_MAX,
+        _HOSTFS_KIND_INVALID = -EINVAL,
+} HostFsKind;
+
+typedef struct HostFs HostFs;
+
+/* "sysfs", "procfs", ... */
+const char *hostfs_kind_to_string(HostFsKind k);
+
+/*
+ * Open the per-kind directories below root (NULL: $BLKMQD_ROOT, else "/").
+ * A kind whose directory is missing is not an error: its operations return -ENOENT
+ * (or -ENODEV for debugfs that is not mounted, see hostfs_debugfs_available()).
+ * Returns 0, -ENOENT when root itself does not exist, -ENOMEM.
+ */
+int hostfs_new(const char *root, HostFs **ret);
+HostFs *hostfs_free(HostFs *h);
+static inline void hostfs_freep(HostFs **h) {
+        if (*h)
+                hostfs_free(*h);
+}
+
+/* The root in use ("/" for the real machine). */
+const char *hostfs_root(const HostFs *h);
+/* True when root is "/", i.e. the live machine (libudev and sd-notify apply). */
+bool hostfs_is_live(const HostFs *h);
+
+/*
+ * True when debugfs is usable: on the live machine a debugfs filesystem is mounted at
+ * /sys/kernel/debug (statfs magic DEBUGFS_MAGIC); in a fixture tree the directory
+ * sys/kernel/debug/block exists. If ret_reason is given it receives a static reason when false.
+ */
+bool hostfs_debugfs_available(HostFs *h, const char **ret_reason);
+
+/*
+ * Read a whole file (at most 1 MiB) into a NUL-terminated string; content kept as is
+ * (trailing newline included). Returns 0, -errno from open/read (-ENOENT, -EACCES, ...),
+ * -ENODEV for an unavailable kind, -EFBIG above the limit.
+ */
+int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret);
+
+/* Read and parse_u64()/parse_int() a file. Returns as hostfs_read() plus -EINVAL/-ERANGE. */
+int hostfs_read_u64(HostFs *h, HostFsKind kind, const char *path, uint64_t *ret);
+int hostfs_read_int(HostFs *h, HostFsKind kind, const char *path, int *ret);
+
+/*
+ * Write value to an existing file: open(O_WRONLY|O_TRUNC|O_CLOEXEC), one write() of
+ * value as given. Never creates. Records "write:<kind>:<path>=<value>" with the result.
+ * Returns 0, -errno of open or write, -EIO on a short write.
+ */
+int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value);
+
+/* readlink() relative to the kind; ret is newly allocated. Returns 0 or -errno (-EINVAL: not a link). */
+int hostfs_readlink(HostFs *h, HostFsKind kind, const char *path, char **ret);
+
+/*
+ * Resolve every symlink in path textually, staying inside the kind's tree (so a fixture
+ * tree resolves like the real sysfs): "block/vda/device" -> "devices/pci0000:00/0000:00:04.0/virtio1".
+ * Returns 0, -ELOOP (more than 40 links), -EXDEV (escapes the tree), -errno.
+ */
+int hostfs_resolve(HostFs *h, HostFsKind kind, const char *path, char **ret);
+
+/*
+ * Names in a directory, "." and ".." skipped, sorted (strverscmp, so hctx 2 < 10).
+ * Returns 0 with a strv (possibly empty, never NULL), or -errno.
+ */
+int hostfs_list(HostFs *h, HostFsKind kind, const char *path, char ***ret);
+
+/* fstatat() relative to the kind (following links). Returns 0 or -errno. */
+int hostfs_stat(HostFs *h, HostFsKind kind, const char *path, struct stat *ret);
+
+/* True when path exists (following links). */
+bool hostfs_exists(HostFs *h, HostFsKind kind, const char *path);
+
+/*
+ * Convert a libudev syspath ("/sys/devices/...") into a sysfs-relative path. Works
+ * only for paths below "/sys". Returns 0 or -EINVAL.
+ */
+int hostfs_syspath_to_relative(const char *syspath, char **ret);
+
+/* True when systemd-udevd runs (it owns /run/udev/control), i.e. the "udev" monitor source works. */
+bool hostfs_udevd_running(HostFs *h);
+
+/* The kernel release: <root>/proc/sys/kernel/osrelease, newline stripped. Returns 0 or -errno. */
+int hostfs_kernel_release(HostFs *h, char **ret);
+
+/*
+ * Recorded writes, oldest first, each "write:<kind>:<path>=<value> -> ok|<errno name>";
+ * at most the last 4096. The returned vector is owned by h and valid until the next write.
+ */
+char * const *hostfs_writes(const HostFs *h);
+void hostfs_writes_clear(HostFs *h);

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Logging in the systemd idiom. Under systemd (stderr connected to the journal,
+ * $JOURNAL_STREAM) messages go to sd-journal with structured fields; otherwise to
+ * stderr as "<N>message" (sd-daemon priority prefixes, see sd-daemon(3)).
+ *
+ * log_*_errno(r, ...) log and return r (negative), with ERRNO= and %m set from r.
+ * log_device_*(name, ...) add DEVICE=<name> (and the caller's extra fields).
+ */
+
+#include <stdbool.h>
+#include <syslog.h>
+
+/* Stable MESSAGE_IDs (journalctl MESSAGE_ID=...). */
+#define BLKMQD_MESSAGE_START           "8f30db4a3bdf402d801d5850f0a3f47d"
+#define BLKMQD_MESSAGE_DECISION        "4857cd2c47454447b8702c80b5468310"
+#define BLKMQD_MESSAGE_WRITE_FAILED    "0ac495871da64d7993b376d97a3b39c3"
+#define BLKMQD_MESSAGE_EXTERNAL_CHANGE "1a6e7eeba9564d58bfb5cd08ccf7907b"
+#define BLKMQD_MESSAGE_STOP            "8cf0e9055a284ea299a480094054eb5a"
+
+/* Set the maximum level logged (LOG_INFO by default, LOG_DEBUG with -v). */
+void log_set_max_level(int level);
+int log_get_max_level(void);
+
+/* Decide between journal and stderr (call once at start). */
+void log_open(void);
+
+/*
+ * The workhorse. error: 0 or an errno (either sign) that sets ERRNO= and %m.
+ * device: disk name for DEVICE= or NULL. message_id: NULL or one of the ids above.
+ * extra: NULL-terminated list of additional "FIELD=value" strings, or NULL.
+ * Returns -abs(error) (or 0 when error is 0).
+ */
+int log_full(int level, int error, const char *device, const char *message_id, const char * const *extra,
+             const char *file, int line, const char *func, const char *fmt, ...)
+        __attribute__((format(printf, 9, 10)));
+
+#define log_full_errno(level, error, ...) \
+        log_full(level, error, NULL, NULL, NULL, __FILE__, __LINE__, __func__, __VA_ARGS__)
+
+#define log_debug(...)   log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
+#define log_info(...)    log_full_errno(LOG_INFO, 0, __VA_ARGS__)
+#define log_notice(...)  log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
+#define log_warning(...) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
+#define log_error(...)   log_full_errno(LOG_ERR, 0, __VA_ARGS__)
+
+#define log_debug_errno(e, ...)   log_full_errno(LOG_DEBUG, e, __VA_ARGS__)
+#define log_info_errno(e, ...)    log_full_errno(LOG_INFO, e, __VA_ARGS__)
+#define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, e, __VA_ARGS__)
+#define log_error_errno(e, ...)   log_full_errno(LOG_ERR, e, __VA_ARGS__)
+
+#define log_device_full(level, error, dev, msgid, extra, ...) \
+        log_full(level, error, dev, msgid, extra, __FILE__, __LINE__, __func__, __VA_ARGS__)
+#define log_device_debug(dev, ...)   log_device_full(LOG_DEBUG, 0, dev, NULL, NULL, __VA_ARGS__)
+#define log_device_info(dev, ...)    log_device_full(LOG_INFO, 0, dev, NULL, NULL, __VA_ARGS__)
+#define log_device_warning_errno(dev, e, ...) log_device_full(LOG_WARNING, e, dev, NULL, NULL, __VA_ARGS__)

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "registry.h"
+
+static const char * const knob_table[_KNOB_MAX] = {
+        [KNOB_ELEVATOR] = "elevator",
+};
+
+const char *knob_to_string(Knob k) {
+        if (k < 0 || k >= _KNOB_MAX)
+                return NULL;
+        return knob_table[k];
+}
+
+Knob knob_from_string(const char *s) {
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (streq(knob_table[k], s))
+                        return k;
+        return _KNOB_INVALID;
+}
+
+static const char * const apply_state_table[_APPLY_STATE_MAX] = {
+        [APPLY_UNMANAGED]   = "unmanaged",
+        [APPLY_KEPT]        = "kept",
+        [APPLY_OK]          = "ok",
+        [APPLY_DRY_RUN]     = "dry-run",
+        [APPLY_ERROR]       = "error",
+        [APPLY_UNSUPPORTED] = "unsupported",
+};
+
+const char *apply_state_to_string(ApplyState s) {
+        if (s < 0 || s >= _APPLY_STATE_MAX)
+                return NULL;
+        return apply_state_table[s];
+}
+
+void applied_done(Applied *a) {
+        free(a->original);
+        free(a->value);
+        free(a->message);
+        *a = (Applied) {};
+}
+
+static Device *device_free(Device *d) {
+        if (!d)
+                return NULL;
+        free(d->name);
+        disk_facts_free(d->facts);
+        plan_done(&d->plan);
+        free(d->overrides.elevator);
+        for (size_t i = 0; i < _KNOB_MAX; i++)
+                applied_done(&d->applied[i]);
+        free(d);
+        return NULL;
+}
+
+/* Index of name, or the insertion point encoded as -(pos+1). */
+static ssize_t registry_find(const Registry *reg, const char *name) {
+        size_t lo = 0, hi = reg->n_devices;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = strverscmp(reg->devices[mid]->name, name);
+                if (c == 0)
+                        return mid;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return -(ssize_t) lo - 1;
+}
+
+Device *registry_get(const Registry *reg, const char *name) {
+        ssize_t i = registry_find(reg, name);
+        return i >= 0 ? reg->devices[i] : NULL;
+}
+
+int registry_add(Registry *reg, const char *name, Device **ret) {
+        ssize_t i = registry_find(reg, name);
+        if (i >= 0) {
+                *ret = reg->devices[i];
+                return 0;
+        }
+        size_t pos = -(i + 1);
+
+        Device *d = calloc(1, sizeof(Device));
+        if (!d)
+                return -ENOMEM;
+        d->name = strdup(name);
+        Device **n = realloc(reg->devices, (reg->n_devices + 1) * sizeof(Device *));
+        if (!d->name || !n) {
+                if (n)
+                        reg->devices = n;
+                device_free(d);
+                return -ENOMEM;
+        }
+        reg->devices = n;
+        memmove(n + pos + 1, n + pos, (reg->n_devices - pos) * sizeof(Device *));
+        n[pos] = d;
+        reg->n_devices++;
+        *ret = d;
+        return 1;
+}
+
+int registry_remove(Registry *reg, const char *name) {
+        ssize_t i = registry_find(reg, name);
+        if (i < 0)
+                return -ENOENT;
+        device_free(reg->devices[i]);
+        memmove(reg->devices + i, reg->devices + i + 1, (reg->n_devices - i - 1) * sizeof(Device *));
+        reg->n_devices--;
+        return 0;
+}
+
+void registry_done(Registry *reg) {
+        for (size_t i = 0; i < reg->n_devices; i++)
+                device_free(reg->devices[i]);
+        free(reg->devices);
+        *reg = (Registry) {};
+}
+
+void registry_count_classes(const Registry *reg, size_t counts[]) {
+        memset(counts, 0, sizeof(size_t) * _DISK_CLASS_MAX);
+        for (size_t i = 0; i < reg->n_devices; i++)
+                counts[reg->devices[i]->plan.class]++;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <libudev.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "macro.h"
+#include "udev-monitor.h"
+
+/* Room for bursts (hundreds of loop attach/detach events) while the loop is busy. */
+#define MONITOR_RCVBUF (8 * 1024 * 1024)
+
+struct UdevMonitor {
+        struct udev *udev;
+        struct udev_monitor *monitor;
+        sd_event_source *source;
+        bool udev_source;
+        on_device_event_t cb;
+        void *userdata;
+};
+
+static bool is_disk(struct udev_device *d) {
+        const char *devtype = udev_device_get_devtype(d);
+        return devtype && streq(devtype, "disk");
+}
+
+static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        UdevMonitor *m = userdata;
+
+        for (;;) {
+                struct udev_device *d = udev_monitor_receive_device(m->monitor);
+                if (!d)
+                        break;
+                const char *action = udev_device_get_action(d), *name = udev_device_get_sysname(d);
+                if (action && name && is_disk(d)) {
+                        DeviceAction a = streq(action, "remove") ? DEVICE_ACTION_REMOVE :
+                                         streq(action, "add") ? DEVICE_ACTION_ADD : DEVICE_ACTION_CHANGE;
+                        log_device_debug(name, "uevent %s (%s source)", action, udev_monitor_source(m));
+                        m->cb(m->userdata, a, name);
+                }
+                udev_device_unref(d);
+        }
+        return 0;
+}
+
+int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb, void *userdata, UdevMonitor **ret) {
+        UdevMonitor *m = calloc(1, sizeof(UdevMonitor));
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        m->cb = cb;
+        m->userdata = userdata;
+        m->udev_source = use_udev_source;
+
+        m->udev = udev_new();
+        if (!m->udev) {
+                udev_monitor_free(m);
+                return -ENOMEM;
+        }
+        m->monitor = udev_monitor_new_from_netlink(m->udev, use_udev_source ? "udev" : "kernel");
+        if (!m->monitor) {
+                r = negative_errno();
+                udev_monitor_free(m);
+                return r;
+        }
+        (void) udev_monitor_set_receive_buffer_size(m->monitor, MONITOR_RCVBUF);
+        r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "block", "disk");
+        if (r >= 0)
+                r = udev_monitor_enable_receiving(m->monitor);
+        if (r >= 0)
+                r = sd_event_add_io(event, &m->source, udev_monitor_get_fd(m->monitor), EPOLLIN, on_monitor, m);
+        if (r < 0) {
+                udev_monitor_free(m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+UdevMonitor *udev_monitor_free(UdevMonitor *m) {
+        if (!m)
+                return NULL;
+        sd_event_source_disable_unref(m->source);
+        udev_monitor_unref(m->monitor);
+        udev_unref(m->udev);
+        free(m);
+        return NULL;
+}
+
+int udev_monitor_coldplug(UdevMonitor *m) {
+        struct udev_enumerate *e = udev_enumerate_new(m->udev);
+        struct udev_list_entry *item;
+        int r, n = 0;
+
+        if (!e)
+                return -ENOMEM;
+        r = udev_enumerate_add_match_subsystem(e, "block");
+        if (r >= 0)
+                r = udev_enumerate_add_match_property(e, "DEVTYPE", "disk");
+        if (r >= 0)
+                r = udev_enumerate_scan_devices(e);
+        if (r < 0) {
+                udev_enumerate_unref(e);
+                return r;
+        }
+        udev_list_entry_foreach(item, udev_enumerate_get_list_entry(e)) {
+                struct udev_device *d = udev_device_new_from_syspath(m->udev, udev_list_entry_get_name(item));
+                if (!d)
+                        continue;
+                if (is_disk(d)) {
+                        m->cb(m->userdata, DEVICE_ACTION_ADD, udev_device_get_sysname(d));
+                        n++;
+                }
+                udev_device_unref(d);
+        }
+        udev_enumerate_unref(e);
+        return n;
+}
+
+const char *udev_monitor_source(const UdevMonitor *m) {
+        return m->udev_source ? "udev" : "kernel";
+}

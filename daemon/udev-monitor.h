@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Block device discovery with libudev: coldplug by enumeration, then a monitor on
+ * the "udev" source when systemd-udevd runs, or on raw kernel uevents ("kernel"
+ * source) when it does not (containers, initramfs, CI machines). Only whole disks
+ * (DEVTYPE=disk) are reported; partitions are ignored, their disk is what is tuned.
+ */
+
+#include <stdbool.h>
+#include <systemd/sd-event.h>
+
+typedef struct UdevMonitor UdevMonitor;
+
+typedef enum DeviceAction {
+        DEVICE_ACTION_ADD,      /* also coldplug */
+        DEVICE_ACTION_CHANGE,
+        DEVICE_ACTION_REMOVE,
+} DeviceAction;
+
+/* Called for each whole-disk event. sysname: "sda". Return value is ignored. */
+typedef void (*on_device_event_t)(void *userdata, DeviceAction action, const char *sysname);
+
+/*
+ * Create the monitor and attach it to event. use_udev_source: listen to udevd's
+ * processed events instead of raw kernel uevents. Returns 0 or -errno.
+ */
+int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb, void *userdata, UdevMonitor **ret);
+UdevMonitor *udev_monitor_free(UdevMonitor *m);
+
+/* Report every existing whole disk as DEVICE_ACTION_ADD. Returns the number reported or -errno. */
+int udev_monitor_coldplug(UdevMonitor *m);
+
+/* "udev" or "kernel". */
+const char *udev_monitor_source(const UdevMonitor *m);

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "macro.h"
+#include "render.h"
+#include "strv.h"
+
+int render_applied(const Applied *a, char **ret) {
+        const char *state = apply_state_to_string(a->state);
+        int r;
+
+        switch (a->state) {
+        case APPLY_UNMANAGED:
+                r = asprintf(ret, "%s\n", state);
+                break;
+        case APPLY_KEPT:
+                r = asprintf(ret, "%s: %s\n", state, strna(a->value));
+                break;
+        case APPLY_OK:
+                r = asprintf(ret, "%s: %s (was %s)\n", state, strna(a->value), strna(a->original));
+                break;
+        default:
+                r = asprintf(ret, "%s: %s\n", state, strna(a->message));
+                break;
+        }
+        return r < 0 ? -ENOMEM : 0;
+}
+
+static int render_plan(const Device *d, Knob k, char **ret) {
+        const char *v = NULL;
+
+        switch (k) {
+        case KNOB_ELEVATOR:
+                v = d->plan.elevator;
+                break;
+        default:
+                return -ENOENT;
+        }
+        /* "keep": the policy has no wish for this disk; blkmqd will not write the knob. */
+        return asprintf(ret, "%s\n", d->plan.manage && v ? v : "keep") < 0 ? -ENOMEM : 0;
+}
+
+int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
+        const Device *d = registry_get(ctx->registry, n->device);
+        if (!d || !d->facts)
+                return -ENOENT;
+
+        switch (n->type) {
+        case NODE_CLASS:
+                return asprintf(ret, "%s\n", disk_class_to_string(d->plan.class)) < 0 ? -ENOMEM : 0;
+        case NODE_EXPLAIN: {
+                _cleanup_free_ char *s = strv_join(d->plan.explain, "\n");
+                if (!s)
+                        return -ENOMEM;
+                return asprintf(ret, "%s\n", s) < 0 ? -ENOMEM : 0;
+        }
+        case NODE_FACT:
+                return disk_facts_render(d->facts, n->arg, ret);
+        case NODE_PLAN_KNOB:
+                return render_plan(d, n->arg, ret);
+        case NODE_APPLIED_KNOB:
+                if (n->arg < 0 || n->arg >= _KNOB_MAX)
+                        return -ENOENT;
+                return render_applied(&d->applied[n->arg], ret);
+        default:
+                return -EISDIR;
+        }
+}

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#define FUSE_USE_VERSION 35
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fuse-fs.h"
+#include "macro.h"
+#include "node.h"
+#include "render.h"
+
+#define FUSE_SUPER_MAGIC 0x65735546
+/* Seconds the kernel may cache names and attributes; contents are never cached (direct_io). */
+#define FUSE_FS_TIMEOUT 1.0
+
+struct FuseFs {
+        FuseFsContext ctx;
+        struct fuse_session *session;
+        sd_event_source *io;
+        char *mountpoint;
+        bool mounted;
+        struct fuse_buf buf;
+        void *nodes;            /* tsearch tree of Node*, keyed by ino */
+        uint64_t next_ino;
+        Node *root, *devices;
+        struct timespec start;
+};
+
+/* The content of one open file, rendered at open(). */
+typedef struct Snapshot {
+        uint64_t ino;
+        char *data;
+        size_t size;
+} Snapshot;
+
+static int node_compare(const void *a, const void *b) {
+        uint64_t x = ((const Node *) a)->ino, y = ((const Node *) b)->ino;
+        return x < y ? -1 : x > y;
+}
+
+static Node *node_get(FuseFs *fs, uint64_t ino) {
+        Node key = { .ino = ino };
+        Node **n = tfind(&key, &fs->nodes, node_compare);
+        return n ? *n : NULL;
+}
+
+static Node *node_new(FuseFs *fs, Node *parent, NodeType type, const char *name, const char *device, int arg, int arg2) {
+        Node *n = calloc(1, sizeof(Node));
+        if (!n)
+                return NULL;
+        n->name = strdup(name);
+        n->device = device ? strdup(device) : NULL;
+        if (!n->name || (device && !n->device)) {
+                free(n->name);
+                free(n->device);
+                free(n);
+                return NULL;
+        }
+        n->ino = parent ? fs->next_ino++ : FUSE_ROOT_ID;
+        n->type = type;
+        n->arg = arg;
+        n->arg2 = arg2;
+        n->parent = parent;
+        if (!tsearch(n, &fs->nodes, node_compare)) {
+                free(n->name);
+                free(n->device);
+                free(n);
+                return NULL;
+        }
+        if (parent) {
+                /* append, so readdir order is creation order */
+                Node **p = &parent->children;
+                while (*p)
+                        p = &(*p)->next;
+                *p = n;
+        }
+        return n;
+}
+
+/* Free n and its subtree; unlinks n from its parent. */
+static void node_free(FuseFs *fs, Node *n) {
+        while (n->children)
+                node_free(fs, n->children);
+        if (n->parent) {
+                Node **p = &n->parent->children;
+                while (*p != n)
+                        p = &(*p)->next;
+                *p = n->next;
+        }
+        tdelete(n, &fs->nodes, node_compare);
+        free(n->name);
+        free(n->device);
+        free(n);
+}
+
+static Node *node_child(const Node *dir, const char *name) {
+        for (Node *c = dir->children; c; c = c->next)
+                if (streq(c->name, name))
+                        return c;
+        return NULL;
+}
+
+static mode_t node_mode(const Node *n) {
+        return node_is_dir(n) ? S_IFDIR | 0555 : S_IFREG | 0444;
+}
+
+/* Fill st for n; renders files to learn their size. Returns 0 or -errno. */
+static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
+        *st = (struct stat) {
+                .st_ino = n->ino,
+                .st_mode = node_mode(n),
+                .st_nlink = node_is_dir(n) ? 2 : 1,
+                .st_blksize = 4096,
+                .st_atim = fs->start, .st_mtim = fs->start, .st_ctim = fs->start,
+        };
+        if (!node_is_dir(n)) {
+                _cleanup_free_ char *s = NULL;
+                int r = render_node(&fs->ctx, n, &s);
+                if (r < 0)
+                        return r;
+                st->st_size = strlen(s);
+                st->st_blocks = (st->st_size + 511) / 512;
+        }
+        return 0;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        FuseFs *fs = fuse_req_userdata(req);
+        Node *p = node_get(fs, parent), *n = p ? node_child(p, name) : NULL;
+        struct fuse_entry_param e = {
+                .attr_timeout = FUSE_FS_TIMEOUT,
+                .entry_timeout = FUSE_FS_TIMEOUT,
+        };
+
+        if (!n) {
+                fuse_reply_err(req, ENOENT);
+                return;
+        }
+        int r = node_stat(fs, n, &e.attr);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        e.ino = n->ino;
+        fuse_reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+        /* Inode numbers are never reused, and nodes live as long as their device. */
+        fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        FuseFs *fs = fuse_req_userdata(req);
+        Node *n = node_get(fs, ino);
+        struct stat st;
+
+        if (!n) {
+                fuse_reply_err(req, ENOENT);
+                return;
+        }
+        int r = node_stat(fs, n, &st);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_attr(req, &st, FUSE_FS_TIMEOUT);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        FuseFs *fs = fuse_req_userdata(req);
+        Node *n = node_get(fs, ino);
+
+        if (!n)
+                fuse_reply_err(req, ENOENT);
+        else if (!node_is_dir(n))
+                fuse_reply_err(req, ENOTDIR);
+        else
+                fuse_reply_open(req, fi);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        FuseFs *fs = fuse_req_userdata(req);
+        Node *n = node_get(fs, ino);
+
+        if (!n) {
+                fuse_reply_err(req, ENOENT);
+                return;
+        }
+
+        _cleanup_free_ char *buf = malloc(size);
+        if (!buf) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+
+        size_t used = 0;
+        off_t i = 0;
+        const Node *c = n->children;
+        for (;; i++) {
+                const char *name;
+                struct stat st = {};
+                if (i == 0) {
+                        name = ".";
+                        st.st_ino = n->ino;
+                        st.st_mode = S_IFDIR;
+                } else if (i == 1) {
+                        name = "..";
+                        st.st_ino = n->parent ? n->parent->ino : n->ino;
+                        st.st_mode = S_IFDIR;
+                } else {
+                        if (!c)
+                                break;
+                        name = c->name;
+                        st.st_ino = c->ino;
+                        st.st_mode = node_mode(c);
+                        c = c->next;
+                }
+                if (i < off)
+                        continue;
+                size_t k = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
+                if (k > size - used)
+                        break;
+                used += k;
+        }
+        fuse_reply_buf(req, buf, used);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        FuseFs *fs = fuse_req_userdata(req);
+        Node *n = node_get(fs, ino);
+        int r;
+
+        if (!n) {
+                fuse_reply_err(req, ENOENT);
+                return;
+        }
+        if (node_is_dir(n)) {
+                fuse_reply_err(req, EISDIR);
+                return;
+        }
+        if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+                fuse_reply_err(req, EACCES);
+                return;
+        }
+
+        Snapshot *s = calloc(1, sizeof(Snapshot));
+        if (!s) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        r = render_node(&fs->ctx, n, &s->data);
+        if (r < 0) {
+                free(s);
+                fuse_reply_err(req, -r);
+                return;
+        }
+        s->size = strlen(s->data);
+        s->ino = ino;
+        fi->fh = (uintptr_t) s;
+        fi->direct_io = 1;      /* sizes change between opens; never serve stale page cache */
+        if (fuse_reply_open(req, fi) < 0) {
+                free(s->data);
+                free(s);
+        }
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        FuseFs *fs = fuse_req_userdata(req);
+        Snapshot *s = (Snapshot *) (uintptr_t) fi->fh;
+
+        /* The node is gone: its device was removed while this file was open. */
+        if (!node_get(fs, ino)) {
+                fuse_reply_err(req, EIO);
+                return;
+        }
+        if (off < 0 || (size_t) off >= s->size) {
+                fuse_reply_buf(req, NULL, 0);
+                return;
+        }
+        fuse_reply_buf(req, s->data + off, MIN(size, s->size - (size_t) off));
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        Snapshot *s = (Snapshot *) (uintptr_t) fi->fh;
+        if (s) {
+                free(s->data);
+                free(s);
+        }
+        fuse_reply_err(req, 0);
+}
+
+static const struct fuse_lowlevel_ops fuse_fs_ops = {
+        .lookup = op_lookup,
+        .forget = op_forget,
+        .getattr = op_getattr,
+        .opendir = op_opendir,
+        .readdir = op_readdir,
+        .open = op_open,
+        .read = op_read,
+        .release = op_release,
+};
+
+static int on_fuse_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        FuseFs *fs = userdata;
+
+        int r = fuse_session_receive_buf(fs->session, &fs->buf);
+        if (r == -EINTR || r == -EAGAIN)
+                return 0;
+        if (r <= 0 || fuse_session_exited(fs->session)) {
+                /* Unmounted from outside (umount, fusermount -u): stop serving, keep running. */
+                fs->mounted = false;
+                return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        }
+        fuse_session_process_buf(fs->session, &fs->buf);
+        return 0;
+}
+
+/* Lazily unmount a dead FUSE mount left behind by a crashed daemon. */
+static int clear_stale_mount(const char *mountpoint) {
+        struct stat st;
+        struct statfs sfs;
+
+        if (stat(mountpoint, &st) >= 0) {
+                if (statfs(mountpoint, &sfs) >= 0 && sfs.f_type == FUSE_SUPER_MAGIC)
+                        return -EBUSY;          /* a live FUSE mount: another blkmqd? */
+                return 0;
+        }
+        if (errno == ENOTCONN) {
+                if (umount2(mountpoint, MNT_DETACH) < 0)
+                        return negative_errno();
+                return 1;
+        }
+        if (errno == ENOENT) {
+                if (mkdir(mountpoint, 0755) < 0 && errno != EEXIST)
+                        return negative_errno();
+                return 0;
+        }
+        return negative_errno();
+}
+
+static int build_static(FuseFs *fs) {
+        fs->root = node_new(fs, NULL, NODE_ROOT, "", NULL, 0, 0);
+        if (!fs->root)
+                return -ENOMEM;
+        if (!node_new(fs, fs->root, NODE_VERSION, FUSE_FS_VERSION, NULL, 0, 0))
+                return -ENOMEM;
+        fs->devices = node_new(fs, fs->root, NODE_DEVICES, FUSE_FS_DEVICES, NULL, 0, 0);
+        return fs->devices ? 0 : -ENOMEM;
+}
+
+int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret) {
+        FuseFs *fs;
+        int r;
+
+        fs = calloc(1, sizeof(FuseFs));
+        if (!fs)
+                return -ENOMEM;
+        fs->ctx = *ctx;
+        fs->next_ino = FUSE_ROOT_ID + 1;
+        clock_gettime(CLOCK_REALTIME, &fs->start);
+        fs->mountpoint = strdup(mountpoint);
+        if (!fs->mountpoint) {
+                fuse_fs_free(fs);
+                return -ENOMEM;
+        }
+        r = build_static(fs);
+        if (r < 0) {
+                fuse_fs_free(fs);
+                return r;
+        }
+
+        r = clear_stale_mount(mountpoint);
+        if (r < 0) {
+                fuse_fs_free(fs);
+                return r;
+        }
+
+        char *argv[] = { (char *) "blkmqd", (char *) "-o",
+                         (char *) "allow_other,default_permissions,fsname=blkmqd,subtype=blkmqd", NULL };
+        struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+        fs->session = fuse_session_new(&args, &fuse_fs_ops, sizeof(fuse_fs_ops), fs);
+        if (!fs->session) {
+                fuse_fs_free(fs);
+                return -EINVAL;
+        }
+        if (fuse_session_mount(fs->session, mountpoint) != 0) {
+                fuse_fs_free(fs);
+                return -EPERM;
+        }
+        fs->mounted = true;
+
+        int fd = fuse_session_fd(fs->session);
+        r = sd_event_add_io(event, &fs->io, fd, EPOLLIN, on_fuse_io, fs);
+        if (r < 0) {
+                fuse_fs_free(fs);
+                return r;
+        }
+        *ret = fs;
+        return 0;
+}
+
+FuseFs *fuse_fs_free(FuseFs *fs) {
+        if (!fs)
+                return NULL;
+        sd_event_source_disable_unref(fs->io);
+        if (fs->session) {
+                if (fs->mounted)
+                        fuse_session_unmount(fs->session);
+                fuse_session_destroy(fs->session);
+        }
+        if (fs->root)
+                node_free(fs, fs->root);
+        free(fs->buf.mem);
+        free(fs->mountpoint);
+        free(fs);
+        return NULL;
+}
+
+static int build_hctx(FuseFs *fs, Node *hctx, const Device *d) {
+        for (size_t i = 0; i < d->facts->n_hctx; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "%u", d->facts->hctx[i].index);
+                Node *h = node_new(fs, hctx, NODE_HCTX_N, name, d->name, i, 0);
+                if (!h)
+                        return -ENOMEM;
+                for (HctxAttr a = 0; a < _HCTX_ATTR_MAX; a++)
+                        if (!node_new(fs, h, NODE_HCTX_ATTR, hctx_attr_to_string(a), d->name, i, a))
+                                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* True when the hctx/ children match the device's current hctx numbers. */
+static bool hctx_layout_matches(const Node *hctx, const Device *d) {
+        size_t i = 0;
+        for (const Node *c = hctx->children; c; c = c->next, i++) {
+                char name[16];
+                if (i >= d->facts->n_hctx)
+                        return false;
+                snprintf(name, sizeof(name), "%u", d->facts->hctx[i].index);
+                if (!streq(c->name, name))
+                        return false;
+        }
+        return i == d->facts->n_hctx;
+}
+
+static int build_device(FuseFs *fs, const Device *d) {
+        Node *dev = node_new(fs, fs->devices, NODE_DEVICE, d->name, d->name, 0, 0), *dir;
+        if (!dev)
+                return -ENOMEM;
+
+        if (!node_new(fs, dev, NODE_CLASS, FUSE_FS_CLASS, d->name, 0, 0) ||
+            !node_new(fs, dev, NODE_EXPLAIN, FUSE_FS_EXPLAIN, d->name, 0, 0))
+                return -ENOMEM;
+
+        if (!(dir = node_new(fs, dev, NODE_FACTS, FUSE_FS_FACTS, d->name, 0, 0)))
+                return -ENOMEM;
+        for (Fact f = 0; f < _FACT_MAX; f++)
+                if (!node_new(fs, dir, NODE_FACT, fact_to_string(f), d->name, f, 0))
+                        return -ENOMEM;
+
+        if (!(dir = node_new(fs, dev, NODE_PLAN, FUSE_FS_PLAN, d->name, 0, 0)))
+                return -ENOMEM;
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (!node_new(fs, dir, NODE_PLAN_KNOB, knob_to_string(k), d->name, k, 0))
+                        return -ENOMEM;
+
+        if (!(dir = node_new(fs, dev, NODE_APPLIED, FUSE_FS_APPLIED, d->name, 0, 0)))
+                return -ENOMEM;
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (!node_new(fs, dir, NODE_APPLIED_KNOB, knob_to_string(k), d->name, k, 0))
+                        return -ENOMEM;
+
+        if (!(dir = node_new(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0)))
+                return -ENOMEM;
+        return build_hctx(fs, dir, d);
+}
+
+int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
+        Node *dev = node_child(fs->devices, d->name);
+        int r;
+
+        if (!d->facts)
+                return 0;
+        if (!dev) {
+                r = build_device(fs, d);
+                if (r < 0)
+                        fuse_fs_device_removed(fs, d->name);
+                return r;
+        }
+
+        Node *hctx = node_child(dev, FUSE_FS_HCTX);
+        if (hctx && !hctx_layout_matches(hctx, d)) {
+                while (hctx->children)
+                        node_free(fs, hctx->children);
+                if (fs->mounted)
+                        (void) fuse_lowlevel_notify_inval_inode(fs->session, hctx->ino, 0, 0);
+                return build_hctx(fs, hctx, d);
+        }
+        return 0;
+}
+
+void fuse_fs_device_removed(FuseFs *fs, const char *name) {
+        Node *dev = node_child(fs->devices, name);
+        if (!dev)
+                return;
+        node_free(fs, dev);
+        if (fs->mounted)
+                (void) fuse_lowlevel_notify_inval_entry(fs->session, fs->devices->ino, name, strlen(name));
+}

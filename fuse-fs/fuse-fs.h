@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The FUSE tree (libfuse3 low-level API), served from the manager's sd-event loop on
+ * one thread: no locking, and every render sees a consistent registry.
+ *
+ * Reads are consistent: a file's content is rendered once when it is opened and every
+ * read of that open file is served from that snapshot, so `dd bs=1` equals `cat`.
+ * getattr renders too, so st_size is the real length (tail -c, wc -c and stat agree).
+ */
+
+#include <stdbool.h>
+#include <systemd/sd-event.h>
+
+#include "registry.h"
+
+typedef struct FuseFs FuseFs;
+
+/* What the tree shows besides the registry; supplied by the manager. */
+typedef struct FuseFsContext {
+        const Registry *registry;
+        /* Render /version into *ret (newly allocated). Returns 0 or -errno. */
+        int (*render_version)(void *userdata, char **ret);
+        void *userdata;
+} FuseFsContext;
+
+/*
+ * Mount at mountpoint (created if missing) and serve requests from event.
+ * A stale mount left by a crashed daemon ("Transport endpoint is not connected") is
+ * lazily unmounted first. Returns 0, or -errno (-EPERM without CAP_SYS_ADMIN, -ENODEV
+ * without /dev/fuse, ...).
+ */
+int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret);
+
+/* Unmount (if mounted) and free. Returns NULL. */
+FuseFs *fuse_fs_free(FuseFs *fs);
+
+/*
+ * Keep the tree in step with the registry: call after a device was added or its facts
+ * changed (re-creates the hctx/ subtree when the hctx layout changed), and after removal.
+ * Open files of a removed device keep their snapshot; new opens and lookups get ENOENT.
+ * Returns 0 or -ENOMEM.
+ */
+int fuse_fs_device_updated(FuseFs *fs, const Device *d);
+void fuse_fs_device_removed(FuseFs *fs, const char *name);

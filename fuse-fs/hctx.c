@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "macro.h"
+#include "render.h"
+
+static const char * const hctx_attr_table[_HCTX_ATTR_MAX] = {
+        [HCTX_ATTR_CPU_LIST]         = "cpu_list",
+        [HCTX_ATTR_NR_TAGS]          = "nr_tags",
+        [HCTX_ATTR_NR_RESERVED_TAGS] = "nr_reserved_tags",
+        [HCTX_ATTR_SHARED_TAGS]      = "shared_tags",
+};
+
+const char *hctx_attr_to_string(HctxAttr a) {
+        if (a < 0 || a >= _HCTX_ATTR_MAX)
+                return NULL;
+        return hctx_attr_table[a];
+}
+
+static int render_i64(int64_t v, const char *what, char **ret) {
+        int r = v < 0 ? asprintf(ret, "unknown: %s not readable\n", what) : asprintf(ret, "%" PRIi64 "\n", v);
+        return r < 0 ? -ENOMEM : 0;
+}
+
+int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret) {
+        const Device *d = registry_get(ctx->registry, n->device);
+        if (!d || !d->facts || n->arg < 0 || (size_t) n->arg >= d->facts->n_hctx)
+                return -ENOENT;
+        const HctxFacts *x = &d->facts->hctx[n->arg];
+        int r;
+
+        switch (n->arg2) {
+        case HCTX_ATTR_CPU_LIST:
+                r = x->cpu_list ? asprintf(ret, "%s\n", x->cpu_list) : asprintf(ret, "unknown: mq/%u/cpu_list not readable\n", x->index);
+                return r < 0 ? -ENOMEM : 0;
+        case HCTX_ATTR_NR_TAGS:
+                return render_i64(x->nr_tags, "nr_tags", ret);
+        case HCTX_ATTR_NR_RESERVED_TAGS:
+                return render_i64(x->nr_reserved_tags, "nr_reserved_tags", ret);
+        case HCTX_ATTR_SHARED_TAGS:
+                r = x->shared_tags == TRISTATE_UNKNOWN ?
+                        asprintf(ret, "unknown: %s\n", d->facts->unknown[FACT_SHARED_TAGS] ?: "debugfs hctx flags unreadable") :
+                        asprintf(ret, "%s\n", tristate_to_string(x->shared_tags));
+                return r < 0 ? -ENOMEM : 0;
+        default:
+                return -ENOENT;
+        }
+}

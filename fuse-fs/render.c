@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+
+#include "render.h"
+
+int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
+        switch (n->type) {
+        case NODE_VERSION:
+                return render_control(ctx, n, ret);
+        case NODE_CLASS:
+        case NODE_EXPLAIN:
+        case NODE_FACT:
+        case NODE_PLAN_KNOB:
+        case NODE_APPLIED_KNOB:
+                return render_device(ctx, n, ret);
+        case NODE_HCTX_ATTR:
+                return render_hctx(ctx, n, ret);
+        default:
+                return -EISDIR;
+        }
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Pure renderers: registry snapshot + node -> file content. Each subtree module has
+ * the same signature. Return 0 with a newly allocated, newline-terminated string, or
+ * -ENOENT (the device or hctx is gone), -EISDIR (a directory), -ENOMEM.
+ */
+
+#include "fuse-fs.h"
+#include "node.h"
+
+int render_node(const FuseFsContext *ctx, const Node *n, char **ret);
+
+int render_control(const FuseFsContext *ctx, const Node *n, char **ret);   /* control.c: version */
+int render_device(const FuseFsContext *ctx, const Node *n, char **ret);    /* devices.c */
+int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret);      /* hctx.c */
+
+/* Render the applied/<knob> line: "ok: mq-deadline (was none)", "kept: none", ... */
+int render_applied(const Applied *a, char **ret);

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Small helpers in the systemd idiom: cleanup attributes, TAKE_PTR/TAKE_FD,
+ * string equality. Header-only; links nothing.
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _warn_unused_result_ __attribute__((warn_unused_result))
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline void closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                (void) close(*fd);
+                errno = saved;
+        }
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+/* Take ownership of a pointer/fd out of a cleanup variable. */
+#define TAKE_PTR(p)                          \
+        ({                                   \
+                __typeof__(p) _tp_ = (p);    \
+                (p) = NULL;                  \
+                _tp_;                        \
+        })
+#define TAKE_FD(fd)                          \
+        ({                                   \
+                int _tf_ = (fd);             \
+                (fd) = -EBADF;               \
+                _tf_;                        \
+        })
+
+/* Define a cleanup function for "type *" that calls func(p) when p != NULL. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)          \
+        static inline void func##p(type *p) {            \
+                if (*p)                                  \
+                        func(*p);                        \
+        }
+
+static inline bool streq(const char *a, const char *b) {
+        return strcmp(a, b) == 0;
+}
+
+static inline bool streq_ptr(const char *a, const char *b) {
+        if (!a || !b)
+                return a == b;
+        return streq(a, b);
+}
+
+static inline const char *strna(const char *s) {
+        return s ?: "n/a";
+}
+
+static inline bool isempty(const char *s) {
+        return !s || !*s;
+}
+
+static inline const char *startswith(const char *s, const char *prefix) {
+        size_t l = strlen(prefix);
+        return strncmp(s, prefix, l) == 0 ? s + l : NULL;
+}
+
+/* Replace *p with a copy of s (NULL allowed). Returns 0 or -ENOMEM. */
+static inline int free_and_strdup(char **p, const char *s) {
+        char *t = NULL;
+        if (s) {
+                t = strdup(s);
+                if (!t)
+                        return -ENOMEM;
+        }
+        free(*p);
+        *p = t;
+        return 0;
+}
+
+/* Negative errno from a libc call that returns -1 and sets errno. */
+static inline int negative_errno(void) {
+        return errno > 0 ? -errno : -EIO;
+}
+
+/* free() and return NULL, for "p = mfree_str(p)". */
+static inline char *mfree_str(char *p) {
+        free(p);
+        return NULL;
+}

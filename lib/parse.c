@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "parse.h"
+#include "strv.h"
+
+char *strip_newline(char *s) {
+        size_t l = strlen(s);
+        if (l > 0 && s[l - 1] == '\n')
+                s[l - 1] = 0;
+        return s;
+}
+
+/* Length of s without one trailing newline. */
+static size_t value_length(const char *s) {
+        size_t l = strlen(s);
+        if (l > 0 && s[l - 1] == '\n')
+                l--;
+        return l;
+}
+
+int parse_u64(const char *s, uint64_t *ret) {
+        size_t l = value_length(s);
+        uint64_t v = 0;
+
+        if (l == 0)
+                return -EINVAL;
+        for (size_t i = 0; i < l; i++) {
+                if (!isdigit((unsigned char) s[i]))
+                        return -EINVAL;
+                unsigned d = s[i] - '0';
+                if (v > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        *ret = v;
+        return 0;
+}
+
+int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
+        uint64_t v;
+        int r = parse_u64(s, &v);
+        if (r < 0)
+                return r;
+        if (v < min || v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+int parse_int(const char *s, int *ret) {
+        bool neg = s[0] == '-';
+        uint64_t v;
+        int r = parse_u64(s + neg, &v);
+        if (r < 0)
+                return r;
+        if (neg ? v > (uint64_t) INT_MAX + 1 : v > INT_MAX)
+                return -ERANGE;
+        *ret = neg ? (int) -(int64_t) v : (int) v;
+        return 0;
+}
+
+void cpuset_done(CpuSet *s) {
+        free(s->bits);
+        *s = (CpuSet) {};
+}
+
+int cpuset_add(CpuSet *s, unsigned cpu) {
+        if (cpu >= BLKMQD_CPUS_MAX)
+                return -ERANGE;
+        unsigned w = cpu / 64;
+        if (w >= s->n_words) {
+                uint64_t *b = realloc(s->bits, (w + 1) * sizeof(uint64_t));
+                if (!b)
+                        return -ENOMEM;
+                memset(b + s->n_words, 0, (w + 1 - s->n_words) * sizeof(uint64_t));
+                s->bits = b;
+                s->n_words = w + 1;
+        }
+        s->bits[w] |= UINT64_C(1) << (cpu % 64);
+        return 0;
+}
+
+bool cpuset_isset(const CpuSet *s, unsigned cpu) {
+        unsigned w = cpu / 64;
+        return w < s->n_words && (s->bits[w] & (UINT64_C(1) << (cpu % 64)));
+}
+
+unsigned cpuset_count(const CpuSet *s) {
+        unsigned n = 0;
+        for (unsigned i = 0; i < s->n_words; i++)
+                n += __builtin_popcountll(s->bits[i]);
+        return n;
+}
+
+static uint64_t word(const CpuSet *s, unsigned i) {
+        return i < s->n_words ? s->bits[i] : 0;
+}
+
+bool cpuset_equal(const CpuSet *a, const CpuSet *b) {
+        for (unsigned i = 0; i < MAX(a->n_words, b->n_words); i++)
+                if (word(a, i) != word(b, i))
+                        return false;
+        return true;
+}
+
+bool cpuset_is_subset(const CpuSet *a, const CpuSet *b) {
+        for (unsigned i = 0; i < a->n_words; i++)
+                if (a->bits[i] & ~word(b, i))
+                        return false;
+        return true;
+}
+
+/* Parse a CPU number at *p, advancing *p. */
+static int parse_cpu_number(const char **p, unsigned *ret) {
+        unsigned long v = 0;
+        const char *q = *p;
+
+        if (!isdigit((unsigned char) *q))
+                return -EINVAL;
+        for (; isdigit((unsigned char) *q); q++) {
+                v = v * 10 + (*q - '0');
+                if (v >= BLKMQD_CPUS_MAX)
+                        return -ERANGE;
+        }
+        *p = q;
+        *ret = v;
+        return 0;
+}
+
+int cpuset_parse(const char *s, CpuSet *ret) {
+        _cleanup_(cpuset_done) CpuSet set = {};
+        size_t l = value_length(s);
+        const char *p = s, *end = s + l;
+        int r;
+
+        while (p < end) {
+                unsigned a, b;
+
+                r = parse_cpu_number(&p, &a);
+                if (r < 0)
+                        return r;
+                b = a;
+                if (p < end && *p == '-') {
+                        p++;
+                        r = parse_cpu_number(&p, &b);
+                        if (r < 0)
+                                return r;
+                        if (b < a)
+                                return -EINVAL;
+                }
+                for (unsigned c = a; c <= b; c++) {
+                        r = cpuset_add(&set, c);
+                        if (r < 0)
+                                return r;
+                }
+                if (p == end)
+                        break;
+                if (*p != ',')
+                        return -EINVAL;
+                p++;
+                if (p < end && *p == ' ')       /* mq/N/cpu_list uses ", " */
+                        p++;
+                if (p == end)                   /* trailing comma */
+                        return -EINVAL;
+        }
+
+        *ret = set;
+        set = (CpuSet) {};
+        return 0;
+}
+
+char *cpuset_format(const CpuSet *s) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return NULL;
+
+        bool first = true;
+        unsigned n = s->n_words * 64;
+        for (unsigned c = 0; c < n; c++) {
+                if (!cpuset_isset(s, c))
+                        continue;
+                unsigned e = c;
+                while (e + 1 < n && cpuset_isset(s, e + 1))
+                        e++;
+                fprintf(f, "%s%u", first ? "" : ",", c);
+                if (e > c)
+                        fprintf(f, "-%u", e);
+                first = false;
+                c = e;
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+int parse_scheduler(const char *s, char ***ret_available, char **ret_current, bool *ret_configurable) {
+        _cleanup_strv_free_ char **available = NULL;
+        _cleanup_free_ char *current = NULL, *copy = NULL;
+        bool bracketed = false;
+        int r;
+
+        copy = strndup(s, value_length(s));
+        if (!copy)
+                return -ENOMEM;
+
+        char *save = NULL;
+        for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+                size_t l = strlen(tok);
+                bool open = tok[0] == '[', close = tok[l - 1] == ']';
+
+                if (open != close || (open && l < 3))
+                        return -EINVAL;
+                if (open) {
+                        if (current)
+                                return -EINVAL;
+                        tok[l - 1] = 0;
+                        tok++;
+                        current = strdup(tok);
+                        if (!current)
+                                return -ENOMEM;
+                        bracketed = true;
+                }
+                if (strchr(tok, '[') || strchr(tok, ']'))
+                        return -EINVAL;
+                r = strv_extend(&available, tok);
+                if (r < 0)
+                        return r;
+        }
+        if (!available)
+                return -EINVAL;
+
+        if (ret_configurable)
+                *ret_configurable = bracketed;
+        if (ret_available)
+                *ret_available = TAKE_PTR(available);
+        if (ret_current)
+                *ret_current = TAKE_PTR(current);
+        return 0;
+}
+
+bool flags_has_token(const char *s, const char *token) {
+        size_t l = strlen(token);
+        for (const char *p = s; (p = strstr(p, token)); p += l) {
+                bool start = p == s || strchr("| \n\t", p[-1]);
+                bool end = strchr("| \n\t", p[l]) != NULL;   /* also matches the final NUL */
+                if (start && end)
+                        return true;
+        }
+        return false;
+}
+
+bool disk_name_is_valid(const char *name) {
+        size_t l = strlen(name);
+        return l > 0 && l < 32 && !strchr(name, '/') && !streq(name, ".") && !streq(name, "..");
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Parsers for the values the kernel prints in sysfs, procfs and debugfs, and
+ * for what users echo into blkmqd's control files. Pure: no I/O, no logging.
+ *
+ * Every parser accepts exactly one trailing newline (what `cat` shows and what
+ * `echo` sends) and rejects anything else it does not understand with -EINVAL,
+ * so a truncated or garbled file is reported rather than misread.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Highest CPU number + 1 we accept (the kernel's NR_CPUS maximum, CONFIG_NR_CPUS_RANGE_END). */
+#define BLKMQD_CPUS_MAX 8192
+
+/* Strip one trailing "\n" from s in place; returns s. */
+char *strip_newline(char *s);
+
+/*
+ * Parse an unsigned decimal number, e.g. sysfs "256\n".
+ * No sign, no leading blanks, no base prefix ("0x2" is -EINVAL), optional trailing "\n".
+ * Returns 0, -EINVAL (not a number) or -ERANGE (does not fit 64 bits).
+ */
+int parse_u64(const char *s, uint64_t *ret);
+
+/* As parse_u64() but for a signed int ("-1" allowed); -ERANGE outside INT_MIN..INT_MAX. */
+int parse_int(const char *s, int *ret);
+
+/* As parse_u64() with an inclusive range check: -ERANGE outside [min, max]. */
+int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+
+/*
+ * A set of CPU numbers, 0 .. BLKMQD_CPUS_MAX-1.
+ */
+typedef struct CpuSet {
+        uint64_t *bits;
+        unsigned n_words;       /* allocated words */
+} CpuSet;
+
+void cpuset_done(CpuSet *s);
+/* Returns 0 or -ENOMEM; -ERANGE if cpu >= BLKMQD_CPUS_MAX. */
+int cpuset_add(CpuSet *s, unsigned cpu);
+bool cpuset_isset(const CpuSet *s, unsigned cpu);
+unsigned cpuset_count(const CpuSet *s);
+bool cpuset_equal(const CpuSet *a, const CpuSet *b);
+/* True when every CPU of a is in b. */
+bool cpuset_is_subset(const CpuSet *a, const CpuSet *b);
+
+/*
+ * Parse a CPU list. Accepts the kernel cpulist syntax of
+ * /sys/devices/system/cpu/online and /proc/irq/N/smp_affinity_list ("0-3,8,10-11")
+ * and the ", "-separated form of /sys/block/X/mq/N/cpu_list ("0, 1, 2";
+ * block/blk-mq-sysfs.c blk_mq_hw_sysfs_cpus_show()). An empty string is the empty set.
+ * Returns 0, -EINVAL (syntax, descending range), -ERANGE (CPU >= BLKMQD_CPUS_MAX) or -ENOMEM.
+ */
+int cpuset_parse(const char *s, CpuSet *ret);
+
+/* Format as a kernel cpulist ("0-3,8"); "" for the empty set. Returns NULL on ENOMEM. */
+char *cpuset_format(const CpuSet *s);
+
+/*
+ * Parse /sys/block/X/queue/scheduler, e.g. "[none] mq-deadline kyber bfq\n"
+ * (block/elevator.c elv_iosched_show()).
+ *   ret_available:    every listed name, brackets removed (NULL-terminated vector)
+ *   ret_current:      the bracketed name, or NULL when none is bracketed
+ *   ret_configurable: false when the file reads just "none" without brackets, which the
+ *                     kernel prints for a queue that cannot take an elevator
+ * Any output argument may be NULL. Returns 0, -EINVAL (empty, two bracketed names,
+ * unbalanced brackets) or -ENOMEM.
+ */
+int parse_scheduler(const char *s, char ***ret_available, char **ret_current, bool *ret_configurable);
+
+/*
+ * True when the debugfs flags/state text contains the token, tokens being separated by
+ * '|', blanks or newlines. E.g. hctx "flags" = "alloc_policy=FIFO SHOULD_MERGE|TAG_HCTX_SHARED\n"
+ * contains "TAG_HCTX_SHARED" (block/blk-mq-debugfs.c hctx_flags_show()), queue "state"
+ * "SAME_COMP|IO_STAT|SQ_SCHED" contains "SQ_SCHED".
+ */
+bool flags_has_token(const char *s, const char *token);
+
+/*
+ * Validate a disk name as the kernel gives it in /sys/block (no '/', not "." or "..",
+ * at most 31 bytes: DISK_NAME_LEN 32 including NUL). Returns true if usable as a path component.
+ */
+bool disk_name_is_valid(const char *name);

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Elevator policy.
+ *
+ * Kernel background (see ../shared/docs/KERNEL-FACTS.md §3, §7):
+ *  - block/elevator.c elevator_set_default(): mq-deadline when nr_hw_queues == 1 or the
+ *    tagset is shared (580dca8143d2, 5.13), otherwise none.
+ *  - Single-queue elevators (mq-deadline, bfq) set QUEUE_FLAG_SQ_SCHED (4d337cebcb1c,
+ *    5.19) and take one queue-wide lock: on a fast many-queue device that lock caps IOPS.
+ *  - A queue whose scheduler file reads "none" without brackets cannot take an elevator.
+ * We never choose an elevator the device does not list in queue/scheduler.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "macro.h"
+#include "policy-internal.h"
+#include "strv.h"
+
+int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+        _cleanup_free_ char *available = NULL, *wanted = NULL;
+        const char *cls = disk_class_to_string(plan->class);
+
+        if (!f->elevator_configurable || !f->elevator) {
+                const char *why = f->unknown[FACT_ELEVATOR] ?: "queue/scheduler reads \"none\" without brackets";
+                return plan_explain(plan, "%s: elevator unknown or not configurable (%s) -> elevator left alone (rule elevator-not-configurable)",
+                                    f->name, why);
+        }
+
+        available = strv_join(f->elevators, ",");
+        if (!available)
+                return -ENOMEM;
+
+        if (o->elevator) {
+                if (!strv_contains(f->elevators, o->elevator))
+                        return plan_explain(plan, "%s: policy/elevator=%s available=%s -> elevator left alone, override not offered by the device (rule override)",
+                                            f->name, o->elevator, available);
+                plan->elevator = strdup(o->elevator);
+                if (!plan->elevator)
+                        return -ENOMEM;
+                return plan_explain(plan, "%s: policy/elevator=%s elevator=%s -> elevator=%s%s (rule override)",
+                                    f->name, o->elevator, f->elevator, o->elevator,
+                                    streq(o->elevator, f->elevator) ? ", kept" : "");
+        }
+
+        if (!cp->elevators) {
+                plan->elevator = strdup(f->elevator);
+                if (!plan->elevator)
+                        return -ENOMEM;
+                return plan_explain(plan, "%s: class=%s elevator=%s -> elevator=%s, kept: any elevator is fine for this class (rule elevator-%s)",
+                                    f->name, cls, f->elevator, f->elevator, cls);
+        }
+
+        wanted = strv_join(cp->elevators, ",");
+        if (!wanted)
+                return -ENOMEM;
+
+        if (strv_contains(cp->elevators, f->elevator)) {
+                plan->elevator = strdup(f->elevator);
+                if (!plan->elevator)
+                        return -ENOMEM;
+                return plan_explain(plan, "%s: class=%s elevator=%s wanted=%s -> elevator=%s, kept (rule elevator-%s)",
+                                    f->name, cls, f->elevator, wanted, f->elevator, cls);
+        }
+
+        STRV_FOREACH(e, cp->elevators)
+                if (strv_contains(f->elevators, *e)) {
+                        plan->elevator = strdup(*e);
+                        if (!plan->elevator)
+                                return -ENOMEM;
+                        return plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator=%s (rule elevator-%s)",
+                                            f->name, cls, f->elevator, wanted, available, *e, cls);
+                }
+
+        return plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator left alone, none of the wanted elevators is offered (rule elevator-%s)",
+                            f->name, cls, f->elevator, wanted, available, cls);
+}

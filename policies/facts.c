@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "facts.h"
+#include "macro.h"
+#include "strv.h"
+
+static const char * const fact_table[_FACT_MAX] = {
+        [FACT_DEVNUM]            = "devnum",
+        [FACT_SIZE]              = "size",
+        [FACT_NR_HW_QUEUES]      = "nr_hw_queues",
+        [FACT_ROTATIONAL]        = "rotational",
+        [FACT_ELEVATOR]          = "elevator",
+        [FACT_ELEVATORS]         = "elevators",
+        [FACT_RQ_AFFINITY]       = "rq_affinity",
+        [FACT_NR_REQUESTS]       = "nr_requests",
+        [FACT_QUEUE_DEPTH]       = "queue_depth",
+        [FACT_DRIVER]            = "driver",
+        [FACT_TRANSPORT]         = "transport",
+        [FACT_SCSI_HOST]         = "scsi_host",
+        [FACT_HOST_NR_HW_QUEUES] = "host_nr_hw_queues",
+        [FACT_HOST_CAN_QUEUE]    = "host_can_queue",
+        [FACT_SHARED_TAGS]       = "shared_tags",
+        [FACT_SQ_SCHED]          = "sq_sched",
+        [FACT_IRQ_VECTORS]       = "irq_vectors",
+        [FACT_NUMA_NODE]         = "numa_node",
+        [FACT_KERNEL_RELEASE]    = "kernel_release",
+        [FACT_STACKED]           = "stacked",
+};
+
+const char *fact_to_string(Fact f) {
+        if (f < 0 || f >= _FACT_MAX)
+                return NULL;
+        return fact_table[f];
+}
+
+Fact fact_from_string(const char *s) {
+        for (Fact f = 0; f < _FACT_MAX; f++)
+                if (streq(fact_table[f], s))
+                        return f;
+        return _FACT_INVALID;
+}
+
+const char *tristate_to_string(Tristate t) {
+        return t == TRISTATE_YES ? "1" : t == TRISTATE_NO ? "0" : "unknown";
+}
+
+DiskFacts *disk_facts_new(const char *name) {
+        DiskFacts *f = calloc(1, sizeof(DiskFacts));
+        if (!f)
+                return NULL;
+        f->name = strdup(name);
+        if (!f->name) {
+                free(f);
+                return NULL;
+        }
+        f->rotational = f->shared_tags = f->sq_sched = TRISTATE_UNKNOWN;
+        f->rq_affinity = -1;
+        f->nr_requests = f->queue_depth = f->host_nr_hw_queues = f->host_can_queue = -1;
+        f->numa_node = -1;
+        return f;
+}
+
+DiskFacts *disk_facts_free(DiskFacts *f) {
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < f->n_hctx; i++) {
+                cpuset_done(&f->hctx[i].cpus);
+                free(f->hctx[i].cpu_list);
+        }
+        free(f->hctx);
+        free(f->name);
+        free(f->elevator);
+        strv_free(f->elevators);
+        free(f->driver);
+        free(f->transport);
+        free(f->scsi_host);
+        free(f->irqs);
+        free(f->kernel_release);
+        free(f->identity);
+        for (size_t i = 0; i < _FACT_MAX; i++)
+                free(f->unknown[i]);
+        free(f);
+        return NULL;
+}
+
+int disk_facts_set_unknown(DiskFacts *f, Fact fact, const char *fmt, ...) {
+        char *s;
+        va_list ap;
+
+        va_start(ap, fmt);
+        int r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        free(f->unknown[fact]);
+        f->unknown[fact] = s;
+        return 0;
+}
+
+static int render_irqs(const DiskFacts *f, FILE *out) {
+        for (size_t i = 0; i < f->n_irqs; i++)
+                fprintf(out, "%s%u", i ? " " : "", f->irqs[i]);
+        return 0;
+}
+
+int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
+        char *buf = NULL;
+        size_t size = 0;
+
+        if (fact < 0 || fact >= _FACT_MAX)
+                return -EINVAL;
+
+        FILE *out = open_memstream(&buf, &size);
+        if (!out)
+                return -ENOMEM;
+
+        if (f->unknown[fact])
+                fprintf(out, "unknown: %s", f->unknown[fact]);
+        else
+                switch (fact) {
+                case FACT_DEVNUM:
+                        fprintf(out, "%u:%u", f->major, f->minor);
+                        break;
+                case FACT_SIZE:
+                        fprintf(out, "%" PRIu64, f->size_bytes);
+                        break;
+                case FACT_NR_HW_QUEUES:
+                        fprintf(out, "%zu", f->n_hctx);
+                        break;
+                case FACT_ROTATIONAL:
+                        fputs(tristate_to_string(f->rotational), out);
+                        break;
+                case FACT_ELEVATOR:
+                        fputs(strna(f->elevator), out);
+                        break;
+                case FACT_ELEVATORS:
+                        STRV_FOREACH(e, f->elevators)
+                                fprintf(out, "%s%s", e == f->elevators ? "" : " ", *e);
+                        break;
+                case FACT_RQ_AFFINITY:
+                        fprintf(out, "%d", f->rq_affinity);
+                        break;
+                case FACT_NR_REQUESTS:
+                        fprintf(out, "%" PRIi64, f->nr_requests);
+                        break;
+                case FACT_QUEUE_DEPTH:
+                        fprintf(out, "%" PRIi64, f->queue_depth);
+                        break;
+                case FACT_DRIVER:
+                        fputs(strna(f->driver), out);
+                        break;
+                case FACT_TRANSPORT:
+                        fputs(strna(f->transport), out);
+                        break;
+                case FACT_SCSI_HOST:
+                        fputs(strna(f->scsi_host), out);
+                        break;
+                case FACT_HOST_NR_HW_QUEUES:
+                        fprintf(out, "%" PRIi64, f->host_nr_hw_queues);
+                        break;
+                case FACT_HOST_CAN_QUEUE:
+                        fprintf(out, "%" PRIi64, f->host_can_queue);
+                        break;
+                case FACT_SHARED_TAGS:
+                        fputs(tristate_to_string(f->shared_tags), out);
+                        break;
+                case FACT_SQ_SCHED:
+                        fputs(tristate_to_string(f->sq_sched), out);
+                        break;
+                case FACT_IRQ_VECTORS:
+                        render_irqs(f, out);
+                        break;
+                case FACT_NUMA_NODE:
+                        fprintf(out, "%d", f->numa_node);
+                        break;
+                case FACT_KERNEL_RELEASE:
+                        fputs(strna(f->kernel_release), out);
+                        break;
+                case FACT_STACKED:
+                        fputs(f->stacked ? "1" : "0", out);
+                        break;
+                default:
+                        break;
+                }
+        fputc('\n', out);
+
+        if (fclose(out) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+int kernel_release_parse(const char *release, unsigned *ret_major, unsigned *ret_minor) {
+        unsigned a, b;
+        int n = 0;
+
+        if (!release || sscanf(release, "%u.%u%n", &a, &b, &n) != 2 || n == 0)
+                return -EINVAL;
+        *ret_major = a;
+        *ret_minor = b;
+        return 0;
+}

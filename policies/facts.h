@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * What blkmqd knows about one whole disk: gathered by daemon/device.c through
+ * hostfs, consumed by the pure policy and rendered by fuse-fs. Plain data.
+ *
+ * Every fact is either known (typed field valid, unknown[fact] == NULL) or
+ * unknown with a reason (unknown[fact] = "debugfs not mounted", ...). A fact
+ * the machine cannot give is never reported as 0.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parse.h"
+
+/* A tristate for yes/no facts that may be unknown. */
+typedef enum Tristate {
+        TRISTATE_NO = 0,
+        TRISTATE_YES = 1,
+        TRISTATE_UNKNOWN = -1,
+} Tristate;
+
+/* The facts under devices/<disk>/facts/, in display order. */
+typedef enum Fact {
+        FACT_DEVNUM,              /* "major:minor" */
+        FACT_SIZE,                /* bytes (sysfs "size" is in 512-byte sectors) */
+        FACT_NR_HW_QUEUES,        /* number of hctx (mq/N directories) */
+        FACT_ROTATIONAL,          /* queue/rotational: 0 or 1 */
+        FACT_ELEVATOR,            /* current elevator (bracketed in queue/scheduler) */
+        FACT_ELEVATORS,           /* elevators the device offers, space-separated */
+        FACT_RQ_AFFINITY,         /* queue/rq_affinity: 0, 1 or 2 */
+        FACT_NR_REQUESTS,         /* queue/nr_requests */
+        FACT_QUEUE_DEPTH,         /* device/queue_depth (SCSI) */
+        FACT_DRIVER,              /* scsi_host proc_name, or the bus driver */
+        FACT_TRANSPORT,           /* scsi, nvme, virtio, mmc, loop, dm, md, zram, ... */
+        FACT_SCSI_HOST,           /* "host0" */
+        FACT_HOST_NR_HW_QUEUES,   /* scsi_host/hostN/nr_hw_queues */
+        FACT_HOST_CAN_QUEUE,      /* scsi_host/hostN/can_queue */
+        FACT_SHARED_TAGS,         /* host-wide shared tagset: debugfs hctx flags TAG_HCTX_SHARED */
+        FACT_SQ_SCHED,            /* debugfs queue state SQ_SCHED (single-queue elevator attached) */
+        FACT_IRQ_VECTORS,         /* MSI/MSI-X IRQ numbers of the device's PCI function */
+        FACT_NUMA_NODE,           /* device NUMA node, -1 = none */
+        FACT_KERNEL_RELEASE,      /* uname -r of the kernel the facts come from */
+        FACT_STACKED,             /* 1 for loop, dm, md: I/O goes to another block device */
+        _FACT_MAX,
+        _FACT_INVALID = -EINVAL,
+} Fact;
+
+/* File name of a fact ("nr_hw_queues"); NULL for an invalid value. */
+const char *fact_to_string(Fact f);
+/* Inverse of fact_to_string(); _FACT_INVALID when unknown. */
+Fact fact_from_string(const char *s);
+
+/* One hardware context (/sys/block/X/mq/N). */
+typedef struct HctxFacts {
+        unsigned index;         /* N; hctx numbers may have gaps (nr_ctx == 0 is not registered) */
+        CpuSet cpus;            /* mq/N/cpu_list */
+        char *cpu_list;         /* normalised cpulist of cpus, "0-3"; NULL if unknown */
+        int64_t nr_tags;        /* mq/N/nr_tags, -1 if unknown */
+        int64_t nr_reserved_tags;
+        Tristate shared_tags;   /* debugfs hctxN/flags has TAG_HCTX_SHARED */
+} HctxFacts;
+
+typedef struct DiskFacts {
+        char *name;                     /* "sda" */
+        unsigned major, minor;
+        uint64_t size_bytes;
+        bool has_mq;                    /* a blk-mq queue (mq/ directory) exists */
+
+        HctxFacts *hctx;                /* sorted by index */
+        size_t n_hctx;
+
+        Tristate rotational;
+        char *elevator;                 /* current; NULL if unknown or not configurable */
+        char **elevators;               /* available (strv) */
+        bool elevator_configurable;     /* false: scheduler reads "none" without brackets */
+        int rq_affinity;                /* -1 unknown */
+        int64_t nr_requests;            /* -1 unknown */
+        int64_t queue_depth;            /* -1 unknown */
+
+        char *driver;
+        char *transport;
+        char *scsi_host;
+        int64_t host_nr_hw_queues;      /* -1 unknown */
+        int64_t host_can_queue;         /* -1 unknown */
+
+        Tristate shared_tags;
+        Tristate sq_sched;
+
+        unsigned *irqs;                 /* IRQ numbers, ascending */
+        size_t n_irqs;
+
+        int numa_node;
+        char *kernel_release;
+        bool stacked;
+
+        /* Stable identity for persisted settings: "wwn-…", "serial-…", "loop-<backing file>", "path-…"; may be NULL */
+        char *identity;
+
+        char *unknown[_FACT_MAX];       /* reason per fact; NULL = known */
+} DiskFacts;
+
+/* Allocate empty facts for a disk with every numeric field set to "unknown". NULL on ENOMEM. */
+DiskFacts *disk_facts_new(const char *name);
+DiskFacts *disk_facts_free(DiskFacts *f);
+static inline void disk_facts_freep(DiskFacts **f) {
+        if (*f)
+                disk_facts_free(*f);
+}
+
+/* Mark a fact unknown with a printf-style reason (replaces an earlier reason). Returns 0 or -ENOMEM. */
+int disk_facts_set_unknown(DiskFacts *f, Fact fact, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* True when the fact is known. */
+static inline bool disk_facts_known(const DiskFacts *f, Fact fact) {
+        return !f->unknown[fact];
+}
+
+/*
+ * Render a fact as its file content: the value and "\n", or "unknown: <reason>\n".
+ * Returns 0 and a newly allocated string, or -ENOMEM / -EINVAL (bad fact).
+ */
+int disk_facts_render(const DiskFacts *f, Fact fact, char **ret);
+
+/*
+ * Parse a kernel release ("6.18.44-fc-v782", "5.10.0-28-amd64") into major and minor.
+ * Returns 0 or -EINVAL.
+ */
+int kernel_release_parse(const char *release, unsigned *ret_major, unsigned *ret_minor);
+
+/* Value of Tristate as "0", "1" or "unknown". */
+const char *tristate_to_string(Tristate t);
