@@ -1,0 +1,36 @@
+#!/bin/sh
+# Install the Debian 12 packages blkmqd needs.
+#   tools/install-deps.sh          build and run the daemon
+#   tools/install-deps.sh --tests  also everything the test suites use
+set -eu
+
+RUN="meson ninja-build pkg-config gcc libc6-dev libudev-dev libfuse3-dev fuse3 libsystemd-dev
+     clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev kmod util-linux"
+TESTS="umockdev libumockdev-dev valgrind libclang-rt-14-dev fio
+       qemu-system-x86 busybox-static cpio udev
+       prometheus prometheus-node-exporter curl scdoc python3"
+
+pkgs="$RUN"
+[ "${1:-}" = "--tests" ] && pkgs="$RUN $TESTS"
+
+if [ "$(id -u)" -ne 0 ]; then
+        echo "install-deps: run as root (apt-get install)" >&2
+        exit 1
+fi
+
+missing=""
+for p in $pkgs; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+        echo "install-deps: all packages present"
+        exit 0
+fi
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# prometheus-node-exporter and prometheus ship services; never start them on install.
+printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+chmod +x /usr/sbin/policy-rc.d
+trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+apt-get install -y -qq --no-install-recommends $missing
