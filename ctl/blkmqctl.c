@@ -1,0 +1,1075 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * blkmqctl: the command-line face of blkmqd. It reads and writes files under the FUSE tree
+ * (default /run/blkmqd) and nothing else: no private protocol, no library beyond libc.
+ *
+ * Files a given blkmqd does not serve yet (policy/, restore, hctx counters, stat) are shown as
+ * "-"; files that exist but say "unknown: ..." or "unavailable: ..." are shown as "n/a".
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define FUSE_SUPER_MAGIC 0x65735546
+
+enum {
+        EXIT_OK = 0,
+        EXIT_USAGE = 1,
+        EXIT_FAILED = 2,
+        EXIT_NOT_RUNNING = 3,
+};
+
+static const char *arg_mountpoint = BLKMQD_DEFAULT_MOUNTPOINT;
+static bool arg_json = false;
+static long arg_iterations = -1;
+
+#define FREE_STRV(v, n) do { for (size_t _i = 0; _i < (n); _i++) free((v)[_i]); free(v); } while (0)
+
+static void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void err(const char *fmt, ...) {
+        va_list ap;
+        fputs("blkmqctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+/* mountpoint/a/b/... (NULL-terminated list of components). */
+static char *path_join(const char *first, ...) __attribute__((sentinel));
+static char *path_join(const char *first, ...) {
+        size_t len = strlen(arg_mountpoint) + 1;
+        va_list ap;
+        va_start(ap, first);
+        for (const char *c = first; c; c = va_arg(ap, const char *))
+                len += strlen(c) + 1;
+        va_end(ap);
+        char *p = malloc(len);
+        if (!p)
+                return NULL;
+        strcpy(p, arg_mountpoint);
+        va_start(ap, first);
+        for (const char *c = first; c; c = va_arg(ap, const char *)) {
+                strcat(p, "/");
+                strcat(p, c);
+        }
+        va_end(ap);
+        return p;
+}
+
+/* Reads a whole file. Returns 0 and a NUL-terminated buffer with the trailing newline stripped,
+ * or -errno. */
+static int read_text(const char *path, char **ret) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        size_t n = 0, size = 4096;
+        char *buf = malloc(size);
+        if (!buf) {
+                close(fd);
+                return -ENOMEM;
+        }
+        for (;;) {
+                if (n + 1 >= size) {
+                        char *nb = realloc(buf, size * 2);
+                        if (!nb) {
+                                free(buf);
+                                close(fd);
+                                return -ENOMEM;
+                        }
+                        buf = nb;
+                        size *= 2;
+                }
+                ssize_t k = read(fd, buf + n, size - n - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int r = -errno;
+                        free(buf);
+                        close(fd);
+                        return r;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        close(fd);
+        buf[n] = '\0';
+        while (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = '\0';
+        *ret = buf;
+        return 0;
+}
+
+/* Reads devices/<disk>/a[/b[/c]]; NULL when the file does not exist or cannot be read. */
+static char *read_dev(const char *disk, const char *a, const char *b, const char *c) {
+        char *p = path_join("devices", disk, a, b, c, NULL), *v = NULL;
+        if (!p)
+                return NULL;
+        if (read_text(p, &v) < 0)
+                v = NULL;
+        free(p);
+        return v;
+}
+
+static bool value_unavailable(const char *v) {
+        return !v || strncmp(v, "unknown", 7) == 0 || strncmp(v, "unavailable", 11) == 0;
+}
+
+/* "-" when the file does not exist, "n/a" when it says unknown/unavailable, else the value. */
+static const char *show(const char *v) {
+        if (!v)
+                return "-";
+        if (value_unavailable(v))
+                return "n/a";
+        return v;
+}
+
+static bool parse_u64(const char *v, uint64_t *ret) {
+        if (!v || !*v || *v == '-')
+                return false;
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || end == v)
+                return false;
+        while (*end == ' ' || *end == '\n')
+                end++;
+        if (*end)
+                return false;
+        *ret = x;
+        return true;
+}
+
+static bool parse_double(const char *v, double *ret) {
+        if (!v || !*v)
+                return false;
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || end == v)
+                return false;
+        if (*end == '%')
+                end++;
+        while (*end == ' ' || *end == '\n')
+                end++;
+        if (*end)
+                return false;
+        *ret = x;
+        return true;
+}
+
+static int cmp_natural(const void *a, const void *b) {
+        const char *x = *(const char * const *) a, *y = *(const char * const *) b;
+        char *ex, *ey;
+        long nx = strtol(x, &ex, 10), ny = strtol(y, &ey, 10);
+        if (ex != x && !*ex && ey != y && !*ey)
+                return nx < ny ? -1 : nx > ny;
+        return strcmp(x, y);
+}
+
+/* Lists the entries of a directory (no dot files), sorted (numbers numerically). */
+static int list_dir(const char *path, char ***ret, size_t *ret_n) {
+        DIR *d = opendir(path);
+        if (!d)
+                return -errno;
+        char **v = NULL;
+        size_t n = 0;
+        struct dirent *de;
+        while ((errno = 0, de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char **nv = realloc(v, (n + 1) * sizeof(char *));
+                if (!nv || !(nv[n] = strdup(de->d_name))) {
+                        if (nv)
+                                v = nv;
+                        FREE_STRV(v, n);
+                        closedir(d);
+                        return -ENOMEM;
+                }
+                v = nv;
+                n++;
+        }
+        int r = errno ? -errno : 0;
+        closedir(d);
+        if (r < 0) {
+                FREE_STRV(v, n);
+                return r;
+        }
+        if (n > 1)
+                qsort(v, n, sizeof(char *), cmp_natural);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static int list_dev_dir(const char *disk, const char *sub, char ***ret, size_t *ret_n) {
+        char *p = path_join("devices", disk, sub, NULL);
+        if (!p)
+                return -ENOMEM;
+        int r = list_dir(p, ret, ret_n);
+        free(p);
+        return r;
+}
+
+/* Exit code 3 unless the mount point is a live FUSE mount. */
+static int check_running(void) {
+        struct statfs sfs;
+        if (statfs(arg_mountpoint, &sfs) < 0) {
+                if (errno == ENOTCONN)
+                        err("blkmqd is not running: \"%s\" is a dead FUSE mount (Transport endpoint is not connected)",
+                            arg_mountpoint);
+                else
+                        err("blkmqd is not running: \"%s\": %s", arg_mountpoint, strerror(errno));
+                return -EXIT_NOT_RUNNING;
+        }
+        if ((uint32_t) sfs.f_type != FUSE_SUPER_MAGIC) {
+                err("blkmqd is not running: \"%s\" is not a FUSE mount", arg_mountpoint);
+                return -EXIT_NOT_RUNNING;
+        }
+        char *p = path_join("devices", NULL);
+        struct stat st;
+        int r = p && stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+        free(p);
+        if (r < 0) {
+                err("\"%s\" is a FUSE mount but not a blkmqd tree (no devices/)", arg_mountpoint);
+                return -EXIT_NOT_RUNNING;
+        }
+        return 0;
+}
+
+static int check_disk(const char *disk) {
+        if (!*disk || strchr(disk, '/') || strcmp(disk, ".") == 0 || strcmp(disk, "..") == 0) {
+                err("Invalid disk name \"%s\"", disk);
+                return -EXIT_USAGE;
+        }
+        char *p = path_join("devices", disk, NULL);
+        struct stat st;
+        int r = p && stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+        free(p);
+        if (r < 0) {
+                err("No such disk \"%s\" under %s/devices (see blkmqctl status)", disk, arg_mountpoint);
+                return -EXIT_FAILED;
+        }
+        return 0;
+}
+
+/* ---- JSON output ---- */
+
+static void json_string(FILE *f, const char *s) {
+        if (!s) {
+                fputs("null", f);
+                return;
+        }
+        fputc('"', f);
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                switch (*p) {
+                case '"':  fputs("\\\"", f); break;
+                case '\\': fputs("\\\\", f); break;
+                case '\n': fputs("\\n", f); break;
+                case '\t': fputs("\\t", f); break;
+                case '\r': fputs("\\r", f); break;
+                default:
+                        if (*p < 0x20)
+                                fprintf(f, "\\u%04x", *p);
+                        else
+                                fputc(*p, f);
+                }
+        fputc('"', f);
+}
+
+/* A number when the file holds one, null when missing or unavailable, else the string. */
+static void json_value(FILE *f, const char *v) {
+        uint64_t u;
+        if (!v || value_unavailable(v))
+                fputs("null", f);
+        else if (parse_u64(v, &u))
+                fprintf(f, "%" PRIu64, u);
+        else
+                json_string(f, v);
+}
+
+/* ---- status ---- */
+
+typedef struct Row {
+        char *disk, *class, *hwq, *rot, *elev, *plan, *state, *remote;
+        char *applied_elevator;
+        double remote_pct;
+        bool have_remote;
+} Row;
+
+static int state_rank(const char *s) {
+        static const char *const order[] = {
+                "error", "pending-reboot", "unsupported", "dry-run", "ok", "kept", "unmanaged",
+        };
+        for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+                if (strcmp(s, order[i]) == 0)
+                        return (int) i;
+        return 50;
+}
+
+/* The most significant state over applied/<knob>: "error" beats "ok" beats "kept". */
+static char *applied_state(const char *disk) {
+        char **knobs = NULL, *best = NULL;
+        size_t n = 0;
+        if (list_dev_dir(disk, "applied", &knobs, &n) < 0)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                char *v = read_dev(disk, "applied", knobs[i], NULL);
+                if (!v)
+                        continue;
+                v[strcspn(v, ":\n")] = '\0';
+                if (!best || state_rank(v) < state_rank(best)) {
+                        free(best);
+                        best = v;
+                } else
+                        free(v);
+        }
+        FREE_STRV(knobs, n);
+        return best;
+}
+
+/* Remote completion share: sum of hctx/<n>/completed_remote over sum of completed_local +
+ * completed_remote; else the mean of hctx/<n>/remote_pct. Returns 1 with a value, 0 when the
+ * files exist but are unavailable, -ENOENT when this blkmqd has no such files. */
+static int remote_pct(const char *disk, double *ret) {
+        char **hctx = NULL;
+        size_t n = 0;
+        uint64_t local = 0, remote = 0;
+        double pct_sum = 0;
+        size_t pct_n = 0;
+        bool any_file = false, counters_ok = true;
+
+        if (list_dev_dir(disk, "hctx", &hctx, &n) < 0)
+                return -ENOENT;
+        for (size_t i = 0; i < n; i++) {
+                char *l = read_dev(disk, "hctx", hctx[i], "completed_local");
+                char *r = read_dev(disk, "hctx", hctx[i], "completed_remote");
+                char *p = read_dev(disk, "hctx", hctx[i], "remote_pct");
+                uint64_t a, b;
+                double d;
+                if (l || r || p)
+                        any_file = true;
+                if (parse_u64(l, &a) && parse_u64(r, &b)) {
+                        local += a;
+                        remote += b;
+                } else
+                        counters_ok = false;
+                if (parse_double(p, &d)) {
+                        pct_sum += d;
+                        pct_n++;
+                }
+                free(l);
+                free(r);
+                free(p);
+        }
+        FREE_STRV(hctx, n);
+        if (!any_file)
+                return -ENOENT;
+        if (counters_ok && n > 0) {
+                *ret = local + remote > 0 ? 100.0 * (double) remote / (double) (local + remote) : 0.0;
+                return 1;
+        }
+        if (pct_n > 0) {
+                *ret = pct_sum / (double) pct_n;
+                return 1;
+        }
+        return 0;
+}
+
+static void row_free(Row *r) {
+        free(r->disk);
+        free(r->class);
+        free(r->hwq);
+        free(r->rot);
+        free(r->elev);
+        free(r->plan);
+        free(r->state);
+        free(r->remote);
+        free(r->applied_elevator);
+}
+
+static int row_fill(Row *row, const char *disk) {
+        double pct;
+        *row = (Row) { .disk = strdup(disk) };
+        row->class = read_dev(disk, "class", NULL, NULL);
+        row->hwq = read_dev(disk, "facts", "nr_hw_queues", NULL);
+        row->rot = read_dev(disk, "facts", "rotational", NULL);
+        row->elev = read_dev(disk, "facts", "elevator", NULL);
+        row->plan = read_dev(disk, "plan", "elevator", NULL);
+        row->applied_elevator = read_dev(disk, "applied", "elevator", NULL);
+        row->state = applied_state(disk);
+        int r = remote_pct(disk, &pct);
+        if (r > 0) {
+                row->have_remote = true;
+                row->remote_pct = pct;
+                if (asprintf(&row->remote, "%.1f%%", pct) < 0)
+                        row->remote = NULL;
+        } else
+                row->remote = strdup(r == 0 ? "n/a" : "-");
+        return row->disk ? 0 : -ENOMEM;
+}
+
+static int cmd_status(int argc, char **argv) {
+        char **disks = NULL;
+        size_t n = 0;
+        int r;
+
+        if (argc > 1) {
+                err("status takes no arguments");
+                return EXIT_USAGE;
+        }
+        r = check_running();
+        if (r < 0)
+                return -r;
+        char *p = path_join("devices", NULL);
+        r = p ? list_dir(p, &disks, &n) : -ENOMEM;
+        free(p);
+        if (r < 0) {
+                err("Failed to list %s/devices: %s", arg_mountpoint, strerror(-r));
+                return EXIT_FAILED;
+        }
+
+        Row *rows = calloc(n ? n : 1, sizeof(Row));
+        if (!rows) {
+                FREE_STRV(disks, n);
+                return EXIT_FAILED;
+        }
+        for (size_t i = 0; i < n; i++)
+                (void) row_fill(&rows[i], disks[i]);
+
+        if (arg_json) {
+                char *version = NULL;
+                char *vp = path_join("version", NULL);
+                if (vp)
+                        (void) read_text(vp, &version);
+                free(vp);
+                printf("{\"mountpoint\":");
+                json_string(stdout, arg_mountpoint);
+                printf(",\"version\":");
+                json_string(stdout, version);
+                printf(",\"devices\":[");
+                for (size_t i = 0; i < n; i++) {
+                        Row *w = &rows[i];
+                        printf("%s{\"disk\":", i ? "," : "");
+                        json_string(stdout, w->disk);
+                        printf(",\"class\":");
+                        json_string(stdout, w->class);
+                        printf(",\"nr_hw_queues\":");
+                        json_value(stdout, w->hwq);
+                        printf(",\"rotational\":");
+                        json_value(stdout, w->rot);
+                        printf(",\"elevator\":");
+                        json_string(stdout, value_unavailable(w->elev) ? NULL : w->elev);
+                        printf(",\"planned_elevator\":");
+                        json_string(stdout, w->plan);
+                        printf(",\"applied_elevator\":");
+                        json_string(stdout, w->applied_elevator);
+                        printf(",\"state\":");
+                        json_string(stdout, w->state);
+                        printf(",\"remote_pct\":");
+                        if (w->have_remote)
+                                printf("%.2f", w->remote_pct);
+                        else
+                                printf("null");
+                        printf("}");
+                }
+                printf("]}\n");
+                free(version);
+        } else {
+                int wd = 4, wc = 5, we = 8, wp = 7, ws = 5;
+                for (size_t i = 0; i < n; i++) {
+#define WIDEN(w, s) do { int _l = (int) strlen(show(s)); if (_l > (w)) (w) = _l; } while (0)
+                        WIDEN(wd, rows[i].disk);
+                        WIDEN(wc, rows[i].class);
+                        WIDEN(we, rows[i].elev);
+                        WIDEN(wp, rows[i].plan);
+                        WIDEN(ws, rows[i].state);
+#undef WIDEN
+                }
+                printf("%-*s  %-*s  %5s  %3s  %-*s  %-*s  %-*s  %7s\n", wd, "DISK", wc, "CLASS", "HCTX", "ROT",
+                       we, "ELEVATOR", wp, "PLANNED", ws, "STATE", "REMOTE");
+                for (size_t i = 0; i < n; i++) {
+                        Row *w = &rows[i];
+                        printf("%-*s  %-*s  %5s  %3s  %-*s  %-*s  %-*s  %7s\n", wd, show(w->disk), wc, show(w->class),
+                               show(w->hwq), show(w->rot), we, show(w->elev), wp, show(w->plan), ws, show(w->state),
+                               w->remote);
+                }
+                if (n == 0)
+                        printf("(no disks managed)\n");
+        }
+        for (size_t i = 0; i < n; i++)
+                row_free(&rows[i]);
+        free(rows);
+        FREE_STRV(disks, n);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILED;
+}
+
+/* ---- explain ---- */
+
+static void json_dir_object(const char *disk, const char *sub) {
+        char **names = NULL;
+        size_t n = 0;
+        printf("\"%s\":", sub);
+        if (list_dev_dir(disk, sub, &names, &n) < 0) {
+                printf("null");
+                return;
+        }
+        printf("{");
+        for (size_t i = 0; i < n; i++) {
+                char *v = read_dev(disk, sub, names[i], NULL);
+                if (i)
+                        printf(",");
+                json_string(stdout, names[i]);
+                printf(":");
+                json_string(stdout, v);
+                free(v);
+        }
+        printf("}");
+        FREE_STRV(names, n);
+}
+
+static int cmd_explain(int argc, char **argv) {
+        if (argc != 2) {
+                err("Usage: blkmqctl explain DISK");
+                return EXIT_USAGE;
+        }
+        const char *disk = argv[1];
+        int r = check_running();
+        if (r == 0)
+                r = check_disk(disk);
+        if (r < 0)
+                return -r;
+
+        char *explain = read_dev(disk, "explain", NULL, NULL);
+        char *class = read_dev(disk, "class", NULL, NULL);
+        if (!explain) {
+                err("Failed to read %s/devices/%s/explain", arg_mountpoint, disk);
+                free(class);
+                return EXIT_FAILED;
+        }
+
+        if (arg_json) {
+                printf("{\"disk\":");
+                json_string(stdout, disk);
+                printf(",\"class\":");
+                json_string(stdout, class);
+                printf(",\"explain\":[");
+                bool first = true;
+                for (char *save = NULL, *l = strtok_r(explain, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                        printf("%s", first ? "" : ",");
+                        json_string(stdout, l);
+                        first = false;
+                }
+                printf("],");
+                json_dir_object(disk, "facts");
+                printf(",");
+                json_dir_object(disk, "plan");
+                printf(",");
+                json_dir_object(disk, "applied");
+                printf(",");
+                json_dir_object(disk, "policy");
+                printf("}\n");
+        } else {
+                char **knobs = NULL;
+                size_t n = 0;
+                printf("%s\n", explain);
+                if (list_dev_dir(disk, "plan", &knobs, &n) >= 0 && n > 0) {
+                        printf("\n");
+                        for (size_t i = 0; i < n; i++) {
+                                char *plan = read_dev(disk, "plan", knobs[i], NULL);
+                                char *applied = read_dev(disk, "applied", knobs[i], NULL);
+                                char *policy = read_dev(disk, "policy", knobs[i], NULL);
+                                printf("%-14s planned %s, applied %s, policy %s\n", knobs[i], show(plan),
+                                       show(applied), show(policy));
+                                free(plan);
+                                free(applied);
+                                free(policy);
+                        }
+                }
+                FREE_STRV(knobs, n);
+        }
+        free(explain);
+        free(class);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILED;
+}
+
+/* ---- watch ---- */
+
+static volatile sig_atomic_t quit_signal = 0;
+static struct termios saved_termios;
+static bool termios_saved = false;
+
+static void on_quit_signal(int sig) {
+        quit_signal = sig;
+}
+
+static void terminal_restore(void) {
+        if (termios_saved) {
+                (void) tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_termios);
+                termios_saved = false;
+        }
+        if (isatty(STDOUT_FILENO)) {
+                fputs("\033[?25h", stdout);     /* show the cursor again */
+                fflush(stdout);
+        }
+}
+
+static void terminal_setup(void) {
+        if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_termios) == 0) {
+                struct termios t = saved_termios;
+                t.c_lflag &= ~(ICANON | ECHO);
+                t.c_cc[VMIN] = 0;
+                t.c_cc[VTIME] = 0;
+                if (tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0)
+                        termios_saved = true;
+        }
+        if (isatty(STDOUT_FILENO))
+                fputs("\033[?25l", stdout);     /* hide the cursor */
+}
+
+/* Per-hctx counters turned into per-second rates, in display order. */
+static const char *const rate_attrs[] = {
+        "runs", "dispatched", "completed_local", "completed_remote", "queued",
+};
+#define N_RATE (sizeof(rate_attrs) / sizeof(rate_attrs[0]))
+/* Per-hctx values shown as they are. */
+static const char *const value_attrs[] = {
+        "remote_pct", "active", "tags_busy",
+};
+#define N_VALUE (sizeof(value_attrs) / sizeof(value_attrs[0]))
+
+typedef struct Sample {
+        char *hctx;
+        bool have[N_RATE];
+        uint64_t v[N_RATE];
+} Sample;
+
+static double now_seconds(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static void samples_free(Sample *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(s[i].hctx);
+        free(s);
+}
+
+static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt, Sample **ret, size_t *ret_n) {
+        char **hctx = NULL;
+        size_t n = 0;
+        bool rate_present[N_RATE] = {}, value_present[N_VALUE] = {};
+        char *class = read_dev(disk, "class", NULL, NULL);
+        char *elev = read_dev(disk, "facts", "elevator", NULL);
+        char *stat = read_dev(disk, "stat", NULL, NULL);
+        char *applied = read_dev(disk, "applied", "elevator", NULL);
+        time_t t = time(NULL);
+        char tbuf[32];
+
+        strftime(tbuf, sizeof(tbuf), "%H:%M:%S", localtime(&t));
+        if (isatty(STDOUT_FILENO))
+                fputs("\033[H\033[2J", stdout);
+        printf("blkmqctl watch %s  %s  class %s  elevator %s  applied %s   (q or Ctrl-C to quit)\n",
+               disk, tbuf, show(class), show(elev), show(applied));
+        if (stat)
+                printf("stat: %s\n", stat);
+        printf("\n");
+        free(class);
+        free(elev);
+        free(stat);
+        free(applied);
+
+        if (list_dev_dir(disk, "hctx", &hctx, &n) < 0) {
+                printf("(disk %s has gone away)\n", disk);
+                fflush(stdout);
+                return -ENOENT;
+        }
+
+        Sample *cur = calloc(n ? n : 1, sizeof(Sample));
+        char ***vals = calloc(n ? n : 1, sizeof(char **));
+        if (!cur || !vals) {
+                free(cur);
+                free(vals);
+                FREE_STRV(hctx, n);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                cur[i].hctx = strdup(hctx[i]);
+                for (size_t a = 0; a < N_RATE; a++) {
+                        char *v = read_dev(disk, "hctx", hctx[i], rate_attrs[a]);
+                        if (v)
+                                rate_present[a] = true;
+                        cur[i].have[a] = parse_u64(v, &cur[i].v[a]);
+                        free(v);
+                }
+                vals[i] = calloc(N_VALUE + 2, sizeof(char *));
+                if (!vals[i])
+                        continue;
+                vals[i][0] = read_dev(disk, "hctx", hctx[i], "cpu_list");
+                vals[i][1] = read_dev(disk, "hctx", hctx[i], "nr_tags");
+                for (size_t a = 0; a < N_VALUE; a++) {
+                        vals[i][a + 2] = read_dev(disk, "hctx", hctx[i], value_attrs[a]);
+                        if (vals[i][a + 2])
+                                value_present[a] = true;
+                }
+        }
+
+        bool any_rate = false;
+        printf("%5s  %-12s  %6s", "HCTX", "CPUS", "TAGS");
+        for (size_t a = 0; a < N_RATE; a++)
+                if (rate_present[a]) {
+                        printf("  %14s", rate_attrs[a]);
+                        any_rate = true;
+                }
+        for (size_t a = 0; a < N_VALUE; a++)
+                if (value_present[a])
+                        printf("  %10s", value_attrs[a]);
+        printf("\n");
+
+        for (size_t i = 0; i < n; i++) {
+                const Sample *p = NULL;
+                for (size_t j = 0; j < n_prev; j++)
+                        if (prev[j].hctx && cur[i].hctx && strcmp(prev[j].hctx, cur[i].hctx) == 0)
+                                p = &prev[j];
+                printf("%5s  %-12s  %6s", hctx[i], vals[i] ? show(vals[i][0]) : "-", vals[i] ? show(vals[i][1]) : "-");
+                for (size_t a = 0; a < N_RATE; a++) {
+                        if (!rate_present[a])
+                                continue;
+                        if (!cur[i].have[a])
+                                printf("  %14s", "n/a");
+                        else if (!p || !p->have[a] || dt <= 0 || cur[i].v[a] < p->v[a])
+                                printf("  %14s", "-");
+                        else
+                                printf("  %12.0f/s", (double) (cur[i].v[a] - p->v[a]) / dt);
+                }
+                for (size_t a = 0; a < N_VALUE; a++)
+                        if (value_present[a])
+                                printf("  %10s", vals[i] ? show(vals[i][a + 2]) : "-");
+                printf("\n");
+                if (vals[i])
+                        FREE_STRV(vals[i], N_VALUE + 2);
+        }
+        if (!any_rate)
+                printf("\n(no per-hctx counters in this blkmqd: runs, dispatched, completed_local,\n"
+                       " completed_remote are not served yet; showing the hctx layout)\n");
+        fflush(stdout);
+        free(vals);
+        FREE_STRV(hctx, n);
+        *ret = cur;
+        *ret_n = n;
+        return 0;
+}
+
+static int cmd_watch(int argc, char **argv) {
+        if (argc != 2) {
+                err("Usage: blkmqctl watch DISK");
+                return EXIT_USAGE;
+        }
+        const char *disk = argv[1];
+        int r = check_running();
+        if (r == 0)
+                r = check_disk(disk);
+        if (r < 0)
+                return -r;
+
+        struct sigaction sa = { .sa_handler = on_quit_signal };   /* no SA_RESTART: poll() returns EINTR */
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+
+        terminal_setup();
+        atexit(terminal_restore);
+
+        Sample *prev = NULL;
+        size_t n_prev = 0;
+        double last = 0;
+        int ret = EXIT_OK;
+        for (long it = 0; !quit_signal && (arg_iterations < 0 || it < arg_iterations); it++) {
+                Sample *cur = NULL;
+                size_t n_cur = 0;
+                double t = now_seconds();
+                r = watch_frame(disk, prev, n_prev, prev ? t - last : 0, &cur, &n_cur);
+                if (r < 0) {
+                        ret = EXIT_FAILED;
+                        break;
+                }
+                samples_free(prev, n_prev);
+                prev = cur;
+                n_prev = n_cur;
+                last = t;
+                if (arg_iterations >= 0 && it + 1 >= arg_iterations)
+                        break;
+
+                /* Wait one second, or until q is pressed or a signal arrives. */
+                double deadline = t + 1.0;
+                for (;;) {
+                        int ms = (int) ((deadline - now_seconds()) * 1000);
+                        if (ms <= 0 || quit_signal)
+                                break;
+                        struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+                        int k = poll(&pfd, termios_saved ? 1 : 0, ms);
+                        if (k < 0 && errno != EINTR)
+                                break;
+                        if (k > 0 && (pfd.revents & POLLIN)) {
+                                char c;
+                                ssize_t l = read(STDIN_FILENO, &c, 1);
+                                if (l == 1 && (c == 'q' || c == 'Q' || c == 3 /* ^C in raw mode */)) {
+                                        quit_signal = SIGINT;
+                                        break;
+                                }
+                        }
+                }
+        }
+        samples_free(prev, n_prev);
+        terminal_restore();
+        return ret;
+}
+
+/* ---- set / reset / restore ---- */
+
+/* One write() of "value\n"; errors from write() and close() (FUSE may answer at flush). */
+static int write_text(const char *path, const char *value) {
+        int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        char *buf = NULL;
+        int len = asprintf(&buf, "%s\n", value);
+        if (len < 0) {
+                close(fd);
+                return -ENOMEM;
+        }
+        ssize_t k = write(fd, buf, (size_t) len);
+        int r = k < 0 ? -errno : k != len ? -EIO : 0;
+        free(buf);
+        if (close(fd) < 0 && r == 0)
+                r = -errno;
+        return r;
+}
+
+static int write_policy(const char *disk, const char *knob, const char *value) {
+        if (!*knob || strchr(knob, '/') || knob[0] == '.') {
+                err("Invalid knob name \"%s\"", knob);
+                return EXIT_USAGE;
+        }
+        char *p = path_join("devices", disk, "policy", knob, NULL);
+        if (!p)
+                return EXIT_FAILED;
+        int r = write_text(p, value);
+        if (r == -ENOENT) {
+                char **knobs = NULL;
+                size_t n = 0;
+                if (list_dev_dir(disk, "policy", &knobs, &n) < 0)
+                        err("This blkmqd serves no %s/devices/%s/policy/ (writable overrides are not available yet)",
+                            arg_mountpoint, disk);
+                else {
+                        fprintf(stderr, "blkmqctl: Unknown knob \"%s\" for %s; knobs:", knob, disk);
+                        for (size_t i = 0; i < n; i++)
+                                fprintf(stderr, " %s", knobs[i]);
+                        fputc('\n', stderr);
+                }
+                FREE_STRV(knobs, n);
+        } else if (r < 0)
+                err("Failed to write \"%s\" to \"%s\": %s", value, p, strerror(-r));
+        free(p);
+        return r < 0 ? EXIT_FAILED : EXIT_OK;
+}
+
+static int cmd_set(int argc, char **argv) {
+        if (argc != 4) {
+                err("Usage: blkmqctl set DISK KNOB VALUE");
+                return EXIT_USAGE;
+        }
+        int r = check_running();
+        if (r == 0)
+                r = check_disk(argv[1]);
+        if (r < 0)
+                return -r;
+        r = write_policy(argv[1], argv[2], argv[3]);
+        if (r == EXIT_OK) {
+                char *applied = read_dev(argv[1], "applied", argv[2], NULL);
+                printf("%s %s = %s%s%s\n", argv[1], argv[2], argv[3], applied ? ", applied: " : "", applied ?: "");
+                free(applied);
+        }
+        return r;
+}
+
+static int cmd_reset(int argc, char **argv) {
+        if (argc != 2 && argc != 3) {
+                err("Usage: blkmqctl reset DISK [KNOB]");
+                return EXIT_USAGE;
+        }
+        int r = check_running();
+        if (r == 0)
+                r = check_disk(argv[1]);
+        if (r < 0)
+                return -r;
+        if (argc == 3)
+                return write_policy(argv[1], argv[2], "auto");
+
+        char **knobs = NULL;
+        size_t n = 0;
+        if (list_dev_dir(argv[1], "policy", &knobs, &n) < 0) {
+                err("This blkmqd serves no %s/devices/%s/policy/ (writable overrides are not available yet)",
+                    arg_mountpoint, argv[1]);
+                return EXIT_FAILED;
+        }
+        int ret = EXIT_OK;
+        for (size_t i = 0; i < n; i++)
+                if (write_policy(argv[1], knobs[i], "auto") != EXIT_OK)
+                        ret = EXIT_FAILED;
+        FREE_STRV(knobs, n);
+        return ret;
+}
+
+static int cmd_restore(int argc, char **argv) {
+        if (argc != 1) {
+                err("restore takes no arguments");
+                return EXIT_USAGE;
+        }
+        int r = check_running();
+        if (r < 0)
+                return -r;
+        char *p = path_join("restore", NULL);
+        if (!p)
+                return EXIT_FAILED;
+        r = write_text(p, "1");
+        if (r == -ENOENT)
+                err("This blkmqd serves no %s/restore control file yet", arg_mountpoint);
+        else if (r < 0)
+                err("Failed to write 1 to \"%s\": %s", p, strerror(-r));
+        free(p);
+        return r < 0 ? EXIT_FAILED : EXIT_OK;
+}
+
+/* ---- main ---- */
+
+static void help(void) {
+        printf("blkmqctl %s - query and steer blkmqd through its FUSE tree\n\n"
+               "Usage: blkmqctl [OPTIONS] COMMAND [ARGS]\n\n"
+               "Commands:\n"
+               "  status                  one line per disk: class, hctx, elevator, state, remote %%\n"
+               "  explain DISK            why blkmqd decided what it did for DISK\n"
+               "  watch DISK              per-hctx rates, refreshed every second (q to quit)\n"
+               "  set DISK KNOB VALUE     override a policy knob (writes devices/DISK/policy/KNOB)\n"
+               "  reset DISK [KNOB]       give KNOB (or every knob) back to the policy (\"auto\")\n"
+               "  restore                 restore every original value blkmqd changed\n\n"
+               "Options:\n"
+               "  -m, --mountpoint DIR    blkmqd tree (default $BLKMQD_MOUNTPOINT or %s)\n"
+               "  -j, --json              JSON output (status, explain)\n"
+               "  -n, --iterations N      watch: stop after N refreshes\n"
+               "  -h, --help              this help\n"
+               "      --version           print the version\n\n"
+               "Exit status: 0 ok, 1 usage error, 2 operation failed, 3 blkmqd not running.\n",
+               BLKMQD_VERSION, BLKMQD_DEFAULT_MOUNTPOINT);
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100 };
+        static const struct option options[] = {
+                { "mountpoint", required_argument, NULL, 'm' },
+                { "json",       no_argument,       NULL, 'j' },
+                { "iterations", required_argument, NULL, 'n' },
+                { "help",       no_argument,       NULL, 'h' },
+                { "version",    no_argument,       NULL, ARG_VERSION },
+                {}
+        };
+        static const struct {
+                const char *name;
+                int (*run)(int argc, char **argv);
+        } commands[] = {
+                { "status",  cmd_status },
+                { "explain", cmd_explain },
+                { "watch",   cmd_watch },
+                { "set",     cmd_set },
+                { "reset",   cmd_reset },
+                { "restore", cmd_restore },
+        };
+        const char *e = getenv("BLKMQD_MOUNTPOINT");
+        int c;
+
+        if (e && *e)
+                arg_mountpoint = e;
+
+        while ((c = getopt_long(argc, argv, "+m:jn:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'm':
+                        arg_mountpoint = optarg;
+                        break;
+                case 'j':
+                        arg_json = true;
+                        break;
+                case 'n': {
+                        char *end;
+                        errno = 0;
+                        arg_iterations = strtol(optarg, &end, 10);
+                        if (errno || *end || arg_iterations < 1) {
+                                err("Invalid --iterations \"%s\"", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                }
+                case 'h':
+                        help();
+                        return EXIT_OK;
+                case ARG_VERSION:
+                        printf("blkmqctl %s\n", BLKMQD_VERSION);
+                        return EXIT_OK;
+                default:
+                        return EXIT_USAGE;
+                }
+
+        if (optind >= argc) {
+                err("Missing command, see --help");
+                return EXIT_USAGE;
+        }
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[optind], commands[i].name) == 0) {
+                        /* Options may also follow the command: blkmqctl status --json. */
+                        int sub_argc = argc - optind;
+                        char **sub_argv = argv + optind;
+                        optind = 0;
+                        while ((c = getopt_long(sub_argc, sub_argv, "m:jn:h", options, NULL)) >= 0)
+                                switch (c) {
+                                case 'm': arg_mountpoint = optarg; break;
+                                case 'j': arg_json = true; break;
+                                case 'n': {
+                                        char *end;
+                                        errno = 0;
+                                        arg_iterations = strtol(optarg, &end, 10);
+                                        if (errno || *end || arg_iterations < 1) {
+                                                err("Invalid --iterations \"%s\"", optarg);
+                                                return EXIT_USAGE;
+                                        }
+                                        break;
+                                }
+                                case 'h': help(); return EXIT_OK;
+                                case ARG_VERSION: printf("blkmqctl %s\n", BLKMQD_VERSION); return EXIT_OK;
+                                default: return EXIT_USAGE;
+                                }
+                        /* Rebuild argv as COMMAND ARGS... without the options. */
+                        sub_argv[optind - 1] = sub_argv[0];
+                        return commands[i].run(sub_argc - optind + 1, sub_argv + optind - 1);
+                }
+        err("Unknown command \"%s\", see --help", argv[optind]);
+        return EXIT_USAGE;
+}
