@@ -251,6 +251,8 @@ int parse_scheduler(const char *s, char ***ret_available, char **ret_current, bo
 
 bool flags_has_token(const char *s, const char *token) {
         size_t l = strlen(token);
+        if (l == 0)
+                return false;   /* strstr() finds "" everywhere: p += 0 would never end */
         for (const char *p = s; (p = strstr(p, token)); p += l) {
                 bool start = p == s || strchr("| \n\t", p[-1]);
                 bool end = strchr("| \n\t", p[l]) != NULL;   /* also matches the final NUL */

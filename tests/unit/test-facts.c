@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests for policies/facts.c: fact names, rendering, unknown reasons, kernel release. */
+#include <errno.h>
+
+#include "facts.h"
+#include "macro.h"
+#include "strv.h"
+#include "tap.h"
+
+#ifndef HAVE_IRQ_FACTS
+#define HAVE_IRQ_FACTS 0
+#endif
+
+static void check_render(const DiskFacts *f, Fact fact, const char *expected) {
+        _cleanup_free_ char *s = NULL;
+        int r = disk_facts_render(f, fact, &s);
+        CHECK_INT(r, 0);
+        if (r >= 0 && strcmp(s, expected) != 0)
+                TAP_FAIL("render %s: got \"%s\", expected \"%s\"", fact_to_string(fact), s, expected);
+        tap_checks++;
+}
+
+static void test_names(void) {
+        static const char *expected[_FACT_MAX] = {
+                "devnum", "size", "nr_hw_queues", "rotational", "elevator", "elevators", "rq_affinity",
+                "nr_requests", "queue_depth", "driver", "transport", "scsi_host", "host_nr_hw_queues",
+                "host_can_queue", "shared_tags", "sq_sched", "irq_vectors", "numa_node", "kernel_release",
+                "stacked",
+        };
+        for (Fact f = 0; f < _FACT_MAX; f++) {
+                CHECK_STR(fact_to_string(f), expected[f]);      /* the README's file names */
+                CHECK_INT(fact_from_string(expected[f]), f);
+        }
+        CHECK_NULL(fact_to_string(_FACT_MAX));
+        CHECK_NULL(fact_to_string(-1));
+        CHECK_INT(fact_from_string("nr_hw_queue"), _FACT_INVALID);
+        CHECK_STR(tristate_to_string(TRISTATE_YES), "1");
+        CHECK_STR(tristate_to_string(TRISTATE_NO), "0");
+        CHECK_STR(tristate_to_string(TRISTATE_UNKNOWN), "unknown");
+}
+
+static void test_new_is_unknown_not_zero(void) {
+        _cleanup_(disk_facts_freep) DiskFacts *f = disk_facts_new("sda");
+        CHECK(f != NULL);
+        CHECK_STR(f->name, "sda");
+        CHECK_INT(f->rotational, TRISTATE_UNKNOWN);
+        CHECK_INT(f->shared_tags, TRISTATE_UNKNOWN);
+        CHECK_INT(f->sq_sched, TRISTATE_UNKNOWN);
+        CHECK_INT(f->rq_affinity, -1);
+        CHECK_INT(f->nr_requests, -1);
+        CHECK_INT(f->queue_depth, -1);
+        CHECK_INT(f->host_nr_hw_queues, -1);
+        CHECK_INT(f->host_can_queue, -1);
+        CHECK_INT(f->numa_node, -1);
+        check_render(f, FACT_ROTATIONAL, "unknown\n");
+}
+
+static void test_render(void) {
+        _cleanup_(disk_facts_freep) DiskFacts *f = disk_facts_new("sda");
+        f->major = 8;
+        f->minor = 16;
+        f->size_bytes = UINT64_C(4000787030016);
+        f->has_mq = true;
+        f->n_hctx = 3;
+        f->hctx = calloc(3, sizeof(HctxFacts));
+        f->rotational = TRISTATE_YES;
+        f->elevator = strdup("mq-deadline");
+        strv_extend(&f->elevators, "mq-deadline");
+        strv_extend(&f->elevators, "kyber");
+        strv_extend(&f->elevators, "none");
+        f->rq_affinity = 2;
+        f->nr_requests = 256;
+        f->queue_depth = 254;
+        f->driver = strdup("megaraid_sas");
+        f->transport = strdup("scsi");
+        f->scsi_host = strdup("host0");
+        f->host_nr_hw_queues = 64;
+        f->host_can_queue = 4077;
+        f->shared_tags = TRISTATE_YES;
+        f->sq_sched = TRISTATE_NO;
+#if HAVE_IRQ_FACTS
+        f->irqs = calloc(3, sizeof(IrqFacts));
+        f->irqs[0].irq = 24;
+        f->irqs[1].irq = 25;
+        f->irqs[2].irq = 130;
+#else
+        f->irqs = calloc(3, sizeof(unsigned));
+        f->irqs[0] = 24;
+        f->irqs[1] = 25;
+        f->irqs[2] = 130;
+#endif
+        f->n_irqs = 3;
+        f->numa_node = 1;
+        f->kernel_release = strdup("6.1.0-28-amd64");
+
+        check_render(f, FACT_DEVNUM, "8:16\n");
+        check_render(f, FACT_SIZE, "4000787030016\n");
+        check_render(f, FACT_NR_HW_QUEUES, "3\n");
+        check_render(f, FACT_ROTATIONAL, "1\n");
+        check_render(f, FACT_ELEVATOR, "mq-deadline\n");
+        check_render(f, FACT_ELEVATORS, "mq-deadline kyber none\n");
+        check_render(f, FACT_RQ_AFFINITY, "2\n");
+        check_render(f, FACT_NR_REQUESTS, "256\n");
+        check_render(f, FACT_QUEUE_DEPTH, "254\n");
+        check_render(f, FACT_DRIVER, "megaraid_sas\n");
+        check_render(f, FACT_TRANSPORT, "scsi\n");
+        check_render(f, FACT_SCSI_HOST, "host0\n");
+        check_render(f, FACT_HOST_NR_HW_QUEUES, "64\n");
+        check_render(f, FACT_HOST_CAN_QUEUE, "4077\n");
+        check_render(f, FACT_SHARED_TAGS, "1\n");
+        check_render(f, FACT_SQ_SCHED, "0\n");
+        check_render(f, FACT_IRQ_VECTORS, "24 25 130\n");
+        check_render(f, FACT_NUMA_NODE, "1\n");
+        check_render(f, FACT_KERNEL_RELEASE, "6.1.0-28-amd64\n");
+        check_render(f, FACT_STACKED, "0\n");
+
+        /* unknown wins over whatever the typed field holds, and says why */
+        CHECK_INT(disk_facts_set_unknown(f, FACT_SHARED_TAGS, "debugfs not mounted at %s", "/sys/kernel/debug"), 0);
+        CHECK(!disk_facts_known(f, FACT_SHARED_TAGS));
+        check_render(f, FACT_SHARED_TAGS, "unknown: debugfs not mounted at /sys/kernel/debug\n");
+        /* a later reason replaces the earlier one */
+        CHECK_INT(disk_facts_set_unknown(f, FACT_SHARED_TAGS, "no blk-mq queue"), 0);
+        check_render(f, FACT_SHARED_TAGS, "unknown: no blk-mq queue\n");
+        CHECK_INT(disk_facts_set_unknown(f, FACT_QUEUE_DEPTH, "no device/queue_depth (not a SCSI device)"), 0);
+        check_render(f, FACT_QUEUE_DEPTH, "unknown: no device/queue_depth (not a SCSI device)\n");
+        CHECK(disk_facts_known(f, FACT_DEVNUM));
+
+        /* one IRQ, no trailing blank */
+        f->n_irqs = 1;
+        check_render(f, FACT_IRQ_VECTORS, "24\n");
+        /* stacked, numa none */
+        f->stacked = true;
+        f->numa_node = -1;
+        check_render(f, FACT_STACKED, "1\n");
+        check_render(f, FACT_NUMA_NODE, "-1\n");
+
+        _cleanup_free_ char *s = NULL;
+        CHECK_INT(disk_facts_render(f, _FACT_MAX, &s), -EINVAL);
+        CHECK_INT(disk_facts_render(f, -1, &s), -EINVAL);
+
+        /* every fact ends in exactly one newline */
+        for (Fact x = 0; x < _FACT_MAX; x++) {
+                _cleanup_free_ char *t = NULL;
+                CHECK_INT(disk_facts_render(f, x, &t), 0);
+                size_t l = t ? strlen(t) : 0;
+                CHECK(l >= 1 && t[l - 1] == '\n' && (l == 1 || t[l - 2] != '\n'));
+        }
+}
+
+static void test_kernel_release(void) {
+        unsigned a = 0, b = 0;
+        CHECK_INT(kernel_release_parse("6.18.44-fc-v782", &a, &b), 0);
+        CHECK_INT(a, 6);
+        CHECK_INT(b, 18);
+        CHECK_INT(kernel_release_parse("5.10.0-28-amd64", &a, &b), 0);
+        CHECK_INT(a, 5);
+        CHECK_INT(b, 10);
+        CHECK_INT(kernel_release_parse("6.1", &a, &b), 0);
+        CHECK_INT(b, 1);
+        CHECK_INT(kernel_release_parse("6", &a, &b), -EINVAL);
+        CHECK_INT(kernel_release_parse("", &a, &b), -EINVAL);
+        CHECK_INT(kernel_release_parse("v6.1", &a, &b), -EINVAL);
+        CHECK_INT(kernel_release_parse(NULL, &a, &b), -EINVAL);
+}
+
+int main(void) {
+        test_names();
+        test_new_is_unknown_not_zero();
+        test_render();
+        test_kernel_release();
+        return tap_finish("test-facts");
+}

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests for policies/: classification, the elevator plan, explanation lines. */
+#include <errno.h>
+
+#include "facts.h"
+#include "macro.h"
+#include "parse.h"
+#include "policy.h"
+#include "strv.h"
+#include "tap.h"
+
+typedef struct Disk {
+        const char *name;
+        bool has_mq;
+        size_t n_hctx;
+        Tristate rotational;
+        Tristate shared_tags;
+        const char *scheduler;          /* queue/scheduler content */
+        const char *transport, *driver;
+        bool stacked;
+} Disk;
+
+static DiskFacts *make(const Disk *d) {
+        DiskFacts *f = disk_facts_new(d->name);
+        if (!f)
+                abort();
+        f->has_mq = d->has_mq;
+        f->n_hctx = d->n_hctx;
+        f->hctx = calloc(d->n_hctx ?: 1, sizeof(HctxFacts));
+        for (size_t i = 0; i < d->n_hctx; i++)
+                f->hctx[i] = (HctxFacts) { .index = i, .nr_tags = 64, .nr_reserved_tags = 0,
+                                           .shared_tags = d->shared_tags };
+        f->rotational = d->rotational;
+        if (d->rotational == TRISTATE_UNKNOWN)
+                disk_facts_set_unknown(f, FACT_ROTATIONAL, "block/%s/queue/rotational: attribute not present", d->name);
+        f->shared_tags = d->shared_tags;
+        if (d->shared_tags == TRISTATE_UNKNOWN)
+                disk_facts_set_unknown(f, FACT_SHARED_TAGS, "debugfs not mounted");
+        if (d->scheduler) {
+                if (parse_scheduler(d->scheduler, &f->elevators, &f->elevator, &f->elevator_configurable) < 0)
+                        abort();
+        } else {
+                disk_facts_set_unknown(f, FACT_ELEVATOR, "block/%s/queue/scheduler: attribute not present", d->name);
+                disk_facts_set_unknown(f, FACT_ELEVATORS, "block/%s/queue/scheduler: attribute not present", d->name);
+        }
+        f->transport = d->transport ? strdup(d->transport) : NULL;
+        f->driver = d->driver ? strdup(d->driver) : NULL;
+        f->stacked = d->stacked;
+        return f;
+}
+
+static PolicyConfig config;
+
+/* Evaluate with the shipped defaults; check class, manage and the planned elevator (NULL = none). */
+static void eval(const Disk *d, const PolicyOverrides *o, DiskClass cls, bool manage, const char *elevator, Plan *ret) {
+        _cleanup_(disk_facts_freep) DiskFacts *f = make(d);
+        Plan p = {};
+
+        int r = policy_evaluate(f, &config, o, &p);
+        CHECK_INT(r, 0);
+        if (p.class != cls)
+                TAP_FAIL("%s: class %s, expected %s", d->name, disk_class_to_string(p.class), disk_class_to_string(cls));
+        tap_checks++;
+        if (p.manage != manage)
+                TAP_FAIL("%s: manage %d, expected %d", d->name, p.manage, manage);
+        tap_checks++;
+        if (elevator)
+                CHECK_STR(p.elevator, elevator);
+        else if (p.elevator)
+                TAP_FAIL("%s: plan elevator %s, expected none", d->name, p.elevator);
+        tap_checks++;
+        /* never an elevator the device does not list */
+        if (p.elevator && !strv_contains(f->elevators, p.elevator))
+                TAP_FAIL("%s: plan elevator %s is not offered", d->name, p.elevator);
+        /* the explanation always starts with the classification line */
+        CHECK(strv_length(p.explain) >= 1);
+        CHECK(p.explain && startswith(p.explain[0], d->name));
+        if (ret)
+                *ret = p;
+        else
+                plan_done(&p);
+}
+
+/*
+ * Explanation line i. Line 0 is the classification; the elevator decision is the
+ * first line of the elevator area ("(rule elevator-" or "(rule override)"): asked
+ * for as line 1, it is searched, so lines of other knobs after it do not matter.
+ */
+static const char *line(const Plan *p, size_t i) {
+        if (i == 1)
+                STRV_FOREACH(l, p->explain)
+                        if (l != p->explain && (strstr(*l, "(rule elevator-") || strstr(*l, "(rule override)") ||
+                                                strstr(*l, "(rule unknown)")))
+                                return *l;
+        return i < strv_length(p->explain) ? p->explain[i] : "(missing line)";
+}
+
+static void test_class_boundaries(void) {
+        const char *sched = "[none] mq-deadline kyber bfq";
+        struct {
+                size_t n_hctx;
+                Tristate rot, shared;
+                DiskClass cls;
+        } t[] = {
+                { 1, TRISTATE_YES, TRISTATE_NO, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL },
+                { 1, TRISTATE_YES, TRISTATE_UNKNOWN, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL },
+                { 1, TRISTATE_YES, TRISTATE_YES, DISK_CLASS_MANY_HCTX_SLOW },   /* shared tags alone */
+                { 2, TRISTATE_YES, TRISTATE_NO, DISK_CLASS_MANY_HCTX_SLOW },    /* the 1 -> 2 boundary */
+                { 2, TRISTATE_YES, TRISTATE_UNKNOWN, DISK_CLASS_MANY_HCTX_SLOW },
+                { 64, TRISTATE_YES, TRISTATE_YES, DISK_CLASS_MANY_HCTX_SLOW },
+                { 1, TRISTATE_NO, TRISTATE_NO, DISK_CLASS_SINGLE_QUEUE_FAST },
+                { 1, TRISTATE_NO, TRISTATE_UNKNOWN, DISK_CLASS_SINGLE_QUEUE_FAST },
+                { 2, TRISTATE_NO, TRISTATE_NO, DISK_CLASS_FAST_MULTIQUEUE },
+                { 1, TRISTATE_NO, TRISTATE_YES, DISK_CLASS_SHARED_TAGS },
+                { 64, TRISTATE_NO, TRISTATE_YES, DISK_CLASS_SHARED_TAGS },      /* shared beats many hctx */
+                { 0, TRISTATE_NO, TRISTATE_NO, DISK_CLASS_UNKNOWN },            /* mq/ without hctx */
+                { 4, TRISTATE_UNKNOWN, TRISTATE_NO, DISK_CLASS_UNKNOWN },
+                { 4, TRISTATE_UNKNOWN, TRISTATE_YES, DISK_CLASS_UNKNOWN },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                Disk d = { .name = "sdb", .has_mq = true, .n_hctx = t[i].n_hctx, .rotational = t[i].rot,
+                           .shared_tags = t[i].shared, .scheduler = sched, .transport = "scsi", .driver = "sd" };
+                _cleanup_(disk_facts_freep) DiskFacts *f = make(&d);
+                _cleanup_free_ char *reason = NULL;
+                DiskClass c = policy_classify(f, &reason);
+                if (c != t[i].cls)
+                        TAP_FAIL("case %zu (nr_hw_queues=%zu rotational=%s shared_tags=%s): %s, expected %s", i,
+                                 t[i].n_hctx, tristate_to_string(t[i].rot), tristate_to_string(t[i].shared),
+                                 disk_class_to_string(c), disk_class_to_string(t[i].cls));
+                tap_checks++;
+                CHECK(reason && strstr(reason, disk_class_to_string(t[i].cls)));
+                CHECK_INT(policy_classify(f, NULL), t[i].cls);
+        }
+
+        /* rule order: no mq beats stacked, stacked beats unknown rotational */
+        Disk nomq_loop = { .name = "loop0", .has_mq = false, .rotational = TRISTATE_NO, .stacked = true, .scheduler = "none" };
+        _cleanup_(disk_facts_freep) DiskFacts *a = make(&nomq_loop);
+        CHECK_INT(policy_classify(a, NULL), DISK_CLASS_NO_MQ);
+        Disk loop_unknown = { .name = "loop0", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_UNKNOWN, .stacked = true,
+                              .scheduler = sched };
+        _cleanup_(disk_facts_freep) DiskFacts *b = make(&loop_unknown);
+        CHECK_INT(policy_classify(b, NULL), DISK_CLASS_STACKED);
+}
+
+static void test_seed_setups(void) {
+        Plan p;
+
+        /* 1. megaraid_sas: 64 hctx, rotational, TAG_HCTX_SHARED, kernel default mq-deadline */
+        Disk mega = { .name = "sda", .has_mq = true, .n_hctx = 64, .rotational = TRISTATE_YES,
+                      .shared_tags = TRISTATE_YES, .scheduler = "[mq-deadline] kyber bfq none\n",
+                      .transport = "scsi", .driver = "megaraid_sas" };
+        eval(&mega, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "mq-deadline", &p);
+        CHECK_STR(line(&p, 0), "sda: nr_hw_queues=64 rotational=1 shared_tags=1 stacked=0 transport=scsi driver=megaraid_sas"
+                               " -> class many-hctx-slow (rule many-hctx-slow)");
+        CHECK_STR(line(&p, 1), "sda: class=many-hctx-slow elevator=mq-deadline wanted=mq-deadline,bfq"
+                               " -> elevator=mq-deadline, kept (rule elevator-many-hctx-slow)");
+        plan_done(&p);
+
+        /* ... the same disk after someone set none (Ubuntu-style rule): mq-deadline comes back */
+        mega.scheduler = "[none] mq-deadline kyber bfq\n";
+        eval(&mega, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "mq-deadline", NULL);
+        /* ... bfq is acceptable (second in the list): kept, not churned */
+        mega.scheduler = "none mq-deadline kyber [bfq]\n";
+        eval(&mega, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "bfq", NULL);
+
+        /* 2. null_blk, 128 queues, non-rotational, under mq-deadline: fast-multiqueue, none */
+        Disk nullb = { .name = "nullb0", .has_mq = true, .n_hctx = 128, .rotational = TRISTATE_NO,
+                       .shared_tags = TRISTATE_NO, .scheduler = "none [mq-deadline] kyber bfq \n",
+                       .transport = NULL, .driver = NULL };
+        eval(&nullb, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "none", &p);
+        CHECK_STR(line(&p, 0), "nullb0: nr_hw_queues=128 rotational=0 shared_tags=0 stacked=0 transport=unknown driver=unknown"
+                               " -> class fast-multiqueue (rule fast-multiqueue)");
+        CHECK_STR(line(&p, 1), "nullb0: class=fast-multiqueue elevator=mq-deadline wanted=none,kyber"
+                               " available=none,mq-deadline,kyber,bfq -> elevator=none (rule elevator-fast-multiqueue)");
+        plan_done(&p);
+        /* kyber is acceptable for fast-multiqueue: kept */
+        nullb.scheduler = "none mq-deadline [kyber] bfq";
+        eval(&nullb, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "kyber", NULL);
+
+        /* 3. one-hctx HDD (AHCI) someone set to none: mq-deadline */
+        Disk hdd = { .name = "sdc", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_YES,
+                     .shared_tags = TRISTATE_NO, .scheduler = "[none] mq-deadline kyber bfq",
+                     .transport = "scsi", .driver = "ahci" };
+        eval(&hdd, NULL, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, true, "mq-deadline", &p);
+        CHECK_STR(line(&p, 1), "sdc: class=single-queue-rotational elevator=none wanted=mq-deadline,bfq"
+                               " available=none,mq-deadline,kyber,bfq -> elevator=mq-deadline (rule elevator-single-queue-rotational)");
+        plan_done(&p);
+
+        /* 4. NVMe offering only [none] (no elevator modules): none, kept */
+        Disk nvme = { .name = "nvme0n1", .has_mq = true, .n_hctx = 8, .rotational = TRISTATE_NO,
+                      .shared_tags = TRISTATE_NO, .scheduler = "[none]\n", .transport = "nvme", .driver = "nvme" };
+        eval(&nvme, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "none", &p);
+        CHECK_STR(line(&p, 1), "nvme0n1: class=fast-multiqueue elevator=none wanted=none,kyber -> elevator=none, kept"
+                               " (rule elevator-fast-multiqueue)");
+        plan_done(&p);
+
+        /* 5. loop: stacked, none; under mq-deadline it gets none */
+        Disk loop = { .name = "loop5", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_YES,
+                      .shared_tags = TRISTATE_NO, .scheduler = "none [mq-deadline] kyber bfq",
+                      .transport = "loop", .driver = "loop", .stacked = true };
+        eval(&loop, NULL, DISK_CLASS_STACKED, true, "none", &p);
+        CHECK_STR(line(&p, 0), "loop5: nr_hw_queues=1 rotational=1 shared_tags=0 stacked=1 transport=loop driver=loop"
+                               " -> class stacked (rule stacked)");
+        CHECK_STR(line(&p, 1), "loop5: class=stacked elevator=mq-deadline wanted=none available=none,mq-deadline,kyber,bfq"
+                               " -> elevator=none (rule elevator-stacked)");
+        plan_done(&p);
+
+        /* 6. no blk-mq queue (zram): never written */
+        Disk zram = { .name = "zram0", .has_mq = false, .rotational = TRISTATE_NO, .shared_tags = TRISTATE_UNKNOWN,
+                      .scheduler = "none\n", .transport = "zram", .driver = "zram" };
+        eval(&zram, NULL, DISK_CLASS_NO_MQ, false, NULL, &p);
+        CHECK_INT(strv_length(p.explain), 1);
+        CHECK_STR(line(&p, 0), "zram0: mq=0 -> class no-mq, never written (rule no-mq)");
+        plan_done(&p);
+
+        /* 7. rotational unknown: left alone, with the reason */
+        Disk unk = { .name = "sdd", .has_mq = true, .n_hctx = 4, .rotational = TRISTATE_UNKNOWN,
+                     .shared_tags = TRISTATE_NO, .scheduler = "[none] mq-deadline", .transport = "scsi", .driver = "sd" };
+        eval(&unk, NULL, DISK_CLASS_UNKNOWN, false, NULL, &p);
+        CHECK_INT(strv_length(p.explain), 2);
+        CHECK_STR(line(&p, 1), "sdd: rotational=block/sdd/queue/rotational: attribute not present nr_hw_queues=4"
+                               " -> left alone, facts incomplete (rule unknown)");
+        plan_done(&p);
+
+        /* 8. a queue that cannot take an elevator ("none" without brackets) */
+        Disk nosched = { .name = "sde", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_YES,
+                         .shared_tags = TRISTATE_NO, .scheduler = "none\n", .transport = "scsi", .driver = "sd" };
+        eval(&nosched, NULL, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, true, NULL, &p);
+        CHECK(strstr(line(&p, 1), "(rule elevator-not-configurable)") != NULL);
+        plan_done(&p);
+        /* ... or whose scheduler file is missing */
+        nosched.scheduler = NULL;
+        eval(&nosched, NULL, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, true, NULL, &p);
+        CHECK(strstr(line(&p, 1), "attribute not present) -> elevator left alone (rule elevator-not-configurable)") != NULL);
+        plan_done(&p);
+
+        /* 9. classes whose policy is "keep": plan = current, nothing to write */
+        Disk ssd_shared = { .name = "sdf", .has_mq = true, .n_hctx = 16, .rotational = TRISTATE_NO,
+                            .shared_tags = TRISTATE_YES, .scheduler = "[mq-deadline] kyber bfq none",
+                            .transport = "scsi", .driver = "megaraid_sas" };
+        eval(&ssd_shared, NULL, DISK_CLASS_SHARED_TAGS, true, "mq-deadline", &p);
+        CHECK_STR(line(&p, 1), "sdf: class=shared-tags elevator=mq-deadline -> elevator=mq-deadline, kept:"
+                               " any elevator is fine for this class (rule elevator-shared-tags)");
+        plan_done(&p);
+        Disk vda = { .name = "vda", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_NO,
+                     .shared_tags = TRISTATE_NO, .scheduler = "none [mq-deadline] kyber bfq ",
+                     .transport = "virtio", .driver = "virtio_blk" };
+        eval(&vda, NULL, DISK_CLASS_SINGLE_QUEUE_FAST, true, "mq-deadline", NULL);
+}
+
+static void test_many_hctx_slow_never_unlisted(void) {
+        /* wanted mq-deadline,bfq: a device offering neither is left alone */
+        static const struct {
+                const char *sched, *plan;
+        } t[] = {
+                { "[none]", NULL },
+                { "[none] kyber", NULL },
+                { "none [kyber]", NULL },
+                { "[none] bfq", "bfq" },
+                { "[kyber] bfq mq-deadline", "mq-deadline" },
+                { "[none] mq-deadline kyber bfq", "mq-deadline" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                Disk d = { .name = "sdg", .has_mq = true, .n_hctx = 32, .rotational = TRISTATE_YES,
+                           .shared_tags = TRISTATE_YES, .scheduler = t[i].sched, .transport = "scsi", .driver = "mpt3sas" };
+                Plan p;
+                eval(&d, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, t[i].plan, &p);
+                if (!t[i].plan)
+                        CHECK(strstr(line(&p, 1), "-> elevator left alone, none of the wanted elevators is offered"
+                                                  " (rule elevator-many-hctx-slow)") != NULL);
+                plan_done(&p);
+        }
+
+        /* exhaustively: every class input x every scheduler list: the plan is NULL or offered */
+        static const char *scheds[] = {
+                "[none]", "none", "[none] kyber", "[none] bfq", "[mq-deadline] none", "none [kyber] bfq",
+                "[none] mq-deadline kyber bfq", "[bfq]",
+        };
+        Tristate tri[] = { TRISTATE_NO, TRISTATE_YES, TRISTATE_UNKNOWN };
+        for (size_t s = 0; s < ELEMENTSOF(scheds); s++)
+                for (size_t n = 0; n <= 3; n++)
+                        for (size_t r = 0; r < 3; r++)
+                                for (size_t sh = 0; sh < 3; sh++)
+                                        for (int st = 0; st <= 1; st++) {
+                                                Disk d = { .name = "sdz", .has_mq = n > 0 || st, .n_hctx = n,
+                                                           .rotational = tri[r], .shared_tags = tri[sh],
+                                                           .scheduler = scheds[s], .stacked = st };
+                                                _cleanup_(disk_facts_freep) DiskFacts *f = make(&d);
+                                                _cleanup_(plan_done) Plan p = {};
+                                                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                                                if (p.elevator && !strv_contains(f->elevators, p.elevator))
+                                                        TAP_FAIL("sched \"%s\" class %s: plan %s not offered", scheds[s],
+                                                                 disk_class_to_string(p.class), p.elevator);
+                                                tap_checks++;
+                                                /* unknown and no-mq are never managed and never get a wish */
+                                                if ((p.class == DISK_CLASS_UNKNOWN || p.class == DISK_CLASS_NO_MQ) &&
+                                                    (p.manage || p.elevator))
+                                                        TAP_FAIL("sched \"%s\" class %s: managed", scheds[s],
+                                                                 disk_class_to_string(p.class));
+                                                tap_checks++;
+                                        }
+}
+
+static void test_overrides(void) {
+        Disk d = { .name = "sdh", .has_mq = true, .n_hctx = 8, .rotational = TRISTATE_YES,
+                   .shared_tags = TRISTATE_NO, .scheduler = "[none] mq-deadline kyber\n",
+                   .transport = "scsi", .driver = "sd" };
+        Plan p;
+
+        /* an override the device does not list: left alone (not the class default either) */
+        PolicyOverrides bfq = { .elevator = (char *) "bfq" };
+        eval(&d, &bfq, DISK_CLASS_MANY_HCTX_SLOW, true, NULL, &p);
+        CHECK_STR(line(&p, 1), "sdh: policy/elevator=bfq available=none,mq-deadline,kyber -> elevator left alone,"
+                               " override not offered by the device (rule override)");
+        plan_done(&p);
+
+        /* an override it lists wins over the class policy */
+        PolicyOverrides kyber = { .elevator = (char *) "kyber" };
+        eval(&d, &kyber, DISK_CLASS_MANY_HCTX_SLOW, true, "kyber", &p);
+        CHECK_STR(line(&p, 1), "sdh: policy/elevator=kyber elevator=none -> elevator=kyber (rule override)");
+        plan_done(&p);
+        PolicyOverrides none = { .elevator = (char *) "none" };
+        eval(&d, &none, DISK_CLASS_MANY_HCTX_SLOW, true, "none", &p);
+        CHECK_STR(line(&p, 1), "sdh: policy/elevator=none elevator=none -> elevator=none, kept (rule override)");
+        plan_done(&p);
+
+        /* disabled: not managed, no elevator */
+        PolicyOverrides off = { .disabled = true };
+        eval(&d, &off, DISK_CLASS_MANY_HCTX_SLOW, false, NULL, &p);
+        CHECK_STR(line(&p, 1), "sdh: policy/enabled=0 -> left alone (rule override)");
+        plan_done(&p);
+
+        /* overrides never make an unknown disk managed */
+        Disk unk = d;
+        unk.rotational = TRISTATE_UNKNOWN;
+        eval(&unk, &kyber, DISK_CLASS_UNKNOWN, false, NULL, NULL);
+}
+
+static void test_class_strings(void) {
+        for (DiskClass c = 0; c < _DISK_CLASS_MAX; c++) {
+                CHECK(disk_class_to_string(c) != NULL);
+                CHECK_INT(disk_class_from_string(disk_class_to_string(c)), c);
+        }
+        CHECK_STR(disk_class_to_string(DISK_CLASS_MANY_HCTX_SLOW), "many-hctx-slow");
+        CHECK_STR(disk_class_to_string(DISK_CLASS_SINGLE_QUEUE_ROTATIONAL), "single-queue-rotational");
+        CHECK_STR(disk_class_to_string(DISK_CLASS_NO_MQ), "no-mq");
+        CHECK_NULL(disk_class_to_string(_DISK_CLASS_MAX));
+        CHECK_NULL(disk_class_to_string(-1));
+        CHECK_INT(disk_class_from_string("fast"), _DISK_CLASS_INVALID);
+}
+
+static void test_defaults(void) {
+        _cleanup_free_ char *a = strv_join(config.classes[DISK_CLASS_MANY_HCTX_SLOW].elevators, ",");
+        _cleanup_free_ char *b = strv_join(config.classes[DISK_CLASS_FAST_MULTIQUEUE].elevators, ",");
+        _cleanup_free_ char *c = strv_join(config.classes[DISK_CLASS_STACKED].elevators, ",");
+        CHECK_STR(a, "mq-deadline,bfq");
+        CHECK_STR(b, "none,kyber");
+        CHECK_STR(c, "none");
+        CHECK_NULL(config.classes[DISK_CLASS_SHARED_TAGS].elevators);
+        CHECK_NULL(config.classes[DISK_CLASS_SINGLE_QUEUE_FAST].elevators);
+        CHECK_NULL(config.classes[DISK_CLASS_NO_MQ].elevators);
+        CHECK_NULL(config.classes[DISK_CLASS_UNKNOWN].elevators);
+}
+
+int main(void) {
+        if (policy_config_init_defaults(&config) < 0)
+                return 1;
+        test_class_strings();
+        test_defaults();
+        test_class_boundaries();
+        test_seed_setups();
+        test_many_hctx_slow_never_unlisted();
+        test_overrides();
+        policy_config_done(&config);
+        return tap_finish("test-policy");
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests for fuse-fs renderers: applied/<knob>, plan/<knob>, class, explain, facts, hctx. */
+#include <errno.h>
+
+#include "facts.h"
+#include "macro.h"
+#include "node.h"
+#include "registry.h"
+#include "render.h"
+#include "strv.h"
+#include "tap.h"
+
+static void check_applied(ApplyState st, const char *original, const char *value, const char *message, const char *expected) {
+        Applied a = { .state = st, .original = (char *) original, .value = (char *) value, .message = (char *) message };
+        _cleanup_free_ char *s = NULL;
+        CHECK_INT(render_applied(&a, &s), 0);
+        CHECK_STR(s, expected);
+}
+
+static void test_render_applied(void) {
+        check_applied(APPLY_UNMANAGED, NULL, NULL, NULL, "unmanaged\n");
+        check_applied(APPLY_KEPT, NULL, "mq-deadline", NULL, "kept: mq-deadline\n");
+        check_applied(APPLY_OK, "mq-deadline", "none", NULL, "ok: none (was mq-deadline)\n");
+        check_applied(APPLY_DRY_RUN, NULL, "none", "would write none (now mq-deadline)",
+                      "dry-run: would write none (now mq-deadline)\n");
+        check_applied(APPLY_ERROR, "none", "bfq", "EBUSY writing bfq to queue/scheduler",
+                      "error: EBUSY writing bfq to queue/scheduler\n");
+        check_applied(APPLY_UNSUPPORTED, "none", "bfq", "EINVAL writing bfq to queue/scheduler, read back none",
+                      "unsupported: EINVAL writing bfq to queue/scheduler, read back none\n");
+        /* missing strings never crash nor print "(null)" */
+        check_applied(APPLY_OK, NULL, NULL, NULL, "ok: n/a (was n/a)\n");
+        check_applied(APPLY_ERROR, NULL, NULL, NULL, "error: n/a\n");
+
+        CHECK_STR(apply_state_to_string(APPLY_DRY_RUN), "dry-run");
+        CHECK_NULL(apply_state_to_string(_APPLY_STATE_MAX));
+        CHECK_STR(knob_to_string(KNOB_ELEVATOR), "elevator");
+        CHECK_INT(knob_from_string("elevator"), KNOB_ELEVATOR);
+        CHECK_INT(knob_from_string("scheduler"), _KNOB_INVALID);
+}
+
+static int render_version(void *userdata, char **ret) {
+        *ret = strdup("blkmqd test\n");
+        return *ret ? 0 : -ENOMEM;
+}
+
+static void check_node(const FuseFsContext *ctx, NodeType type, const char *device, int arg, int arg2, int ret, const char *expected) {
+        Node n = { .type = type, .device = (char *) device, .arg = arg, .arg2 = arg2 };
+        _cleanup_free_ char *s = NULL;
+        int r = render_node(ctx, &n, &s);
+        if (r != ret)
+                TAP_FAIL("render_node(type %d, %s, %d, %d) = %d, expected %d", type, strna(device), arg, arg2, r, ret);
+        tap_checks++;
+        if (r >= 0 && expected)
+                CHECK_STR(s, expected);
+}
+
+static void test_render_tree(void) {
+        Registry reg = {};
+        Device *d = NULL;
+        FuseFsContext ctx = { .registry = &reg, .render_version = render_version };
+
+        CHECK_INT(registry_add(&reg, "sdb", &d), 1);
+        Device *again = NULL;
+        CHECK_INT(registry_add(&reg, "sdb", &again), 0);
+        CHECK(again == d);
+
+        /* a device without facts yet is not shown */
+        check_node(&ctx, NODE_CLASS, "sdb", 0, 0, -ENOENT, NULL);
+
+        DiskFacts *f = d->facts = disk_facts_new("sdb");
+        f->has_mq = true;
+        f->n_hctx = 2;
+        f->hctx = calloc(2, sizeof(HctxFacts));
+        f->hctx[0] = (HctxFacts) { .index = 0, .nr_tags = 1024, .nr_reserved_tags = 1, .shared_tags = TRISTATE_YES };
+        cpuset_parse("0, 1, 2, 3", &f->hctx[0].cpus);
+        f->hctx[0].cpu_list = cpuset_format(&f->hctx[0].cpus);
+        f->hctx[1] = (HctxFacts) { .index = 2, .nr_tags = -1, .nr_reserved_tags = -1, .shared_tags = TRISTATE_UNKNOWN };
+        f->rotational = TRISTATE_YES;
+        disk_facts_set_unknown(f, FACT_SHARED_TAGS, "debugfs block/sdb/hctxN/flags unreadable");
+
+        d->plan.class = DISK_CLASS_MANY_HCTX_SLOW;
+        d->plan.manage = true;
+        d->plan.elevator = strdup("mq-deadline");
+        strv_extend(&d->plan.explain, "sdb: first");
+        strv_extend(&d->plan.explain, "sdb: second");
+        d->applied[KNOB_ELEVATOR] = (Applied) { .state = APPLY_OK, .original = strdup("none"), .value = strdup("mq-deadline") };
+
+        check_node(&ctx, NODE_VERSION, NULL, 0, 0, 0, "blkmqd test\n");
+        check_node(&ctx, NODE_CLASS, "sdb", 0, 0, 0, "many-hctx-slow\n");
+        check_node(&ctx, NODE_EXPLAIN, "sdb", 0, 0, 0, "sdb: first\nsdb: second\n");
+        check_node(&ctx, NODE_FACT, "sdb", FACT_NR_HW_QUEUES, 0, 0, "2\n");
+        check_node(&ctx, NODE_FACT, "sdb", FACT_ROTATIONAL, 0, 0, "1\n");
+        check_node(&ctx, NODE_PLAN_KNOB, "sdb", KNOB_ELEVATOR, 0, 0, "mq-deadline\n");
+        check_node(&ctx, NODE_APPLIED_KNOB, "sdb", KNOB_ELEVATOR, 0, 0, "ok: mq-deadline (was none)\n");
+        check_node(&ctx, NODE_APPLIED_KNOB, "sdb", _KNOB_MAX, 0, -ENOENT, NULL);
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 0, HCTX_ATTR_CPU_LIST, 0, "0-3\n");
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 0, HCTX_ATTR_NR_TAGS, 0, "1024\n");
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 0, HCTX_ATTR_NR_RESERVED_TAGS, 0, "1\n");
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 0, HCTX_ATTR_SHARED_TAGS, 0, "1\n");
+        /* arg is the position, not the hctx number (hctx 2 sits at position 1) */
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 1, HCTX_ATTR_CPU_LIST, 0, "unknown: mq/2/cpu_list not readable\n");
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 1, HCTX_ATTR_NR_TAGS, 0, "unknown: nr_tags not readable\n");
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 1, HCTX_ATTR_SHARED_TAGS, 0,
+                   "unknown: debugfs block/sdb/hctxN/flags unreadable\n");
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 2, HCTX_ATTR_NR_TAGS, -ENOENT, NULL);
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", -1, HCTX_ATTR_NR_TAGS, -ENOENT, NULL);
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 0, _HCTX_ATTR_MAX, -ENOENT, NULL);
+        check_node(&ctx, NODE_DEVICE, "sdb", 0, 0, -EISDIR, NULL);
+        check_node(&ctx, NODE_HCTX_N, "sdb", 0, 0, -EISDIR, NULL);
+        check_node(&ctx, NODE_ROOT, NULL, 0, 0, -EISDIR, NULL);
+        check_node(&ctx, NODE_CLASS, "sdx", 0, 0, -ENOENT, NULL);
+
+        /* not managed: the plan says "keep" whatever the elevator field holds */
+        d->plan.manage = false;
+        check_node(&ctx, NODE_PLAN_KNOB, "sdb", KNOB_ELEVATOR, 0, 0, "keep\n");
+        d->plan.manage = true;
+        d->plan.elevator = mfree_str(d->plan.elevator);
+        check_node(&ctx, NODE_PLAN_KNOB, "sdb", KNOB_ELEVATOR, 0, 0, "keep\n");
+
+        CHECK_STR(hctx_attr_to_string(HCTX_ATTR_NR_RESERVED_TAGS), "nr_reserved_tags");
+        CHECK_NULL(hctx_attr_to_string(_HCTX_ATTR_MAX));
+
+        /* removal: gone for new renders */
+        CHECK_INT(registry_remove(&reg, "sdb"), 0);
+        CHECK_INT(registry_remove(&reg, "sdb"), -ENOENT);
+        check_node(&ctx, NODE_CLASS, "sdb", 0, 0, -ENOENT, NULL);
+        registry_done(&reg);
+}
+
+static void test_registry_sorted(void) {
+        Registry reg = {};
+        Device *d;
+        const char *names[] = { "sdb", "nvme0n10", "sda", "nvme0n2", "loop5" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                CHECK_INT(registry_add(&reg, names[i], &d), 1);
+        CHECK_INT(reg.n_devices, 5);
+        const char *sorted[] = { "loop5", "nvme0n2", "nvme0n10", "sda", "sdb" };
+        for (size_t i = 0; i < reg.n_devices && i < 5; i++)
+                CHECK_STR(reg.devices[i]->name, sorted[i]);
+        CHECK(registry_get(&reg, "nvme0n10") == reg.devices[2]);
+        CHECK_NULL(registry_get(&reg, "nvme0n1"));
+        registry_done(&reg);
+}
+
+int main(void) {
+        test_render_applied();
+        test_render_tree();
+        test_registry_sorted();
+        return tap_finish("test-render");
+}
