@@ -8,6 +8,8 @@
  *   transient   (EAGAIN, EBUSY, EINTR)                     -> retried at the next evaluation
  *   unsupported (ENOENT, EINVAL, EACCES, EROFS, EPERM, EIO) -> marked, logged once, not retried
  *   other                                                   -> reported, retried next time
+ * A value blkmqd wrote that later reads differently was changed by someone else: it is
+ * reported ("changed externally to X", logged once) and not fought unless reassert is set.
  * Originals are restored by apply_restore().
  */
 
@@ -25,16 +27,23 @@ typedef enum WriteErrorClass {
 /* Triage a negative errno from a sysfs/procfs write. */
 WriteErrorClass apply_classify_error(int error);
 
+typedef struct ApplyOptions {
+        bool dry_run;           /* compute and record what would be written; write nothing */
+        bool reassert;          /* rewrite values changed by someone else */
+} ApplyOptions;
+
 /*
- * Apply d->plan for every knob. dry_run: compute and record what would be written
- * (applied state "dry-run") without writing anything.
+ * Apply d->plan for every knob.
  * Returns the number of values written (0 when nothing changed); failures are kept in
  * d->applied[] and logged, never returned: one disk's failure does not stop the others.
  */
-int apply_device(HostFs *h, Device *d, bool dry_run);
+int apply_device(HostFs *h, Device *d, const ApplyOptions *o);
 
 /*
  * Put back every original value blkmqd recorded for d (and forget it on success).
  * Returns the number of values restored, or the first -errno (the others are still tried).
  */
 int apply_restore(HostFs *h, Device *d);
+
+/* True when d has any recorded original (blkmqd changed something on it). */
+bool apply_has_originals(const Device *d);

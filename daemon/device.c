@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "device.h"
+#include "interrupts.h"
 #include "macro.h"
 #include "parse.h"
 #include "strv.h"
@@ -67,7 +70,7 @@ static int gather_hctx(HostFs *h, DiskFacts *f, bool debugfs) {
 
                 HctxFacts *x = &f->hctx[f->n_hctx++];
                 *x = (HctxFacts) { .index = index, .nr_tags = -1, .nr_reserved_tags = -1,
-                                   .shared_tags = TRISTATE_UNKNOWN };
+                                   .shared_tags = TRISTATE_UNKNOWN, .irq = -1 };
                 _cleanup_free_ char *s = NULL;
                 snprintf(path, sizeof(path), "block/%s/mq/%s/cpu_list", f->name, *name);
                 if (hostfs_read(h, HOSTFS_SYSFS, path, &s) >= 0 && cpuset_parse(s, &x->cpus) >= 0) {
@@ -213,9 +216,58 @@ static char *ancestor_with(HostFs *h, const char *devpath, const char *child) {
         }
 }
 
-static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath) {
+/* Non-queue vectors by name: virtio config/control/event, the NVMe admin queue (nvmeXq0). */
+static bool irq_name_is_queue(const char *name) {
+        static const char * const suffixes[] = { "-config", "-control", "-event", "-events" };
+        size_t l = strlen(name);
+
+        if (l == 0)
+                return false;   /* no handler registered: not in use */
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                size_t k = strlen(suffixes[i]);
+                if (l >= k && streq(name + l - k, suffixes[i]))
+                        return false;
+        }
+        const char *q = startswith(name, "nvme");
+        if (q) {
+                q += strspn(q, "0123456789");
+                if (streq(q, "q0"))
+                        return false;
+        }
+        return true;
+}
+
+static int gather_irq_managed(HostFs *h, DiskFacts *f, IrqFacts *q, bool debugfs) {
+        char path[PATH_MAX];
+        unsigned maj, min;
+
+        snprintf(path, sizeof(path), "irq/irqs/%u", q->irq);
+        if (debugfs) {
+                _cleanup_free_ char *s = NULL;
+                if (hostfs_read(h, HOSTFS_DEBUGFS, path, &s) >= 0) {
+                        q->managed = flags_has_token(s, "IRQD_AFFINITY_MANAGED") ? TRISTATE_YES : TRISTATE_NO;
+                        return asprintf(&q->managed_source, "debugfs irq/irqs/%u dstate", q->irq) < 0 ? -ENOMEM : 0;
+                }
+        }
+
+        /* >= 6.12 (c7718e5c76d4): smp_affinity is 0444 when user space cannot set it. */
+        struct stat st;
+        snprintf(path, sizeof(path), "irq/%u/smp_affinity", q->irq);
+        if (kernel_release_parse(f->kernel_release, &maj, &min) >= 0 && (maj > 6 || (maj == 6 && min >= 12)) &&
+            hostfs_stat(h, HOSTFS_PROCFS, path, &st) >= 0) {
+                q->managed = (st.st_mode & 0222) ? TRISTATE_NO : TRISTATE_YES;
+                return asprintf(&q->managed_source, "/proc/irq/%u/smp_affinity mode %03o (kernel >= 6.12, c7718e5c76d4)",
+                                q->irq, st.st_mode & 0777) < 0 ? -ENOMEM : 0;
+        }
+        q->managed = TRISTATE_UNKNOWN;  /* learned from the first write: EIO (<= 6.11) */
+        return 0;
+}
+
+static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs) {
         _cleanup_free_ char *pci = devpath ? ancestor_with(h, devpath, "msi_irqs") : NULL;
+        _cleanup_free_ char *text = NULL;
         _cleanup_strv_free_ char **names = NULL;
+        ProcInterrupts pi = {};
         char path[PATH_MAX];
         int r;
 
@@ -227,15 +279,41 @@ static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath) {
         if (r < 0)
                 return r == -ENOMEM ? r : disk_facts_set_unknown(f, FACT_IRQ_VECTORS, "%s: %s", path, errno_reason(r));
 
-        f->irqs = calloc(strv_length(names) ?: 1, sizeof(unsigned));
+        f->irqs = calloc(strv_length(names) ?: 1, sizeof(IrqFacts));
         if (!f->irqs)
                 return -ENOMEM;
+
+        if (hostfs_read(h, HOSTFS_PROCFS, "interrupts", &text) >= 0)
+                (void) proc_interrupts_parse(text, &pi);
+
         STRV_FOREACH(n, names) {
                 uint64_t irq;
-                if (parse_u64(*n, &irq) >= 0 && irq <= UINT32_MAX)
-                        f->irqs[f->n_irqs++] = irq;
+                if (parse_u64(*n, &irq) < 0 || irq > UINT32_MAX)
+                        continue;
+                IrqFacts *q = &f->irqs[f->n_irqs++];
+                *q = (IrqFacts) { .irq = irq, .hctx = -1, .managed = TRISTATE_UNKNOWN };
+
+                const IrqLine *l = proc_interrupts_find(&pi, irq);
+                q->name = strdup(l ? l->name : "");
+                if (!q->name) {
+                        proc_interrupts_done(&pi);
+                        return -ENOMEM;
+                }
+                q->queue = irq_name_is_queue(q->name);
+
+                _cleanup_free_ char *aff = NULL;
+                snprintf(path, sizeof(path), "irq/%u/smp_affinity_list", q->irq);
+                if (hostfs_read(h, HOSTFS_PROCFS, path, &aff) >= 0 && cpuset_parse(aff, &q->affinity) >= 0)
+                        q->affinity_list = cpuset_format(&q->affinity);
+
+                r = gather_irq_managed(h, f, q, debugfs);
+                if (r < 0) {
+                        proc_interrupts_done(&pi);
+                        return r;
+                }
         }
-        return 0;
+        proc_interrupts_done(&pi);
+        return disk_facts_map_irqs(f);
 }
 
 static int gather_numa(HostFs *h, DiskFacts *f, const char *devpath) {
@@ -436,7 +514,7 @@ int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
         r = gather_debugfs_state(h, f, debugfs, why);
         if (r < 0)
                 return r;
-        r = gather_irqs(h, f, devpath);
+        r = gather_irqs(h, f, devpath, debugfs);
         if (r < 0)
                 return r;
         r = gather_numa(h, f, devpath);

@@ -8,13 +8,16 @@
 #include <systemd/sd-daemon.h>
 
 #include "apply.h"
+#include "conf.h"
 #include "config.h"
 #include "device.h"
 #include "fuse-fs.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "node.h"
 #include "policy.h"
+#include "state.h"
 #include "strv.h"
 #include "udev-monitor.h"
 
@@ -24,12 +27,17 @@ struct Manager {
         sd_event *event;
         HostFs *hostfs;
         Registry registry;
-        PolicyConfig config;
+        Config config;
+        char *config_path;
+        unsigned reloads;               /* successful config (re)loads */
+        unsigned restored;              /* values put back by the last restore */
+        State *state;
         UdevMonitor *monitor;
         FuseFs *fuse;
         char *mountpoint;
-        char **device_globs;
-        bool dry_run;
+        char **cli_globs;               /* --devices: wins over Devices= */
+        bool cli_dry_run;
+        ManagerMode mode;
         bool started;
 };
 
@@ -41,18 +49,23 @@ HostFs *manager_hostfs(const Manager *m) {
         return m->hostfs;
 }
 
+static ManagerMode effective_mode(const Config *c, bool cli_dry_run) {
+        if (cli_dry_run)
+                return MODE_DRY_RUN;
+        return c->mode >= 0 ? c->mode : MODE_AUTO;
+}
+
 int manager_new(const ManagerOptions *options, Manager **ret) {
+        _cleanup_free_ char *error = NULL;
         Manager *m = calloc(1, sizeof(Manager));
         int r;
 
         if (!m)
                 return -ENOMEM;
-        m->dry_run = options->dry_run;
-        if (options->device_globs && !(m->device_globs = strv_copy(options->device_globs))) {
-                manager_free(m);
-                return -ENOMEM;
-        }
-        if (options->mountpoint && !(m->mountpoint = strdup(options->mountpoint))) {
+        m->cli_dry_run = options->dry_run;
+        if ((options->device_globs && !(m->cli_globs = strv_copy(options->device_globs))) ||
+            (options->mountpoint && !(m->mountpoint = strdup(options->mountpoint))) ||
+            !(m->config_path = strdup(options->config_path ?: BLKMQD_SYSCONFDIR "/blkmqd.conf"))) {
                 manager_free(m);
                 return -ENOMEM;
         }
@@ -63,9 +76,24 @@ int manager_new(const ManagerOptions *options, Manager **ret) {
                 manager_free(m);
                 return r;
         }
-        r = policy_config_init_defaults(&m->config);
-        if (r >= 0)
-                r = sd_event_default(&m->event);
+
+        r = config_load(m->config_path, &m->config, &error);
+        if (r < 0) {
+                log_error_errno(r, "Bad configuration, not starting: %s", error ?: strerror(-r));
+                manager_free(m);
+                return r;
+        }
+        m->reloads = 1;
+        m->mode = effective_mode(&m->config, m->cli_dry_run);
+
+        const char *dir = options->state_dir ?: getenv("STATE_DIRECTORY") ?: BLKMQD_DEFAULT_STATEDIR;
+        if (strchr(dir, ':'))           /* StateDirectory= with several entries: the first */
+                dir = strndupa(dir, strchr(dir, ':') - dir);
+        r = state_open(dir, &m->state);
+        if (r < 0)
+                log_warning_errno(r, "Cannot use state directory \"%s\", overrides will not persist: %m", dir);
+
+        r = sd_event_default(&m->event);
         if (r < 0) {
                 manager_free(m);
                 return r;
@@ -98,19 +126,22 @@ Manager *manager_free(Manager *m) {
         fuse_fs_free(m->fuse);
         udev_monitor_free(m->monitor);
         registry_done(&m->registry);
-        policy_config_done(&m->config);
+        config_done(&m->config);
+        state_free(m->state);
         hostfs_free(m->hostfs);
         sd_event_unref(m->event);
-        strv_free(m->device_globs);
+        strv_free(m->cli_globs);
+        free(m->config_path);
         free(m->mountpoint);
         free(m);
         return NULL;
 }
 
 static bool manager_matches(const Manager *m, const char *name) {
-        if (!m->device_globs)
+        char * const *globs = m->cli_globs ?: m->config.devices;
+        if (!globs)
                 return true;
-        STRV_FOREACH(g, m->device_globs)
+        STRV_FOREACH(g, globs)
                 if (fnmatch(*g, name, 0) == 0)
                         return true;
         return false;
@@ -127,7 +158,7 @@ static void manager_update_status(Manager *m) {
                         if (IN_SET_STATE(m->registry.devices[i]->applied[k].state))
                                 errors++;
 
-        n += snprintf(buf + n, sizeof(buf) - n, "STATUS=%zu disk(s)%s", m->registry.n_devices, m->dry_run ? " (dry-run)" : "");
+        n += snprintf(buf + n, sizeof(buf) - n, "STATUS=mode %s, %zu disk(s)", manager_mode_to_string(m->mode), m->registry.n_devices);
         for (DiskClass c = 0; c < _DISK_CLASS_MAX && n < sizeof(buf); c++)
                 if (counts[c])
                         n += snprintf(buf + n, sizeof(buf) - n, ", %zu %s", counts[c], disk_class_to_string(c));
@@ -143,6 +174,77 @@ static void manager_remove_device(Manager *m, const char *name) {
                 fuse_fs_device_removed(m->fuse, name);
         registry_remove(&m->registry, name);
         log_device_info(name, "Disk removed");
+}
+
+/* Load persisted overrides of a newly seen disk; values no longer valid are dropped with a log line. */
+static void load_overrides(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        int r;
+
+        if (!m->state || !d->facts->identity)
+                return;
+        r = state_load_overrides(m->state, d->facts->identity, &kv);
+        if (r == -EBADMSG) {
+                log_device_warning_errno(d->name, r, "Stored overrides for %s are corrupt, set aside as .corrupt", d->facts->identity);
+                return;
+        }
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Failed to load stored overrides, ignoring: %m");
+                return;
+        }
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+                _cleanup_free_ char *v = NULL;
+                Knob k = streq(kv[i], "enabled") ? _KNOB_MAX : knob_from_string(kv[i]);
+                if (k < 0) {
+                        log_device_warning_errno(d->name, EINVAL, "Stored override \"%s\" is unknown, ignoring", kv[i]);
+                        continue;
+                }
+                r = policy_override_validate(k, kv[i + 1], strlen(kv[i + 1]), d->facts, NULL, &v);
+                if (r < 0) {
+                        log_device_warning_errno(d->name, r, "Stored override %s=%s no longer valid, ignoring: %m", kv[i], kv[i + 1]);
+                        continue;
+                }
+                if (k == _KNOB_MAX)
+                        d->overrides.disabled = streq(v, "0");
+                else
+                        (void) policy_overrides_set(&d->overrides, k, v);
+                log_device_info(d->name, "Restored override %s=%s (identity %s)", kv[i], kv[i + 1], d->facts->identity);
+        }
+}
+
+/* Evaluate and apply d with the facts it has. */
+static void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
+        Plan plan;
+        int r = policy_evaluate(d->facts, &m->config.policy, &d->overrides, &plan);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Failed to evaluate policy, ignoring: %m");
+                return;
+        }
+        /* Log decisions that are new, so a re-evaluation does not repeat them. */
+        char f_class[64];
+        snprintf(f_class, sizeof(f_class), "BLKMQD_CLASS=%s", disk_class_to_string(plan.class));
+        STRV_FOREACH(line, plan.explain) {
+                if (!log_decisions && strv_contains(d->plan.explain, *line))
+                        continue;
+                const char *rule = strstr(*line, "(rule ");
+                char f_rule[96] = "BLKMQD_RULE=";
+                if (rule)
+                        snprintf(f_rule, sizeof(f_rule), "BLKMQD_RULE=%.*s", (int) strcspn(rule + 6, ")"), rule + 6);
+                const char *fields[] = { f_class, f_rule, NULL };
+                log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", *line);
+        }
+        plan_done(&d->plan);
+        d->plan = plan;
+
+        if (m->mode != MODE_OFF) {
+                ApplyOptions o = { .dry_run = m->mode == MODE_DRY_RUN, .reassert = m->config.reassert };
+                (void) apply_device(m->hostfs, d, &o);
+        }
+        if (m->fuse) {
+                r = fuse_fs_device_updated(m->fuse, d);
+                if (r < 0)
+                        log_device_warning_errno(d->name, r, "Failed to update FUSE tree, ignoring: %m");
+        }
 }
 
 void manager_device_event(Manager *m, const char *name, bool removed) {
@@ -170,6 +272,11 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
                 return;
         }
 
+        /* Same name, another disk (a loop device re-bound to another file): start afresh. */
+        d = registry_get(&m->registry, name);
+        if (d && d->facts && !streq_ptr(d->facts->identity, facts->identity))
+                manager_remove_device(m, name);
+
         r = registry_add(&m->registry, name, &d);
         if (r < 0) {
                 log_device_warning_errno(name, r, "Failed to add disk, ignoring: %m");
@@ -180,36 +287,10 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
         disk_facts_free(d->facts);
         d->facts = TAKE_PTR(facts);
         d->generation++;
+        if (added)
+                load_overrides(m, d);
 
-        Plan plan;
-        r = policy_evaluate(d->facts, &m->config, &d->overrides, &plan);
-        if (r < 0) {
-                log_device_warning_errno(name, r, "Failed to evaluate policy, ignoring: %m");
-                return;
-        }
-        plan_done(&d->plan);
-        d->plan = plan;
-
-        if (added || log_get_max_level() >= LOG_DEBUG) {
-                char f_class[64];
-                snprintf(f_class, sizeof(f_class), "BLKMQD_CLASS=%s", disk_class_to_string(d->plan.class));
-                STRV_FOREACH(line, d->plan.explain) {
-                        const char *rule = strstr(*line, "(rule ");
-                        char f_rule[96] = "BLKMQD_RULE=";
-                        if (rule)
-                                snprintf(f_rule, sizeof(f_rule), "BLKMQD_RULE=%.*s", (int) strcspn(rule + 6, ")"), rule + 6);
-                        const char *fields[] = { f_class, f_rule, NULL };
-                        log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", *line);
-                }
-        }
-
-        (void) apply_device(m->hostfs, d, m->dry_run);
-
-        if (m->fuse) {
-                r = fuse_fs_device_updated(m->fuse, d);
-                if (r < 0)
-                        log_device_warning_errno(name, r, "Failed to update FUSE tree, ignoring: %m");
-        }
+        manager_evaluate(m, d, added);
 finish:
         if (m->started)
                 manager_update_status(m);
@@ -219,32 +300,169 @@ static void on_device_event(void *userdata, DeviceAction action, const char *sys
         manager_device_event(userdata, sysname, action == DEVICE_ACTION_REMOVE);
 }
 
-static int render_version(void *userdata, char **ret) {
-        Manager *m = userdata;
-        _cleanup_free_ char *kernel = NULL;
-        const char *why = NULL;
+/* Every disk again: re-gather (a SIGHUP or reload may follow hardware changes too). */
+static void manager_reevaluate_all(Manager *m) {
+        _cleanup_strv_free_ char **names = NULL;
+        for (size_t i = 0; i < m->registry.n_devices; i++)
+                if (strv_extend(&names, m->registry.devices[i]->name) < 0)
+                        return;
+        STRV_FOREACH(n, names)
+                manager_device_event(m, *n, false);
+}
 
-        (void) hostfs_kernel_release(m->hostfs, &kernel);
-        bool debugfs = hostfs_debugfs_available(m->hostfs, &why);
-        int r = asprintf(ret, "blkmqd %s kernel %s source %s debugfs %s%s\n",
-                         BLKMQD_VERSION, kernel ?: "unknown",
-                         m->monitor ? udev_monitor_source(m->monitor) : "fixture",
-                         debugfs ? "yes" : "no", m->dry_run ? " dry-run" : "");
+int manager_reload(Manager *m) {
+        _cleanup_free_ char *error = NULL;
+        Config c;
+
+        int r = config_load(m->config_path, &c, &error);
+        if (r < 0)
+                return log_error_errno(r, "Reload failed, keeping the last good configuration: %s", error ?: strerror(-r));
+        config_done(&m->config);
+        m->config = c;
+        m->reloads++;
+        m->mode = effective_mode(&m->config, m->cli_dry_run);
+        log_info("Configuration reloaded from \"%s\" (mode %s)", m->config_path, manager_mode_to_string(m->mode));
+        manager_reevaluate_all(m);
+        return 0;
+}
+
+static int render_control(void *userdata, NodeTypeRef type, char **ret) {
+        Manager *m = userdata;
+        int r;
+
+        switch (type) {
+        case NODE_VERSION: {
+                _cleanup_free_ char *kernel = NULL;
+                (void) hostfs_kernel_release(m->hostfs, &kernel);
+                bool debugfs = hostfs_debugfs_available(m->hostfs, NULL);
+                r = asprintf(ret, "blkmqd %s kernel %s source %s debugfs %s\n",
+                             BLKMQD_VERSION, kernel ?: "unknown",
+                             m->monitor ? udev_monitor_source(m->monitor) : "fixture",
+                             debugfs ? "yes" : "no");
+                break;
+        }
+        case NODE_MODE:
+                r = asprintf(ret, "%s\n", manager_mode_to_string(m->mode));
+                break;
+        case NODE_RELOAD:
+                r = asprintf(ret, "%u\n", m->reloads);
+                break;
+        case NODE_RESTORE:
+                r = asprintf(ret, "%u\n", m->restored);
+                break;
+        default:
+                return -ENOENT;
+        }
         return r < 0 ? -ENOMEM : 0;
+}
+
+/* The written bytes as a string: one trailing newline dropped; -EINVAL for NUL, empty, too long. */
+static int control_value(const char *data, size_t len, char *buf, size_t size) {
+        if (len > 0 && data[len - 1] == '\n')
+                len--;
+        if (len == 0 || len >= size || memchr(data, 0, len))
+                return -EINVAL;
+        memcpy(buf, data, len);
+        buf[len] = 0;
+        return 0;
+}
+
+static int write_policy(Manager *m, const char *device, int knob, const char *data, size_t len) {
+        Device *d = registry_get(&m->registry, device);
+        _cleanup_free_ char *v = NULL, *text = NULL, *online_text = NULL;
+        _cleanup_(cpuset_done) CpuSet online = {};
+        const char *kname = knob == _KNOB_MAX ? "enabled" : knob_to_string(knob);
+        int r;
+
+        if (!d || !d->facts)
+                return -ENOENT;
+
+        if (knob == KNOB_IRQ_AFFINITY &&
+            hostfs_read(m->hostfs, HOSTFS_SYSFS, "devices/system/cpu/online", &online_text) >= 0)
+                (void) cpuset_parse(online_text, &online);
+
+        r = policy_override_validate(knob, data, len, d->facts, online.n_words ? &online : NULL, &v);
+        if (r < 0) {
+                size_t shown = len > 0 && data[len - 1] == '\n' ? len - 1 : len;
+                text = strndup(data, MIN(shown, (size_t) 64));
+                if (text)
+                        for (char *c = text; *c; c++)
+                                if (*c == '\n')
+                                        *c = ' ';
+                return log_device_full(LOG_WARNING, r, device, NULL, NULL,
+                                       "policy/%s: rejected \"%s\"%s: %m", kname, text ?: "", shown > 64 ? "..." : "");
+        }
+
+        if (knob == _KNOB_MAX)
+                d->overrides.disabled = streq(v, "0");
+        else {
+                r = policy_overrides_set(&d->overrides, knob, v);
+                if (r < 0)
+                        return r;
+        }
+        log_device_info(device, "policy/%s set to %s by the administrator", kname, v ?: "auto");
+
+        if (m->state && d->facts->identity) {
+                r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
+                if (r < 0)
+                        log_device_warning_errno(device, r, "Failed to persist overrides, they last until restart: %m");
+        }
+        manager_evaluate(m, d, false);
+        manager_update_status(m);
+        return 0;
+}
+
+static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len) {
+        Manager *m = userdata;
+        char v[32];
+        int r;
+
+        if (type == NODE_POLICY_KNOB)
+                return write_policy(m, device, knob, data, len);
+
+        r = control_value(data, len, v, sizeof(v));
+        if (r < 0)
+                return log_warning_errno(r, "Control write rejected: empty, too long or not text");
+
+        switch (type) {
+        case NODE_MODE: {
+                ManagerMode mode = manager_mode_from_string(v);
+                if (mode < 0)
+                        return log_warning_errno(EINVAL, "mode: rejected \"%s\": expected auto, dry-run or off", v);
+                if (mode == m->mode)
+                        return 0;
+                log_info("mode %s -> %s", manager_mode_to_string(m->mode), v);
+                m->mode = mode;
+                manager_reevaluate_all(m);
+                manager_update_status(m);
+                return 0;
+        }
+        case NODE_RELOAD:
+                if (!streq(v, "1"))
+                        return log_warning_errno(EINVAL, "reload: rejected \"%s\": write 1", v);
+                return manager_reload(m);
+        case NODE_RESTORE:
+                if (!streq(v, "1"))
+                        return log_warning_errno(EINVAL, "restore: rejected \"%s\": write 1", v);
+                r = manager_restore_all(m);
+                m->restored = r > 0 ? r : 0;
+                m->mode = MODE_OFF;
+                log_info("restore: %d original value(s) put back; mode is now off", r > 0 ? r : 0);
+                manager_reevaluate_all(m);
+                manager_update_status(m);
+                return r < 0 ? -EIO : 0;
+        default:
+                return -EACCES;
+        }
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         (void) sd_notify(false, "RELOADING=1");
-        log_info("SIGHUP: re-evaluating every disk");
-        /* Copy the names: an event may remove the device from the registry. */
-        _cleanup_strv_free_ char **names = NULL;
-        for (size_t i = 0; i < m->registry.n_devices; i++)
-                if (strv_extend(&names, m->registry.devices[i]->name) < 0)
-                        return 0;
-        STRV_FOREACH(n, names)
-                manager_device_event(m, *n, false);
+        log_info("SIGHUP: reloading configuration");
+        (void) manager_reload(m);
         (void) sd_notify(false, "READY=1");
+        manager_update_status(m);
         return 0;
 }
 
@@ -289,7 +507,8 @@ int manager_startup(Manager *m) {
         if (m->mountpoint) {
                 FuseFsContext ctx = {
                         .registry = &m->registry,
-                        .render_version = render_version,
+                        .render_control = render_control,
+                        .write = on_fuse_write,
                         .userdata = m,
                 };
                 r = fuse_fs_new(m->event, m->mountpoint, &ctx, &m->fuse);
@@ -305,8 +524,9 @@ int manager_startup(Manager *m) {
 
         m->started = true;
         log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_START, NULL, __FILE__, __LINE__, __func__,
-                 "blkmqd %s started: %zu disk(s)%s%s%s", BLKMQD_VERSION, m->registry.n_devices,
-                 m->mountpoint ? ", tree at " : "", m->mountpoint ?: "", m->dry_run ? ", dry-run: nothing is written" : "");
+                 "blkmqd %s started: %zu disk(s), mode %s%s%s, state in %s", BLKMQD_VERSION, m->registry.n_devices,
+                 manager_mode_to_string(m->mode), m->mountpoint ? ", tree at " : "", m->mountpoint ?: "",
+                 m->state ? state_dir(m->state) : "(none)");
         manager_update_status(m);
         (void) sd_notify(false, "READY=1");
         return 0;

@@ -17,8 +17,10 @@
 typedef struct ManagerOptions {
         const char *root;               /* hostfs root, NULL = $BLKMQD_ROOT or "/" */
         const char *mountpoint;         /* FUSE mount point; NULL = do not mount */
-        char **device_globs;            /* fnmatch() patterns of disks to manage; NULL = all */
-        bool dry_run;                   /* compute and show, write nothing */
+        char **device_globs;            /* fnmatch() patterns of disks to manage; NULL = config Devices= or all */
+        bool dry_run;                   /* compute and show, write nothing (wins over config Mode=) */
+        const char *config_path;        /* NULL = BLKMQD_SYSCONFDIR/blkmqd.conf */
+        const char *state_dir;          /* NULL = $STATE_DIRECTORY or /var/lib/blkmqd */
 } ManagerOptions;
 
 typedef struct Manager Manager;
@@ -37,6 +39,12 @@ int manager_startup(Manager *m);
 
 /* Run the event loop until SIGTERM/SIGINT. Returns the loop's exit code or -errno. */
 int manager_run(Manager *m);
+
+/*
+ * Re-read the configuration and re-evaluate every disk. On a bad config the last good
+ * one stays in force. Returns 0, or -EINVAL (logged as "file:line: ...").
+ */
+int manager_reload(Manager *m);
 
 /* Re-gather, re-evaluate and re-apply one disk by name (an event for it arrived). */
 void manager_device_event(Manager *m, const char *name, bool removed);

@@ -6,23 +6,6 @@
 #include "macro.h"
 #include "registry.h"
 
-static const char * const knob_table[_KNOB_MAX] = {
-        [KNOB_ELEVATOR] = "elevator",
-};
-
-const char *knob_to_string(Knob k) {
-        if (k < 0 || k >= _KNOB_MAX)
-                return NULL;
-        return knob_table[k];
-}
-
-Knob knob_from_string(const char *s) {
-        for (Knob k = 0; k < _KNOB_MAX; k++)
-                if (streq(knob_table[k], s))
-                        return k;
-        return _KNOB_INVALID;
-}
-
 static const char * const apply_state_table[_APPLY_STATE_MAX] = {
         [APPLY_UNMANAGED]   = "unmanaged",
         [APPLY_KEPT]        = "kept",
@@ -30,6 +13,8 @@ static const char * const apply_state_table[_APPLY_STATE_MAX] = {
         [APPLY_DRY_RUN]     = "dry-run",
         [APPLY_ERROR]       = "error",
         [APPLY_UNSUPPORTED] = "unsupported",
+        [APPLY_EXTERNAL]    = "changed externally",
+        [APPLY_MANAGED]     = "managed by kernel",
 };
 
 const char *apply_state_to_string(ApplyState s) {
@@ -51,9 +36,14 @@ static Device *device_free(Device *d) {
         free(d->name);
         disk_facts_free(d->facts);
         plan_done(&d->plan);
-        free(d->overrides.elevator);
+        policy_overrides_done(&d->overrides);
         for (size_t i = 0; i < _KNOB_MAX; i++)
                 applied_done(&d->applied[i]);
+        for (size_t i = 0; i < d->n_irq_applied; i++) {
+                free(d->irq_applied[i].original);
+                free(d->irq_applied[i].value);
+        }
+        free(d->irq_applied);
         free(d);
         return NULL;
 }

@@ -12,16 +12,6 @@
 #include "facts.h"
 #include "policy.h"
 
-/* Knobs blkmqd writes. One applied/<knob> and plan/<knob> file each. */
-typedef enum Knob {
-        KNOB_ELEVATOR,          /* queue/scheduler */
-        _KNOB_MAX,
-        _KNOB_INVALID = -EINVAL,
-} Knob;
-
-const char *knob_to_string(Knob k);
-Knob knob_from_string(const char *s);
-
 typedef enum ApplyState {
         APPLY_UNMANAGED,        /* policy has no wish, or the disk is not managed */
         APPLY_KEPT,             /* the value already was what policy wants: nothing written */
@@ -29,6 +19,8 @@ typedef enum ApplyState {
         APPLY_DRY_RUN,          /* would be written; dry-run mode */
         APPLY_ERROR,            /* write failed: error + message */
         APPLY_UNSUPPORTED,      /* the kernel refused in a way retrying cannot fix; not retried */
+        APPLY_EXTERNAL,         /* someone else changed a value blkmqd had written; not fought */
+        APPLY_MANAGED,          /* irq_affinity: every queue vector is kernel-managed */
         _APPLY_STATE_MAX,
         _APPLY_STATE_INVALID = -EINVAL,
 } ApplyState;
@@ -45,12 +37,22 @@ typedef struct Applied {
 
 void applied_done(Applied *a);
 
+/* Per-vector state of irq_affinity. */
+typedef struct IrqApplied {
+        unsigned irq;
+        char *original;         /* smp_affinity_list before blkmqd's first write; NULL = never written */
+        char *value;            /* what blkmqd wrote */
+        bool managed;           /* learned: a write failed with EIO/EPERM (managed IRQ); never retried */
+} IrqApplied;
+
 typedef struct Device {
         char *name;
         DiskFacts *facts;
         Plan plan;
         PolicyOverrides overrides;
         Applied applied[_KNOB_MAX];
+        IrqApplied *irq_applied;
+        size_t n_irq_applied;
         uint64_t generation;    /* bumped on every re-gather */
 } Device;
 

@@ -2,6 +2,11 @@
 
 #include "config.h"
 
+/* daemon/config.h (the configuration-file module) must not shadow meson's config.h here. */
+#ifndef HAVE_BPF
+#error "HAVE_BPF undefined: \"config.h\" did not resolve to meson's generated config.h"
+#endif
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +14,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "macro.h"
 #include "stats-bpf.h"
 
 static StatsBpfLogFunc log_func = NULL;
@@ -33,24 +39,12 @@ struct StatsBpf {
         char *runs_reason;          /* NULL iff has_runs */
 };
 
-static void freep(void *p) {
-        free(*(void **) p);
-}
-#define _cleanup_free_bpf_ __attribute__((cleanup(freep)))
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct btf *, btf__free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct hctx_stats *, hctx_stats__destroy);
 
-static void btf_freep(struct btf **b) {
-        if (*b)
-                btf__free(*b);
-}
-
-static void skel_destroyp(struct hctx_stats **s) {
-        if (*s)
-                hctx_stats__destroy(*s);
-}
-
-static void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_debug(const char *fmt, ...) _printf_(1, 2);
 static void log_debug(const char *fmt, ...) {
-        _cleanup_free_bpf_ char *m = NULL;
+        _cleanup_free_ char *m = NULL;
         va_list ap;
 
         if (!log_func)
@@ -64,7 +58,7 @@ static void log_debug(const char *fmt, ...) {
 }
 
 static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
-        _cleanup_free_bpf_ char *m = NULL;
+        _cleanup_free_ char *m = NULL;
         size_t n;
 
         if (!log_func)
@@ -128,7 +122,7 @@ static int errno_from_load(int r) {
  * @run_prog: 0 none, 1 fentry, 2 kprobe.
  */
 static int open_and_load(bool single_arg, int run_prog, struct hctx_stats **ret) {
-        __attribute__((cleanup(skel_destroyp))) struct hctx_stats *skel = NULL;
+        _cleanup_(hctx_stats__destroyp) struct hctx_stats *skel = NULL;
         int r;
 
         skel = hctx_stats__open();
@@ -143,16 +137,15 @@ static int open_and_load(bool single_arg, int run_prog, struct hctx_stats **ret)
         if (r < 0)
                 return r;
 
-        *ret = skel;
-        skel = NULL;
+        *ret = TAKE_PTR(skel);
         return 0;
 }
 
 int blkmqd_stats_bpf_new(StatsBpf **ret) {
-        __attribute__((cleanup(btf_freep))) struct btf *vmlinux = NULL;
-        __attribute__((cleanup(skel_destroyp))) struct hctx_stats *skel = NULL;
-        _cleanup_free_bpf_ char *fentry_why = NULL, *kprobe_why = NULL;
-        _cleanup_free_bpf_ StatsBpf *s = NULL;
+        _cleanup_(btf__freep) struct btf *vmlinux = NULL;
+        _cleanup_(hctx_stats__destroyp) struct hctx_stats *skel = NULL;
+        _cleanup_free_ char *fentry_why = NULL, *kprobe_why = NULL;
+        _cleanup_(blkmqd_stats_bpf_freep) StatsBpf *s = NULL;
         bool single_arg, have_func, fentry_ok;
         int r, run_prog;
 
@@ -256,17 +249,13 @@ int blkmqd_stats_bpf_new(StatsBpf **ret) {
 
         s->map_fd = bpf_map__fd(skel->maps.hctx_stats);
         s->n_cpus = libbpf_num_possible_cpus();
-        if (s->n_cpus <= 0) {
-                free(s->runs_reason);
+        if (s->n_cpus <= 0)
                 return s->n_cpus < 0 ? s->n_cpus : -EIO;
-        }
-        s->skel = skel;
-        skel = NULL;
+        s->skel = TAKE_PTR(skel);
 
         log_debug("stats-bpf: attached (%d possible CPUs, runs %s)", s->n_cpus,
                   s->has_runs ? "counted" : "not counted");
-        *ret = s;
-        s = NULL;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
@@ -280,7 +269,7 @@ StatsBpf *blkmqd_stats_bpf_free(StatsBpf *s) {
 }
 
 int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCounters *ret) {
-        _cleanup_free_bpf_ struct hctx_stats_value *v = NULL;
+        _cleanup_free_ struct hctx_stats_value *v = NULL;
         struct hctx_stats_key key = { .hctx = hctx };
         HctxBpfCounters c = {};
         int r;
@@ -321,7 +310,7 @@ const char *blkmqd_stats_bpf_runs_unavailable_reason(StatsBpf *s) {
 }
 
 int blkmqd_stats_bpf_forget(StatsBpf *s, dev_t devnum) {
-        _cleanup_free_bpf_ struct hctx_stats_key *keys = NULL;
+        _cleanup_free_ struct hctx_stats_key *keys = NULL;
         struct hctx_stats_key key, next;
         size_t n = 0, allocated = 0;
         uint32_t kdev;

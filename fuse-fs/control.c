@@ -6,7 +6,10 @@
 int render_control(const FuseFsContext *ctx, const Node *n, char **ret) {
         switch (n->type) {
         case NODE_VERSION:
-                return ctx->render_version(ctx->userdata, ret);
+        case NODE_MODE:
+        case NODE_RELOAD:
+        case NODE_RESTORE:
+                return ctx->render_control(ctx->userdata, n->type, ret);
         default:
                 return -EISDIR;
         }

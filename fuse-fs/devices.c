@@ -19,7 +19,9 @@ int render_applied(const Applied *a, char **ret) {
                 r = asprintf(ret, "%s: %s\n", state, strna(a->value));
                 break;
         case APPLY_OK:
-                r = asprintf(ret, "%s: %s (was %s)\n", state, strna(a->value), strna(a->original));
+                r = asprintf(ret, "%s: %s%s%s%s%s%s\n", state, strna(a->value),
+                             a->original ? " (was " : "", a->original ?: "", a->original ? ")" : "",
+                             a->message ? ": " : "", a->message ?: "");
                 break;
         default:
                 r = asprintf(ret, "%s: %s\n", state, strna(a->message));
@@ -29,15 +31,7 @@ int render_applied(const Applied *a, char **ret) {
 }
 
 static int render_plan(const Device *d, Knob k, char **ret) {
-        const char *v = NULL;
-
-        switch (k) {
-        case KNOB_ELEVATOR:
-                v = d->plan.elevator;
-                break;
-        default:
-                return -ENOENT;
-        }
+        const char *v = plan_get(&d->plan, k);
         /* "keep": the policy has no wish for this disk; blkmqd will not write the knob. */
         return asprintf(ret, "%s\n", d->plan.manage && v ? v : "keep") < 0 ? -ENOMEM : 0;
 }
@@ -64,6 +58,10 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
                 if (n->arg < 0 || n->arg >= _KNOB_MAX)
                         return -ENOENT;
                 return render_applied(&d->applied[n->arg], ret);
+        case NODE_POLICY_KNOB:
+                if (n->arg == _KNOB_MAX)
+                        return asprintf(ret, "%s\n", d->overrides.disabled ? "0" : "1") < 0 ? -ENOMEM : 0;
+                return asprintf(ret, "%s\n", policy_overrides_get(&d->overrides, n->arg) ?: "auto") < 0 ? -ENOMEM : 0;
         default:
                 return -EISDIR;
         }

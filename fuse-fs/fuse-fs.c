@@ -111,7 +111,7 @@ static Node *node_child(const Node *dir, const char *name) {
 }
 
 static mode_t node_mode(const Node *n) {
-        return node_is_dir(n) ? S_IFDIR | 0555 : S_IFREG | 0444;
+        return node_is_dir(n) ? S_IFDIR | 0555 : node_is_writable(n) ? S_IFREG | 0644 : S_IFREG | 0444;
 }
 
 /* Fill st for n; renders files to learn their size. Returns 0 or -errno. */
@@ -248,7 +248,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                 fuse_reply_err(req, EISDIR);
                 return;
         }
-        if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+        if ((fi->flags & O_ACCMODE) != O_RDONLY && !node_is_writable(n)) {
                 fuse_reply_err(req, EACCES);
                 return;
         }
@@ -299,7 +299,56 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         fuse_reply_err(req, 0);
 }
 
+/* Only "truncate to 0" on a writable file, which `echo value > file` asks for (O_TRUNC). */
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
+        FuseFs *fs = fuse_req_userdata(req);
+        Node *n = node_get(fs, ino);
+        struct stat st;
+
+        if (!n) {
+                fuse_reply_err(req, ENOENT);
+                return;
+        }
+        if ((to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+                        FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)) ||
+            ((to_set & FUSE_SET_ATTR_SIZE) && (!node_is_writable(n) || attr->st_size != 0))) {
+                fuse_reply_err(req, EPERM);
+                return;
+        }
+        int r = node_stat(fs, n, &st);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_attr(req, &st, FUSE_FS_TIMEOUT);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+        FuseFs *fs = fuse_req_userdata(req);
+        Node *n = node_get(fs, ino);
+
+        if (!n) {
+                fuse_reply_err(req, EIO);
+                return;
+        }
+        if (!node_is_writable(n)) {
+                fuse_reply_err(req, EACCES);
+                return;
+        }
+        /* Like sysfs: one value per write(), at offset 0. */
+        if (off != 0) {
+                fuse_reply_err(req, EINVAL);
+                return;
+        }
+        int r = fs->ctx.write(fs->ctx.userdata, n->type, n->device, n->arg, buf, size);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_write(req, size);
+}
+
 static const struct fuse_lowlevel_ops fuse_fs_ops = {
+        .setattr = op_setattr,
+        .write = op_write,
         .lookup = op_lookup,
         .forget = op_forget,
         .getattr = op_getattr,
@@ -352,7 +401,10 @@ static int build_static(FuseFs *fs) {
         fs->root = node_new(fs, NULL, NODE_ROOT, "", NULL, 0, 0);
         if (!fs->root)
                 return -ENOMEM;
-        if (!node_new(fs, fs->root, NODE_VERSION, FUSE_FS_VERSION, NULL, 0, 0))
+        if (!node_new(fs, fs->root, NODE_VERSION, FUSE_FS_VERSION, NULL, 0, 0) ||
+            !node_new(fs, fs->root, NODE_MODE, FUSE_FS_MODE, NULL, 0, 0) ||
+            !node_new(fs, fs->root, NODE_RELOAD, FUSE_FS_RELOAD, NULL, 0, 0) ||
+            !node_new(fs, fs->root, NODE_RESTORE, FUSE_FS_RESTORE, NULL, 0, 0))
                 return -ENOMEM;
         fs->devices = node_new(fs, fs->root, NODE_DEVICES, FUSE_FS_DEVICES, NULL, 0, 0);
         return fs->devices ? 0 : -ENOMEM;
@@ -480,6 +532,14 @@ static int build_device(FuseFs *fs, const Device *d) {
         for (Knob k = 0; k < _KNOB_MAX; k++)
                 if (!node_new(fs, dir, NODE_APPLIED_KNOB, knob_to_string(k), d->name, k, 0))
                         return -ENOMEM;
+
+        if (!(dir = node_new(fs, dev, NODE_POLICY, FUSE_FS_POLICY, d->name, 0, 0)))
+                return -ENOMEM;
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (!node_new(fs, dir, NODE_POLICY_KNOB, knob_to_string(k), d->name, k, 0))
+                        return -ENOMEM;
+        if (!node_new(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, _KNOB_MAX, 0))
+                return -ENOMEM;
 
         if (!(dir = node_new(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0)))
                 return -ENOMEM;

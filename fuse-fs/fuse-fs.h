@@ -16,12 +16,20 @@
 #include "registry.h"
 
 typedef struct FuseFs FuseFs;
+typedef int NodeTypeRef;        /* a NodeType (fuse-fs/node.h) */
 
 /* What the tree shows besides the registry; supplied by the manager. */
 typedef struct FuseFsContext {
         const Registry *registry;
-        /* Render /version into *ret (newly allocated). Returns 0 or -errno. */
-        int (*render_version)(void *userdata, char **ret);
+        /* Render a root control file (version, mode, reload, restore) into *ret. Returns 0 or -errno. */
+        int (*render_control)(void *userdata, NodeTypeRef type, char **ret);
+        /*
+         * A write to a writable file: the bytes as written (not NUL-terminated), in one
+         * write() at offset 0. device is the disk for policy files, NULL at the root;
+         * knob: the Knob for policy files (_KNOB_MAX = enabled). Returns 0 or -errno
+         * (EINVAL, ERANGE, ENOENT ...), which the writer gets.
+         */
+        int (*write)(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len);
         void *userdata;
 } FuseFsContext;
 

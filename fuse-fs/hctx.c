@@ -11,6 +11,9 @@ static const char * const hctx_attr_table[_HCTX_ATTR_MAX] = {
         [HCTX_ATTR_NR_TAGS]          = "nr_tags",
         [HCTX_ATTR_NR_RESERVED_TAGS] = "nr_reserved_tags",
         [HCTX_ATTR_SHARED_TAGS]      = "shared_tags",
+        [HCTX_ATTR_IRQ]              = "irq",
+        [HCTX_ATTR_IRQ_AFFINITY]     = "irq_affinity",
+        [HCTX_ATTR_IRQ_MANAGED]      = "irq_managed",
 };
 
 const char *hctx_attr_to_string(HctxAttr a) {
@@ -44,6 +47,26 @@ int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret) {
                         asprintf(ret, "unknown: %s\n", d->facts->unknown[FACT_SHARED_TAGS] ?: "debugfs hctx flags unreadable") :
                         asprintf(ret, "%s\n", tristate_to_string(x->shared_tags));
                 return r < 0 ? -ENOMEM : 0;
+        case HCTX_ATTR_IRQ:
+        case HCTX_ATTR_IRQ_AFFINITY:
+        case HCTX_ATTR_IRQ_MANAGED: {
+                if (x->irq < 0 || (size_t) x->irq >= d->facts->n_irqs) {
+                        const char *why = d->facts->unknown[FACT_IRQ_VECTORS] ?:
+                                          "no request-queue vector matched this hctx's cpu_list";
+                        return asprintf(ret, "unknown: %s\n", why) < 0 ? -ENOMEM : 0;
+                }
+                const IrqFacts *q = &d->facts->irqs[x->irq];
+                if (n->arg2 == HCTX_ATTR_IRQ)
+                        r = asprintf(ret, "%u\n", q->irq);
+                else if (n->arg2 == HCTX_ATTR_IRQ_AFFINITY)
+                        r = q->affinity_list ? asprintf(ret, "%s\n", q->affinity_list) :
+                                               asprintf(ret, "unknown: /proc/irq/%u/smp_affinity_list unreadable\n", q->irq);
+                else
+                        r = q->managed == TRISTATE_UNKNOWN ?
+                                asprintf(ret, "unknown: no debugfs irq/irqs/%u and kernel < 6.12; learned at the first write\n", q->irq) :
+                                asprintf(ret, "%s\n", tristate_to_string(q->managed));
+                return r < 0 ? -ENOMEM : 0;
+        }
         default:
                 return -ENOENT;
         }

@@ -17,10 +17,18 @@
 #define FUSE_FS_PLAN      "plan"
 #define FUSE_FS_APPLIED   "applied"
 #define FUSE_FS_HCTX      "hctx"
+#define FUSE_FS_POLICY    "policy"
+#define FUSE_FS_MODE      "mode"
+#define FUSE_FS_RELOAD    "reload"
+#define FUSE_FS_RESTORE   "restore"
+#define FUSE_FS_ENABLED   "enabled"
 
 typedef enum NodeType {
         NODE_ROOT,
         NODE_VERSION,           /* /version */
+        NODE_MODE,              /* /mode      rw  auto | dry-run | off */
+        NODE_RELOAD,            /* /reload    rw  1 -> re-read config, re-evaluate every disk */
+        NODE_RESTORE,           /* /restore   rw  1 -> restore every original value, then mode off */
         NODE_DEVICES,           /* /devices/ */
         NODE_DEVICE,            /* /devices/<disk>/ */
         NODE_CLASS,             /* /devices/<disk>/class */
@@ -31,6 +39,8 @@ typedef enum NodeType {
         NODE_PLAN_KNOB,         /* /devices/<disk>/plan/<knob>        arg = Knob */
         NODE_APPLIED,           /* /devices/<disk>/applied/ */
         NODE_APPLIED_KNOB,      /* /devices/<disk>/applied/<knob>     arg = Knob */
+        NODE_POLICY,            /* /devices/<disk>/policy/ */
+        NODE_POLICY_KNOB,       /* /devices/<disk>/policy/<knob>  rw  arg = Knob, _KNOB_MAX = "enabled" */
         NODE_HCTX,              /* /devices/<disk>/hctx/ */
         NODE_HCTX_N,            /* /devices/<disk>/hctx/<n>/          arg = position in facts->hctx */
         NODE_HCTX_ATTR,         /* /devices/<disk>/hctx/<n>/<attr>    arg = position, arg2 = HctxAttr */
@@ -42,6 +52,9 @@ typedef enum HctxAttr {
         HCTX_ATTR_NR_TAGS,
         HCTX_ATTR_NR_RESERVED_TAGS,
         HCTX_ATTR_SHARED_TAGS,
+        HCTX_ATTR_IRQ,          /* IRQ number of the queue vector serving this hctx */
+        HCTX_ATTR_IRQ_AFFINITY, /* its smp_affinity_list */
+        HCTX_ATTR_IRQ_MANAGED,  /* 1 when kernel-managed */
         _HCTX_ATTR_MAX,
 } HctxAttr;
 
@@ -60,9 +73,15 @@ struct Node {
 static inline bool node_is_dir(const Node *n) {
         switch (n->type) {
         case NODE_ROOT: case NODE_DEVICES: case NODE_DEVICE: case NODE_FACTS:
-        case NODE_PLAN: case NODE_APPLIED: case NODE_HCTX: case NODE_HCTX_N:
+        case NODE_PLAN: case NODE_APPLIED: case NODE_HCTX: case NODE_HCTX_N: case NODE_POLICY:
                 return true;
         default:
                 return false;
         }
+}
+
+/* Files root may write (mode 0644); everything else is 0444. */
+static inline bool node_is_writable(const Node *n) {
+        return n->type == NODE_MODE || n->type == NODE_RELOAD || n->type == NODE_RESTORE ||
+               n->type == NODE_POLICY_KNOB;
 }

@@ -6,12 +6,16 @@
 int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
         switch (n->type) {
         case NODE_VERSION:
+        case NODE_MODE:
+        case NODE_RELOAD:
+        case NODE_RESTORE:
                 return render_control(ctx, n, ret);
         case NODE_CLASS:
         case NODE_EXPLAIN:
         case NODE_FACT:
         case NODE_PLAN_KNOB:
         case NODE_APPLIED_KNOB:
+        case NODE_POLICY_KNOB:
                 return render_device(ctx, n, ret);
         case NODE_HCTX_ATTR:
                 return render_hctx(ctx, n, ret);

@@ -102,3 +102,10 @@ static inline char *mfree_str(char *p) {
         free(p);
         return NULL;
 }
+
+/* Drop one trailing newline in place. */
+static inline void strip_newline_inplace(char *s) {
+        size_t l = strlen(s);
+        if (l > 0 && s[l - 1] == '\n')
+                s[l - 1] = 0;
+}

@@ -33,8 +33,19 @@ static const char * const default_elevators[_DISK_CLASS_MAX][4] = {
         [DISK_CLASS_STACKED]                 = { "none" },
 };
 
+/* Vectors follow their hctx where blk-mq spreads queues over CPUs. */
+static const bool default_irq_follow_hctx[_DISK_CLASS_MAX] = {
+        [DISK_CLASS_MANY_HCTX_SLOW]  = true,
+        [DISK_CLASS_FAST_MULTIQUEUE] = true,
+        [DISK_CLASS_SHARED_TAGS]     = true,
+};
+
 int policy_config_init_defaults(PolicyConfig *config) {
         *config = (PolicyConfig) {};
+        for (size_t c = 0; c < _DISK_CLASS_MAX; c++) {
+                config->classes[c].rq_affinity = -1;    /* keep the kernel default (1) */
+                config->classes[c].irq_follow_hctx = default_irq_follow_hctx[c];
+        }
         for (size_t c = 0; c < _DISK_CLASS_MAX; c++)
                 for (size_t i = 0; i < ELEMENTSOF(default_elevators[c]) && default_elevators[c][i]; i++)
                         if (strv_extend(&config->classes[c].elevators, default_elevators[c][i]) < 0) {

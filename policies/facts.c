@@ -73,6 +73,13 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
                 cpuset_done(&f->hctx[i].cpus);
                 free(f->hctx[i].cpu_list);
         }
+        for (size_t i = 0; i < f->n_irqs; i++) {
+                free(f->irqs[i].name);
+                cpuset_done(&f->irqs[i].affinity);
+                free(f->irqs[i].affinity_list);
+                free(f->irqs[i].managed_source);
+        }
+        free(f->irq_mapping);
         free(f->hctx);
         free(f->name);
         free(f->elevator);
@@ -105,7 +112,7 @@ int disk_facts_set_unknown(DiskFacts *f, Fact fact, const char *fmt, ...) {
 
 static int render_irqs(const DiskFacts *f, FILE *out) {
         for (size_t i = 0; i < f->n_irqs; i++)
-                fprintf(out, "%s%u", i ? " " : "", f->irqs[i]);
+                fprintf(out, "%s%u", i ? " " : "", f->irqs[i].irq);
         return 0;
 }
 
@@ -206,5 +213,57 @@ int kernel_release_parse(const char *release, unsigned *ret_major, unsigned *ret
                 return -EINVAL;
         *ret_major = a;
         *ret_minor = b;
+        return 0;
+}
+
+const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq) {
+        for (size_t i = 0; i < f->n_irqs; i++)
+                if (f->irqs[i].irq == irq)
+                        return &f->irqs[i];
+        return NULL;
+}
+
+int disk_facts_map_irqs(DiskFacts *f) {
+        size_t n_queue = 0, mapped = 0;
+
+        for (size_t i = 0; i < f->n_hctx; i++)
+                f->hctx[i].irq = -1;
+        for (size_t i = 0; i < f->n_irqs; i++) {
+                f->irqs[i].hctx = -1;
+                n_queue += f->irqs[i].queue;
+        }
+
+        /* By affinity: exact cpu set equality, each vector used once. */
+        for (size_t h = 0; h < f->n_hctx; h++)
+                for (size_t i = 0; i < f->n_irqs; i++) {
+                        IrqFacts *q = &f->irqs[i];
+                        if (!q->queue || q->hctx >= 0 || !q->affinity_list || !f->hctx[h].cpu_list)
+                                continue;
+                        if (cpuset_equal(&q->affinity, &f->hctx[h].cpus)) {
+                                q->hctx = h;
+                                f->hctx[h].irq = i;
+                                mapped++;
+                                break;
+                        }
+                }
+        if (mapped == f->n_hctx && mapped > 0)
+                return free_and_strdup(&f->irq_mapping, "affinity");
+
+        /* By order, when every hctx has exactly one queue vector. */
+        if (n_queue == f->n_hctx && n_queue > 0) {
+                size_t h = 0;
+                for (size_t i = 0; i < f->n_hctx; i++)
+                        f->hctx[i].irq = -1;
+                for (size_t i = 0; i < f->n_irqs; i++) {
+                        f->irqs[i].hctx = -1;
+                        if (f->irqs[i].queue) {
+                                f->irqs[i].hctx = h;
+                                f->hctx[h++].irq = i;
+                        }
+                }
+                return free_and_strdup(&f->irq_mapping, "order");
+        }
+        if (mapped > 0)
+                return free_and_strdup(&f->irq_mapping, "affinity (partial)");
         return 0;
 }

@@ -62,7 +62,20 @@ typedef struct HctxFacts {
         int64_t nr_tags;        /* mq/N/nr_tags, -1 if unknown */
         int64_t nr_reserved_tags;
         Tristate shared_tags;   /* debugfs hctxN/flags has TAG_HCTX_SHARED */
+        int irq;                /* position in DiskFacts.irqs of the vector serving this hctx; -1 none */
 } HctxFacts;
+
+/* One MSI/MSI-X vector of the disk's PCI function. */
+typedef struct IrqFacts {
+        unsigned irq;
+        char *name;             /* /proc/interrupts action name ("virtio1-req.0"); "" unknown */
+        CpuSet affinity;        /* /proc/irq/N/smp_affinity_list */
+        char *affinity_list;    /* normalised cpulist; NULL if unreadable */
+        Tristate managed;       /* kernel-managed affinity (IRQD_AFFINITY_MANAGED): user writes fail */
+        char *managed_source;   /* how that is known, for explain; NULL when unknown */
+        bool queue;             /* a request queue vector (not config/control/event/admin) */
+        int hctx;               /* position in DiskFacts.hctx it serves; -1 none */
+} IrqFacts;
 
 typedef struct DiskFacts {
         char *name;                     /* "sda" */
@@ -90,8 +103,9 @@ typedef struct DiskFacts {
         Tristate shared_tags;
         Tristate sq_sched;
 
-        unsigned *irqs;                 /* IRQ numbers, ascending */
+        IrqFacts *irqs;                 /* ascending IRQ number */
         size_t n_irqs;
+        char *irq_mapping;              /* how vectors were matched to hctx: "affinity", "order"; NULL none */
 
         int numa_node;
         char *kernel_release;
@@ -130,6 +144,18 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret);
  * Returns 0 or -EINVAL.
  */
 int kernel_release_parse(const char *release, unsigned *ret_major, unsigned *ret_minor);
+
+/* The IRQ facts of irq number, or NULL. */
+const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq);
+
+/*
+ * Match request-queue vectors to hctx: a vector whose affinity equals the hctx cpu_list
+ * serves it (blk_mq_pci_map_queues(): hctx N's CPUs are the affinity mask of vector
+ * offset+N, block/blk-mq-pci.c); when no affinity matches (vectors moved by irqbalance),
+ * the i-th queue vector serves the i-th hctx if the counts agree. Fills hctx[].irq,
+ * irqs[].hctx and irq_mapping. Pure. Returns 0 or -ENOMEM.
+ */
+int disk_facts_map_irqs(DiskFacts *f);
 
 /* Value of Tristate as "0", "1" or "unknown". */
 const char *tristate_to_string(Tristate t);

@@ -12,3 +12,13 @@ int plan_explain(Plan *p, const char *fmt, ...) __attribute__((format(printf, 2,
 
 /* Elevator area (policies/elevator.c): sets plan->elevator and explains. 0 or -ENOMEM. */
 int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
+
+/* rq_affinity (policies/rq-affinity.c), nr_requests and irq_affinity (policies/irq-affinity.c). 0 or -ENOMEM. */
+int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
+int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan);
+int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
+
+/* "policy/<knob>" for an admin override, else where the config set it. */
+static inline const char *override_label(const PolicyOverrides *o, Knob k, const char *admin) {
+        return o->origin[k] ?: admin;
+}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,15 +33,159 @@ DiskClass disk_class_from_string(const char *s) {
         return _DISK_CLASS_INVALID;
 }
 
+void device_rule_done(DeviceRule *rule) {
+        free(rule->name);
+        free(rule->label);
+        free(rule->match_name);
+        free(rule->match_driver);
+        free(rule->match_transport);
+        free(rule->match_identity);
+        policy_overrides_done(&rule->settings);
+        *rule = (DeviceRule) {};
+}
+
 void policy_config_done(PolicyConfig *config) {
         for (size_t i = 0; i < _DISK_CLASS_MAX; i++)
                 config->classes[i].elevators = strv_free(config->classes[i].elevators);
+        for (size_t i = 0; i < config->n_rules; i++)
+                device_rule_done(&config->rules[i]);
+        free(config->rules);
+        config->rules = NULL;
+        config->n_rules = 0;
+}
+
+static bool glob_matches(const char *glob, const char *value) {
+        return !glob || (value && fnmatch(glob, value, 0) == 0);
+}
+
+bool device_rule_matches(const DeviceRule *rule, const DiskFacts *f) {
+        if (!glob_matches(rule->match_name, f->name) ||
+            !glob_matches(rule->match_driver, f->driver) ||
+            !glob_matches(rule->match_transport, f->transport) ||
+            !glob_matches(rule->match_identity, f->identity))
+                return false;
+        if (rule->match_hwq_min >= 0 && (int64_t) f->n_hctx < rule->match_hwq_min)
+                return false;
+        if (rule->match_hwq_max >= 0 && (int64_t) f->n_hctx > rule->match_hwq_max)
+                return false;
+        if (rule->match_rotational != TRISTATE_UNKNOWN && f->rotational != rule->match_rotational)
+                return false;
+        return true;
+}
+
+/* Admin overrides win; then matching config rules, a later rule over an earlier one. */
+static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *admin,
+                           PolicyOverrides *ret, Plan *plan) {
+        PolicyOverrides m = {};
+        int r;
+
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (policy_overrides_get(admin, k)) {
+                        r = policy_overrides_set(&m, k, policy_overrides_get(admin, k));
+                        if (r < 0)
+                                goto fail;
+                        m.origin[k] = admin->origin[k];
+                }
+        m.disabled = admin->disabled;
+        m.origin[_KNOB_MAX] = admin->origin[_KNOB_MAX];
+        bool admin_enabled_set = admin->disabled;
+
+        for (size_t i = config->n_rules; i > 0; i--) {
+                const DeviceRule *rule = &config->rules[i - 1];
+                if (!device_rule_matches(rule, f))
+                        continue;
+                r = plan_explain(plan, "%s: name=%s driver=%s transport=%s identity=%s -> config section [Device:%s] applies (rule config-match)",
+                                 f->name, f->name, f->driver ?: "unknown", f->transport ?: "unknown",
+                                 f->identity ?: "unknown", rule->name);
+                if (r < 0)
+                        goto fail;
+                for (Knob k = 0; k < _KNOB_MAX; k++) {
+                        const char *v = policy_overrides_get(&rule->settings, k);
+                        if (v && !policy_overrides_get(&m, k)) {
+                                r = policy_overrides_set(&m, k, v);
+                                if (r < 0)
+                                        goto fail;
+                                m.origin[k] = rule->settings.origin[k];
+                        }
+                }
+                if (rule->has_enabled && !admin_enabled_set) {
+                        m.disabled = rule->settings.disabled;
+                        m.origin[_KNOB_MAX] = rule->settings.origin[_KNOB_MAX];
+                        admin_enabled_set = true;
+                }
+        }
+        *ret = m;
+        return 0;
+fail:
+        policy_overrides_done(&m);
+        return r;
+}
+
+static const char * const knob_table[_KNOB_MAX] = {
+        [KNOB_ELEVATOR]     = "elevator",
+        [KNOB_RQ_AFFINITY]  = "rq_affinity",
+        [KNOB_NR_REQUESTS]  = "nr_requests",
+        [KNOB_IRQ_AFFINITY] = "irq_affinity",
+};
+
+const char *knob_to_string(Knob k) {
+        if (k < 0 || k >= _KNOB_MAX)
+                return NULL;
+        return knob_table[k];
+}
+
+Knob knob_from_string(const char *s) {
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (streq(knob_table[k], s))
+                        return k;
+        return _KNOB_INVALID;
 }
 
 void plan_done(Plan *p) {
         free(p->elevator);
+        free(p->rq_affinity);
+        free(p->nr_requests);
+        free(p->irq_affinity);
         strv_free(p->explain);
         *p = (Plan) {};
+}
+
+const char *plan_get(const Plan *p, Knob k) {
+        switch (k) {
+        case KNOB_ELEVATOR:     return p->elevator;
+        case KNOB_RQ_AFFINITY:  return p->rq_affinity;
+        case KNOB_NR_REQUESTS:  return p->nr_requests;
+        case KNOB_IRQ_AFFINITY: return p->irq_affinity;
+        default:                return NULL;
+        }
+}
+
+static char **overrides_slot(PolicyOverrides *o, Knob k) {
+        switch (k) {
+        case KNOB_ELEVATOR:     return &o->elevator;
+        case KNOB_RQ_AFFINITY:  return &o->rq_affinity;
+        case KNOB_NR_REQUESTS:  return &o->nr_requests;
+        case KNOB_IRQ_AFFINITY: return &o->irq_affinity;
+        default:                return NULL;
+        }
+}
+
+const char *policy_overrides_get(const PolicyOverrides *o, Knob k) {
+        char **slot = overrides_slot((PolicyOverrides *) o, k);
+        return slot ? *slot : NULL;
+}
+
+int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value) {
+        char **slot = overrides_slot(o, k);
+        if (!slot)
+                return -EINVAL;
+        return free_and_strdup(slot, value);
+}
+
+void policy_overrides_done(PolicyOverrides *o) {
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                free(*overrides_slot(o, k));
+        *o = (PolicyOverrides) {};
 }
 
 int plan_explain(Plan *p, const char *fmt, ...) {
@@ -131,8 +276,15 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                 return 0;
         }
 
+        _cleanup_(policy_overrides_done) PolicyOverrides merged = {};
+        r = merge_overrides(facts, config, overrides, &merged, &plan);
+        if (r < 0)
+                return r;
+        overrides = &merged;
+
         if (overrides->disabled) {
-                r = plan_explain(&plan, "%s: policy/enabled=0 -> left alone (rule override)", facts->name);
+                r = plan_explain(&plan, "%s: %s -> left alone (rule override)", facts->name,
+                                 overrides->origin[_KNOB_MAX] ?: "policy/enabled=0");
                 if (r < 0)
                         return r;
                 *ret = plan;
@@ -141,7 +293,14 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         }
 
         plan.manage = true;
-        r = policy_elevator(facts, &config->classes[plan.class], overrides, &plan);
+        const ClassPolicy *cp = &config->classes[plan.class];
+        r = policy_elevator(facts, cp, overrides, &plan);
+        if (r >= 0)
+                r = policy_rq_affinity(facts, cp, overrides, &plan);
+        if (r >= 0)
+                r = policy_nr_requests(facts, overrides, &plan);
+        if (r >= 0)
+                r = policy_irq_affinity(facts, cp, overrides, &plan);
         if (r < 0)
                 return r;
 

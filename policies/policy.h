@@ -42,10 +42,65 @@ DiskClass disk_class_from_string(const char *s);
  */
 typedef struct ClassPolicy {
         char **elevators;       /* strv, preference order; NULL = keep */
+        int rq_affinity;        /* 0, 1, 2; -1 = keep (block/blk-sysfs.c queue_rq_affinity_store) */
+        bool irq_follow_hctx;   /* place non-managed queue vectors on their hctx's CPUs */
 } ClassPolicy;
+
+
+
+/* Knobs blkmqd writes; one plan/<knob>, applied/<knob> and policy/<knob> file each. */
+typedef enum Knob {
+        KNOB_ELEVATOR,          /* queue/scheduler */
+        KNOB_RQ_AFFINITY,       /* queue/rq_affinity: 0, 1, 2 */
+        KNOB_NR_REQUESTS,       /* queue/nr_requests */
+        KNOB_IRQ_AFFINITY,      /* /proc/irq/N/smp_affinity_list of the queue vectors: "hctx" or a cpulist */
+        _KNOB_MAX,
+        _KNOB_INVALID = -EINVAL,
+} Knob;
+
+const char *knob_to_string(Knob k);
+Knob knob_from_string(const char *s);
+
+/*
+ * Per-disk overrides set by the admin (policy/<knob> files), as validated, normalised
+ * strings. NULL = automatic ("auto"). Zero-initialised = no overrides.
+ */
+typedef struct PolicyOverrides {
+        char *elevator;         /* wins over the class policy when the device offers it */
+        char *rq_affinity;      /* "0" | "1" | "2" */
+        char *nr_requests;      /* decimal */
+        char *irq_affinity;     /* "hctx" or a normalised cpulist */
+        bool disabled;          /* policy/enabled = 0: leave this disk alone */
+        /* Where each value came from, for explain: NULL = the admin's policy/<knob> file,
+         * else e.g. "config [Device:hba]". Not owned. */
+        const char *origin[_KNOB_MAX + 1];
+} PolicyOverrides;
+
+/*
+ * A [Device:<name>] section of the config: settings for disks that match every given
+ * Match key. Unset matches are NULL / -1 / TRISTATE_UNKNOWN.
+ */
+typedef struct DeviceRule {
+        char *name;                     /* the section name after "Device:" */
+        char *label;                    /* "config [Device:<name>]", for explain */
+        char *match_name;               /* fnmatch glob on the kernel name ("sd*") */
+        char *match_driver;             /* glob on the driver fact */
+        char *match_transport;          /* glob on the transport fact */
+        char *match_identity;           /* glob on the identity (e.g. wwid:naa.5000c5*) */
+        int64_t match_hwq_min, match_hwq_max;   /* nr_hw_queues range, inclusive */
+        Tristate match_rotational;
+        PolicyOverrides settings;       /* what the section sets */
+        bool has_enabled;               /* settings.disabled is meaningful */
+} DeviceRule;
+
+/* True when every Match key of rule holds for f. Pure. */
+bool device_rule_matches(const DeviceRule *rule, const DiskFacts *f);
+void device_rule_done(DeviceRule *rule);
 
 typedef struct PolicyConfig {
         ClassPolicy classes[_DISK_CLASS_MAX];
+        DeviceRule *rules;              /* in file order; a later rule wins */
+        size_t n_rules;
 } PolicyConfig;
 
 /*
@@ -55,21 +110,42 @@ typedef struct PolicyConfig {
 int policy_config_init_defaults(PolicyConfig *config);
 void policy_config_done(PolicyConfig *config);
 
-/* Per-disk overrides set by the admin (policy/<knob> files). NULL/false = automatic. */
-typedef struct PolicyOverrides {
-        char *elevator;         /* wins over the class policy when the device offers it */
-        bool disabled;          /* "enabled = 0": leave this disk alone */
-} PolicyOverrides;
 
-/* What the policy wants for one disk. */
+void policy_overrides_done(PolicyOverrides *o);
+/* The override of knob k (NULL = auto). */
+const char *policy_overrides_get(const PolicyOverrides *o, Knob k);
+/* Set (value != NULL) or clear (NULL) the override of k. Returns 0 or -ENOMEM. */
+int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value);
+
+/*
+ * Validate what a user wrote into policy/<knob> and normalise it.
+ *   input:  the bytes written (len bytes, may lack a NUL; one trailing "\n" is dropped)
+ *   facts:  the disk (for the elevator list, queue depth, reserved tags)
+ *   online: online CPUs (/sys/devices/system/cpu/online) for irq_affinity
+ *   ret:    normalised value, NULL for "auto"
+ * Returns 0, or -EINVAL (not a valid value: empty, embedded NUL, over 4096 bytes,
+ * unknown elevator, "0x2", a cpulist naming an offline CPU, ...), -ERANGE (a number
+ * outside the knob's range: rq_affinity 3 or -1; nr_requests outside the kernel's
+ * limits, KERNEL-FACTS.md §4.2), -ENOMEM. Pure.
+ * enabled is validated with knob == _KNOB_MAX: "0" or "1" -> ret "0"/"1".
+ */
+int policy_override_validate(Knob knob, const char *input, size_t len, const DiskFacts *facts,
+                             const CpuSet *online, char **ret);
+
+/* What the policy wants for one disk. Each knob: wanted value as written to the kernel, NULL = leave. */
 typedef struct Plan {
         DiskClass class;
         bool manage;            /* false: blkmqd writes nothing to this disk */
-        char *elevator;         /* wanted elevator; NULL = leave as is */
+        char *elevator;
+        char *rq_affinity;
+        char *nr_requests;
+        char *irq_affinity;     /* "hctx": each queue vector on its hctx's CPUs; or a cpulist */
         char **explain;         /* strv of explanation lines, without trailing newline */
 } Plan;
 
 void plan_done(Plan *p);
+/* The wanted value of knob k (NULL = leave). */
+const char *plan_get(const Plan *p, Knob k);
 
 /*
  * Classify a disk. Pure function of the facts (see policies/classify.c for the rules).

@@ -4,7 +4,7 @@
 #   tools/install-deps.sh --tests  also everything the test suites use
 set -eu
 
-RUN="meson ninja-build pkg-config gcc libc6-dev libudev-dev libfuse3-dev fuse3 libsystemd-dev
+RUN="meson ninja-build pkg-config gcc libc6-dev libudev-dev libfuse3-dev fuse3 libsystemd-dev libinih-dev
      clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev kmod util-linux"
 TESTS="umockdev libumockdev-dev valgrind libclang-rt-14-dev fio
        qemu-system-x86 busybox-static cpio udev

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conf.h"
+#include "macro.h"
+#include "parse.h"
+#include "strv.h"
+
+static const char * const mode_table[_MODE_MAX] = {
+        [MODE_AUTO]    = "auto",
+        [MODE_DRY_RUN] = "dry-run",
+        [MODE_OFF]     = "off",
+};
+
+const char *manager_mode_to_string(ManagerMode m) {
+        if (m < 0 || m >= _MODE_MAX)
+                return NULL;
+        return mode_table[m];
+}
+
+ManagerMode manager_mode_from_string(const char *s) {
+        for (ManagerMode m = 0; m < _MODE_MAX; m++)
+                if (streq(mode_table[m], s))
+                        return m;
+        return _MODE_INVALID;
+}
+
+void config_done(Config *c) {
+        policy_config_done(&c->policy);
+        c->devices = strv_free(c->devices);
+}
+
+int config_init(Config *c) {
+        *c = (Config) { .mode = _MODE_INVALID };
+        return policy_config_init_defaults(&c->policy);
+}
+
+typedef struct ParseContext {
+        Config *config;
+        const char *file;
+        char *error;
+        int line;
+        DeviceRule *rule;       /* the current [Device:] section */
+} ParseContext;
+
+static int parse_bool(const char *v) {
+        if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on") || streq(v, "1"))
+                return 1;
+        if (!strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcasecmp(v, "off") || streq(v, "0"))
+                return 0;
+        return -EINVAL;
+}
+
+static int split_words(const char *v, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *copy = strdup(v);
+        char *save = NULL;
+        if (!copy)
+                return -ENOMEM;
+        for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+                if (strv_extend(&l, t) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static int fail(ParseContext *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(ParseContext *p, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (!p->error && asprintf(&p->error, "%s:%d: %s", p->file, p->line, msg) < 0)
+                p->error = NULL;
+        return 0;       /* inih: stop at this line */
+}
+
+static int parse_manager(ParseContext *p, const char *key, const char *v) {
+        Config *c = p->config;
+        int b;
+
+        if (streq(key, "Mode")) {
+                ManagerMode m = manager_mode_from_string(v);
+                if (m < 0)
+                        return fail(p, "Mode=%s: expected auto, dry-run or off", v);
+                c->mode = m;
+        } else if (streq(key, "Devices")) {
+                strv_free(c->devices);
+                c->devices = NULL;
+                if (split_words(v, &c->devices) < 0)
+                        return fail(p, "out of memory");
+        } else if (streq(key, "Reassert")) {
+                if ((b = parse_bool(v)) < 0)
+                        return fail(p, "Reassert=%s: expected yes or no", v);
+                c->reassert = b;
+        } else if (streq(key, "ModprobeWrite")) {
+                if ((b = parse_bool(v)) < 0)
+                        return fail(p, "ModprobeWrite=%s: expected yes or no", v);
+                c->modprobe_write = b;
+        } else
+                return fail(p, "unknown key \"%s\" in [Manager]", key);
+        return 1;
+}
+
+static int parse_class(ParseContext *p, DiskClass cls, const char *key, const char *v) {
+        ClassPolicy *cp = &p->config->policy.classes[cls];
+
+        if (streq(key, "Elevator")) {
+                cp->elevators = strv_free(cp->elevators);
+                if (streq(v, "keep"))
+                        return 1;
+                if (split_words(v, &cp->elevators) < 0)
+                        return fail(p, "out of memory");
+                if (!cp->elevators)
+                        return fail(p, "Elevator= needs at least one name, or \"keep\"");
+        } else if (streq(key, "RqAffinity")) {
+                int x;
+                if (streq(v, "keep"))
+                        cp->rq_affinity = -1;
+                else if (parse_int(v, &x) < 0 || x < 0 || x > 2)
+                        return fail(p, "RqAffinity=%s: expected 0, 1, 2 or keep", v);
+                else
+                        cp->rq_affinity = x;
+        } else if (streq(key, "IrqAffinity")) {
+                if (streq(v, "hctx"))
+                        cp->irq_follow_hctx = true;
+                else if (streq(v, "keep"))
+                        cp->irq_follow_hctx = false;
+                else
+                        return fail(p, "IrqAffinity=%s: expected hctx or keep", v);
+        } else
+                return fail(p, "unknown key \"%s\" in a [Class:] section", key);
+        return 1;
+}
+
+static int set_rule_knob(ParseContext *p, Knob k, const char *v) {
+        DeviceRule *rule = p->rule;
+
+        if (policy_overrides_set(&rule->settings, k, v) < 0)
+                return fail(p, "out of memory");
+        /* explain shows "config:<section>=<value>"; the label lives as long as the rule */
+        rule->settings.origin[k] = rule->label;
+        return 1;
+}
+
+static int parse_device(ParseContext *p, const char *key, const char *v) {
+        DeviceRule *rule = p->rule;
+        char **glob = streq(key, "MatchName") ? &rule->match_name :
+                      streq(key, "MatchDriver") ? &rule->match_driver :
+                      streq(key, "MatchTransport") ? &rule->match_transport :
+                      streq(key, "MatchIdentity") ? &rule->match_identity : NULL;
+        int b;
+
+        if (glob)
+                return free_and_strdup(glob, v) < 0 ? fail(p, "out of memory") : 1;
+
+        if (streq(key, "MatchHwQueues")) {
+                uint64_t a, z;
+                const char *dash = strchr(v, '-');
+                if (dash) {
+                        _cleanup_free_ char *lo = strndup(v, dash - v);
+                        if (!lo || parse_u64(lo, &a) < 0 || parse_u64(dash + 1, &z) < 0 || a > z)
+                                return fail(p, "MatchHwQueues=%s: expected N or MIN-MAX", v);
+                } else if (parse_u64(v, &a) < 0)
+                        return fail(p, "MatchHwQueues=%s: expected N or MIN-MAX", v);
+                else
+                        z = a;
+                rule->match_hwq_min = a;
+                rule->match_hwq_max = z;
+                return 1;
+        }
+        if (streq(key, "MatchRotational")) {
+                if ((b = parse_bool(v)) < 0)
+                        return fail(p, "MatchRotational=%s: expected yes or no", v);
+                rule->match_rotational = b ? TRISTATE_YES : TRISTATE_NO;
+                return 1;
+        }
+        if (streq(key, "Enabled")) {
+                if ((b = parse_bool(v)) < 0)
+                        return fail(p, "Enabled=%s: expected yes or no", v);
+                rule->settings.disabled = !b;
+                rule->has_enabled = true;
+                rule->settings.origin[_KNOB_MAX] = rule->label;
+                return 1;
+        }
+
+        /* Knob settings; values are checked against each disk when the rule applies. */
+        Knob k = streq(key, "Elevator") ? KNOB_ELEVATOR :
+                 streq(key, "RqAffinity") ? KNOB_RQ_AFFINITY :
+                 streq(key, "NrRequests") ? KNOB_NR_REQUESTS :
+                 streq(key, "IrqAffinity") ? KNOB_IRQ_AFFINITY : _KNOB_INVALID;
+        if (k < 0)
+                return fail(p, "unknown key \"%s\" in [Device:%s]", key, rule->name);
+
+        if (k == KNOB_RQ_AFFINITY) {
+                int x;
+                if (parse_int(v, &x) < 0 || x < 0 || x > 2)
+                        return fail(p, "RqAffinity=%s: expected 0, 1 or 2", v);
+        } else if (k == KNOB_NR_REQUESTS) {
+                uint64_t x;
+                if (parse_u64(v, &x) < 0 || x < 4)
+                        return fail(p, "NrRequests=%s: expected a number >= 4", v);
+        } else if (k == KNOB_IRQ_AFFINITY && !streq(v, "hctx")) {
+                _cleanup_(cpuset_done) CpuSet set = {};
+                if (cpuset_parse(v, &set) < 0 || cpuset_count(&set) == 0)
+                        return fail(p, "IrqAffinity=%s: expected hctx or a CPU list", v);
+        } else if (k == KNOB_ELEVATOR && strpbrk(v, " \t"))
+                return fail(p, "Elevator=%s: one elevator name", v);
+        return set_rule_knob(p, k, v);
+}
+
+static int on_ini(void *userdata, const char *section, const char *key, const char *value, int line) {
+        ParseContext *p = userdata;
+        const char *s;
+
+        p->line = line;
+        if (!key)
+                return 1;               /* section start (INI_CALL_HANDLER_ON_NEW_SECTION) */
+        if (streq(section, "Manager"))
+                return parse_manager(p, key, value);
+        if ((s = startswith(section, "Class:"))) {
+                DiskClass c = disk_class_from_string(s);
+                if (c < 0 || c == DISK_CLASS_NO_MQ || c == DISK_CLASS_UNKNOWN)
+                        return fail(p, "[Class:%s]: not a class blkmqd tunes", s);
+                return parse_class(p, c, key, value);
+        }
+        if ((s = startswith(section, "Device:"))) {
+                PolicyConfig *pc = &p->config->policy;
+                if (!p->rule || !streq(p->rule->name, s)) {
+                        DeviceRule *n = realloc(pc->rules, (pc->n_rules + 1) * sizeof(DeviceRule));
+                        if (!n)
+                                return fail(p, "out of memory");
+                        pc->rules = n;
+                        p->rule = &n[pc->n_rules++];
+                        *p->rule = (DeviceRule) { .match_hwq_min = -1, .match_hwq_max = -1,
+                                                  .match_rotational = TRISTATE_UNKNOWN };
+                        if (!(p->rule->name = strdup(s)) || asprintf(&p->rule->label, "config [Device:%s]", s) < 0)
+                                return fail(p, "out of memory");
+                }
+                return parse_device(p, key, value);
+        }
+        return fail(p, "unknown section [%s]", section);
+}
+
+/* inih's handler gets no line number: feed it line by line through a reader that counts. */
+typedef struct LineReader {
+        const char *text;
+        int line;
+} LineReader;
+
+static char *reader(char *str, int num, void *stream) {
+        LineReader *r = stream;
+        if (!*r->text)
+                return NULL;
+        const char *nl = strchr(r->text, '\n');
+        size_t l = nl ? (size_t) (nl - r->text + 1) : strlen(r->text);
+        if (l >= (size_t) num)
+                l = num - 1;
+        memcpy(str, r->text, l);
+        str[l] = 0;
+        r->text += l;
+        r->line++;
+        return str;
+}
+
+typedef struct Handler {
+        ParseContext *ctx;
+        LineReader *reader;
+} Handler;
+
+static int on_ini_line(void *userdata, const char *section, const char *key, const char *value) {
+        Handler *h = userdata;
+        return on_ini(h->ctx, section, key, value, h->reader->line);
+}
+
+int config_parse_text(Config *c, const char *name, const char *text, char **ret_error) {
+        ParseContext p = { .config = c, .file = name };
+        LineReader r = { .text = text };
+        Handler h = { .ctx = &p, .reader = &r };
+
+        int e = ini_parse_stream(reader, &r, on_ini_line, &h);
+        if (e != 0 || p.error) {
+                if (!p.error && asprintf(&p.error, "%s:%d: %s", name, e > 0 ? e : r.line,
+                                         e > 0 ? "syntax error (expected [Section] or Key=Value)" : "read error") < 0)
+                        p.error = NULL;
+                *ret_error = p.error;
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int read_file(const char *path, char **ret) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        char *buf = NULL;
+        size_t n = 0, size = 0;
+        FILE *m = open_memstream(&buf, &size);
+        if (!m) {
+                fclose(f);
+                return -ENOMEM;
+        }
+        char chunk[4096];
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+                fwrite(chunk, 1, n, m);
+        int err = ferror(f);
+        fclose(f);
+        if (fclose(m) != 0 || err) {
+                free(buf);
+                return -EIO;
+        }
+        *ret = buf;
+        return 0;
+}
+
+static int name_compare(const void *a, const void *b) {
+        return strcmp(*(char * const *) a, *(char * const *) b);
+}
+
+int config_load(const char *path, Config *ret, char **ret_error) {
+        _cleanup_(config_done) Config c = {};
+        _cleanup_free_ char *text = NULL, *dropin = NULL;
+        _cleanup_strv_free_ char **files = NULL;
+        int r;
+
+        r = config_init(&c);
+        if (r < 0)
+                return r;
+
+        r = read_file(path, &text);
+        if (r >= 0) {
+                r = config_parse_text(&c, path, text, ret_error);
+                if (r < 0)
+                        return r;
+        } else if (r != -ENOENT) {
+                if (asprintf(ret_error, "%s: %s", path, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+
+        if (asprintf(&dropin, "%s.d", path) < 0)
+                return -ENOMEM;
+        DIR *d = opendir(dropin);
+        if (d) {
+                struct dirent *de;
+                while ((de = readdir(d))) {
+                        size_t l = strlen(de->d_name);
+                        if (l > 5 && streq(de->d_name + l - 5, ".conf") && de->d_name[0] != '.')
+                                if (strv_extend(&files, de->d_name) < 0) {
+                                        closedir(d);
+                                        return -ENOMEM;
+                                }
+                }
+                closedir(d);
+                qsort(files, strv_length(files), sizeof(char *), name_compare);
+        }
+        STRV_FOREACH(f, files) {
+                _cleanup_free_ char *p = NULL, *t = NULL;
+                if (asprintf(&p, "%s/%s", dropin, *f) < 0)
+                        return -ENOMEM;
+                r = read_file(p, &t);
+                if (r < 0) {
+                        if (asprintf(ret_error, "%s: %s", p, strerror(-r)) < 0)
+                                *ret_error = NULL;
+                        return r;
+                }
+                r = config_parse_text(&c, p, t, ret_error);
+                if (r < 0)
+                        return r;
+        }
+
+        *ret = c;
+        c = (Config) {};
+        return 0;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The configuration: /etc/blkmqd/blkmqd.conf, then the drop-ins blkmqd.conf.d/NAME.conf in
+ * lexical order (a later file's key wins), systemd-style INI parsed by libinih.
+ *
+ *   [Manager]
+ *   Mode=auto|dry-run|off         Devices=GLOB...      Reassert=yes|no
+ *   ModprobeWrite=yes|no          (write /etc/modprobe.d/blkmqd.conf; default no: propose only)
+ *
+ *   [Class:<class>]               one of many-hctx-slow, fast-multiqueue, shared-tags,
+ *                                 single-queue-rotational, single-queue-fast, stacked
+ *   Elevator=NAME... | keep       preference list
+ *   RqAffinity=0|1|2|keep
+ *   IrqAffinity=hctx|keep
+ *
+ *   [Device:<name>]               every Match key must hold
+ *   MatchName= MatchDriver= MatchTransport= MatchIdentity=   (fnmatch globs)
+ *   MatchHwQueues=N | MIN-MAX     MatchRotational=yes|no
+ *   Elevator= RqAffinity= NrRequests= IrqAffinity=hctx|CPULIST  Enabled=yes|no
+ *
+ * A bad line is reported as "file:line: what is wrong" and the whole load fails, so the
+ * last good configuration stays in force. See man/blkmqd.conf.5.scd.
+ */
+
+#include <stdbool.h>
+
+#include "policy.h"
+
+typedef enum ManagerMode {
+        MODE_AUTO,              /* apply the plan */
+        MODE_DRY_RUN,           /* compute and show; write nothing */
+        MODE_OFF,               /* compute and show; no apply at all */
+        _MODE_MAX,
+        _MODE_INVALID = -EINVAL,
+} ManagerMode;
+
+const char *manager_mode_to_string(ManagerMode m);
+ManagerMode manager_mode_from_string(const char *s);
+
+typedef struct Config {
+        PolicyConfig policy;
+        ManagerMode mode;       /* _MODE_INVALID when not set (command line decides) */
+        char **devices;         /* Devices= globs; NULL = all */
+        bool reassert;
+        bool modprobe_write;
+} Config;
+
+void config_done(Config *c);
+
+/*
+ * Load path (a file; missing is fine: defaults) and the path.d/NAME.conf drop-ins into ret
+ * (starting from the shipped defaults). Returns 0; -EINVAL with *ret_error set to
+ * "file:line: what is wrong" (newly allocated) on a bad line; -errno on I/O errors.
+ * ret is untouched on failure.
+ */
+int config_load(const char *path, Config *ret, char **ret_error);
+
+/*
+ * Parse one file's text (for tests and fuzzing). name is used in messages.
+ * Returns as config_load(). c must be initialised (config_load's defaults or earlier files).
+ */
+int config_parse_text(Config *c, const char *name, const char *text, char **ret_error);
+
+/* Fresh defaults. Returns 0 or -ENOMEM. */
+int config_init(Config *c);

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "state.h"
+#include "strv.h"
+
+#define OVERRIDES_DIR "overrides"
+
+struct State {
+        char *dir;
+        int fd;                 /* the overrides/ directory */
+};
+
+const char *state_dir(const State *s) {
+        return s->dir;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++)
+                if (*s == '/') {
+                        *s = 0;
+                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                                return negative_errno();
+                        *s = '/';
+                }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+int state_open(const char *dir, State **ret) {
+        _cleanup_free_ char *sub = NULL;
+        int r;
+
+        if (asprintf(&sub, "%s/" OVERRIDES_DIR, dir) < 0)
+                return -ENOMEM;
+        r = mkdir_p(dir, 0700);
+        if (r >= 0)
+                r = mkdir_p(sub, 0700);
+        if (r < 0)
+                return r;
+
+        State *s = calloc(1, sizeof(State));
+        if (!s)
+                return -ENOMEM;
+        s->dir = strdup(dir);
+        s->fd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (!s->dir || s->fd < 0) {
+                r = s->dir ? negative_errno() : -ENOMEM;
+                state_free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+State *state_free(State *s) {
+        if (!s)
+                return NULL;
+        closep(&s->fd);
+        free(s->dir);
+        free(s);
+        return NULL;
+}
+
+char *state_escape_identity(const char *identity) {
+        size_t l = strlen(identity);
+        char *r = malloc(l * 3 + 1), *p = r;
+        if (!r)
+                return NULL;
+        for (const char *c = identity; *c; c++) {
+                if (isalnum((unsigned char) *c) || strchr("-_.:@", *c))
+                        *p++ = *c;
+                else
+                        p += sprintf(p, "%%%02x", (unsigned char) *c);
+        }
+        *p = 0;
+        if (r[0] == '.')        /* never "." / ".." / hidden */
+                r[0] = '_';
+        if (strlen(r) > 200)    /* NAME_MAX headroom for ".tmp" and ".corrupt" */
+                r[200] = 0;
+        return r;
+}
+
+int state_save_overrides(State *s, const char *identity, const PolicyOverrides *o) {
+        _cleanup_free_ char *name = state_escape_identity(identity), *tmp = NULL, *buf = NULL;
+        size_t size = 0;
+        int r;
+
+        if (!name)
+                return -ENOMEM;
+
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "# blkmqd overrides for %s\n", identity);
+        bool any = false;
+        for (Knob k = 0; k < _KNOB_MAX; k++) {
+                const char *v = policy_overrides_get(o, k);
+                if (v) {
+                        fprintf(f, "%s=%s\n", knob_to_string(k), v);
+                        any = true;
+                }
+        }
+        if (o->disabled) {
+                fputs("enabled=0\n", f);
+                any = true;
+        }
+        if (fclose(f) != 0)
+                return -ENOMEM;
+
+        if (!any) {
+                if (unlinkat(s->fd, name, 0) < 0 && errno != ENOENT)
+                        return negative_errno();
+                return 0;
+        }
+
+        if (asprintf(&tmp, ".%s.tmp", name) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = openat(s->fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return negative_errno();
+        if (write(fd, buf, size) != (ssize_t) size || fsync(fd) < 0) {
+                r = negative_errno();
+                (void) unlinkat(s->fd, tmp, 0);
+                return r;
+        }
+        if (renameat(s->fd, tmp, s->fd, name) < 0) {
+                r = negative_errno();
+                (void) unlinkat(s->fd, tmp, 0);
+                return r;
+        }
+        (void) fsync(s->fd);
+        return 0;
+}
+
+int state_load_overrides(State *s, const char *identity, char ***ret) {
+        _cleanup_free_ char *name = state_escape_identity(identity), *line = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        if (!name)
+                return -ENOMEM;
+        int fd = openat(s->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) {
+                if (errno == ENOENT) {
+                        *ret = NULL;
+                        return 0;
+                }
+                return negative_errno();
+        }
+        FILE *f = fdopen(fd, "r");
+        if (!f) {
+                close(fd);
+                return -ENOMEM;
+        }
+        while (getline(&line, &n, f) > 0) {
+                strip_newline_inplace(line);
+                if (line[0] == '#' || line[0] == 0)
+                        continue;
+                char *eq = strchr(line, '=');
+                if (!eq || eq == line) {
+                        r = -EBADMSG;
+                        break;
+                }
+                *eq = 0;
+                if (strv_extend(&l, line) < 0 || strv_extend(&l, eq + 1) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        fclose(f);
+
+        if (r == -EBADMSG) {
+                _cleanup_free_ char *corrupt = NULL;
+                if (asprintf(&corrupt, "%s.corrupt", name) >= 0)
+                        (void) renameat(s->fd, name, s->fd, corrupt);
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Persistent state in the state directory (--state-dir, else $STATE_DIRECTORY which
+ * systemd's StateDirectory= sets, else /var/lib/blkmqd):
+ *   overrides/<identity>   policy/<knob> overrides of one disk, "knob=value" lines
+ * keyed by the disk's stable identity (WWID, serial, loop backing file, device path),
+ * never by its kernel name. Files are written atomically: temp file, fsync, rename,
+ * fsync of the directory, so a crash leaves the old or the new file, never a torn one.
+ */
+
+#include "policy.h"
+
+typedef struct State State;
+
+/* Open (creating if needed, mode 0700) the state directory. Returns 0 or -errno. */
+int state_open(const char *dir, State **ret);
+State *state_free(State *s);
+const char *state_dir(const State *s);
+
+/*
+ * Save the overrides of identity; an override set with nothing in it removes the file.
+ * Returns 0 or -errno.
+ */
+int state_save_overrides(State *s, const char *identity, const PolicyOverrides *o);
+
+/*
+ * Load the stored "knob=value" lines of identity into a strv of alternating key, value.
+ * Returns 0 (ret NULL when there is nothing stored), -EBADMSG for a corrupt file (it is
+ * renamed to <name>.corrupt so it is reported once and set aside), -errno.
+ */
+int state_load_overrides(State *s, const char *identity, char ***ret);
+
+/* The file name used for identity ("wwid:naa.5000…" -> "wwid:naa.5000…"; '/' and others %-escaped). NULL on ENOMEM. */
+char *state_escape_identity(const char *identity);

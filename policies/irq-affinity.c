@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * IRQ affinity of request-queue vectors.
+ *
+ * blk_mq_pci_map_queues() maps hctx N to the CPUs of vector offset+N, so a vector placed
+ * on its hctx's CPUs completes where the submitter runs. Kernel-managed vectors
+ * (IRQD_AFFINITY_MANAGED; virtio, nvme, most HBAs with pci_alloc_irq_vectors_affinity)
+ * already are, and user writes fail (-EIO <= 6.11, -EPERM >= 6.12, eb29369fa543):
+ * those are reported as "managed by kernel" and never written.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "macro.h"
+#include "policy-internal.h"
+
+int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+        const char *cls = disk_class_to_string(plan->class);
+        size_t queue = 0, managed = 0, mapped = 0;
+
+        for (size_t i = 0; i < f->n_irqs; i++)
+                if (f->irqs[i].queue) {
+                        queue++;
+                        managed += f->irqs[i].managed == TRISTATE_YES;
+                        mapped += f->irqs[i].hctx >= 0;
+                }
+
+        if (queue == 0)
+                return plan_explain(plan, "%s: queue vectors=0 -> irq_affinity left alone: no request-queue IRQ vectors (%s) (rule irq-affinity-none)",
+                                    f->name, f->unknown[FACT_IRQ_VECTORS] ?: "only config/control vectors");
+
+        const char *want = o->irq_affinity ?: (cp->irq_follow_hctx ? "hctx" : NULL);
+        if (!want)
+                return plan_explain(plan, "%s: class=%s queue vectors=%zu -> irq_affinity left alone (rule irq-affinity-%s)",
+                                    f->name, cls, queue, cls);
+
+        if (managed == queue)
+                return plan_explain(plan, "%s: queue vectors=%zu managed=%zu -> irq_affinity left alone: managed by kernel (rule irq-affinity-managed)",
+                                    f->name, queue, managed);
+
+        if (streq(want, "hctx") && mapped == 0)
+                return plan_explain(plan, "%s: queue vectors=%zu hctx=%zu -> irq_affinity left alone: no vector could be matched to an hctx (rule irq-affinity-unmapped)",
+                                    f->name, queue, f->n_hctx);
+
+        plan->irq_affinity = strdup(want);
+        if (!plan->irq_affinity)
+                return -ENOMEM;
+        return plan_explain(plan, "%s: %s=%s queue vectors=%zu managed=%zu mapping=%s -> irq_affinity=%s, managed vectors skipped (rule %s)",
+                            f->name, o->irq_affinity ? override_label(o, KNOB_IRQ_AFFINITY, "policy/irq_affinity") : "class",
+                            o->irq_affinity ?: cls, queue, managed, f->irq_mapping ?: "none", want,
+                            !o->irq_affinity ? "irq-affinity-follow-hctx" : o->origin[KNOB_IRQ_AFFINITY] ? "config" : "override");
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Validation of what users write into devices/<disk>/policy/<knob>. Pure. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "parse.h"
+#include "policy.h"
+#include "strv.h"
+
+#define OVERRIDE_MAX 4096
+/* block/blk-mq.h / include/linux/blkdev.h */
+#define BLKDEV_MIN_RQ 4
+#define MAX_SCHED_RQ (16 * 128)   /* 16 * BLKDEV_DEFAULT_RQ */
+
+static int validate_nr_requests(const char *v, const DiskFacts *f, char **ret) {
+        uint64_t n;
+        int r = parse_u64(v, &n);
+        if (r < 0)
+                return r;
+
+        /* queue/nr_requests store (block/blk-sysfs.c): > reserved tags, >= BLKDEV_MIN_RQ,
+         * <= MAX_SCHED_RQ with an elevator, <= the tag set depth without one. */
+        uint64_t max = MAX_SCHED_RQ;
+        if (f->elevator && streq(f->elevator, "none") && f->n_hctx > 0 && f->hctx[0].nr_tags > 0)
+                max = f->hctx[0].nr_tags;
+        uint64_t min = BLKDEV_MIN_RQ;
+        if (f->n_hctx > 0 && f->hctx[0].nr_reserved_tags >= 0 && (uint64_t) f->hctx[0].nr_reserved_tags + 1 > min)
+                min = f->hctx[0].nr_reserved_tags + 1;
+        if (n < min || n > max)
+                return -ERANGE;
+        return asprintf(ret, "%" PRIu64, n) < 0 ? -ENOMEM : 0;
+}
+
+static int validate_cpulist(const char *v, const CpuSet *online, char **ret) {
+        _cleanup_(cpuset_done) CpuSet set = {};
+        int r = cpuset_parse(v, &set);
+        if (r < 0)
+                return r;
+        if (cpuset_count(&set) == 0)
+                return -EINVAL;
+        if (online && !cpuset_is_subset(&set, online))
+                return -EINVAL;         /* names an offline or absent CPU */
+        char *s = cpuset_format(&set);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int policy_override_validate(Knob knob, const char *input, size_t len, const DiskFacts *f,
+                             const CpuSet *online, char **ret) {
+        _cleanup_free_ char *v = NULL;
+        int r;
+
+        if (len == 0 || len > OVERRIDE_MAX || memchr(input, 0, len))
+                return -EINVAL;
+        if (input[len - 1] == '\n')
+                len--;
+        if (len == 0)
+                return -EINVAL;
+        v = strndup(input, len);
+        if (!v)
+                return -ENOMEM;
+        if (strpbrk(v, "\n\t "))
+                return -EINVAL;
+
+        if (streq(v, "auto") && knob != _KNOB_MAX) {
+                *ret = NULL;
+                return 0;
+        }
+
+        switch ((int) knob) {
+        case KNOB_ELEVATOR:
+                if (!f->elevator_configurable || !strv_contains(f->elevators, v))
+                        return -EINVAL;
+                break;
+        case KNOB_RQ_AFFINITY: {
+                int x;
+                r = parse_int(v, &x);
+                if (r < 0)
+                        return r;
+                if (x < 0 || x > 2)
+                        return -ERANGE;
+                break;
+        }
+        case KNOB_NR_REQUESTS:
+                return validate_nr_requests(v, f, ret);
+        case KNOB_IRQ_AFFINITY:
+                if (streq(v, "hctx"))
+                        break;
+                return validate_cpulist(v, online, ret);
+        case _KNOB_MAX:         /* enabled */
+                if (!streq(v, "0") && !streq(v, "1"))
+                        return -EINVAL;
+                break;
+        default:
+                return -EINVAL;
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
+}
