@@ -1,0 +1,444 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Operations suite: install tree, unit file, blkmqctl against a running blkmqd, watchdog.
+
+Usage: test-ops.py install|verify|ctl|watchdog   (exit 0 pass, 77 skip, 1 fail)
+Configuration comes from the environment set by tests/ops/meson.build.
+"""
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+
+SKIP = 77
+ENV = os.environ
+FUSE_SUPER_MAGIC = 0x65735546
+failures = []
+
+
+def check(cond, what):
+    print(("ok     " if cond else "FAILED ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def skip(reason):
+    print("SKIP: " + reason, flush=True)
+    sys.exit(SKIP)
+
+
+def run(cmd, **kw):
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", 30)
+    return subprocess.run(cmd, **kw)
+
+
+def destdir_install(dest):
+    r = run(["meson", "install", "-C", ENV["BUILD_ROOT"], "--destdir", dest, "--no-rebuild", "--quiet"],
+            timeout=120)
+    if r.returncode != 0:
+        print(r.stdout, r.stderr)
+        raise SystemExit("meson install failed")
+
+
+def under(dest, *parts):
+    path = ENV["PREFIX"]
+    for p in parts:
+        path = os.path.join(path, p)        # an absolute part (unit dir, /etc) wins
+    return os.path.normpath(dest + "/" + path)
+
+
+# ---------------------------------------------------------------- install
+
+def expected_files(dest):
+    files = {
+        under(dest, ENV["SBINDIR"], "blkmqd"),
+        under(dest, ENV["BINDIR"], "blkmqctl"),
+        under(dest, ENV["UNITDIR"], "blkmqd.service"),
+        under(dest, ENV["TMPFILESDIR"], "blkmqd.conf"),
+        under(dest, ENV["SYSCONFDIR"], "blkmqd", "blkmqd.conf"),
+        under(dest, ENV["BASHCOMPLETIONDIR"], "blkmqctl"),
+    }
+    if ENV.get("HAVE_MAN_PAGES") == "1":
+        files |= {under(dest, ENV["MANDIR"], "man8", "blkmqd.8"),
+                  under(dest, ENV["MANDIR"], "man8", "blkmqctl.8"),
+                  under(dest, ENV["MANDIR"], "man5", "blkmqd.conf.5")}
+    return files
+
+
+def test_install():
+    with tempfile.TemporaryDirectory(prefix="blkmqd-destdir-") as dest:
+        destdir_install(dest)
+        found = set()
+        for root, _, names in os.walk(dest):
+            for n in names:
+                found.add(os.path.join(root, n))
+        want = expected_files(dest)
+        for f in sorted(want - found):
+            check(False, "installed: " + os.path.relpath(f, dest))
+        for f in sorted(found - want):
+            check(False, "nothing unexpected installed, but found " + os.path.relpath(f, dest))
+        check(found == want, "DESTDIR tree is exactly the %d expected files" % len(want))
+
+        sbin = under(dest, ENV["SBINDIR"], "blkmqd")
+        check(os.access(sbin, os.X_OK), "blkmqd is executable")
+        check(os.access(under(dest, ENV["BINDIR"], "blkmqctl"), os.X_OK), "blkmqctl is executable")
+        unit = open(under(dest, ENV["UNITDIR"], "blkmqd.service")).read()
+        check(re.search(r"@[a-z_]+@", unit) is None, "unit has no unsubstituted @variables@")
+        want_exec = "ExecStart=" + os.path.normpath(os.path.join(ENV["PREFIX"], ENV["SBINDIR"], "blkmqd"))
+        check(want_exec in unit, "unit runs the installed binary (%s)" % want_exec)
+        for key in ("Type=notify", "WatchdogSec=", "ExecReload=kill -HUP $MAINPID".replace("kill", "/bin/kill"),
+                    "StateDirectory=blkmqd", "CapabilityBoundingSet=CAP_SYS_ADMIN", "DeviceAllow=/dev/fuse rw"):
+            check(key in unit, "unit has " + key)
+        tmpf = open(under(dest, ENV["TMPFILESDIR"], "blkmqd.conf")).read()
+        check(re.search(r"^d %s 0755 root root" % re.escape(ENV["MOUNTPOINT"]), tmpf, re.M) is not None,
+              "tmpfiles.d creates the mount point " + ENV["MOUNTPOINT"])
+        conf = open(under(dest, ENV["SYSCONFDIR"], "blkmqd", "blkmqd.conf")).read()
+        check(all(not l.strip() or l.lstrip().startswith("#") for l in conf.splitlines()),
+              "example configuration is entirely commented out")
+        bc = under(dest, ENV["BASHCOMPLETIONDIR"], "blkmqctl")
+        r = run(["bash", "-n", bc])
+        check(r.returncode == 0, "bash completion parses (bash -n)")
+        if ENV.get("HAVE_MAN_PAGES") == "1" and shutil.which("man"):
+            r = run(["man", "-l", under(dest, ENV["MANDIR"], "man8", "blkmqctl.8")],
+                    env=dict(ENV, MANWIDTH="100"))
+            text = re.sub(r".\x08", "", r.stdout)
+            if "EXIT STATUS" not in text:
+                print(r.stdout[:500], r.stderr[:500])
+            check(r.returncode == 0 and "EXIT STATUS" in text and "0x65735546" in text,
+                  "blkmqctl(8) renders and documents the exit codes")
+
+
+# ---------------------------------------------------------------- verify
+
+def test_verify():
+    sa = shutil.which("systemd-analyze")
+    if not sa:
+        skip("systemd-analyze is not installed (apt-get install systemd)")
+    with tempfile.TemporaryDirectory(prefix="blkmqd-verify-") as tmp:
+        dest = tmp + "/dest"
+        destdir_install(dest)
+        unit = open(under(dest, ENV["UNITDIR"], "blkmqd.service")).read()
+        # The unit names the installed paths (/usr/sbin/blkmqd); point the Exec lines that
+        # refer to installed files at the DESTDIR copy so that verify checks them for real.
+        def redirect(m):
+            path = m.group(2)
+            return m.group(1) + (dest + path if os.path.exists(dest + path) else path)
+        unit = re.sub(r"^(Exec\w+=[-@:+!]*)(/\S+)", redirect, unit, flags=re.M)
+        os.makedirs(tmp + "/units")
+        path = tmp + "/units/blkmqd.service"
+        open(path, "w").write(unit)
+        env = dict(ENV, MANPATH=under(dest, ENV["MANDIR"]) if ENV.get("HAVE_MAN_PAGES") == "1" else "")
+        args = [sa, "verify"] + ([] if ENV.get("HAVE_MAN_PAGES") == "1" else ["--man=no"]) + [path]
+        r = run(args, env=env, timeout=60)
+        out = (r.stdout + r.stderr).strip()
+        if out:
+            print(out)
+        check(r.returncode == 0 and out == "", "systemd-analyze verify: clean (documentation man pages found)")
+
+        r = run([sa, "security", "--offline=true", path], timeout=60)
+        m = re.search(r"Overall exposure level for blkmqd.service: ([0-9.]+)", r.stdout + r.stderr)
+        if not m and "offline" in (r.stderr or ""):
+            print("systemd-analyze security --offline is not supported here: " + r.stderr.strip())
+        elif check(m is not None, "systemd-analyze security --offline=true reports an exposure level"):
+            score = float(m.group(1))
+            print("exposure level: %.1f (docs/OPERATIONS.md records 3.6)" % score)
+            check(score <= 4.0, "exposure level %.1f <= 4.0 (hardening not lost)" % score)
+
+
+# ---------------------------------------------------------------- ctl
+
+def is_fuse(path):
+    try:
+        return os.statvfs(path) and fs_magic(path) == FUSE_SUPER_MAGIC
+    except OSError:
+        return False
+
+
+def fs_magic(path):
+    r = run(["stat", "-f", "-c", "%t", path])
+    return int(r.stdout.strip(), 16) if r.returncode == 0 else -1
+
+
+class LoopDevice:
+    def __init__(self, tmp):
+        self.backing = tmp + "/backing.img"
+        with open(self.backing, "wb") as f:
+            f.truncate(32 << 20)
+        r = run(["losetup", "-f", "--show", self.backing])
+        if r.returncode != 0:
+            skip("cannot attach a loop device: " + r.stderr.strip())
+        self.dev = r.stdout.strip()
+        self.name = os.path.basename(self.dev)
+
+    def detach(self):
+        r = run(["losetup", "-d", self.dev])
+        if r.returncode != 0:
+            print("WARNING: losetup -d %s: %s" % (self.dev, r.stderr.strip()))
+
+
+def ctl(mp, *args, **kw):
+    return run([ENV["BLKMQCTL"], "--mountpoint", mp] + list(args), **kw)
+
+
+def start_daemon(mp, devices, log):
+    os.makedirs(mp, exist_ok=True)
+    p = subprocess.Popen([ENV["BLKMQD"], "--mountpoint", mp, "--devices", devices, "-v"],
+                         stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            raise SystemExit("blkmqd exited early with %d" % p.returncode)
+        if fs_magic(mp) == FUSE_SUPER_MAGIC and os.path.isdir(mp + "/devices"):
+            return p
+        time.sleep(0.05)
+    p.kill()
+    raise SystemExit("blkmqd did not mount %s within 10 s" % mp)
+
+
+def wait_for_disk(mp, name):
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if os.path.exists("%s/devices/%s/class" % (mp, name)):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def watch_in_pty(mp, disk, stop):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(ENV["BLKMQCTL"], ["blkmqctl", "--mountpoint", mp, "watch", disk])
+    out = b""
+    deadline = time.monotonic() + 5
+    while b"HCTX" not in out and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                out += os.read(fd, 65536)
+            except OSError:
+                break
+    raw = not (termios.tcgetattr(fd)[3] & termios.ICANON)
+    t0 = time.monotonic()
+    stop(pid, fd)
+    status = None
+    while time.monotonic() < t0 + 3:
+        wpid, st = os.waitpid(pid, os.WNOHANG)
+        if wpid:
+            status = st
+            break
+        if select.select([fd], [], [], 0.05)[0]:
+            try:
+                out += os.read(fd, 65536)
+            except OSError:
+                pass
+    if status is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    while select.select([fd], [], [], 0.1)[0]:     # what it wrote just before exiting
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    canon = bool(termios.tcgetattr(fd)[3] & termios.ICANON)
+    os.close(fd)
+    return out.decode(errors="replace"), raw, status, canon, time.monotonic() - t0
+
+
+def test_ctl():
+    if os.geteuid() != 0:
+        skip("needs root (loop device, FUSE mount)")
+    if not os.path.exists("/dev/fuse"):
+        skip("/dev/fuse does not exist")
+    if not shutil.which("losetup"):
+        skip("losetup is not installed")
+    with tempfile.TemporaryDirectory(prefix="blkmqd-ops-") as tmp:
+        mp = tmp + "/mp"
+        loop = LoopDevice(tmp)
+        daemon = None
+        try:
+            with open(tmp + "/blkmqd.log", "w") as log:
+                daemon = start_daemon(mp, loop.name, log)
+                try:
+                    ctl_checks(mp, loop.name)
+                finally:
+                    daemon.send_signal(signal.SIGTERM)
+                    try:
+                        rc = daemon.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        daemon.kill()
+                        rc = daemon.wait()
+                    check(rc == 0, "blkmqd exits 0 on SIGTERM (got %d)" % rc)
+            r = ctl(mp, "status")
+            check(r.returncode == 3 and "not running" in r.stderr,
+                  "status after blkmqd stopped: exit 3, says not running (got %d)" % r.returncode)
+            r = ctl(tmp + "/no-such-dir", "status")
+            check(r.returncode == 3, "status on a missing mount point: exit 3")
+        finally:
+            if daemon and daemon.poll() is None:
+                daemon.kill()
+                daemon.wait()
+            if fs_magic(mp) == FUSE_SUPER_MAGIC or run(["mountpoint", "-q", mp]).returncode == 0:
+                run(["umount", "-l", mp])
+            loop.detach()
+            print(open(tmp + "/blkmqd.log").read() if failures else "", end="")
+
+
+def ctl_checks(mp, disk):
+    check(wait_for_disk(mp, disk), "blkmqd lists %s" % disk)
+
+    r = ctl(mp, "status")
+    check(r.returncode == 0, "status: exit 0")
+    lines = r.stdout.splitlines()
+    check(lines and lines[0].split()[:2] == ["DISK", "CLASS"], "status: header line")
+    row = [l.split() for l in lines[1:] if l.split() and l.split()[0] == disk]
+    check(len(row) == 1 and row[0][1] == "stacked", "status: %s has class stacked: %r" % (disk, row))
+    nr = open("%s/devices/%s/facts/nr_hw_queues" % (mp, disk)).read().strip()
+    check(row and row[0][2] == nr, "status: HCTX column is facts/nr_hw_queues (%s)" % nr)
+
+    r = ctl(mp, "status", "--json")
+    try:
+        j = json.loads(r.stdout)
+        dev = [d for d in j["devices"] if d["disk"] == disk]
+        check(r.returncode == 0 and len(dev) == 1, "status --json: parses, lists %s" % disk)
+        check(dev[0]["class"] == "stacked" and dev[0]["nr_hw_queues"] == int(nr)
+              and dev[0]["rotational"] in (0, 1),
+              "status --json: class, nr_hw_queues as a number, rotational")
+        check(j["mountpoint"] == mp and j["version"].startswith("blkmqd "), "status --json: mountpoint, version")
+    except (ValueError, KeyError, IndexError) as e:
+        check(False, "status --json parses: %s: %r" % (e, r.stdout[:200]))
+
+    explain = open("%s/devices/%s/explain" % (mp, disk)).read().splitlines()
+    r = ctl(mp, "explain", disk)
+    check(r.returncode == 0 and r.stdout.splitlines()[:len(explain)] == explain and explain,
+          "explain: prints the %d explain lines" % len(explain))
+    check(any("(rule " in l and l.startswith(disk + ":") for l in r.stdout.splitlines()),
+          "explain: lines name their rule")
+    r = ctl(mp, "explain", disk, "--json")
+    try:
+        j = json.loads(r.stdout)
+        check(j["explain"] == explain and j["class"] == "stacked" and j["facts"]["nr_hw_queues"] == nr,
+              "explain --json: explain lines, class, facts")
+    except (ValueError, KeyError) as e:
+        check(False, "explain --json parses: %s" % e)
+
+    r = ctl(mp, "explain", "nosuchdisk0")
+    check(r.returncode == 2 and "No such disk" in r.stderr, "explain of an unknown disk: exit 2")
+    for args in (["explain"], ["frobnicate"], ["set", disk, "elevator"], ["--bogus", "status"], []):
+        r = ctl(mp, *args)
+        check(r.returncode == 1, "usage error %r: exit 1 (got %d)" % (args, r.returncode))
+
+    policy = "%s/devices/%s/policy" % (mp, disk)
+    if os.path.isdir(policy) and os.path.exists(policy + "/elevator"):
+        r = ctl(mp, "set", disk, "elevator", "mq-deadline")
+        check(r.returncode == 0, "set elevator mq-deadline: exit 0 (%s)" % r.stderr.strip())
+        check(open(policy + "/elevator").read().strip() == "mq-deadline", "set: policy/elevator reads back")
+        r = ctl(mp, "set", disk, "elevator", "no-such-elevator")
+        check(r.returncode == 2 and "Invalid argument" in r.stderr,
+              "set a bad value: exit 2 with the errno text (%s)" % r.stderr.strip())
+        r = ctl(mp, "reset", disk, "elevator")
+        check(r.returncode == 0 and open(policy + "/elevator").read().strip() == "auto",
+              "reset: policy/elevator reads auto")
+        r = ctl(mp, "set", disk, "no_such_knob", "1")
+        check(r.returncode == 2 and "Unknown knob" in r.stderr, "set an unknown knob: exit 2")
+    else:
+        print("note: this blkmqd serves no policy/ files: set/reset round-trip not tested")
+        r = ctl(mp, "set", disk, "elevator", "mq-deadline")
+        check(r.returncode == 2 and "policy" in r.stderr and "Traceback" not in r.stderr,
+              "set without policy/: exit 2, says so")
+        r = ctl(mp, "reset", disk)
+        check(r.returncode == 2, "reset without policy/: exit 2")
+
+    r = ctl(mp, "restore")
+    if os.path.exists(mp + "/restore"):
+        check(r.returncode == 0, "restore: exit 0")
+    else:
+        check(r.returncode == 2 and "restore" in r.stderr, "restore without /restore: exit 2, says so")
+
+    r = ctl(mp, "watch", "--iterations", "2", disk, timeout=10)
+    check(r.returncode == 0 and r.stdout.count("HCTX") == 2, "watch -n 2: two frames, exit 0")
+    nh = len(os.listdir("%s/devices/%s/hctx" % (mp, disk)))
+    frame = r.stdout.split("HCTX")[-1].splitlines()[1:1 + nh]
+    check(len(frame) == nh and all(l.split()[0] == str(i) for i, l in enumerate(frame)),
+          "watch: one row per hctx (%d)" % nh)
+
+    out, raw, st, canon, dt = watch_in_pty(mp, disk, lambda pid, fd: os.write(fd, b"q"))
+    check(raw, "watch in a terminal: raw mode while running")
+    check(st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0 and dt < 2,
+          "watch: q quits with exit 0 within 2 s (%.2fs)" % dt)
+    check(canon and "\x1b[?25h" in out, "watch: terminal restored (canonical mode, cursor shown)")
+    out, raw, st, canon, dt = watch_in_pty(mp, disk, lambda pid, fd: os.kill(pid, signal.SIGINT))
+    check(st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0 and canon and dt < 2,
+          "watch: Ctrl-C (SIGINT) exits 0 and restores the terminal")
+
+
+# ---------------------------------------------------------------- watchdog
+
+def test_watchdog():
+    with tempfile.TemporaryDirectory(prefix="blkmqd-notify-") as tmp:
+        path = tmp + "/notify"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(path)
+        usec = 200000
+        env = dict(ENV, NOTIFY_SOCKET=path, WATCHDOG_USEC=str(usec))
+        # WATCHDOG_PID must be the daemon's own PID: let the shell exec into it.
+        p = subprocess.Popen(["sh", "-c", 'WATCHDOG_PID=$$ exec "$0" "$@"', ENV["BLKMQD"],
+                              "--no-mount", "--devices", "blkmqd-test-matches-nothing"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        msgs = []
+        try:
+            t0 = time.monotonic()
+            while time.monotonic() < t0 + 2.5:
+                if select.select([sock], [], [], 0.1)[0]:
+                    msgs.append((time.monotonic(), sock.recv(4096).decode()))
+            p.send_signal(signal.SIGTERM)
+            rc = p.wait(timeout=10)
+            while select.select([sock], [], [], 0.2)[0]:
+                msgs.append((time.monotonic(), sock.recv(4096).decode()))
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        ready = [t for t, m in msgs if "READY=1" in m.split("\n")]
+        pings = [t for t, m in msgs if "WATCHDOG=1" in m.split("\n")]
+        check(len(ready) >= 1, "READY=1 arrives")
+        check(any(m.startswith("STATUS=") or "\nSTATUS=" in m for _, m in msgs), "STATUS= arrives")
+        after = [t for t in pings if ready and t >= ready[0]]
+        check(len(after) >= 8, "WATCHDOG=1 keeps arriving after READY=1 (%d in ~2.5 s, WATCHDOG_USEC=%d)"
+              % (len(after), usec))
+        gaps = [b - a for a, b in zip(after, after[1:])]
+        if gaps:
+            check(max(gaps) < usec / 1e6, "no gap between pings reaches WATCHDOG_USEC (max %.3f s)" % max(gaps))
+        check(any("STOPPING=1" in m for _, m in msgs), "STOPPING=1 on SIGTERM")
+        check(rc == 0, "blkmqd exits 0 on SIGTERM (got %d)" % rc)
+        if failures:
+            print(p.stdout.read())
+
+
+def main():
+    tests = {"install": test_install, "verify": test_verify, "ctl": test_ctl, "watchdog": test_watchdog}
+    if len(sys.argv) != 2 or sys.argv[1] not in tests:
+        print(__doc__)
+        return 2
+    tests[sys.argv[1]]()
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
