@@ -32,6 +32,9 @@
 #   read_attr PATH                        cat PATH, or "<missing>"
 #   hctx_count DISK                       number of /sys/block/DISK/mq/* directories
 #   disk_by_model MODEL                   first /sys/block/sd* whose device/model matches
+#   capture_fixture NAME DISK...          run tests/fixture/capture.sh in the guest and put
+#                                         the tree as /mnt/host/NAME.tar on the 9p share
+#                                         (harness --share HOSTDIR; capture-fixtures.sh unpacks)
 #   finish                                explicit end (optional; the EXIT trap does the same)
 
 : "${BLKMQD:=/opt/blkmqd/blkmqd}"
@@ -181,6 +184,27 @@ blkmqd_checks() {
     else
         skip "blkmqd checks: $1" "$BLKMQD not packed"
         _vt_skip_all="blkmqd binary not packed (harness --blkmqd PATH); kernel checks ran"
+    fi
+}
+
+capture_fixture() {
+    _name=$1; shift
+    if ! grep -q ' /mnt/host 9p ' /proc/mounts; then
+        fail "capture_fixture $_name" "no 9p share at /mnt/host (harness --share HOSTDIR)"
+        return 1
+    fi
+    # capture into tmpfs, then hand the tree over as one tar file: creating hundreds of
+    # small files on 9p under TCG takes ~100 s, one tar file 0.1 s.  The host side
+    # (tests/vm/capture-fixtures.sh) unpacks NAME.tar.
+    rm -rf "/tmp/capture/$_name" "/mnt/host/$_name.tar"
+    mkdir -p /tmp/capture
+    _t0=$(cut -d' ' -f1 /proc/uptime)
+    if sh /opt/vmtest/capture.sh "/tmp/capture/$_name" "$@" &&
+        tar -C /tmp/capture -cf "/tmp/capture/$_name.tar" "$_name" &&
+        cp "/tmp/capture/$_name.tar" "/mnt/host/$_name.tar"; then
+        pass "captured $_name ($*): $(grep -c '^f' "/tmp/capture/$_name/TREE") files, $(cut -d' ' -f1 /proc/uptime | awk -v t="$_t0" '{printf "%.1f", $1 - t}') s"
+    else
+        fail "capture_fixture $_name" "capture.sh or the copy to /mnt/host failed"
     fi
 }
 
