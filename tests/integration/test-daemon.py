@@ -1,0 +1,465 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-daemon.py [BLKMQD]   (default: $BLKMQD, else ./build/blkmqd)
+
+The built daemon on a real FUSE mount against the real /sys, limited with --devices to
+loop devices this test attaches itself (never vda, never a loop it did not create).
+Needs root, /dev/fuse and losetup: exits 77 (skip) with the reason otherwise.
+
+Cases: (a) hot-add appears within 1 s, facts; (b) mq-deadline -> none applied, SIGTERM
+restores and unmounts; (c) --dry-run writes nothing; (d) losetup -d removes the entry
+within 1 s; (e) read semantics of the tree; (f) an open file of a removed device reads
+EIO, the daemon survives; (g) kill -9 then restart on the same mount point.
+
+Every wait is a poll with a deadline. Loop devices are detached and mounts removed in
+finally blocks whatever happens.
+"""
+
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+APPEAR_DEADLINE = 1.0          # the brief: a hot-added disk shows within 1 s
+START_DEADLINE = 10.0
+
+failures = []
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if cond:
+        print(f"ok: {what}")
+    else:
+        print(f"FAIL: {what}")
+        failures.append(what)
+    return cond
+
+
+def wait_for(pred, deadline, interval=0.005):
+    """Poll pred() until true or deadline seconds passed. Returns (result, elapsed)."""
+    t0 = time.monotonic()
+    while True:
+        r = pred()
+        if r:
+            return r, time.monotonic() - t0
+        if time.monotonic() - t0 > deadline:
+            return r, time.monotonic() - t0
+        time.sleep(interval)
+
+
+def sh(*args, check_rc=True):
+    r = subprocess.run(args, capture_output=True, text=True)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: rc {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def read_sysfs(path):
+    with open(path) as f:
+        return f.read()
+
+
+def current_elevator(disk):
+    s = read_sysfs(f"/sys/block/{disk}/queue/scheduler")
+    for tok in s.split():
+        if tok.startswith("["):
+            return tok.strip("[]")
+    return None
+
+
+def set_elevator(disk, name):
+    with open(f"/sys/block/{disk}/queue/scheduler", "w") as f:
+        f.write(name)
+
+
+def mount_ids(path):
+    with open("/proc/self/mountinfo") as f:
+        return {line.split()[0] for line in f if line.split()[4] == path}
+
+
+def is_mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+class Loops:
+    """Loop devices attached by this test only; detach_all() in finally."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.attached = []      # names ("loop5")
+        self.originals = {}     # name -> elevator at attach time, restored before detaching
+
+    def backing(self, tag):
+        p = os.path.join(self.tmp, f"backing-{tag}-{len(self.attached)}")
+        with open(p, "wb") as f:
+            f.truncate(32 * 1024 * 1024)
+        return p
+
+    def attach(self, tag="x"):
+        dev = sh("losetup", "-f", "--show", self.backing(tag)).strip()
+        name = os.path.basename(dev)
+        self.attached.append(name)
+        self.originals[name] = current_elevator(name)
+        return name
+
+    def attach_predicted(self, tag="x"):
+        """The next free name, before attaching (for --devices naming it exactly). Returns (name, attach_fn)."""
+        dev = sh("losetup", "-f").strip()
+        name = os.path.basename(dev)
+        path = self.backing(tag)
+
+        def do_attach():
+            sh("losetup", dev, path)
+            self.attached.append(name)
+            return name
+        return name, do_attach
+
+    def detach(self, name):
+        sh("losetup", "-d", f"/dev/{name}", check_rc=False)
+        if name in self.attached:
+            self.attached.remove(name)
+
+    def detach_all(self):
+        for name in list(self.attached):
+            orig = self.originals.get(name)
+            try:
+                if orig and current_elevator(name) != orig:
+                    set_elevator(name, orig)
+            except OSError:
+                pass
+            self.detach(name)
+
+
+class Daemon:
+    def __init__(self, exe, mnt, logdir):
+        self.exe, self.mnt, self.logdir = exe, mnt, logdir
+        self.proc = None
+        self.n = 0
+
+    def start(self, *args):
+        self.n += 1
+        self.log = os.path.join(self.logdir, f"blkmqd-{self.n}.log")
+        self.logf = open(self.log, "w")
+        self.proc = subprocess.Popen([self.exe, "--mountpoint", self.mnt, "-v", *args],
+                                     stdout=self.logf, stderr=subprocess.STDOUT)
+        before = mount_ids(self.mnt)
+
+        def ready():
+            # a new mount at mnt whose version file really reads (a dead mount left by kill -9
+            # still answers stat() from the kernel's caches, so existence is not enough)
+            if self.proc.poll() is not None or not (mount_ids(self.mnt) - before):
+                return self.proc.poll() is not None
+            try:
+                with open(os.path.join(self.mnt, "version")) as f:
+                    return f.read().startswith("blkmqd ")
+            except OSError:
+                return False
+        ok, t = wait_for(ready, START_DEADLINE)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"blkmqd exited with {self.proc.returncode} at start:\n{self.tail()}")
+        if not ok:
+            raise RuntimeError(f"blkmqd did not mount {self.mnt} within {START_DEADLINE} s:\n{self.tail()}")
+        print(f"   blkmqd {' '.join(args)}: mounted after {t * 1000:.0f} ms")
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, deadline=10.0):
+        if not self.proc:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(deadline)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        self.proc = None
+        self.logf.close()
+        return rc
+
+    def tail(self, n=30):
+        try:
+            with open(self.log) as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def path(self, *parts):
+        return os.path.join(self.mnt, *parts)
+
+    def read(self, *parts):
+        with open(self.path(*parts)) as f:
+            return f.read()
+
+
+def cleanup_mount(mnt):
+    if is_mounted(mnt):
+        subprocess.run(["umount", "-l", mnt], capture_output=True)
+
+
+# ---- cases ---------------------------------------------------------------------------------
+
+def case_a_hotplug_and_facts(d, loops):
+    """(a) a loop attached while the daemon runs appears within 1 s, with its facts."""
+    for attempt in range(3):
+        name, do_attach = loops.attach_predicted("a")
+        d.start("--devices", name)
+        try:
+            check(not os.path.exists(d.path("devices", name)), f"(a) unattached {name} is not listed (no medium)")
+            try:
+                do_attach()
+            except RuntimeError as e:      # someone else took the predicted name: retry
+                print(f"   {e}; retrying")
+                continue
+            t0 = time.monotonic()
+            ok, _ = wait_for(lambda: os.path.isfile(d.path("devices", name, "class")), 5.0)
+            latency = time.monotonic() - t0
+            print(f"   (a) devices/{name} appeared {latency * 1000:.1f} ms after losetup returned")
+            check(ok and latency <= APPEAR_DEADLINE, f"(a) devices/{name} appears within {APPEAR_DEADLINE} s ({latency:.3f} s)")
+            if not ok:
+                return
+            rot = read_sysfs(f"/sys/block/{name}/queue/rotational").strip()
+            check(d.read("devices", name, "facts", "nr_hw_queues") == "1\n", "(a) facts/nr_hw_queues = 1")
+            check(d.read("devices", name, "facts", "rotational") == rot + "\n", f"(a) facts/rotational = sysfs value {rot}")
+            check(d.read("devices", name, "class") == "stacked\n", "(a) class = stacked")
+            check(d.read("devices", name, "facts", "transport") == "loop\n", "(a) facts/transport = loop")
+            check(d.read("devices", name, "facts", "stacked") == "1\n", "(a) facts/stacked = 1")
+            dev = read_sysfs(f"/sys/block/{name}/dev")
+            check(d.read("devices", name, "facts", "devnum") == dev, f"(a) facts/devnum = {dev.strip()}")
+            size = int(read_sysfs(f"/sys/block/{name}/size")) * 512
+            check(d.read("devices", name, "facts", "size") == f"{size}\n", f"(a) facts/size = {size}")
+            check(sorted(os.listdir(d.path("devices"))) == [name], "(a) only the --devices loop is shown")
+            check(os.listdir(d.path("devices", name, "hctx")) == ["0"], "(a) hctx/ has exactly 0")
+            return
+        finally:
+            d.stop()
+    check(False, "(a) could not attach a predicted loop device in 3 attempts")
+
+
+def case_b_apply_and_restore(d, loops):
+    """(b) mq-deadline before start -> none applied; SIGTERM restores and unmounts."""
+    name = loops.attach("b")
+    vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
+    set_elevator(name, "mq-deadline")
+    check(current_elevator(name) == "mq-deadline", f"(b) {name} set to mq-deadline before start")
+    d.start("--devices", name)
+    try:
+        ok, _ = wait_for(lambda: os.path.exists(d.path("devices", name, "applied", "elevator")), 5.0)
+        check(ok, f"(b) devices/{name} shown")
+        check(d.read("devices", name, "plan", "elevator") == "none\n", "(b) plan/elevator = none")
+        check(d.read("devices", name, "applied", "elevator") == "ok: none (was mq-deadline)\n",
+              f"(b) applied/elevator = ok: none (was mq-deadline), got {d.read('devices', name, 'applied', 'elevator')!r}")
+        check(current_elevator(name) == "none", f"(b) the kernel shows [none] for {name}")
+        explain = d.read("devices", name, "explain")
+        check(f"{name}: class=stacked elevator=mq-deadline wanted=none" in explain and "(rule elevator-stacked)" in explain,
+              "(b) explain has the elevator-stacked decision")
+        if vda_before:
+            check(current_elevator("vda") == vda_before, "(b) vda untouched")
+    finally:
+        rc = d.stop(signal.SIGTERM)
+    check(rc == 0, f"(b) SIGTERM exit status 0 (got {rc})")
+    check(current_elevator(name) == "mq-deadline", "(b) after SIGTERM the scheduler is [mq-deadline] again")
+    check(not is_mounted(d.mnt), "(b) after SIGTERM the mount is gone")
+
+
+def case_c_dry_run(d, loops):
+    """(c) --dry-run writes nothing and says what it would do."""
+    a = loops.attach("c")
+    b = loops.attach("c")
+    set_elevator(a, "mq-deadline")
+    set_elevator(b, "kyber")
+    before = {n: read_sysfs(f"/sys/block/{n}/queue/scheduler") for n in (a, b)}
+    d.start("--dry-run", "--devices", f"{a},{b}")
+    try:
+        wait_for(lambda: all(os.path.exists(d.path("devices", n, "applied", "elevator")) for n in (a, b)), 5.0)
+        check(d.read("devices", a, "applied", "elevator") == "dry-run: would write none (now mq-deadline)\n",
+              f"(c) {a} applied/elevator = dry-run: would write none (now mq-deadline)")
+        check(d.read("devices", b, "applied", "elevator") == "dry-run: would write none (now kyber)\n",
+              f"(c) {b} applied/elevator = dry-run: would write none (now kyber)")
+        check("dry-run" in d.read("version"), "(c) version says dry-run")
+        for n in (a, b):
+            check(read_sysfs(f"/sys/block/{n}/queue/scheduler") == before[n], f"(c) {n} scheduler unchanged while running")
+    finally:
+        d.stop()
+    for n in (a, b):
+        check(read_sysfs(f"/sys/block/{n}/queue/scheduler") == before[n], f"(c) {n} scheduler unchanged after stop")
+
+
+def case_d_e_f(d, loops):
+    """(e) read semantics; (f) open file of a removed device; (d) removal within 1 s."""
+    keep = loops.attach("e")
+    gone = loops.attach("f")
+    d.start("--devices", f"{keep},{gone}")
+    try:
+        wait_for(lambda: all(os.path.exists(d.path("devices", n, "explain")) for n in (keep, gone)), 5.0)
+        # (e) byte-wise reads equal cat
+        explain = d.path("devices", keep, "explain")
+        cat = sh("cat", explain)
+        dd = subprocess.run(["dd", f"if={explain}", "bs=1", "status=none"], capture_output=True).stdout.decode()
+        check(len(cat) > 20 and dd == cat, f"(e) dd bs=1 of explain is byte-identical to cat ({len(cat)} bytes)")
+        check(sh("head", "-c", "3", explain) == cat[:3], "(e) head -c 3")
+        check(sh("tail", "-c", "5", explain) == cat[-5:], "(e) tail -c 5")
+        check(os.stat(explain).st_size == len(cat.encode()), f"(e) stat st_size {os.stat(explain).st_size} == {len(cat)}")
+        fd = os.open(explain, os.O_RDONLY)
+        try:
+            data = cat.encode()
+            ok = all(os.pread(fd, n, off) == data[off:off + n] for off, n in ((1, 7), (3, 1), (5, 11), (len(data) - 1, 9)))
+            check(ok, "(e) pread at odd offsets matches")
+            check(os.pread(fd, 10, len(data)) == b"" and os.pread(fd, 10, len(data) + 100) == b"", "(e) pread at/after EOF returns 0 bytes")
+        finally:
+            os.close(fd)
+        # every file in the tree: readable, newline-terminated, st_size right
+        n_files, bad = 0, []
+        for root, dirs, files in os.walk(d.mnt):
+            for f in files:
+                p = os.path.join(root, f)
+                try:
+                    c = sh("cat", p)
+                except RuntimeError as e:
+                    bad.append(f"{p}: {e}")
+                    continue
+                n_files += 1
+                if not c.endswith("\n"):
+                    bad.append(f"{p}: no trailing newline: {c!r}")
+                elif os.stat(p).st_size != len(c.encode()):
+                    bad.append(f"{p}: st_size {os.stat(p).st_size} != {len(c.encode())}")
+        check(not bad and n_files >= 2 * 25, f"(e) all {n_files} files readable with cat, newline-terminated, right st_size"
+              + ("".join("\n      " + b for b in bad[:10])))
+        # directories cannot be read; files cannot be opened for writing
+        dfd = os.open(d.path("devices", keep), os.O_RDONLY)
+        try:
+            os.read(dfd, 10)
+            check(False, "(e) read() on a directory fails")
+        except OSError as e:
+            check(e.errno == errno.EISDIR, f"(e) read() on a directory fails with EISDIR ({errno.errorcode.get(e.errno)})")
+        finally:
+            os.close(dfd)
+        for flags, what in ((os.O_WRONLY, "O_WRONLY"), (os.O_RDWR, "O_RDWR")):
+            try:
+                os.close(os.open(d.path("devices", keep, "class"), flags))
+                check(False, f"(e) open({what}) fails")
+            except OSError as e:
+                check(e.errno == errno.EACCES, f"(e) open({what}) fails with EACCES ({errno.errorcode.get(e.errno)})")
+        try:
+            os.close(os.open(d.path("devices", keep, "nosuchfile"), os.O_RDONLY))
+            check(False, "(e) a missing file is ENOENT")
+        except FileNotFoundError:
+            check(True, "(e) a missing file is ENOENT")
+
+        # (f) + (d): hold a file of `gone` open, detach it
+        held = os.open(d.path("devices", gone, "class"), os.O_RDONLY)
+        try:
+            check(os.pread(held, 100, 0) == b"stacked\n", "(f) held file reads before detach")
+            loops.detach(gone)
+            t0 = time.monotonic()
+            ok, _ = wait_for(lambda: not os.path.exists(d.path("devices", gone)), 5.0)
+            latency = time.monotonic() - t0
+            print(f"   (d) devices/{gone} disappeared {latency * 1000:.1f} ms after losetup -d returned")
+            check(ok and latency <= APPEAR_DEADLINE, f"(d) devices/{gone} disappears within {APPEAR_DEADLINE} s ({latency:.3f} s)")
+            try:
+                os.pread(held, 100, 0)
+                check(False, "(f) read() on the held fd of a removed device fails")
+            except OSError as e:
+                check(e.errno == errno.EIO, f"(f) read() on the held fd fails with EIO ({errno.errorcode.get(e.errno)})")
+        finally:
+            os.close(held)
+        check(d.alive(), "(f) the daemon survives")
+        try:
+            os.close(os.open(d.path("devices", gone, "class"), os.O_RDONLY))
+            check(False, "(f) a new open of the removed device fails")
+        except FileNotFoundError:
+            check(True, "(f) a new open of the removed device is ENOENT")
+        check(os.listdir(d.path("devices")) == [keep], f"(d) devices/ lists only {keep}")
+        check(d.read("devices", keep, "class") == "stacked\n", "(f) the other device still reads")
+    finally:
+        rc = d.stop()
+    check(rc == 0, f"(d-f) clean exit after SIGTERM (got {rc})")
+
+
+def case_g_kill9_restart(d, loops):
+    """(g) kill -9 leaves a dead mount; a restart on the same mount point succeeds."""
+    name = loops.attach("g")
+    d.start("--devices", name)
+    try:
+        wait_for(lambda: os.path.exists(d.path("devices", name)), 5.0)
+    finally:
+        rc = d.stop(signal.SIGKILL)
+    check(rc == -signal.SIGKILL, "(g) killed with SIGKILL")
+    check(is_mounted(d.mnt), "(g) the dead mount is still there")
+    try:
+        os.listdir(d.mnt)
+        check(False, "(g) the dead mount is not usable")
+    except OSError as e:
+        check(e.errno == errno.ENOTCONN, f"(g) the dead mount fails with ENOTCONN ({errno.errorcode.get(e.errno)})")
+    d.start("--devices", name)
+    try:
+        check(d.read("devices", name, "class") == "stacked\n", "(g) restarted daemon serves the tree on the same mount point")
+        with open("/proc/self/mountinfo") as f:
+            n = sum(1 for line in f if line.split()[4] == d.mnt)
+        check(n == 1, f"(g) exactly one mount at {d.mnt} after the restart (found {n})")
+    finally:
+        rc = d.stop()
+    check(rc == 0 and not is_mounted(d.mnt), "(g) clean stop after restart")
+
+
+def main():
+    exe = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("BLKMQD", "./build/blkmqd")
+    if os.geteuid() != 0:
+        print("SKIP: needs root (loop devices, FUSE mount, sysfs writes)")
+        return SKIP
+    if not os.path.exists("/dev/fuse"):
+        print("SKIP: no /dev/fuse")
+        return SKIP
+    if not shutil.which("losetup"):
+        print("SKIP: no losetup")
+        return SKIP
+    if not os.access(exe, os.X_OK):
+        print(f"FAIL: {exe} is not an executable")
+        return 1
+
+    tmp = tempfile.mkdtemp(prefix="blkmqd-it-")
+    mnt = os.path.join(tmp, "mnt")
+    os.mkdir(mnt)
+    loops = Loops(tmp)
+    d = Daemon(exe, mnt, tmp)
+    try:
+        for case in (case_a_hotplug_and_facts, case_b_apply_and_restore, case_c_dry_run, case_d_e_f, case_g_kill9_restart):
+            print(f"== {case.__doc__.strip().splitlines()[0]}")
+            try:
+                case(d, loops)
+            except Exception as e:          # a broken case must not stop the cleanup or the others
+                check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
+            finally:
+                if d.alive():
+                    d.stop()
+                cleanup_mount(mnt)
+                loops.detach_all()
+                if failures:
+                    log = d.tail() if d.n else ""
+                    if log:
+                        print("   last daemon log:\n" + "".join("      " + l + "\n" for l in log.splitlines()))
+    finally:
+        if d.alive():
+            d.stop(signal.SIGKILL)
+        cleanup_mount(mnt)
+        loops.detach_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"{checks - len(failures)} of {checks} checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
