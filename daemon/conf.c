@@ -101,10 +101,13 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
                 if ((b = parse_bool(v)) < 0)
                         return fail(p, "Reassert=%s: expected yes or no", v);
                 c->reassert = b;
-        } else if (streq(key, "ModprobeWrite")) {
-                if ((b = parse_bool(v)) < 0)
-                        return fail(p, "ModprobeWrite=%s: expected yes or no", v);
-                c->modprobe_write = b;
+        } else if (streq(key, "ModuleParams")) {
+                if (streq(v, "propose"))
+                        c->module_params_write = false;
+                else if (streq(v, "write"))
+                        c->module_params_write = true;
+                else
+                        return fail(p, "ModuleParams=%s: expected propose or write", v);
         } else
                 return fail(p, "unknown key \"%s\" in [Manager]", key);
         return 1;
@@ -129,6 +132,15 @@ static int parse_class(ParseContext *p, DiskClass cls, const char *key, const ch
                         return fail(p, "RqAffinity=%s: expected 0, 1, 2 or keep", v);
                 else
                         cp->rq_affinity = x;
+        } else if (streq(key, "HostTagset")) {
+                if (streq(v, "auto"))
+                        cp->host_tagset = HOST_TAGSET_AUTO;
+                else if (streq(v, "disable"))
+                        cp->host_tagset = HOST_TAGSET_DISABLE;
+                else if (streq(v, "keep"))
+                        cp->host_tagset = HOST_TAGSET_KEEP;
+                else
+                        return fail(p, "HostTagset=%s: expected auto, disable or keep", v);
         } else if (streq(key, "IrqAffinity")) {
                 if (streq(v, "hctx"))
                         cp->irq_follow_hctx = true;
@@ -246,6 +258,20 @@ static int on_ini(void *userdata, const char *section, const char *key, const ch
                                 return fail(p, "out of memory");
                 }
                 return parse_device(p, key, value);
+        }
+        if ((s = startswith(section, "Module:"))) {
+                uint64_t x;
+                PolicyConfig *pc = &p->config->policy;
+                if (!known_module_param(s, key))
+                        return fail(p, "[Module:%s] %s: not a queue-layout parameter blkmqd manages", s, key);
+                if (parse_u64(value, &x) < 0)
+                        return fail(p, "[Module:%s] %s=%s: expected a number", s, key, value);
+                for (size_t i = 0; i < pc->n_module_params; i++)      /* a later setting wins */
+                        if (streq(pc->module_params[i].module, s) && streq(pc->module_params[i].param, key))
+                                return free_and_strdup(&pc->module_params[i].value, value) < 0 ? fail(p, "out of memory") : 1;
+                if (module_wishes_add(&pc->module_params, &pc->n_module_params, s, key, value) < 0)
+                        return fail(p, "out of memory");
+                return 1;
         }
         return fail(p, "unknown section [%s]", section);
 }

@@ -7,13 +7,17 @@
  *
  *   [Manager]
  *   Mode=auto|dry-run|off         Devices=GLOB...      Reassert=yes|no
- *   ModprobeWrite=yes|no          (write /etc/modprobe.d/blkmqd.conf; default no: propose only)
+ *   ModuleParams=propose|write    write /etc/modprobe.d/blkmqd.conf and 0644 params (default propose)
  *
  *   [Class:<class>]               one of many-hctx-slow, fast-multiqueue, shared-tags,
  *                                 single-queue-rotational, single-queue-fast, stacked
  *   Elevator=NAME... | keep       preference list
  *   RqAffinity=0|1|2|keep
  *   IrqAffinity=hctx|keep
+ *   HostTagset=auto|disable|keep  megaraid_sas/mpt3sas host_tagset_enable=0 (auto: kernels < 5.12)
+ *
+ *   [Module:<module>]             known queue-layout params only (policies/module-params.c)
+ *   <param>=<number>              e.g. [Module:virtio_blk] num_request_queues=1
  *
  *   [Device:<name>]               every Match key must hold
  *   MatchName= MatchDriver= MatchTransport= MatchIdentity=   (fnmatch globs)
@@ -44,7 +48,7 @@ typedef struct Config {
         ManagerMode mode;       /* _MODE_INVALID when not set (command line decides) */
         char **devices;         /* Devices= globs; NULL = all */
         bool reassert;
-        bool modprobe_write;
+        bool module_params_write;     /* ModuleParams=write: write modprobe.d and runtime params */
 } Config;
 
 void config_done(Config *c);

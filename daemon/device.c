@@ -11,6 +11,7 @@
 #include "interrupts.h"
 #include "macro.h"
 #include "parse.h"
+#include "policy.h"
 #include "strv.h"
 
 static const char *errno_reason(int r) {
@@ -437,6 +438,84 @@ static int gather_debugfs_state(HostFs *h, DiskFacts *f, bool debugfs, const cha
         return 0;
 }
 
+static int gather_modparams(HostFs *h, DiskFacts *f) {
+        char path[PATH_MAX];
+
+        if (!f->driver)
+                return 0;
+        for (const KnownModuleParam *k = known_module_params; k->module; k++) {
+                if (!streq(k->module, f->driver))
+                        continue;
+                ModuleParamFacts *n = realloc(f->modparams, (f->n_modparams + 1) * sizeof(ModuleParamFacts));
+                if (!n)
+                        return -ENOMEM;
+                f->modparams = n;
+                ModuleParamFacts *p = &n[f->n_modparams++];
+                *p = (ModuleParamFacts) { .module = strdup(k->module), .param = strdup(k->param) };
+                if (!p->module || !p->param)
+                        return -ENOMEM;
+
+                struct stat st;
+                snprintf(path, sizeof(path), "module/%s/parameters/%s", k->module, k->param);
+                if (hostfs_read(h, HOSTFS_SYSFS, path, &p->value) >= 0) {
+                        strip_newline(p->value);
+                        p->writable = hostfs_stat(h, HOSTFS_SYSFS, path, &st) >= 0 && (st.st_mode & 0222);
+                }
+        }
+        return 0;
+}
+
+/* Does the block device majmin ("8:2") sit on disk name, directly, as a partition or below dm/md? */
+static bool devnum_on_disk(HostFs *h, const char *majmin, const char *name, unsigned depth) {
+        _cleanup_free_ char *path = NULL, *canon = NULL;
+        _cleanup_strv_free_ char **slaves = NULL;
+        char p[PATH_MAX];
+
+        if (depth > 4)
+                return false;
+        snprintf(p, sizeof(p), "dev/block/%s", majmin);
+        if (hostfs_resolve(h, HOSTFS_SYSFS, p, &canon) < 0)
+                return false;
+        /* devices/.../block/<disk> or devices/.../block/<disk>/<partition> */
+        const char *b = strstr(canon, "/block/");
+        if (b) {
+                b += 7;
+                size_t l = strcspn(b, "/");
+                if (l == strlen(name) && strncmp(b, name, l) == 0)
+                        return true;
+        }
+        snprintf(p, sizeof(p), "%s/slaves", canon);
+        if (hostfs_list(h, HOSTFS_SYSFS, p, &slaves) < 0)
+                return false;
+        STRV_FOREACH(sl, slaves) {
+                _cleanup_free_ char *dev = NULL;
+                snprintf(p, sizeof(p), "class/block/%s/dev", *sl);
+                if (hostfs_read(h, HOSTFS_SYSFS, p, &dev) >= 0 && devnum_on_disk(h, strip_newline(dev), name, depth + 1))
+                        return true;
+        }
+        return false;
+}
+
+static void gather_root_disk(HostFs *h, DiskFacts *f) {
+        _cleanup_free_ char *mi = NULL;
+
+        if (hostfs_read(h, HOSTFS_PROCFS, "self/mountinfo", &mi) < 0)
+                return;
+        /* "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw" (proc(5)): field 3 majmin, field 5 mount point */
+        for (char *line = mi; line && *line; ) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                char majmin[32], mnt[8];
+                if (sscanf(line, "%*s %*s %31s %*s %7s", majmin, mnt) == 2 && streq(mnt, "/") &&
+                    devnum_on_disk(h, majmin, f->name, 0)) {
+                        f->root_disk = true;
+                        return;
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+}
+
 static int gather_identity(HostFs *h, DiskFacts *f, const char *devpath) {
         static const struct {
                 const char *attr, *prefix;
@@ -523,6 +602,10 @@ int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
         r = gather_identity(h, f, devpath);
         if (r < 0)
                 return r;
+        r = gather_modparams(h, f);
+        if (r < 0)
+                return r;
+        gather_root_disk(h, f);
 
         if (!f->has_mq) {
                 /* A bio-based queue has none of the blk-mq attributes that matter. */

@@ -431,3 +431,56 @@ void hostfs_writes_clear(HostFs *h) {
         h->writes = strv_free(h->writes);
         h->n_writes = 0;
 }
+
+int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char *content) {
+        _cleanup_free_ char *tmp = NULL;
+        int dfd, r;
+
+        if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
+                return -EPERM;
+        dfd = kind_fd(h, kind);
+        if (dfd < 0)
+                return dfd;
+        if (asprintf(&tmp, ".%s.blkmqd-tmp", name) < 0)
+                return -ENOMEM;
+
+        _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                r = negative_errno();
+        else {
+                size_t l = strlen(content);
+                ssize_t k = write(fd, content, l);
+                r = k < 0 ? negative_errno() : (size_t) k != l ? -EIO : 0;
+                if (r >= 0 && fsync(fd) < 0)
+                        r = negative_errno();
+                if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
+                        r = negative_errno();
+                if (r < 0)
+                        (void) unlinkat(dfd, tmp, 0);
+                else
+                        (void) fsync(dfd);
+        }
+        _cleanup_free_ char *first = strndup(content, strcspn(content, "\n"));
+        record_write(h, kind, name, first ?: "", r);
+        return r;
+}
+
+int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name) {
+        if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
+                return -EPERM;
+        int dfd = kind_fd(h, kind);
+        if (dfd < 0)
+                return dfd;
+        int r = unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? negative_errno() : 0;
+        record_write(h, kind, name, "(removed)", r);
+        return r;
+}
+
+int hostfs_mtime(HostFs *h, HostFsKind kind, const char *path, int64_t *ret) {
+        struct stat st;
+        int r = hostfs_stat(h, kind, path, &st);
+        if (r < 0)
+                return r;
+        *ret = st.st_mtim.tv_sec;
+        return 0;
+}

@@ -118,3 +118,17 @@ int hostfs_kernel_release(HostFs *h, char **ret);
  */
 char * const *hostfs_writes(const HostFs *h);
 void hostfs_writes_clear(HostFs *h);
+
+/*
+ * Replace a whole file atomically (temp file in the same directory, fsync, rename).
+ * Only for HOSTFS_MODPROBE_D, the one kind where blkmqd owns files (blkmqd.conf): it
+ * may create. Recorded like hostfs_write() with the first line of content.
+ * Returns 0, -EPERM for another kind, -errno.
+ */
+int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char *content);
+
+/* Remove a file blkmqd owns (HOSTFS_MODPROBE_D only). Returns 0 (also when absent), -EPERM, -errno. */
+int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name);
+
+/* Modification time of a file in seconds since the epoch. Returns 0 or -errno. */
+int hostfs_mtime(HostFs *h, HostFsKind kind, const char *path, int64_t *ret);

@@ -19,12 +19,15 @@ static void help(void) {
                "  -d, --devices GLOB    manage only disks matching GLOB (fnmatch, repeatable,\n"
                "                        comma-separated), e.g. --devices 'loop*'\n"
                "  -n, --dry-run         compute and show everything, write nothing\n"
+               "  -c, --config FILE     configuration file (default %s/blkmqd.conf,\n"
+               "                        drop-ins in FILE.d/*.conf)\n"
+               "  -s, --state-dir DIR   where overrides persist (default $STATE_DIRECTORY or %s)\n"
                "  -r, --root DIR        read sysfs/procfs/debugfs below DIR (fixture trees;\n"
                "                        default $BLKMQD_ROOT or /)\n"
                "  -v, --verbose         debug logging\n"
                "  -h, --help            this help\n"
                "      --version         print the version\n",
-               BLKMQD_VERSION, BLKMQD_DEFAULT_MOUNTPOINT);
+               BLKMQD_VERSION, BLKMQD_DEFAULT_MOUNTPOINT, BLKMQD_SYSCONFDIR, BLKMQD_DEFAULT_STATEDIR);
 }
 
 int main(int argc, char *argv[]) {
@@ -35,6 +38,8 @@ int main(int argc, char *argv[]) {
                 { "devices",    required_argument, NULL, 'd' },
                 { "dry-run",    no_argument,       NULL, 'n' },
                 { "root",       required_argument, NULL, 'r' },
+                { "config",     required_argument, NULL, 'c' },
+                { "state-dir",  required_argument, NULL, 's' },
                 { "verbose",    no_argument,       NULL, 'v' },
                 { "help",       no_argument,       NULL, 'h' },
                 { "version",    no_argument,       NULL, ARG_VERSION },
@@ -46,7 +51,7 @@ int main(int argc, char *argv[]) {
 
         log_open();
 
-        while ((c = getopt_long(argc, argv, "m:d:nr:vh", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "m:d:nr:c:s:vh", options, NULL)) >= 0)
                 switch (c) {
                 case 'm':
                         o.mountpoint = optarg;
@@ -69,6 +74,12 @@ int main(int argc, char *argv[]) {
                         break;
                 case 'r':
                         o.root = optarg;
+                        break;
+                case 'c':
+                        o.config_path = optarg;
+                        break;
+                case 's':
+                        o.state_dir = optarg;
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "modules.h"
 #include "node.h"
 #include "policy.h"
 #include "state.h"
@@ -27,6 +28,7 @@ struct Manager {
         sd_event *event;
         HostFs *hostfs;
         Registry registry;
+        Modules modules;
         Config config;
         char *config_path;
         unsigned reloads;               /* successful config (re)loads */
@@ -126,6 +128,7 @@ Manager *manager_free(Manager *m) {
         fuse_fs_free(m->fuse);
         udev_monitor_free(m->monitor);
         registry_done(&m->registry);
+        modules_done(&m->modules);
         config_done(&m->config);
         state_free(m->state);
         hostfs_free(m->hostfs);
@@ -175,6 +178,8 @@ static void manager_remove_device(Manager *m, const char *name) {
         registry_remove(&m->registry, name);
         log_device_info(name, "Disk removed");
 }
+
+static void manager_update_modules(Manager *m);
 
 /* Load persisted overrides of a newly seen disk; values no longer valid are dropped with a log line. */
 static void load_overrides(Manager *m, Device *d) {
@@ -292,8 +297,19 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
 
         manager_evaluate(m, d, added);
 finish:
-        if (m->started)
+        if (m->started) {
+                manager_update_modules(m);
                 manager_update_status(m);
+        }
+}
+
+static void manager_update_modules(Manager *m) {
+        int r = modules_update(m->hostfs, &m->modules, &m->registry, &m->config.policy,
+                               m->mode == MODE_AUTO && m->config.module_params_write);
+        if (r >= 0 && m->fuse)
+                r = fuse_fs_modules_updated(m->fuse);
+        if (r < 0)
+                log_warning_errno(r, "Failed to update module parameters, ignoring: %m");
 }
 
 static void on_device_event(void *userdata, DeviceAction action, const char *sysname) {
@@ -408,6 +424,7 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
                         log_device_warning_errno(device, r, "Failed to persist overrides, they last until restart: %m");
         }
         manager_evaluate(m, d, false);
+        manager_update_modules(m);
         manager_update_status(m);
         return 0;
 }
@@ -445,6 +462,11 @@ static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, i
                 if (!streq(v, "1"))
                         return log_warning_errno(EINVAL, "restore: rejected \"%s\": write 1", v);
                 r = manager_restore_all(m);
+                int k = modules_restore(m->hostfs, &m->modules);
+                if (r >= 0 && k > 0)
+                        r += k;
+                else if (r >= 0 && k < 0)
+                        r = k;
                 m->restored = r > 0 ? r : 0;
                 m->mode = MODE_OFF;
                 log_info("restore: %d original value(s) put back; mode is now off", r > 0 ? r : 0);
@@ -507,6 +529,7 @@ int manager_startup(Manager *m) {
         if (m->mountpoint) {
                 FuseFsContext ctx = {
                         .registry = &m->registry,
+                        .modules = &m->modules,
                         .render_control = render_control,
                         .write = on_fuse_write,
                         .userdata = m,
@@ -518,11 +541,13 @@ int manager_startup(Manager *m) {
                         return log_error_errno(r, "Failed to mount the FUSE tree at \"%s\": %m", m->mountpoint);
         }
 
+        modules_init(m->hostfs, &m->modules);
         r = m->monitor ? udev_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);
         if (r < 0)
                 return log_error_errno(r, "Coldplug failed: %m");
 
         m->started = true;
+        manager_update_modules(m);
         log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_START, NULL, __FILE__, __LINE__, __func__,
                  "blkmqd %s started: %zu disk(s), mode %s%s%s, state in %s", BLKMQD_VERSION, m->registry.n_devices,
                  manager_mode_to_string(m->mode), m->mountpoint ? ", tree at " : "", m->mountpoint ?: "",

@@ -32,7 +32,7 @@ struct FuseFs {
         struct fuse_buf buf;
         void *nodes;            /* tsearch tree of Node*, keyed by ino */
         uint64_t next_ino;
-        Node *root, *devices;
+        Node *root, *devices, *modules;
         struct timespec start;
 };
 
@@ -407,7 +407,8 @@ static int build_static(FuseFs *fs) {
             !node_new(fs, fs->root, NODE_RESTORE, FUSE_FS_RESTORE, NULL, 0, 0))
                 return -ENOMEM;
         fs->devices = node_new(fs, fs->root, NODE_DEVICES, FUSE_FS_DEVICES, NULL, 0, 0);
-        return fs->devices ? 0 : -ENOMEM;
+        fs->modules = node_new(fs, fs->root, NODE_MODULES, FUSE_FS_MODULES, NULL, 0, 0);
+        return fs->devices && fs->modules ? 0 : -ENOMEM;
 }
 
 int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret) {
@@ -577,4 +578,42 @@ void fuse_fs_device_removed(FuseFs *fs, const char *name) {
         node_free(fs, dev);
         if (fs->mounted)
                 (void) fuse_lowlevel_notify_inval_entry(fs->session, fs->devices->ino, name, strlen(name));
+}
+
+/* True when modules/ lists exactly the module parameters in ctx->modules. */
+static bool modules_layout_matches(const FuseFs *fs) {
+        const Modules *m = fs->ctx.modules;
+        size_t seen = 0;
+        for (const Node *mod = fs->modules->children; mod; mod = mod->next)
+                for (const Node *p = mod->children; p; p = p->next) {
+                        if (!modules_get(m, mod->name, p->name))
+                                return false;
+                        seen++;
+                }
+        return seen == m->n_params;
+}
+
+int fuse_fs_modules_updated(FuseFs *fs) {
+        const Modules *m = fs->ctx.modules;
+
+        if (!m || modules_layout_matches(fs))
+                return 0;
+        while (fs->modules->children)
+                node_free(fs, fs->modules->children);
+        if (fs->mounted)
+                (void) fuse_lowlevel_notify_inval_inode(fs->session, fs->modules->ino, 0, 0);
+
+        for (size_t i = 0; i < m->n_params; i++) {
+                const ModuleParam *p = &m->params[i];
+                Node *mod = node_child(fs->modules, p->module);
+                if (!mod && !(mod = node_new(fs, fs->modules, NODE_MODULE, p->module, NULL, 0, 0)))
+                        return -ENOMEM;
+                Node *param = node_new(fs, mod, NODE_MODULE_PARAM, p->param, NULL, 0, 0);
+                if (!param)
+                        return -ENOMEM;
+                for (ModuleAttr a = 0; a < _MODULE_ATTR_MAX; a++)
+                        if (!node_new(fs, param, NODE_MODULE_ATTR, module_attr_to_string(a), NULL, a, 0))
+                                return -ENOMEM;
+        }
+        return 0;
 }

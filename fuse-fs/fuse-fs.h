@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <systemd/sd-event.h>
 
+#include "modules.h"
 #include "registry.h"
 
 typedef struct FuseFs FuseFs;
@@ -21,6 +22,7 @@ typedef int NodeTypeRef;        /* a NodeType (fuse-fs/node.h) */
 /* What the tree shows besides the registry; supplied by the manager. */
 typedef struct FuseFsContext {
         const Registry *registry;
+        const Modules *modules;
         /* Render a root control file (version, mode, reload, restore) into *ret. Returns 0 or -errno. */
         int (*render_control)(void *userdata, NodeTypeRef type, char **ret);
         /*
@@ -52,3 +54,6 @@ FuseFs *fuse_fs_free(FuseFs *fs);
  */
 int fuse_fs_device_updated(FuseFs *fs, const Device *d);
 void fuse_fs_device_removed(FuseFs *fs, const char *name);
+
+/* Keep modules/ in step with the module parameter states. Returns 0 or -ENOMEM. */
+int fuse_fs_modules_updated(FuseFs *fs);

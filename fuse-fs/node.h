@@ -22,6 +22,7 @@
 #define FUSE_FS_RELOAD    "reload"
 #define FUSE_FS_RESTORE   "restore"
 #define FUSE_FS_ENABLED   "enabled"
+#define FUSE_FS_MODULES   "modules"
 
 typedef enum NodeType {
         NODE_ROOT,
@@ -41,6 +42,10 @@ typedef enum NodeType {
         NODE_APPLIED_KNOB,      /* /devices/<disk>/applied/<knob>     arg = Knob */
         NODE_POLICY,            /* /devices/<disk>/policy/ */
         NODE_POLICY_KNOB,       /* /devices/<disk>/policy/<knob>  rw  arg = Knob, _KNOB_MAX = "enabled" */
+        NODE_MODULES,           /* /modules/ */
+        NODE_MODULE,            /* /modules/<module>/ */
+        NODE_MODULE_PARAM,      /* /modules/<module>/<param>/ */
+        NODE_MODULE_ATTR,       /* /modules/<module>/<param>/<attr>   arg = ModuleAttr */
         NODE_HCTX,              /* /devices/<disk>/hctx/ */
         NODE_HCTX_N,            /* /devices/<disk>/hctx/<n>/          arg = position in facts->hctx */
         NODE_HCTX_ATTR,         /* /devices/<disk>/hctx/<n>/<attr>    arg = position, arg2 = HctxAttr */
@@ -60,6 +65,17 @@ typedef enum HctxAttr {
 
 const char *hctx_attr_to_string(HctxAttr a);
 
+typedef enum ModuleAttr {
+        MODULE_ATTR_CURRENT,    /* the running value, or "unknown: no such parameter" */
+        MODULE_ATTR_WANTED,
+        MODULE_ATTR_STATE,      /* effective | pending-reboot | pending-reset | proposed | unsupported | ... */
+        MODULE_ATTR_WANTED_BY,  /* the disks that want it */
+        MODULE_ATTR_NOTE,       /* when it takes effect, initramfs, errors */
+        _MODULE_ATTR_MAX,
+} ModuleAttr;
+
+const char *module_attr_to_string(ModuleAttr a);
+
 typedef struct Node Node;
 struct Node {
         uint64_t ino;
@@ -74,6 +90,7 @@ static inline bool node_is_dir(const Node *n) {
         switch (n->type) {
         case NODE_ROOT: case NODE_DEVICES: case NODE_DEVICE: case NODE_FACTS:
         case NODE_PLAN: case NODE_APPLIED: case NODE_HCTX: case NODE_HCTX_N: case NODE_POLICY:
+        case NODE_MODULES: case NODE_MODULE: case NODE_MODULE_PARAM:
                 return true;
         default:
                 return false;

@@ -19,6 +19,8 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return render_device(ctx, n, ret);
         case NODE_HCTX_ATTR:
                 return render_hctx(ctx, n, ret);
+        case NODE_MODULE_ATTR:
+                return render_module(ctx, n, ret);
         default:
                 return -EISDIR;
         }

@@ -15,6 +15,7 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret);
 int render_control(const FuseFsContext *ctx, const Node *n, char **ret);   /* control.c: version */
 int render_device(const FuseFsContext *ctx, const Node *n, char **ret);    /* devices.c */
 int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret);      /* hctx.c */
+int render_module(const FuseFsContext *ctx, const Node *n, char **ret);    /* modules.c */
 
 /* Render the applied/<knob> line: "ok: mq-deadline (was none)", "kept: none", ... */
 int render_applied(const Applied *a, char **ret);

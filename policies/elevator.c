@@ -34,13 +34,13 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
         if (o->elevator) {
                 if (!strv_contains(f->elevators, o->elevator))
                         return plan_explain(plan, "%s: %s=%s available=%s -> elevator left alone, override not offered by the device (rule %s)",
-                                            f->name, override_label(o, KNOB_ELEVATOR, "policy/elevator"), o->elevator, available,
+                                            f->name, override_label(o, KNOB_ELEVATOR), o->elevator, available,
                                             o->origin[KNOB_ELEVATOR] ? "config" : "override");
                 plan->elevator = strdup(o->elevator);
                 if (!plan->elevator)
                         return -ENOMEM;
                 return plan_explain(plan, "%s: %s=%s elevator=%s -> elevator=%s%s (rule %s)",
-                                    f->name, override_label(o, KNOB_ELEVATOR, "policy/elevator"), o->elevator, f->elevator, o->elevator,
+                                    f->name, override_label(o, KNOB_ELEVATOR), o->elevator, f->elevator, o->elevator,
                                     streq(o->elevator, f->elevator) ? ", kept" : "",
                                     o->origin[KNOB_ELEVATOR] ? "config" : "override");
         }

@@ -80,6 +80,12 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
                 free(f->irqs[i].managed_source);
         }
         free(f->irq_mapping);
+        for (size_t i = 0; i < f->n_modparams; i++) {
+                free(f->modparams[i].module);
+                free(f->modparams[i].param);
+                free(f->modparams[i].value);
+        }
+        free(f->modparams);
         free(f->hctx);
         free(f->name);
         free(f->elevator);

@@ -77,6 +77,14 @@ typedef struct IrqFacts {
         int hctx;               /* position in DiskFacts.hctx it serves; -1 none */
 } IrqFacts;
 
+/* A queue-layout module parameter of the disk's driver (/sys/module/<module>/parameters/<param>). */
+typedef struct ModuleParamFacts {
+        char *module;           /* "megaraid_sas" */
+        char *param;            /* "host_tagset_enable" */
+        char *value;            /* current value, newline stripped; NULL = the parameter does not exist */
+        bool writable;          /* mode has a write bit (0644); 0444 params are load-time only */
+} ModuleParamFacts;
+
 typedef struct DiskFacts {
         char *name;                     /* "sda" */
         unsigned major, minor;
@@ -110,6 +118,10 @@ typedef struct DiskFacts {
         int numa_node;
         char *kernel_release;
         bool stacked;
+
+        ModuleParamFacts *modparams;    /* known queue-layout params of the driver (see policies/module-params.c) */
+        size_t n_modparams;
+        bool root_disk;                 /* the root filesystem lives on this disk (initramfs matters) */
 
         /* Stable identity for persisted settings: "wwn-…", "serial-…", "loop-<backing file>", "path-…"; may be NULL */
         char *identity;

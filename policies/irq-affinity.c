@@ -46,7 +46,7 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
         if (!plan->irq_affinity)
                 return -ENOMEM;
         return plan_explain(plan, "%s: %s=%s queue vectors=%zu managed=%zu mapping=%s -> irq_affinity=%s, managed vectors skipped (rule %s)",
-                            f->name, o->irq_affinity ? override_label(o, KNOB_IRQ_AFFINITY, "policy/irq_affinity") : "class",
+                            f->name, o->irq_affinity ? override_label(o, KNOB_IRQ_AFFINITY) : "class",
                             o->irq_affinity ?: cls, queue, managed, f->irq_mapping ?: "none", want,
                             !o->irq_affinity ? "irq-affinity-follow-hctx" : o->origin[KNOB_IRQ_AFFINITY] ? "config" : "override");
 }

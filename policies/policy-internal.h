@@ -18,7 +18,17 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
 int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan);
 int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 
-/* "policy/<knob>" for an admin override, else where the config set it. */
-static inline const char *override_label(const PolicyOverrides *o, Knob k, const char *admin) {
-        return o->origin[k] ?: admin;
+#include <stdio.h>
+
+/* "policy/<knob>" for an admin override, else "config [Device:<name>] <knob>". */
+static inline const char *override_label_buf(const PolicyOverrides *o, Knob k, char *buf, size_t size) {
+        if (o->origin[k])
+                snprintf(buf, size, "%s %s", o->origin[k], knob_to_string(k));
+        else
+                snprintf(buf, size, "policy/%s", knob_to_string(k));
+        return buf;
 }
+#define override_label(o, k) override_label_buf(o, k, (char[160]) {}, 160)
+
+/* Module parameters (policies/module-params.c). 0 or -ENOMEM. */
+int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp, Plan *plan);

@@ -49,6 +49,9 @@ void policy_config_done(PolicyConfig *config) {
                 config->classes[i].elevators = strv_free(config->classes[i].elevators);
         for (size_t i = 0; i < config->n_rules; i++)
                 device_rule_done(&config->rules[i]);
+        module_wishes_free(config->module_params, config->n_module_params);
+        config->module_params = NULL;
+        config->n_module_params = 0;
         free(config->rules);
         config->rules = NULL;
         config->n_rules = 0;
@@ -146,6 +149,7 @@ void plan_done(Plan *p) {
         free(p->rq_affinity);
         free(p->nr_requests);
         free(p->irq_affinity);
+        module_wishes_free(p->modules, p->n_modules);
         strv_free(p->explain);
         *p = (Plan) {};
 }
@@ -283,8 +287,10 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         overrides = &merged;
 
         if (overrides->disabled) {
-                r = plan_explain(&plan, "%s: %s -> left alone (rule override)", facts->name,
-                                 overrides->origin[_KNOB_MAX] ?: "policy/enabled=0");
+                r = plan_explain(&plan, "%s: %s%s -> left alone (rule %s)", facts->name,
+                                 overrides->origin[_KNOB_MAX] ?: "policy/enabled=0",
+                                 overrides->origin[_KNOB_MAX] ? " Enabled=no" : "",
+                                 overrides->origin[_KNOB_MAX] ? "config" : "override");
                 if (r < 0)
                         return r;
                 *ret = plan;
@@ -301,6 +307,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                 r = policy_nr_requests(facts, overrides, &plan);
         if (r >= 0)
                 r = policy_irq_affinity(facts, cp, overrides, &plan);
+        if (r >= 0)
+                r = policy_module_params(facts, config, cp, &plan);
         if (r < 0)
                 return r;
 

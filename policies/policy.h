@@ -40,11 +40,47 @@ DiskClass disk_class_from_string(const char *s);
  * list it is kept (no surprise writes); otherwise the first listed elevator the
  * device offers is set. An empty list (NULL) means "keep whatever the device has".
  */
+/* What the config says about the shared host tagset module parameter of a class. */
+typedef enum HostTagsetPolicy {
+        HOST_TAGSET_AUTO,       /* propose host_tagset_enable=0 where the kernel lacks the sq-elevator fix */
+        HOST_TAGSET_DISABLE,    /* always propose host_tagset_enable=0 */
+        HOST_TAGSET_KEEP,       /* never propose */
+} HostTagsetPolicy;
+
 typedef struct ClassPolicy {
         char **elevators;       /* strv, preference order; NULL = keep */
+        HostTagsetPolicy host_tagset;
         int rq_affinity;        /* 0, 1, 2; -1 = keep (block/blk-sysfs.c queue_rq_affinity_store) */
         bool irq_follow_hctx;   /* place non-managed queue vectors on their hctx's CPUs */
 } ClassPolicy;
+
+/*
+ * A module parameter the policy wants. Module parameters are per driver, not per disk:
+ * the manager merges the wishes of all disks (daemon/modules.c).
+ */
+typedef struct ModuleWish {
+        char *module, *param, *value;
+        bool load_time_only;    /* 0444: only a modprobe.d option and a reboot (or reload) change it */
+        const char *takes_effect;       /* "next boot or module reload", "next controller reset or probe" */
+} ModuleWish;
+
+/*
+ * The queue-layout parameters blkmqd knows (KERNEL-FACTS.md §4.1): module, param,
+ * load-time only, when a change takes effect. NULL-terminated by module == NULL.
+ */
+typedef struct KnownModuleParam {
+        const char *module, *param;
+        bool load_time_only;
+        const char *takes_effect;
+} KnownModuleParam;
+extern const KnownModuleParam known_module_params[];
+
+/* Free an array of wishes. */
+void module_wishes_free(ModuleWish *w, size_t n);
+/* Append a copy of a wish. Returns 0 or -ENOMEM. */
+int module_wishes_add(ModuleWish **w, size_t *n, const char *module, const char *param, const char *value);
+/* The entry of module/param, or NULL when blkmqd does not manage it. */
+const KnownModuleParam *known_module_param(const char *module, const char *param);
 
 
 
@@ -99,6 +135,8 @@ void device_rule_done(DeviceRule *rule);
 
 typedef struct PolicyConfig {
         ClassPolicy classes[_DISK_CLASS_MAX];
+        ModuleWish *module_params;      /* [Module:<name>] param=value from the config */
+        size_t n_module_params;
         DeviceRule *rules;              /* in file order; a later rule wins */
         size_t n_rules;
 } PolicyConfig;
@@ -132,6 +170,7 @@ int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value);
 int policy_override_validate(Knob knob, const char *input, size_t len, const DiskFacts *facts,
                              const CpuSet *online, char **ret);
 
+
 /* What the policy wants for one disk. Each knob: wanted value as written to the kernel, NULL = leave. */
 typedef struct Plan {
         DiskClass class;
@@ -140,6 +179,8 @@ typedef struct Plan {
         char *rq_affinity;
         char *nr_requests;
         char *irq_affinity;     /* "hctx": each queue vector on its hctx's CPUs; or a cpulist */
+        ModuleWish *modules;    /* module parameters wanted because of this disk */
+        size_t n_modules;
         char **explain;         /* strv of explanation lines, without trailing newline */
 } Plan;
 

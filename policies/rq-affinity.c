@@ -28,7 +28,7 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
                 if (!plan->rq_affinity)
                         return -ENOMEM;
                 return plan_explain(plan, "%s: %s=%s rq_affinity=%d -> rq_affinity=%s (rule %s)",
-                                    f->name, override_label(o, KNOB_RQ_AFFINITY, "policy/rq_affinity"), o->rq_affinity,
+                                    f->name, override_label(o, KNOB_RQ_AFFINITY), o->rq_affinity,
                                     f->rq_affinity, o->rq_affinity, o->origin[KNOB_RQ_AFFINITY] ? "config" : "override");
         }
 
@@ -57,9 +57,9 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
                 return -ENOMEM;
         if (disk_facts_known(f, FACT_NR_REQUESTS))
                 return plan_explain(plan, "%s: %s=%s nr_requests=%" PRIi64 " -> nr_requests=%s (rule %s)",
-                                    f->name, override_label(o, KNOB_NR_REQUESTS, "policy/nr_requests"), o->nr_requests,
+                                    f->name, override_label(o, KNOB_NR_REQUESTS), o->nr_requests,
                                     f->nr_requests, o->nr_requests, o->origin[KNOB_NR_REQUESTS] ? "config" : "override");
         return plan_explain(plan, "%s: %s=%s -> nr_requests=%s (rule %s)",
-                            f->name, override_label(o, KNOB_NR_REQUESTS, "policy/nr_requests"), o->nr_requests,
+                            f->name, override_label(o, KNOB_NR_REQUESTS), o->nr_requests,
                             o->nr_requests, o->origin[KNOB_NR_REQUESTS] ? "config" : "override");
 }

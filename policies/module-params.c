@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Module parameters that decide the hardware queue layout (KERNEL-FACTS.md §4.1).
+ *
+ * The many-hctx-slow fix that needs a reboot: megaraid_sas and mpt3sas expose every
+ * MSI-X vector as an hctx over a shared host tagset (host_tagset_enable=1, 0444). A
+ * single-queue elevator then contends on one lock from every CPU (dbench 14-40 % slower
+ * than host_tagset_enable=0). b6e68ee82585 (5.12: run only the current CPU's hctx for
+ * non-MQ-aware elevators) and QUEUE_FLAG_SQ_SCHED (4d337cebcb1c, 5.19) soften it, so by
+ * default the parameter is proposed only on kernels older than 5.12.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "policy-internal.h"
+
+const KnownModuleParam known_module_params[] = {
+        /* 103fbf8e4020 / 81e7eb5bf08f (5.11) */
+        { "megaraid_sas", "host_tagset_enable",   true,  "next boot or module reload" },
+        /* 664f0dce2058 (5.12) */
+        { "mpt3sas",      "host_tagset_enable",   true,  "next boot or module reload" },
+        /* read at controller setup (nvme_setup_io_queues) */
+        { "nvme",         "write_queues",         false, "next controller reset or probe" },
+        { "nvme",         "poll_queues",          false, "next controller reset or probe" },
+        /* 5.15; read at probe */
+        { "virtio_blk",   "num_request_queues",   false, "next device probe (unbind/bind or module reload)" },
+        { "virtio_blk",   "poll_queues",          false, "next device probe (unbind/bind or module reload)" },
+        {}
+};
+
+const KnownModuleParam *known_module_param(const char *module, const char *param) {
+        for (const KnownModuleParam *k = known_module_params; k->module; k++)
+                if (streq(k->module, module) && streq(k->param, param))
+                        return k;
+        return NULL;
+}
+
+void module_wishes_free(ModuleWish *w, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(w[i].module);
+                free(w[i].param);
+                free(w[i].value);
+        }
+        free(w);
+}
+
+int module_wishes_add(ModuleWish **w, size_t *n, const char *module, const char *param, const char *value) {
+        const KnownModuleParam *k = known_module_param(module, param);
+        ModuleWish *a = realloc(*w, (*n + 1) * sizeof(ModuleWish));
+        if (!a)
+                return -ENOMEM;
+        *w = a;
+        a[*n] = (ModuleWish) {
+                .module = strdup(module),
+                .param = strdup(param),
+                .value = strdup(value),
+                .load_time_only = k ? k->load_time_only : true,
+                .takes_effect = k ? k->takes_effect : "next boot or module reload",
+        };
+        if (!a[*n].module || !a[*n].param || !a[*n].value) {
+                module_wishes_free(a + *n, 1);  /* frees the strings; keep the array */
+                *w = realloc(a, (*n + 1) * sizeof(ModuleWish)) ?: a;
+                return -ENOMEM;
+        }
+        (*n)++;
+        return 0;
+}
+
+static const ModuleParamFacts *find_param(const DiskFacts *f, const char *module, const char *param) {
+        for (size_t i = 0; i < f->n_modparams; i++)
+                if (streq(f->modparams[i].module, module) && streq(f->modparams[i].param, param))
+                        return &f->modparams[i];
+        return NULL;
+}
+
+static int host_tagset(const DiskFacts *f, const ClassPolicy *cp, Plan *plan) {
+        unsigned maj = 0, min = 0;
+        bool old_kernel;
+
+        if (!f->driver || (!streq(f->driver, "megaraid_sas") && !streq(f->driver, "mpt3sas")))
+                return 0;
+        if (plan->class != DISK_CLASS_MANY_HCTX_SLOW)
+                return 0;
+        if (cp->host_tagset == HOST_TAGSET_KEEP)
+                return plan_explain(plan, "%s: driver=%s HostTagset=keep -> %s.host_tagset_enable left alone (rule module-host-tagset)",
+                                    f->name, f->driver, f->driver);
+
+        const ModuleParamFacts *p = find_param(f, f->driver, "host_tagset_enable");
+        if (!p || !p->value)
+                return plan_explain(plan, "%s: driver=%s -> %s.host_tagset_enable not proposed: this kernel's %s has no such parameter (rule module-host-tagset)",
+                                    f->name, f->driver, f->driver, f->driver);
+
+        old_kernel = kernel_release_parse(f->kernel_release, &maj, &min) >= 0 && (maj < 5 || (maj == 5 && min < 12));
+        if (cp->host_tagset == HOST_TAGSET_AUTO && !old_kernel)
+                return plan_explain(plan, "%s: driver=%s kernel=%u.%u host_tagset_enable=%s -> %s.host_tagset_enable left at %s: kernel has the single-queue elevator fix (b6e68ee82585, 5.12) (rule module-host-tagset)",
+                                    f->name, f->driver, maj, min, p->value, f->driver, p->value);
+
+        int r = module_wishes_add(&plan->modules, &plan->n_modules, f->driver, "host_tagset_enable", "0");
+        if (r < 0)
+                return r;
+        return plan_explain(plan, "%s: nr_hw_queues=%zu rotational=%s shared_tags=%s driver=%s kernel=%u.%u -> %s.host_tagset_enable=0 (one hctx; takes effect at the next boot%s) (rule module-host-tagset)",
+                            f->name, f->n_hctx, tristate_to_string(f->rotational), tristate_to_string(f->shared_tags),
+                            f->driver, maj, min, f->driver, f->root_disk ? ", rebuild the initramfs: the root filesystem is on this disk" : "");
+}
+
+int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp, Plan *plan) {
+        int r = host_tagset(f, cp, plan);
+        if (r < 0)
+                return r;
+
+        /* [Module:<name>] settings apply to disks driven by that module. */
+        for (size_t i = 0; i < config->n_module_params; i++) {
+                const ModuleWish *w = &config->module_params[i];
+                if (!f->driver || !streq(f->driver, w->module))
+                        continue;
+                r = module_wishes_add(&plan->modules, &plan->n_modules, w->module, w->param, w->value);
+                if (r < 0)
+                        return r;
+                r = plan_explain(plan, "%s: driver=%s config [Module:%s] %s=%s -> %s.%s=%s, takes effect at %s (rule config)",
+                                 f->name, f->driver, w->module, w->param, w->value, w->module, w->param, w->value, w->takes_effect);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
