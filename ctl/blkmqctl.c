@@ -428,6 +428,7 @@ static int row_fill(Row *row, const char *disk) {
 }
 
 static int cmd_status(int argc, char **argv) {
+        (void) argv;
         char **disks = NULL;
         size_t n = 0;
         int r;
@@ -942,6 +943,7 @@ static int cmd_reset(int argc, char **argv) {
 }
 
 static int cmd_restore(int argc, char **argv) {
+        (void) argv;
         if (argc != 1) {
                 err("restore takes no arguments");
                 return EXIT_USAGE;
