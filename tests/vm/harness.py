@@ -303,8 +303,16 @@ sleep 5
 
 
 def prepare(cache, force=False):
-    """Download, unpack and build the cached pieces; idempotent.  Returns the state dict."""
+    """Download, unpack and build the cached pieces; idempotent and serialised by a lock
+    (parallel test runs share one cache).  Returns the state dict."""
     os.makedirs(cache, exist_ok=True)
+    import fcntl
+    with open(os.path.join(cache, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _prepare(cache, force)
+
+
+def _prepare(cache, force):
     state_file = os.path.join(cache, "state.json")
     st = json.load(open(state_file)) if os.path.exists(state_file) else {}
     try:
@@ -669,6 +677,8 @@ def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt):
 
 
 def run(args):
+    if not shutil.which(QEMU):
+        raise Missing("%s (apt-get install qemu-system-x86)" % QEMU)
     st = prepare(args.cache)
     header = parse_header(args.scenario)
     for n in header["needs"]:

@@ -32,7 +32,7 @@ assert_eq "fast0 hctx after submit_queues=$CPUS" "$CPUS" "$(hctx_count fast0)"
 assert_fail "submit_queues > CPUs is rejected" sh -c "echo $((CPUS * 4)) > $N/submit_queues"
 
 blkmqd_fast_multiqueue() {
-    start_blkmqd --foreground
+    start_blkmqd -v
     assert_eq "blkmqd class" fast-multiqueue "$(read_attr $BLKMQD_MOUNT/devices/fast0/class)"
     assert_eq "blkmqd facts/nr_hw_queues" "$CPUS" "$(read_attr $BLKMQD_MOUNT/devices/fast0/facts/nr_hw_queues)"
     assert_match "elevator stays none" '^\[none\]' "$(read_attr /sys/block/fast0/queue/scheduler)"

@@ -27,7 +27,7 @@ assert_fail "hmp reports errors (unknown device)" hmp device_del no-such-device
 unplug
 
 blkmqd_hotplug() {
-    start_blkmqd --foreground
+    start_blkmqd -v
     plug
     assert_ok "blkmqd devices/sda appears" wait_for_file $BLKMQD_MOUNT/devices/sda 20
     unplug

@@ -38,7 +38,7 @@ assert_ok "throttled (150 IOPS): 300 reads took >= 1 s" awk "BEGIN{exit !($t1 - 
 echo none > /sys/block/$D/queue/scheduler
 
 blkmqd_many_hctx_slow() {
-    start_blkmqd --foreground
+    start_blkmqd -v
     assert_eq "blkmqd class" many-hctx-slow "$(read_attr $BLKMQD_MOUNT/devices/$D/class)"
     assert_eq "blkmqd facts/nr_hw_queues" 4 "$(read_attr $BLKMQD_MOUNT/devices/$D/facts/nr_hw_queues)"
     assert_eq "blkmqd facts/rotational" 1 "$(read_attr $BLKMQD_MOUNT/devices/$D/facts/rotational)"
