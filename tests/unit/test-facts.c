@@ -7,10 +7,6 @@
 #include "strv.h"
 #include "tap.h"
 
-#ifndef HAVE_IRQ_FACTS
-#define HAVE_IRQ_FACTS 0
-#endif
-
 static void check_render(const DiskFacts *f, Fact fact, const char *expected) {
         _cleanup_free_ char *s = NULL;
         int r = disk_facts_render(f, fact, &s);
@@ -78,17 +74,10 @@ static void test_render(void) {
         f->host_can_queue = 4077;
         f->shared_tags = TRISTATE_YES;
         f->sq_sched = TRISTATE_NO;
-#if HAVE_IRQ_FACTS
         f->irqs = calloc(3, sizeof(IrqFacts));
         f->irqs[0].irq = 24;
         f->irqs[1].irq = 25;
         f->irqs[2].irq = 130;
-#else
-        f->irqs = calloc(3, sizeof(unsigned));
-        f->irqs[0] = 24;
-        f->irqs[1] = 25;
-        f->irqs[2] = 130;
-#endif
         f->n_irqs = 3;
         f->numa_node = 1;
         f->kernel_release = strdup("6.1.0-28-amd64");

@@ -28,7 +28,7 @@ static void test_render_applied(void) {
         check_applied(APPLY_UNSUPPORTED, "none", "bfq", "EINVAL writing bfq to queue/scheduler, read back none",
                       "unsupported: EINVAL writing bfq to queue/scheduler, read back none\n");
         /* missing strings never crash nor print "(null)" */
-        check_applied(APPLY_OK, NULL, NULL, NULL, "ok: n/a (was n/a)\n");
+        check_applied(APPLY_OK, NULL, NULL, NULL, "ok: n/a\n");
         check_applied(APPLY_ERROR, NULL, NULL, NULL, "error: n/a\n");
 
         CHECK_STR(apply_state_to_string(APPLY_DRY_RUN), "dry-run");
@@ -38,8 +38,8 @@ static void test_render_applied(void) {
         CHECK_INT(knob_from_string("scheduler"), _KNOB_INVALID);
 }
 
-static int render_version(void *userdata, char **ret) {
-        *ret = strdup("blkmqd test\n");
+static int render_version(void *userdata, NodeTypeRef type, char **ret) {
+        *ret = strdup(type == NODE_VERSION ? "blkmqd test\n" : "other\n");
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -57,7 +57,7 @@ static void check_node(const FuseFsContext *ctx, NodeType type, const char *devi
 static void test_render_tree(void) {
         Registry reg = {};
         Device *d = NULL;
-        FuseFsContext ctx = { .registry = &reg, .render_version = render_version };
+        FuseFsContext ctx = { .registry = &reg, .render_control = render_version };
 
         CHECK_INT(registry_add(&reg, "sdb", &d), 1);
         Device *again = NULL;
