@@ -263,7 +263,7 @@ static int apply_irq_affinity(HostFs *h, Device *d, const ApplyOptions *o) {
 
                 char path[64];
                 irq_path(path, sizeof(path), q->irq);
-                log_device_debug(d->name, "Writing \"%s\" to \"/proc/%s\"", target, path);
+                log_device_debug(d->name, "Writing \"%s\" to procfs \"%s\"", target, path);
                 r = hostfs_write(h, HOSTFS_PROCFS, path, target);
                 if (r == -EIO || r == -EPERM) {
                         /* managed IRQ: -EIO <= 6.11, -EPERM >= 6.12 (eb29369fa543) */

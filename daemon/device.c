@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,7 +258,7 @@ static int gather_irq_managed(HostFs *h, DiskFacts *f, IrqFacts *q, bool debugfs
         if (kernel_release_parse(f->kernel_release, &maj, &min) >= 0 && (maj > 6 || (maj == 6 && min >= 12)) &&
             hostfs_stat(h, HOSTFS_PROCFS, path, &st) >= 0) {
                 q->managed = (st.st_mode & 0222) ? TRISTATE_NO : TRISTATE_YES;
-                return asprintf(&q->managed_source, "/proc/irq/%u/smp_affinity mode %03o (kernel >= 6.12, c7718e5c76d4)",
+                return asprintf(&q->managed_source, "procfs irq/%u/smp_affinity mode %03o (kernel >= 6.12, c7718e5c76d4)",
                                 q->irq, st.st_mode & 0777) < 0 ? -ENOMEM : 0;
         }
         q->managed = TRISTATE_UNKNOWN;  /* learned from the first write: EIO (<= 6.11) */
@@ -438,6 +439,61 @@ static int gather_debugfs_state(HostFs *h, DiskFacts *f, bool debugfs, const cha
         return 0;
 }
 
+/*
+ * Without debugfs, learn the shared host tagset (BLK_MQ_F_TAG_HCTX_SHARED) from the driver:
+ * megaraid_sas/mpt3sas host_tagset_enable (81e7eb5bf08f, 664f0dce2058), smartpqi and
+ * hisi_sas v3 always when multi-queue, scsi_debug with host_max_queue > 0. Drivers that
+ * never set it (nvme, virtio, loop) are "no". Others stay unknown.
+ */
+static int gather_shared_tags_fallback(HostFs *h, DiskFacts *f) {
+        static const char * const never[] = { "nvme", "virtio_blk", "virtio_scsi", "loop", "null_blk", "sd" };
+        _cleanup_free_ char *v = NULL;
+        char path[PATH_MAX];
+        Tristate t = TRISTATE_UNKNOWN;
+        const char *src = NULL;
+        char buf[128];
+
+        if (f->shared_tags != TRISTATE_UNKNOWN || !f->driver || !f->has_mq)
+                return 0;
+
+        if (streq(f->driver, "megaraid_sas") || streq(f->driver, "mpt3sas")) {
+                snprintf(path, sizeof(path), "module/%s/parameters/host_tagset_enable", f->driver);
+                if (hostfs_read(h, HOSTFS_SYSFS, path, &v) >= 0) {
+                        strip_newline(v);
+                        t = streq(v, "0") ? TRISTATE_NO : TRISTATE_YES;
+                        snprintf(buf, sizeof(buf), "%s.host_tagset_enable=%s", f->driver, v);
+                } else {
+                        t = TRISTATE_NO;
+                        snprintf(buf, sizeof(buf), "%s has no host_tagset_enable: kernel before the shared host tagset", f->driver);
+                }
+                src = buf;
+        } else if (streq(f->driver, "smartpqi") || streq(f->driver, "hisi_sas_v3_hw")) {
+                t = f->host_nr_hw_queues > 1 ? TRISTATE_YES : TRISTATE_NO;
+                snprintf(buf, sizeof(buf), "%s uses a host-wide tagset when multi-queue (host nr_hw_queues=%" PRIi64 ")",
+                         f->driver, f->host_nr_hw_queues);
+                src = buf;
+        } else if (streq(f->driver, "scsi_debug")) {
+                uint64_t q;
+                if (hostfs_read_u64(h, HOSTFS_SYSFS, "module/scsi_debug/parameters/host_max_queue", &q) >= 0) {
+                        t = q > 0 ? TRISTATE_YES : TRISTATE_NO;
+                        snprintf(buf, sizeof(buf), "scsi_debug.host_max_queue=%" PRIu64, q);
+                        src = buf;
+                }
+        } else
+                for (size_t i = 0; i < ELEMENTSOF(never); i++)
+                        if (streq(f->driver, never[i])) {
+                                t = TRISTATE_NO;
+                                snprintf(buf, sizeof(buf), "driver %s does not share tags across hctx", f->driver);
+                                src = buf;
+                        }
+
+        if (t == TRISTATE_UNKNOWN)
+                return 0;
+        f->shared_tags = t;
+        f->unknown[FACT_SHARED_TAGS] = mfree_str(f->unknown[FACT_SHARED_TAGS]);
+        return free_and_strdup(&f->shared_tags_source, src);
+}
+
 static int gather_modparams(HostFs *h, DiskFacts *f) {
         char path[PATH_MAX];
 
@@ -603,6 +659,12 @@ int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
         if (r < 0)
                 return r;
         r = gather_modparams(h, f);
+        if (r < 0)
+                return r;
+        if (f->shared_tags != TRISTATE_UNKNOWN && !f->shared_tags_source &&
+            (r = free_and_strdup(&f->shared_tags_source, "debugfs hctx flags")) < 0)
+                return r;
+        r = gather_shared_tags_fallback(h, f);
         if (r < 0)
                 return r;
         gather_root_disk(h, f);

@@ -190,7 +190,7 @@ int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfi
                 }
                 if (!p->current) {
                         p->state = MODPARAM_UNSUPPORTED;
-                        set_note(p, "/sys/module/%s/parameters/%s does not exist in this kernel", p->module, p->param);
+                        set_note(p, "sysfs module/%s/parameters/%s does not exist in this kernel", p->module, p->param);
                         continue;
                 }
                 if (streq(p->current, p->wanted)) {

@@ -80,6 +80,7 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
                 free(f->irqs[i].managed_source);
         }
         free(f->irq_mapping);
+        free(f->shared_tags_source);
         for (size_t i = 0; i < f->n_modparams; i++) {
                 free(f->modparams[i].module);
                 free(f->modparams[i].param);

@@ -109,6 +109,7 @@ typedef struct DiskFacts {
         int64_t host_can_queue;         /* -1 unknown */
 
         Tristate shared_tags;
+        char *shared_tags_source;       /* how shared_tags is known: "debugfs hctx flags", "megaraid_sas.host_tagset_enable=1", ... */
         Tristate sq_sched;
 
         IrqFacts *irqs;                 /* ascending IRQ number */

@@ -211,7 +211,10 @@ int plan_explain(Plan *p, const char *fmt, ...) {
  *   unknown                  rotational or the hctx count unknown
  *   many-hctx-slow           rotational and (nr_hw_queues > 1 or shared tags)
  *   shared-tags              non-rotational on a host-wide shared tagset
- *   fast-multiqueue          non-rotational, nr_hw_queues > 1
+ *   unknown                  non-rotational, nr_hw_queues > 1, shared tags unknown (no debugfs,
+ *                            driver unknown): fast-multiqueue and shared-tags want
+ *                            different elevators, so nothing is done
+ *   fast-multiqueue          non-rotational, nr_hw_queues > 1, no shared tags
  *   single-queue-rotational  rotational, one hctx
  *   single-queue-fast        non-rotational, one hctx
  */
@@ -227,6 +230,8 @@ static DiskClass classify(const DiskFacts *f) {
                         DISK_CLASS_MANY_HCTX_SLOW : DISK_CLASS_SINGLE_QUEUE_ROTATIONAL;
         if (f->shared_tags == TRISTATE_YES)
                 return DISK_CLASS_SHARED_TAGS;
+        if (f->n_hctx > 1 && f->shared_tags == TRISTATE_UNKNOWN)
+                return DISK_CLASS_UNKNOWN;      /* fast-multiqueue or shared-tags: cannot tell */
         return f->n_hctx > 1 ? DISK_CLASS_FAST_MULTIQUEUE : DISK_CLASS_SINGLE_QUEUE_FAST;
 }
 
@@ -239,9 +244,11 @@ DiskClass policy_classify(const DiskFacts *f, char **ret_reason) {
                         if (asprintf(&s, "%s: mq=0 -> class %s, never written (rule %s)",
                                      f->name, disk_class_to_string(c), disk_class_to_string(c)) < 0)
                                 s = NULL;
-                } else if (asprintf(&s, "%s: nr_hw_queues=%zu rotational=%s shared_tags=%s stacked=%d transport=%s driver=%s -> class %s (rule %s)",
+                } else if (asprintf(&s, "%s: nr_hw_queues=%zu rotational=%s shared_tags=%s%s%s%s stacked=%d transport=%s driver=%s -> class %s (rule %s)",
                                     f->name, f->n_hctx, tristate_to_string(f->rotational),
-                                    tristate_to_string(f->shared_tags), f->stacked,
+                                    tristate_to_string(f->shared_tags),
+                                    f->shared_tags_source ? " (" : "", f->shared_tags_source ?: "", f->shared_tags_source ? ")" : "",
+                                    f->stacked,
                                     f->transport ?: "unknown", f->driver ?: "unknown",
                                     disk_class_to_string(c), disk_class_to_string(c)) < 0)
                         s = NULL;
@@ -268,13 +275,15 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                 return r;
 
         if (IN_SET_CLASS(plan.class, DISK_CLASS_NO_MQ, DISK_CLASS_UNKNOWN)) {
-                if (plan.class == DISK_CLASS_UNKNOWN) {
+                if (plan.class == DISK_CLASS_UNKNOWN && facts->rotational == TRISTATE_NO)
+                        r = plan_explain(&plan, "%s: rotational=0 nr_hw_queues=%zu shared_tags=unknown (%s) -> left alone: fast-multiqueue and shared-tags want different elevators; mount debugfs to tell (rule unknown)",
+                                         facts->name, facts->n_hctx, facts->unknown[FACT_SHARED_TAGS] ?: "no source");
+                else if (plan.class == DISK_CLASS_UNKNOWN)
                         r = plan_explain(&plan, "%s: rotational=%s nr_hw_queues=%zu -> left alone, facts incomplete (rule unknown)",
                                          facts->name, facts->unknown[FACT_ROTATIONAL] ?: tristate_to_string(facts->rotational),
                                          facts->n_hctx);
-                        if (r < 0)
-                                return r;
-                }
+                if (r < 0)
+                        return r;
                 *ret = plan;
                 plan = (Plan) {};
                 return 0;

@@ -152,12 +152,12 @@ class Daemon:
         self.logf = open(self.log, "w")
         self.proc = subprocess.Popen([self.exe, "--mountpoint", self.mnt, "-v", *args],
                                      stdout=self.logf, stderr=subprocess.STDOUT)
-        before = mount_ids(self.mnt)
 
         def ready():
-            # a new mount at mnt whose version file really reads (a dead mount left by kill -9
-            # still answers stat() from the kernel's caches, so existence is not enough)
-            if self.proc.poll() is not None or not (mount_ids(self.mnt) - before):
+            # a mount at mnt whose version file really reads: a dead mount left by kill -9
+            # still answers stat() from the kernel's caches but fails reads with ENOTCONN
+            # (mount ids are no proof: the kernel reuses the id of a detached mount)
+            if self.proc.poll() is not None or not is_mounted(self.mnt):
                 return self.proc.poll() is not None
             try:
                 with open(os.path.join(self.mnt, "version")) as f:
