@@ -38,7 +38,7 @@ void config_done(Config *c) {
 }
 
 int config_init(Config *c) {
-        *c = (Config) { .mode = _MODE_INVALID };
+        *c = (Config) { .mode = _MODE_INVALID, .rate_window_usec = 1000000 };
         return policy_config_init_defaults(&c->policy);
 }
 
@@ -101,6 +101,12 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
                 if ((b = parse_bool(v)) < 0)
                         return fail(p, "Reassert=%s: expected yes or no", v);
                 c->reassert = b;
+        } else if (streq(key, "RateWindowSec")) {
+                char *e;
+                double sec = strtod(v, &e);
+                if (e == v || *e || sec < 0.2 || sec > 3600)
+                        return fail(p, "RateWindowSec=%s: expected seconds from 0.2 to 3600", v);
+                c->rate_window_usec = (uint64_t) (sec * 1e6);
         } else if (streq(key, "ModuleParams")) {
                 if (streq(v, "propose"))
                         c->module_params_write = false;

@@ -8,6 +8,7 @@
  *   [Manager]
  *   Mode=auto|dry-run|off         Devices=GLOB...      Reassert=yes|no
  *   ModuleParams=propose|write    write /etc/modprobe.d/blkmqd.conf and 0644 params (default propose)
+ *   RateWindowSec=SECONDS         interval the *_rate files cover (default 1, 0.2 to 3600)
  *
  *   [Class:<class>]               one of many-hctx-slow, fast-multiqueue, shared-tags,
  *                                 single-queue-rotational, single-queue-fast, stacked
@@ -48,6 +49,7 @@ typedef struct Config {
         ManagerMode mode;       /* _MODE_INVALID when not set (command line decides) */
         char **devices;         /* Devices= globs; NULL = all */
         bool reassert;
+        uint64_t rate_window_usec;    /* RateWindowSec=: the interval rates are computed over (default 1 s) */
         bool module_params_write;     /* ModuleParams=write: write modprobe.d and runtime params */
 } Config;
 

@@ -19,6 +19,7 @@
 #include "node.h"
 #include "policy.h"
 #include "state.h"
+#include "stats.h"
 #include "strv.h"
 #include "udev-monitor.h"
 
@@ -34,6 +35,11 @@ struct Manager {
         unsigned reloads;               /* successful config (re)loads */
         unsigned restored;              /* values put back by the last restore */
         State *state;
+        Stats *stats;
+        ProcInterrupts interrupts;      /* parsed /proc/interrupts, reused for 100 ms */
+        uint64_t interrupts_usec;
+        char *kernel_release;
+        uint64_t rate_window_usec;
         UdevMonitor *monitor;
         FuseFs *fuse;
         char *mountpoint;
@@ -129,6 +135,9 @@ Manager *manager_free(Manager *m) {
         udev_monitor_free(m->monitor);
         registry_done(&m->registry);
         modules_done(&m->modules);
+        stats_free(m->stats);
+        proc_interrupts_done(&m->interrupts);
+        free(m->kernel_release);
         config_done(&m->config);
         state_free(m->state);
         hostfs_free(m->hostfs);
@@ -173,8 +182,11 @@ static void manager_update_status(Manager *m) {
 static void manager_remove_device(Manager *m, const char *name) {
         if (!registry_get(&m->registry, name))
                 return;
+        Device *d = registry_get(&m->registry, name);
         if (m->fuse)
                 fuse_fs_device_removed(m->fuse, name);
+        if (m->stats && d->facts)
+                stats_forget_disk(m->stats, d->facts->major, d->facts->minor);
         registry_remove(&m->registry, name);
         log_device_info(name, "Disk removed");
 }
@@ -297,6 +309,8 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
 
         manager_evaluate(m, d, added);
 finish:
+        if (m->fuse)
+                (void) fuse_fs_hosts_updated(m->fuse);
         if (m->started) {
                 manager_update_modules(m);
                 manager_update_status(m);
@@ -337,6 +351,7 @@ int manager_reload(Manager *m) {
         m->config = c;
         m->reloads++;
         m->mode = effective_mode(&m->config, m->cli_dry_run);
+        m->rate_window_usec = m->config.rate_window_usec;
         log_info("Configuration reloaded from \"%s\" (mode %s)", m->config_path, manager_mode_to_string(m->mode));
         manager_reevaluate_all(m);
         return 0;
@@ -351,10 +366,10 @@ static int render_control(void *userdata, NodeTypeRef type, char **ret) {
                 _cleanup_free_ char *kernel = NULL;
                 (void) hostfs_kernel_release(m->hostfs, &kernel);
                 bool debugfs = hostfs_debugfs_available(m->hostfs, NULL);
-                r = asprintf(ret, "blkmqd %s kernel %s source %s debugfs %s\n",
+                r = asprintf(ret, "blkmqd %s kernel %s source %s debugfs %s stats %s\n",
                              BLKMQD_VERSION, kernel ?: "unknown",
                              m->monitor ? udev_monitor_source(m->monitor) : "fixture",
-                             debugfs ? "yes" : "no");
+                             debugfs ? "yes" : "no", stats_providers(m->stats));
                 break;
         }
         case NODE_MODE:
@@ -478,6 +493,98 @@ static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, i
         }
 }
 
+/* The parsed /proc/interrupts, re-read at most every 100 ms (a metrics scrape reads it once). */
+static const ProcInterrupts *manager_interrupts(Manager *m) {
+        uint64_t now = stats_now_usec();
+        if (m->interrupts_usec && now - m->interrupts_usec < 100000)
+                return &m->interrupts;
+        _cleanup_free_ char *text = NULL;
+        proc_interrupts_done(&m->interrupts);
+        m->interrupts_usec = 0;
+        if (hostfs_read(m->hostfs, HOSTFS_PROCFS, "interrupts", &text) < 0 ||
+            proc_interrupts_parse(text, &m->interrupts) < 0)
+                return NULL;
+        m->interrupts_usec = now;
+        return &m->interrupts;
+}
+
+static int on_read_hctx(void *userdata, const char *device, size_t pos, HctxReading *ret) {
+        Manager *m = userdata;
+        Device *d = registry_get(&m->registry, device);
+        int r;
+
+        if (!d || !d->facts || pos >= d->facts->n_hctx)
+                return -ENOENT;
+        if (d->n_history_hctx != d->facts->n_hctx) {
+                free(d->history);
+                d->history = calloc(d->facts->n_hctx * STATS_HISTORY, sizeof(StatSample));
+                d->n_history_hctx = d->history ? d->facts->n_hctx : 0;
+        }
+
+        HctxReading rd = {};
+        r = stats_read_hctx(m->stats, d->facts, pos, manager_interrupts(m), &rd.stats);
+        if (r < 0)
+                return r;
+        if (d->history) {
+                StatSample cur;
+                uint32_t counters = 0;
+                for (StatId i = 0; i < _STAT_MAX; i++)
+                        if (stat_id_is_counter(i))
+                                counters |= UINT32_C(1) << i;
+                hctx_stats_to_sample(&rd.stats, &cur);
+                stats_rates(&d->history[pos * STATS_HISTORY], &cur, _STAT_MAX, counters, m->rate_window_usec, &rd.rates);
+        }
+        *ret = rd;
+        return 0;
+}
+
+static int on_read_disk_stat(void *userdata, const char *device, DiskStat *ret, StatRates *ret_rates) {
+        Manager *m = userdata;
+        _cleanup_free_ char *text = NULL;
+        char path[64 + 32];
+        Device *d = registry_get(&m->registry, device);
+        DiskStat st;
+
+        if (!d)
+                return -ENOENT;
+        snprintf(path, sizeof(path), "block/%s/stat", device);
+        int r = hostfs_read(m->hostfs, HOSTFS_SYSFS, path, &text);
+        if (r < 0)
+                return r;
+        r = disk_stat_parse(text, &st);
+        if (r < 0)
+                return r;
+
+        StatSample cur = { .usec = stats_now_usec() };
+        uint32_t counters = 0;
+        for (unsigned i = 0; i < st.n; i++) {
+                cur.v[i] = st.v[i];
+                cur.valid |= UINT32_C(1) << i;
+                if (i != DISK_STAT_IN_FLIGHT)
+                        counters |= UINT32_C(1) << i;
+        }
+        stats_rates(d->disk_history, &cur, st.n, counters, m->rate_window_usec, ret_rates);
+        *ret = st;
+        return 0;
+}
+
+static int on_read_host_busy(void *userdata, const char *host, uint64_t *ret) {
+        Manager *m = userdata;
+        char path[128];
+        snprintf(path, sizeof(path), "class/scsi_host/%s/host_busy", host);
+        return hostfs_read_u64(m->hostfs, HOSTFS_SYSFS, path, ret);
+}
+
+static const char *on_kernel_release(void *userdata) {
+        Manager *m = userdata;
+        return m->kernel_release;
+}
+
+static const char *on_providers(void *userdata) {
+        Manager *m = userdata;
+        return stats_providers(m->stats);
+}
+
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         (void) sd_notify(false, "RELOADING=1");
@@ -532,6 +639,11 @@ int manager_startup(Manager *m) {
                         .modules = &m->modules,
                         .render_control = render_control,
                         .write = on_fuse_write,
+                        .read_hctx = on_read_hctx,
+                        .read_disk_stat = on_read_disk_stat,
+                        .read_host_busy = on_read_host_busy,
+                        .kernel_release = on_kernel_release,
+                        .providers = on_providers,
                         .userdata = m,
                 };
                 r = fuse_fs_new(m->event, m->mountpoint, &ctx, &m->fuse);
@@ -541,6 +653,11 @@ int manager_startup(Manager *m) {
                         return log_error_errno(r, "Failed to mount the FUSE tree at \"%s\": %m", m->mountpoint);
         }
 
+        (void) hostfs_kernel_release(m->hostfs, &m->kernel_release);
+        r = stats_new(m->hostfs, &m->stats);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up statistics: %m");
+        m->rate_window_usec = m->config.rate_window_usec;
         modules_init(m->hostfs, &m->modules);
         r = m->monitor ? udev_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);
         if (r < 0)

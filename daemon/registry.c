@@ -44,6 +44,7 @@ static Device *device_free(Device *d) {
                 free(d->irq_applied[i].value);
         }
         free(d->irq_applied);
+        free(d->history);
         free(d);
         return NULL;
 }

@@ -9,8 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blkstat.h"
 #include "facts.h"
 #include "policy.h"
+#include "stats.h"
+
 
 typedef enum ApplyState {
         APPLY_UNMANAGED,        /* policy has no wish, or the disk is not managed */
@@ -53,6 +56,9 @@ typedef struct Device {
         Applied applied[_KNOB_MAX];
         IrqApplied *irq_applied;
         size_t n_irq_applied;
+        StatSample *history;    /* STATS_HISTORY per hctx position, ring; sized to facts->n_hctx */
+        size_t n_history_hctx;
+        StatSample disk_history[STATS_HISTORY];  /* DiskStat fields, same ring scheme */
         uint64_t generation;    /* bumped on every re-gather */
 } Device;
 

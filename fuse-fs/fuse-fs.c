@@ -32,7 +32,7 @@ struct FuseFs {
         struct fuse_buf buf;
         void *nodes;            /* tsearch tree of Node*, keyed by ino */
         uint64_t next_ino;
-        Node *root, *devices, *modules;
+        Node *root, *devices, *modules, *hosts;
         struct timespec start;
 };
 
@@ -408,7 +408,14 @@ static int build_static(FuseFs *fs) {
                 return -ENOMEM;
         fs->devices = node_new(fs, fs->root, NODE_DEVICES, FUSE_FS_DEVICES, NULL, 0, 0);
         fs->modules = node_new(fs, fs->root, NODE_MODULES, FUSE_FS_MODULES, NULL, 0, 0);
-        return fs->devices && fs->modules ? 0 : -ENOMEM;
+        fs->hosts = node_new(fs, fs->root, NODE_HOSTS, FUSE_FS_HOSTS, NULL, 0, 0);
+        if (!fs->devices || !fs->modules || !fs->hosts ||
+            !node_new(fs, fs->root, NODE_METRICS, FUSE_FS_METRICS, NULL, 0, 0))
+                return -ENOMEM;
+        Node *prom = node_new(fs, fs->root, NODE_PROM_DIR, FUSE_FS_PROM_DIR, NULL, 0, 0);
+        if (!prom || !node_new(fs, prom, NODE_PROM_FILE, FUSE_FS_PROM_FILE, NULL, 0, 0))
+                return -ENOMEM;
+        return 0;
 }
 
 int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret) {
@@ -489,6 +496,16 @@ static int build_hctx(FuseFs *fs, Node *hctx, const Device *d) {
                 for (HctxAttr a = 0; a < _HCTX_ATTR_MAX; a++)
                         if (!node_new(fs, h, NODE_HCTX_ATTR, hctx_attr_to_string(a), d->name, i, a))
                                 return -ENOMEM;
+                for (StatId st = 0; st < _STAT_MAX; st++) {
+                        char rate[64];
+                        if (!node_new(fs, h, NODE_HCTX_ATTR, stat_id_to_string(st), d->name, i, HCTX_ATTR_STAT + st))
+                                return -ENOMEM;
+                        if (!stat_id_is_counter(st))
+                                continue;
+                        snprintf(rate, sizeof(rate), "%s_rate", stat_id_to_string(st));
+                        if (!node_new(fs, h, NODE_HCTX_ATTR, rate, d->name, i, HCTX_ATTR_RATE + st))
+                                return -ENOMEM;
+                }
         }
         return 0;
 }
@@ -513,7 +530,10 @@ static int build_device(FuseFs *fs, const Device *d) {
                 return -ENOMEM;
 
         if (!node_new(fs, dev, NODE_CLASS, FUSE_FS_CLASS, d->name, 0, 0) ||
-            !node_new(fs, dev, NODE_EXPLAIN, FUSE_FS_EXPLAIN, d->name, 0, 0))
+            !node_new(fs, dev, NODE_EXPLAIN, FUSE_FS_EXPLAIN, d->name, 0, 0) ||
+            !node_new(fs, dev, NODE_STAT, FUSE_FS_STAT, d->name, 0, 0) ||
+            !node_new(fs, dev, NODE_COMPLETIONS, FUSE_FS_COMPLETIONS, d->name, 0, 0) ||
+            !node_new(fs, dev, NODE_STATS_SOURCE, FUSE_FS_STATS_SOURCE, d->name, 0, 0))
                 return -ENOMEM;
 
         if (!(dir = node_new(fs, dev, NODE_FACTS, FUSE_FS_FACTS, d->name, 0, 0)))
@@ -613,6 +633,37 @@ int fuse_fs_modules_updated(FuseFs *fs) {
                         return -ENOMEM;
                 for (ModuleAttr a = 0; a < _MODULE_ATTR_MAX; a++)
                         if (!node_new(fs, param, NODE_MODULE_ATTR, module_attr_to_string(a), NULL, a, 0))
+                                return -ENOMEM;
+        }
+        return 0;
+}
+
+int fuse_fs_hosts_updated(FuseFs *fs) {
+        const Registry *reg = fs->ctx.registry;
+
+        /* drop hosts no disk refers to any more */
+        for (Node *h = fs->hosts->children, *next; h; h = next) {
+                bool used = false;
+                next = h->next;
+                for (size_t i = 0; i < reg->n_devices && !used; i++)
+                        used = reg->devices[i]->facts && streq_ptr(reg->devices[i]->facts->scsi_host, h->name);
+                if (!used) {
+                        char name[64];
+                        snprintf(name, sizeof(name), "%s", h->name);
+                        node_free(fs, h);
+                        if (fs->mounted)
+                                (void) fuse_lowlevel_notify_inval_entry(fs->session, fs->hosts->ino, name, strlen(name));
+                }
+        }
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const char *host = reg->devices[i]->facts ? reg->devices[i]->facts->scsi_host : NULL;
+                if (!host || node_child(fs->hosts, host))
+                        continue;
+                Node *h = node_new(fs, fs->hosts, NODE_HOST, host, NULL, 0, 0);
+                if (!h)
+                        return -ENOMEM;
+                for (HostAttr a = 0; a < _HOST_ATTR_MAX; a++)
+                        if (!node_new(fs, h, NODE_HOST_ATTR, host_attr_to_string(a), NULL, a, 0))
                                 return -ENOMEM;
         }
         return 0;

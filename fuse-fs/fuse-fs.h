@@ -16,7 +16,18 @@
 #include "modules.h"
 #include "registry.h"
 
+#include "blkstat.h"
+#include "stats.h"
+
 typedef struct FuseFs FuseFs;
+
+/* Counters of one hctx with rates, read when a file is opened. */
+typedef struct HctxReading {
+        HctxStats stats;
+        StatRates rates;        /* indexed by StatId */
+} HctxReading;
+
+void hctx_reading_done(HctxReading *r);
 typedef int NodeTypeRef;        /* a NodeType (fuse-fs/node.h) */
 
 /* What the tree shows besides the registry; supplied by the manager. */
@@ -32,6 +43,15 @@ typedef struct FuseFsContext {
          * (EINVAL, ERANGE, ENOENT ...), which the writer gets.
          */
         int (*write)(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len);
+        /* Read the statistics of hctx position pos of device. Returns 0, -ENOENT, -ENOMEM. */
+        int (*read_hctx)(void *userdata, const char *device, size_t pos, HctxReading *ret);
+        /* Read block/<disk>/stat with rates (indexed by DiskStatField). Returns 0 or -errno. */
+        int (*read_disk_stat)(void *userdata, const char *device, DiskStat *ret, StatRates *ret_rates);
+        /* Kernel release and statistics providers, for /metrics' blkmqd_info. */
+        const char *(*kernel_release)(void *userdata);
+        const char *(*providers)(void *userdata);
+        /* Read scsi_host <host>'s host_busy now. Returns 0 or -errno. */
+        int (*read_host_busy)(void *userdata, const char *host, uint64_t *ret);
         void *userdata;
 } FuseFsContext;
 
@@ -54,6 +74,9 @@ FuseFs *fuse_fs_free(FuseFs *fs);
  */
 int fuse_fs_device_updated(FuseFs *fs, const Device *d);
 void fuse_fs_device_removed(FuseFs *fs, const char *name);
+
+/* Keep hosts/ in step with the registry (call after devices change). Returns 0 or -ENOMEM. */
+int fuse_fs_hosts_updated(FuseFs *fs);
 
 /* Keep modules/ in step with the module parameter states. Returns 0 or -ENOMEM. */
 int fuse_fs_modules_updated(FuseFs *fs);

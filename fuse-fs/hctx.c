@@ -14,6 +14,7 @@ static const char * const hctx_attr_table[_HCTX_ATTR_MAX] = {
         [HCTX_ATTR_IRQ]              = "irq",
         [HCTX_ATTR_IRQ_AFFINITY]     = "irq_affinity",
         [HCTX_ATTR_IRQ_MANAGED]      = "irq_managed",
+        [HCTX_ATTR_REMOTE_PCT]       = "remote_pct",
 };
 
 const char *hctx_attr_to_string(HctxAttr a) {

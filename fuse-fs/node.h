@@ -23,6 +23,13 @@
 #define FUSE_FS_RESTORE   "restore"
 #define FUSE_FS_ENABLED   "enabled"
 #define FUSE_FS_MODULES   "modules"
+#define FUSE_FS_HOSTS     "hosts"
+#define FUSE_FS_METRICS   "metrics"
+#define FUSE_FS_PROM_DIR  "prometheus"
+#define FUSE_FS_PROM_FILE "blkmqd.prom"
+#define FUSE_FS_STAT      "stat"
+#define FUSE_FS_COMPLETIONS "completions"
+#define FUSE_FS_STATS_SOURCE "stats_source"
 
 typedef enum NodeType {
         NODE_ROOT,
@@ -30,6 +37,12 @@ typedef enum NodeType {
         NODE_MODE,              /* /mode      rw  auto | dry-run | off */
         NODE_RELOAD,            /* /reload    rw  1 -> re-read config, re-evaluate every disk */
         NODE_RESTORE,           /* /restore   rw  1 -> restore every original value, then mode off */
+        NODE_METRICS,           /* /metrics   Prometheus text exposition 0.0.4 */
+        NODE_PROM_DIR,          /* /prometheus/ (point node_exporter's textfile collector here) */
+        NODE_PROM_FILE,         /* /prometheus/blkmqd.prom, the same content as /metrics */
+        NODE_HOSTS,             /* /hosts/ */
+        NODE_HOST,              /* /hosts/<scsi_host>/ */
+        NODE_HOST_ATTR,         /* /hosts/<scsi_host>/<attr>           arg = HostAttr */
         NODE_DEVICES,           /* /devices/ */
         NODE_DEVICE,            /* /devices/<disk>/ */
         NODE_CLASS,             /* /devices/<disk>/class */
@@ -40,6 +53,9 @@ typedef enum NodeType {
         NODE_PLAN_KNOB,         /* /devices/<disk>/plan/<knob>        arg = Knob */
         NODE_APPLIED,           /* /devices/<disk>/applied/ */
         NODE_APPLIED_KNOB,      /* /devices/<disk>/applied/<knob>     arg = Knob */
+        NODE_STAT,              /* /devices/<disk>/stat: block/<disk>/stat counters and rates */
+        NODE_COMPLETIONS,       /* /devices/<disk>/completions: per-hctx locality table */
+        NODE_STATS_SOURCE,      /* /devices/<disk>/stats_source: where each counter comes from */
         NODE_POLICY,            /* /devices/<disk>/policy/ */
         NODE_POLICY_KNOB,       /* /devices/<disk>/policy/<knob>  rw  arg = Knob, _KNOB_MAX = "enabled" */
         NODE_MODULES,           /* /modules/ */
@@ -60,7 +76,11 @@ typedef enum HctxAttr {
         HCTX_ATTR_IRQ,          /* IRQ number of the queue vector serving this hctx */
         HCTX_ATTR_IRQ_AFFINITY, /* its smp_affinity_list */
         HCTX_ATTR_IRQ_MANAGED,  /* 1 when kernel-managed */
+        HCTX_ATTR_REMOTE_PCT,   /* completed_remote / completions, percent */
         _HCTX_ATTR_MAX,
+        /* statistics files: HCTX_ATTR_STAT + StatId, and HCTX_ATTR_RATE + StatId (counters) */
+        HCTX_ATTR_STAT = 64,
+        HCTX_ATTR_RATE = 128,
 } HctxAttr;
 
 const char *hctx_attr_to_string(HctxAttr a);
@@ -75,6 +95,20 @@ typedef enum ModuleAttr {
 } ModuleAttr;
 
 const char *module_attr_to_string(ModuleAttr a);
+
+typedef enum HostAttr {
+        HOST_ATTR_DRIVER,
+        HOST_ATTR_NR_HW_QUEUES,
+        HOST_ATTR_CAN_QUEUE,
+        HOST_ATTR_HOST_BUSY,    /* live: commands outstanding on the host (scsi_host host_busy) */
+        HOST_ATTR_SHARED_TAGS,
+        HOST_ATTR_LUNS,         /* disks blkmqd shows behind this host */
+        HOST_ATTR_DISKS,
+        HOST_ATTR_OCCUPANCY,    /* host_busy / can_queue, percent */
+        _HOST_ATTR_MAX,
+} HostAttr;
+
+const char *host_attr_to_string(HostAttr a);
 
 typedef struct Node Node;
 struct Node {
@@ -91,6 +125,7 @@ static inline bool node_is_dir(const Node *n) {
         case NODE_ROOT: case NODE_DEVICES: case NODE_DEVICE: case NODE_FACTS:
         case NODE_PLAN: case NODE_APPLIED: case NODE_HCTX: case NODE_HCTX_N: case NODE_POLICY:
         case NODE_MODULES: case NODE_MODULE: case NODE_MODULE_PARAM:
+        case NODE_PROM_DIR: case NODE_HOSTS: case NODE_HOST:
                 return true;
         default:
                 return false;

@@ -18,7 +18,17 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
         case NODE_POLICY_KNOB:
                 return render_device(ctx, n, ret);
         case NODE_HCTX_ATTR:
-                return render_hctx(ctx, n, ret);
+                return n->arg2 >= HCTX_ATTR_STAT || n->arg2 == HCTX_ATTR_REMOTE_PCT ?
+                        render_stats(ctx, n, ret) : render_hctx(ctx, n, ret);
+        case NODE_STAT:
+        case NODE_COMPLETIONS:
+        case NODE_STATS_SOURCE:
+                return render_stats(ctx, n, ret);
+        case NODE_HOST_ATTR:
+                return render_host(ctx, n, ret);
+        case NODE_METRICS:
+        case NODE_PROM_FILE:
+                return render_metrics(ctx, ret);
         case NODE_MODULE_ATTR:
                 return render_module(ctx, n, ret);
         default:

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+
+#include "blkstat.h"
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "parse.h"
+#include "stats.h"
+#include "stats-bpf.h"
+
+static const struct {
+        const char *name, *help;
+        bool counter;
+} stat_table[_STAT_MAX] = {
+        [STAT_RUNS]             = { "runs", "hctx dispatch runs (blk_mq_sched_dispatch_requests)", true },
+        [STAT_DISPATCHED]       = { "dispatched", "requests issued to the driver (block_rq_issue)", true },
+        [STAT_DISPATCH_BATCHES] = { "dispatch_batches", "blk_mq_dispatch_rq_list calls (debugfs dispatched histogram)", true },
+        [STAT_QUEUED]           = { "queued", "requests allocated on this hctx (debugfs queued)", true },
+        [STAT_COMPLETED_LOCAL]  = { "completed_local", "requests completed on the submitting CPU", true },
+        [STAT_COMPLETED_REMOTE] = { "completed_remote", "requests completed on another CPU than the submitter", true },
+        [STAT_IRQ_COUNT]        = { "irq_count", "interrupts of the queue vector serving this hctx", true },
+        [STAT_ACTIVE]           = { "active", "requests active on a shared tag set (debugfs active)", false },
+        [STAT_TAGS_BUSY]        = { "tags_busy", "driver tags in use (debugfs tags busy=)", false },
+        [STAT_SCHED_TAGS_BUSY]  = { "sched_tags_busy", "elevator tags in use (debugfs sched_tags busy=)", false },
+        [STAT_DISPATCH_BUSY]    = { "dispatch_busy", "dispatch busy EWMA (debugfs dispatch_busy)", false },
+};
+
+const char *stat_id_to_string(StatId s) {
+        return s >= 0 && s < _STAT_MAX ? stat_table[s].name : NULL;
+}
+
+bool stat_id_is_counter(StatId s) {
+        return s >= 0 && s < _STAT_MAX && stat_table[s].counter;
+}
+
+const char *stat_id_help(StatId s) {
+        return s >= 0 && s < _STAT_MAX ? stat_table[s].help : NULL;
+}
+
+struct Stats {
+        HostFs *hostfs;
+        StatsBpf *bpf;
+        char *bpf_unavailable;
+        char providers[64];
+};
+
+uint64_t stats_now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void hctx_stats_done(HctxStats *s) {
+        for (size_t i = 0; i < _STAT_MAX; i++)
+                free(s->v[i].unavailable);
+        *s = (HctxStats) {};
+}
+
+static void on_bpf_log(const char *message, void *userdata) {
+        log_debug("bpf: %s", message);
+}
+
+int stats_new(HostFs *h, Stats **ret) {
+        Stats *s = calloc(1, sizeof(Stats));
+        if (!s)
+                return -ENOMEM;
+        s->hostfs = h;
+        if (!HAVE_BPF)
+                s->bpf_unavailable = strdup("BPF provider not built (meson -Dbpf=disabled, or no clang/bpftool/BTF at build time)");
+        else if (hostfs_is_live(h)) {
+                blkmqd_stats_bpf_set_log_func(on_bpf_log, NULL);
+                int r = blkmqd_stats_bpf_new(&s->bpf);
+                if (r < 0) {
+                        if (asprintf(&s->bpf_unavailable, "BPF provider not loaded: %s%s", strerror(-r),
+                                     r == -ENOENT ? " (no kernel BTF or block tracepoints)" :
+                                     r == -EPERM ? " (needs CAP_BPF/CAP_SYS_ADMIN)" : "") < 0)
+                                s->bpf_unavailable = NULL;
+                        log_info("Statistics: %s", strna(s->bpf_unavailable));
+                } else
+                        log_info("Statistics: BPF provider loaded (dispatch and completion locality per hctx%s)",
+                                 blkmqd_stats_bpf_has_runs(s->bpf) ? ", queue runs" : "");
+        } else
+                s->bpf_unavailable = strdup("BPF provider not loaded: fixture root");
+        *ret = s;
+        return 0;
+}
+
+Stats *stats_free(Stats *s) {
+        if (!s)
+                return NULL;
+        blkmqd_stats_bpf_free(s->bpf);
+        free(s->bpf_unavailable);
+        free(s);
+        return NULL;
+}
+
+const char *stats_bpf_unavailable(Stats *s) {
+        return s->bpf_unavailable;
+}
+
+const char *stats_providers(Stats *s) {
+        snprintf(s->providers, sizeof(s->providers), "%s%sprocfs",
+                 hostfs_debugfs_available(s->hostfs, NULL) ? "debugfs " : "",
+                 s->bpf ? "bpf " : "");
+        return s->providers;
+}
+
+void stats_forget_disk(Stats *s, unsigned major, unsigned minor) {
+        if (s->bpf)
+                (void) blkmqd_stats_bpf_forget(s->bpf, makedev(major, minor));
+}
+
+static void set_value(StatValue *v, uint64_t value, const char *source) {
+        v->valid = true;
+        v->value = value;
+        v->source = source;
+        v->unavailable = mfree_str(v->unavailable);
+}
+
+static void set_unavailable(StatValue *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_unavailable(StatValue *v, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        v->valid = false;
+        free(v->unavailable);
+        v->unavailable = s;
+}
+
+/* Read debugfs block/<disk>/hctxN/<file>; 0, -ENOENT (file gone from this kernel), -ENODEV (no debugfs). */
+static int read_debugfs(Stats *s, const DiskFacts *f, unsigned hctx, const char *file, char **ret) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "block/%s/hctx%u/%s", f->name, hctx, file);
+        return hostfs_read(s->hostfs, HOSTFS_DEBUGFS, path, ret);
+}
+
+static const char *debugfs_why(int r, const char *removed) {
+        return r == -ENODEV ? "debugfs not mounted at /sys/kernel/debug" :
+               r == -ENOENT ? removed : "debugfs file unreadable";
+}
+
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrupts *pi, HctxStats *ret) {
+        const HctxFacts *x = &f->hctx[pos];
+        HctxStats st = { .usec = stats_now_usec() };
+        uint64_t u;
+        int r;
+
+        for (StatId i = 0; i < _STAT_MAX; i++)
+                set_unavailable(&st.v[i], "not read");
+
+        /* debugfs counters and gauges */
+        static const struct {
+                StatId id;
+                const char *file, *removed;
+        } dbg[] = {
+                { STAT_RUNS,          "run",           "hctx run was removed from debugfs in 6.8 (49e60333d743)" },
+                { STAT_QUEUED,        "queued",        "hctx queued was removed from debugfs in 5.16 (afd7de03c526); no BPF replacement" },
+                { STAT_ACTIVE,        "active",        "no hctx active file" },
+                { STAT_DISPATCH_BUSY, "dispatch_busy", "no hctx dispatch_busy file" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(dbg); i++) {
+                _cleanup_free_ char *text = NULL;
+                r = read_debugfs(s, f, x->index, dbg[i].file, &text);
+                if (r >= 0 && parse_u64(text, &u) >= 0)
+                        set_value(&st.v[dbg[i].id], u, "debugfs");
+                else
+                        set_unavailable(&st.v[dbg[i].id], "%s", r < 0 ? debugfs_why(r, dbg[i].removed) : "unparsable debugfs value");
+        }
+
+        _cleanup_free_ char *tags = NULL, *sched_tags = NULL, *disp = NULL;
+        r = read_debugfs(s, f, x->index, "tags", &tags);
+        if (r >= 0 && debugfs_tags_parse(tags, NULL, &u) >= 0)
+                set_value(&st.v[STAT_TAGS_BUSY], u, "debugfs");
+        else
+                set_unavailable(&st.v[STAT_TAGS_BUSY], "%s", r < 0 ? debugfs_why(r, "no hctx tags file") : "unparsable debugfs tags");
+        r = read_debugfs(s, f, x->index, "sched_tags", &sched_tags);
+        if (r >= 0 && debugfs_tags_parse(sched_tags, NULL, &u) >= 0)
+                set_value(&st.v[STAT_SCHED_TAGS_BUSY], u, "debugfs");
+        else
+                set_unavailable(&st.v[STAT_SCHED_TAGS_BUSY], "%s",
+                                r < 0 ? debugfs_why(r, "no sched_tags file") : "no elevator attached (sched_tags empty)");
+        r = read_debugfs(s, f, x->index, "dispatched", &disp);
+        if (r >= 0 && debugfs_dispatched_parse(disp, &u) >= 0)
+                set_value(&st.v[STAT_DISPATCH_BATCHES], u, "debugfs");
+        else
+                set_unavailable(&st.v[STAT_DISPATCH_BATCHES], "%s",
+                                r < 0 ? debugfs_why(r, "hctx dispatched histogram was removed from debugfs in 5.16 (afd7de03c526)") :
+                                        "unparsable debugfs dispatched histogram");
+
+        /* BPF: dispatches, completion locality, runs where debugfs has none */
+        if (s->bpf) {
+                HctxBpfCounters c = {};
+                r = blkmqd_stats_bpf_read(s->bpf, makedev(f->major, f->minor), x->index, &c);
+                if (r == -ENOENT)
+                        r = 0;          /* no I/O seen since attach: genuinely 0 */
+                if (r >= 0) {
+                        set_value(&st.v[STAT_DISPATCHED], c.dispatched, "bpf");
+                        set_value(&st.v[STAT_COMPLETED_LOCAL], c.completed_local, "bpf");
+                        set_value(&st.v[STAT_COMPLETED_REMOTE], c.completed_remote, "bpf");
+                        if (!st.v[STAT_RUNS].valid) {
+                                if (blkmqd_stats_bpf_has_runs(s->bpf))
+                                        set_value(&st.v[STAT_RUNS], c.runs, "bpf");
+                                else
+                                        set_unavailable(&st.v[STAT_RUNS], "removed from debugfs in 6.8; %s",
+                                                        blkmqd_stats_bpf_runs_unavailable_reason(s->bpf));
+                        }
+                } else {
+                        set_unavailable(&st.v[STAT_DISPATCHED], "BPF map read failed: %s", strerror(-r));
+                        set_unavailable(&st.v[STAT_COMPLETED_LOCAL], "BPF map read failed: %s", strerror(-r));
+                        set_unavailable(&st.v[STAT_COMPLETED_REMOTE], "BPF map read failed: %s", strerror(-r));
+                }
+        } else {
+                const char *why = s->bpf_unavailable ?: "BPF provider not loaded";
+                set_unavailable(&st.v[STAT_DISPATCHED], "%s", why);
+                set_unavailable(&st.v[STAT_COMPLETED_LOCAL], "%s", why);
+                set_unavailable(&st.v[STAT_COMPLETED_REMOTE], "%s", why);
+                if (!st.v[STAT_RUNS].valid)
+                        set_unavailable(&st.v[STAT_RUNS], "removed from debugfs in 6.8 (or debugfs not mounted); %s", why);
+        }
+
+        /* procfs: interrupts of the hctx's queue vector */
+        ProcInterrupts own = {};
+        if (x->irq < 0 || (size_t) x->irq >= f->n_irqs)
+                set_unavailable(&st.v[STAT_IRQ_COUNT], "%s", f->unknown[FACT_IRQ_VECTORS] ?: "no queue vector matched this hctx");
+        else {
+                _cleanup_free_ char *text = NULL;
+                if (!pi && hostfs_read(s->hostfs, HOSTFS_PROCFS, "interrupts", &text) >= 0 &&
+                    proc_interrupts_parse(text, &own) >= 0)
+                        pi = &own;
+                const IrqLine *l = pi ? proc_interrupts_find(pi, f->irqs[x->irq].irq) : NULL;
+                if (l)
+                        set_value(&st.v[STAT_IRQ_COUNT], irq_line_total(pi, l), "procfs");
+                else
+                        set_unavailable(&st.v[STAT_IRQ_COUNT], "IRQ %u not in /proc/interrupts", f->irqs[x->irq].irq);
+        }
+        proc_interrupts_done(&own);
+
+        *ret = st;
+        return 0;
+}
+
+#define RATE_MIN_AGE_USEC 200000
+#define SAMPLE_MIN_SPACING_USEC 100000
+
+void stats_rates(StatSample ring[STATS_HISTORY], const StatSample *cur, size_t n, uint32_t counters,
+                 uint64_t window_usec, StatRates *ret) {
+        const StatSample *best = NULL;
+        uint64_t best_dist = UINT64_MAX;
+        StatSample *newest = NULL, *oldest = &ring[0];
+
+        *ret = (StatRates) {};
+        for (size_t i = 0; i < STATS_HISTORY; i++) {
+                StatSample *x = &ring[i];
+                if (!x->usec) {
+                        oldest = x;     /* an empty slot is the best place for the new sample */
+                        continue;
+                }
+                if (oldest->usec && x->usec < oldest->usec)
+                        oldest = x;
+                if (!newest || x->usec > newest->usec)
+                        newest = x;
+                if (x->usec > cur->usec || cur->usec - x->usec < RATE_MIN_AGE_USEC)
+                        continue;
+                uint64_t age = cur->usec - x->usec;
+                uint64_t dist = age > window_usec ? age - window_usec : window_usec - age;
+                if (dist < best_dist) {
+                        best = x;
+                        best_dist = dist;
+                }
+        }
+
+        if (best) {
+                double dt = (cur->usec - best->usec) / 1e6;
+                ret->window_sec = dt;
+                for (size_t i = 0; i < n; i++) {
+                        uint32_t bit = UINT32_C(1) << i;
+                        if (!(counters & bit) || !(cur->valid & bit) || !(best->valid & bit) || cur->v[i] < best->v[i])
+                                continue;
+                        ret->per_sec[i] = (cur->v[i] - best->v[i]) / dt;
+                        ret->valid |= bit;
+                }
+        }
+
+        if (!newest || cur->usec >= newest->usec + SAMPLE_MIN_SPACING_USEC)
+                *oldest = *cur;
+}
+
+void hctx_stats_to_sample(const HctxStats *s, StatSample *ret) {
+        *ret = (StatSample) { .usec = s->usec };
+        for (StatId i = 0; i < _STAT_MAX; i++)
+                if (s->v[i].valid) {
+                        ret->v[i] = s->v[i].value;
+                        ret->valid |= UINT32_C(1) << i;
+                }
+}

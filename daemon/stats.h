@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Live per-hctx statistics. The kernel decides which counters exist
+ * (KERNEL-FACTS.md §1-2), so each value says where it came from or why it is missing:
+ *
+ *   counter            provider, in order of preference
+ *   runs               debugfs hctxN/run (removed in 6.8, 49e60333d743);
+ *                      BPF on blk_mq_sched_dispatch_requests (fentry/kprobe) where it attaches
+ *   dispatched         BPF block_rq_issue (requests issued to the driver)
+ *   dispatch_batches   debugfs hctxN/dispatched histogram sum (removed in 5.16, afd7de03c526)
+ *   queued             debugfs hctxN/queued (removed in 5.16, afd7de03c526)
+ *   completed_local    BPF block_rq_complete on the submitting CPU (rq->mq_ctx->cpu)
+ *   completed_remote   BPF block_rq_complete on another CPU
+ *   irq_count          /proc/interrupts, the hctx's queue vector summed over CPUs
+ *   active             debugfs hctxN/active (gauge)
+ *   tags_busy          debugfs hctxN/tags "busy=" (gauge)
+ *   sched_tags_busy    debugfs hctxN/sched_tags "busy=" (gauge; only with an elevator)
+ *   dispatch_busy      debugfs hctxN/dispatch_busy (EWMA, not a counter)
+ *
+ * Nothing is sampled while nobody reads: values are read when a file is opened.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "facts.h"
+#include "hostfs.h"
+#include "interrupts.h"
+
+typedef enum StatId {
+        STAT_RUNS,
+        STAT_DISPATCHED,
+        STAT_DISPATCH_BATCHES,
+        STAT_QUEUED,
+        STAT_COMPLETED_LOCAL,
+        STAT_COMPLETED_REMOTE,
+        STAT_IRQ_COUNT,
+        STAT_ACTIVE,
+        STAT_TAGS_BUSY,
+        STAT_SCHED_TAGS_BUSY,
+        STAT_DISPATCH_BUSY,
+        _STAT_MAX,
+        _STAT_INVALID = -EINVAL,
+} StatId;
+
+/* File name ("completed_local"); NULL when out of range. */
+const char *stat_id_to_string(StatId s);
+/* True for monotonic counters (they get a _rate file and a Prometheus _total). */
+bool stat_id_is_counter(StatId s);
+/* Prometheus HELP text. */
+const char *stat_id_help(StatId s);
+
+typedef struct StatValue {
+        bool valid;
+        uint64_t value;
+        const char *source;     /* "debugfs", "bpf", "procfs" (static) */
+        char *unavailable;      /* reason when !valid */
+} StatValue;
+
+typedef struct HctxStats {
+        StatValue v[_STAT_MAX];
+        uint64_t usec;          /* CLOCK_MONOTONIC time of the read */
+} HctxStats;
+
+void hctx_stats_done(HctxStats *s);
+
+typedef struct Stats Stats;
+
+/*
+ * Set up the providers: BPF is tried (absence reported, not fatal), debugfs is probed at
+ * each read. Returns 0 or -ENOMEM.
+ */
+int stats_new(HostFs *h, Stats **ret);
+Stats *stats_free(Stats *s);
+
+/* "debugfs bpf procfs" as available now, for /version. Static or owned by s. */
+const char *stats_providers(Stats *s);
+/* Why BPF is not loaded, or NULL when it is. */
+const char *stats_bpf_unavailable(Stats *s);
+
+/*
+ * Read the counters of hctx number pos of f (f->hctx[pos]). pi: a parsed /proc/interrupts
+ * (NULL: irq_count is read fresh). Returns 0 or -ENOMEM; missing values are marked in ret.
+ */
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrupts *pi, HctxStats *ret);
+
+/* Drop BPF map entries of a removed disk. */
+void stats_forget_disk(Stats *s, unsigned major, unsigned minor);
+
+/* Current CLOCK_MONOTONIC in microseconds. */
+uint64_t stats_now_usec(void);
+
+/*
+ * Rates. Each read leaves a sample in a small ring; a rate is (now - then) / seconds
+ * against the sample whose age is closest to the window (at least 0.2 s old). So the
+ * first read after a quiet period has no rate ("unavailable: read again"), and a reader
+ * polling every second (blkmqctl watch) gets per-second rates over its own interval.
+ */
+#define STATS_HISTORY 16
+#define STATS_MAX_VALUES 20
+
+typedef struct StatSample {
+        uint64_t usec;                  /* CLOCK_MONOTONIC; 0 = empty slot */
+        uint64_t v[STATS_MAX_VALUES];
+        uint32_t valid;                 /* bit per value */
+} StatSample;
+
+typedef struct StatRates {
+        double per_sec[STATS_MAX_VALUES];
+        uint32_t valid;                 /* bit per value */
+        double window_sec;              /* the interval the rates cover; 0 = none */
+} StatRates;
+
+/*
+ * Compute rates of cur (n values, valid bits) against ring, then record cur in ring.
+ * window_usec: the wanted interval. Pure. counters: bit per value that is a counter
+ * (gauges get no rate). A counter that went backwards (reset) gets no rate.
+ */
+void stats_rates(StatSample ring[STATS_HISTORY], const StatSample *cur, size_t n, uint32_t counters,
+                 uint64_t window_usec, StatRates *ret);
+
+/* Pack HctxStats into a sample (values in StatId order). */
+void hctx_stats_to_sample(const HctxStats *s, StatSample *ret);

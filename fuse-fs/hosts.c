@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* hosts/<scsi_host>/: the SCSI host (HBA) behind one or more disks, and its shared tag occupancy. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "macro.h"
+#include "render.h"
+
+static const char * const host_attr_table[_HOST_ATTR_MAX] = {
+        [HOST_ATTR_DRIVER]       = "driver",
+        [HOST_ATTR_NR_HW_QUEUES] = "nr_hw_queues",
+        [HOST_ATTR_CAN_QUEUE]    = "can_queue",
+        [HOST_ATTR_HOST_BUSY]    = "host_busy",
+        [HOST_ATTR_SHARED_TAGS]  = "shared_tags",
+        [HOST_ATTR_LUNS]         = "luns",
+        [HOST_ATTR_DISKS]        = "disks",
+        [HOST_ATTR_OCCUPANCY]    = "occupancy_pct",
+};
+
+const char *host_attr_to_string(HostAttr a) {
+        if (a < 0 || a >= _HOST_ATTR_MAX)
+                return NULL;
+        return host_attr_table[a];
+}
+
+int render_host(const FuseFsContext *ctx, const Node *n, char **ret) {
+        const char *host = n->parent ? n->parent->name : NULL;
+        const DiskFacts *f = NULL;
+        size_t luns = 0;
+        char *buf = NULL;
+        size_t size = 0;
+        uint64_t busy;
+        int r;
+
+        if (!host)
+                return -ENOENT;
+        FILE *out = open_memstream(&buf, &size);
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < ctx->registry->n_devices; i++) {
+                const DiskFacts *x = ctx->registry->devices[i]->facts;
+                if (x && x->scsi_host && streq(x->scsi_host, host)) {
+                        if (n->arg == HOST_ATTR_DISKS)
+                                fprintf(out, "%s%s", luns ? " " : "", x->name);
+                        f = f ?: x;
+                        luns++;
+                }
+        }
+        if (!f) {
+                fclose(out);
+                free(buf);
+                return -ENOENT;
+        }
+
+        switch (n->arg) {
+        case HOST_ATTR_DRIVER:
+                fprintf(out, "%s", f->driver ?: "unknown");
+                break;
+        case HOST_ATTR_NR_HW_QUEUES:
+                if (f->host_nr_hw_queues >= 0)
+                        fprintf(out, "%" PRIi64, f->host_nr_hw_queues);
+                else
+                        fprintf(out, "unknown: %s", strna(f->unknown[FACT_HOST_NR_HW_QUEUES]));
+                break;
+        case HOST_ATTR_CAN_QUEUE:
+                if (f->host_can_queue >= 0)
+                        fprintf(out, "%" PRIi64, f->host_can_queue);
+                else
+                        fprintf(out, "unknown: %s", strna(f->unknown[FACT_HOST_CAN_QUEUE]));
+                break;
+        case HOST_ATTR_HOST_BUSY:
+        case HOST_ATTR_OCCUPANCY:
+                r = ctx->read_host_busy(ctx->userdata, host, &busy);
+                if (r < 0)
+                        fprintf(out, "unavailable: scsi_host/%s/host_busy: %s", host, strerror(-r));
+                else if (n->arg == HOST_ATTR_HOST_BUSY)
+                        fprintf(out, "%" PRIu64, busy);
+                else if (f->host_can_queue > 0)
+                        fprintf(out, "%.2f", 100.0 * busy / f->host_can_queue);
+                else
+                        fprintf(out, "unavailable: can_queue unknown");
+                break;
+        case HOST_ATTR_SHARED_TAGS:
+                fprintf(out, "%s", f->shared_tags == TRISTATE_UNKNOWN ? "unknown" : tristate_to_string(f->shared_tags));
+                if (f->shared_tags == TRISTATE_UNKNOWN)
+                        fprintf(out, ": %s", strna(f->unknown[FACT_SHARED_TAGS]));
+                break;
+        case HOST_ATTR_LUNS:
+                fprintf(out, "%zu", luns);
+                break;
+        case HOST_ATTR_DISKS:
+                break;
+        default:
+                fclose(out);
+                free(buf);
+                return -ENOENT;
+        }
+        fputc('\n', out);
+        if (fclose(out) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}

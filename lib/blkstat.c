@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blkstat.h"
+#include "macro.h"
+
+static const char * const disk_stat_table[_DISK_STAT_MAX] = {
+        "read_ios", "read_merges", "read_sectors", "read_ticks",
+        "write_ios", "write_merges", "write_sectors", "write_ticks",
+        "in_flight", "io_ticks", "time_in_queue",
+        "discard_ios", "discard_merges", "discard_sectors", "discard_ticks",
+        "flush_ios", "flush_ticks",
+};
+
+const char *disk_stat_field_to_string(DiskStatField f) {
+        if (f < 0 || f >= _DISK_STAT_MAX)
+                return NULL;
+        return disk_stat_table[f];
+}
+
+/* Parse the next unsigned decimal at *p (after blanks); -EINVAL when none. */
+static int next_u64(const char **p, uint64_t *ret) {
+        const char *s = *p;
+        while (*s == ' ' || *s == '\t')
+                s++;
+        if (!isdigit((unsigned char) *s))
+                return -EINVAL;
+        char *e;
+        errno = 0;
+        unsigned long long v = strtoull(s, &e, 10);
+        if (errno)
+                return -EINVAL;
+        *ret = v;
+        *p = e;
+        return 0;
+}
+
+int disk_stat_parse(const char *text, DiskStat *ret) {
+        DiskStat st = {};
+        const char *p = text;
+
+        while (st.n < _DISK_STAT_MAX && next_u64(&p, &st.v[st.n]) >= 0)
+                st.n++;
+        while (*p == ' ' || *p == '\t' || *p == '\n')
+                p++;
+        if (st.n < 11 || *p)
+                return -EINVAL;
+        *ret = st;
+        return 0;
+}
+
+static int key_u64(const char *text, const char *key, uint64_t *ret) {
+        size_t l = strlen(key);
+        for (const char *p = text; (p = strstr(p, key)); p += l)
+                if (p == text || p[-1] == '\n') {
+                        const char *v = p + l;
+                        if (next_u64(&v, ret) < 0 || (*v != '\n' && *v != 0))
+                                return -EINVAL;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+int debugfs_tags_parse(const char *text, uint64_t *ret_nr_tags, uint64_t *ret_busy) {
+        uint64_t nr, busy;
+        int r = key_u64(text, "nr_tags=", &nr);
+        if (r < 0)
+                return r;
+        r = key_u64(text, "busy=", &busy);
+        if (r < 0)
+                return r;
+        if (ret_nr_tags)
+                *ret_nr_tags = nr;
+        if (ret_busy)
+                *ret_busy = busy;
+        return 0;
+}
+
+int debugfs_dispatched_parse(const char *text, uint64_t *ret_batches) {
+        uint64_t sum = 0, bucket, count;
+        const char *p = text;
+        unsigned lines = 0;
+
+        while (*p) {
+                if (next_u64(&p, &bucket) < 0)
+                        return -EINVAL;
+                if (*p == '+')
+                        p++;
+                if (*p != '\t' || next_u64(&p, &count) < 0)
+                        return -EINVAL;
+                if (*p == '\n')
+                        p++;
+                else if (*p)
+                        return -EINVAL;
+                sum += count;
+                lines++;
+        }
+        if (lines == 0)
+                return -EINVAL;
+        *ret_batches = sum;
+        return 0;
+}
+
+int proc_softirqs_block_parse(const char *text, uint64_t *ret_counts, size_t max, size_t *ret_n) {
+        const char *p = strstr(text, "BLOCK:");
+        size_t n = 0;
+        if (!p || (p != text && p[-1] != ' ' && p[-1] != '\n'))
+                return -ENOENT;
+        p += 6;
+        uint64_t v;
+        while (next_u64(&p, &v) >= 0) {
+                if (n < max)
+                        ret_counts[n] = v;
+                n++;
+        }
+        if (n == 0 || (*p != '\n' && *p != 0 && *p != ' '))
+                return -EINVAL;
+        *ret_n = n;
+        return 0;
+}
