@@ -43,7 +43,14 @@ struct HostFs {
         int fd[_HOSTFS_KIND_MAX];
         char **writes;
         size_t n_writes;
+        hostfs_write_hook_t write_hook;
+        void *write_hook_userdata;
 };
+
+void hostfs_set_write_hook(HostFs *h, hostfs_write_hook_t hook, void *userdata) {
+        h->write_hook = hook;
+        h->write_hook_userdata = userdata;
+}
 
 const char *hostfs_kind_to_string(HostFsKind k) {
         if (k < 0 || k >= _HOSTFS_KIND_MAX)
@@ -225,6 +232,12 @@ int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value
         r = check_relative(path);
         if (r < 0)
                 return r;
+
+        r = h->write_hook ? h->write_hook(h->write_hook_userdata, kind, dfd, path, value) : 0;
+        if (r != 0) {
+                record_write(h, kind, path, value, r < 0 ? r : 0);
+                return r < 0 ? r : 0;
+        }
 
         _cleanup_close_ int fd = openat(dfd, path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)

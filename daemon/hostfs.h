@@ -130,5 +130,15 @@ int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char
 /* Remove a file blkmqd owns (HOSTFS_MODPROBE_D only). Returns 0 (also when absent), -EPERM, -errno. */
 int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name);
 
+/*
+ * Test seam: a hook consulted by hostfs_write() before it writes. Return 0 to let the
+ * write proceed, > 0 when the hook did the write itself (e.g. a fixture test emulating
+ * the kernel's queue/scheduler brackets), < 0 to fail the write with that errno (a
+ * managed IRQ's EIO). The write is recorded either way. NULL removes the hook.
+ * Production code never sets one.
+ */
+typedef int (*hostfs_write_hook_t)(void *userdata, HostFsKind kind, int dirfd, const char *path, const char *value);
+void hostfs_set_write_hook(HostFs *h, hostfs_write_hook_t hook, void *userdata);
+
 /* Modification time of a file in seconds since the epoch. Returns 0 or -errno. */
 int hostfs_mtime(HostFs *h, HostFsKind kind, const char *path, int64_t *ret);
