@@ -449,6 +449,7 @@ int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ct
                          (char *) "allow_other,default_permissions,fsname=blkmqd,subtype=blkmqd", NULL };
         struct fuse_args args = FUSE_ARGS_INIT(3, argv);
         fs->session = fuse_session_new(&args, &fuse_fs_ops, sizeof(fuse_fs_ops), fs);
+        fuse_opt_free_args(&args);      /* fuse_session_new() replaced argv with a malloc'ed copy */
         if (!fs->session) {
                 fuse_fs_free(fs);
                 return -EINVAL;
