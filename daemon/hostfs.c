@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -143,19 +145,17 @@ static int kind_fd(HostFs *h, HostFsKind kind) {
         return h->fd[kind];
 }
 
-static int check_relative(const char *path) {
+/* The dirfd of kind for a relative path: -EINVAL for an empty or absolute path. */
+static int kind_fd_for(HostFs *h, HostFsKind kind, const char *path) {
         if (isempty(path) || path[0] == '/')
                 return -EINVAL;
-        return 0;
+        return kind_fd(h, kind);
 }
 
 int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
-        int dfd = kind_fd(h, kind), r;
+        int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;
-        r = check_relative(path);
-        if (r < 0)
-                return r;
 
         _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
@@ -226,12 +226,9 @@ static void record_write(HostFs *h, HostFsKind kind, const char *path, const cha
 }
 
 int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value) {
-        int dfd = kind_fd(h, kind), r;
+        int dfd = kind_fd_for(h, kind, path), r;
         if (dfd < 0)
                 return dfd;
-        r = check_relative(path);
-        if (r < 0)
-                return r;
 
         r = h->write_hook ? h->write_hook(h->write_hook_userdata, kind, dfd, path, value) : 0;
         if (r != 0) {
@@ -252,12 +249,9 @@ int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value
 }
 
 int hostfs_readlink(HostFs *h, HostFsKind kind, const char *path, char **ret) {
-        int dfd = kind_fd(h, kind), r;
+        int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;
-        r = check_relative(path);
-        if (r < 0)
-                return r;
 
         char buf[PATH_MAX];
         ssize_t k = readlinkat(dfd, path, buf, sizeof(buf) - 1);
@@ -296,12 +290,9 @@ static int path_push(char *buf, size_t size, const char *c, size_t l) {
 }
 
 int hostfs_resolve(HostFs *h, HostFsKind kind, const char *path, char **ret) {
-        int dfd = kind_fd(h, kind), r;
+        int dfd = kind_fd_for(h, kind, path), r;
         if (dfd < 0)
                 return dfd;
-        r = check_relative(path);
-        if (r < 0)
-                return r;
 
         char done[PATH_MAX] = "";
         _cleanup_free_ char *todo = strdup(path);
@@ -353,12 +344,9 @@ static int name_compare(const void *a, const void *b) {
 }
 
 int hostfs_list(HostFs *h, HostFsKind kind, const char *path, char ***ret) {
-        int dfd = kind_fd(h, kind), r;
+        int dfd = kind_fd_for(h, kind, path), r;
         if (dfd < 0)
                 return dfd;
-        r = check_relative(path);
-        if (r < 0)
-                return r;
 
         int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
@@ -395,12 +383,9 @@ int hostfs_list(HostFs *h, HostFsKind kind, const char *path, char ***ret) {
 }
 
 int hostfs_stat(HostFs *h, HostFsKind kind, const char *path, struct stat *ret) {
-        int dfd = kind_fd(h, kind), r;
+        int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;
-        r = check_relative(path);
-        if (r < 0)
-                return r;
         if (fstatat(dfd, path, ret, 0) < 0)
                 return negative_errno();
         return 0;
@@ -423,7 +408,14 @@ int hostfs_syspath_to_relative(const char *syspath, char **ret) {
 }
 
 bool hostfs_udevd_running(HostFs *h) {
-        return h->fd[HOSTFS_RUN] >= 0 && faccessat(h->fd[HOSTFS_RUN], "udev/control", F_OK, 0) >= 0;
+        if (h->fd[HOSTFS_RUN] < 0 || faccessat(h->fd[HOSTFS_RUN], "udev/control", F_OK, 0) < 0)
+                return false;
+        if (!h->live)
+                return true;
+        /* The socket file outlives a killed udevd: only a listening socket counts. */
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = "/run/udev/control" };
+        return fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0;
 }
 
 int hostfs_kernel_release(HostFs *h, char **ret) {

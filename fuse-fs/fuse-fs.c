@@ -543,23 +543,22 @@ static int build_device(FuseFs *fs, const Device *d) {
                 if (!node_new(fs, dir, NODE_FACT, fact_to_string(f), d->name, f, 0))
                         return -ENOMEM;
 
-        if (!(dir = node_new(fs, dev, NODE_PLAN, FUSE_FS_PLAN, d->name, 0, 0)))
-                return -ENOMEM;
-        for (Knob k = 0; k < _KNOB_MAX; k++)
-                if (!node_new(fs, dir, NODE_PLAN_KNOB, knob_to_string(k), d->name, k, 0))
+        static const struct {
+                NodeType dir, file;
+                const char *name;
+        } knob_dirs[] = {
+                { NODE_PLAN,    NODE_PLAN_KNOB,    FUSE_FS_PLAN },
+                { NODE_APPLIED, NODE_APPLIED_KNOB, FUSE_FS_APPLIED },
+                { NODE_POLICY,  NODE_POLICY_KNOB,  FUSE_FS_POLICY },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(knob_dirs); i++) {
+                if (!(dir = node_new(fs, dev, knob_dirs[i].dir, knob_dirs[i].name, d->name, 0, 0)))
                         return -ENOMEM;
-
-        if (!(dir = node_new(fs, dev, NODE_APPLIED, FUSE_FS_APPLIED, d->name, 0, 0)))
-                return -ENOMEM;
-        for (Knob k = 0; k < _KNOB_MAX; k++)
-                if (!node_new(fs, dir, NODE_APPLIED_KNOB, knob_to_string(k), d->name, k, 0))
-                        return -ENOMEM;
-
-        if (!(dir = node_new(fs, dev, NODE_POLICY, FUSE_FS_POLICY, d->name, 0, 0)))
-                return -ENOMEM;
-        for (Knob k = 0; k < _KNOB_MAX; k++)
-                if (!node_new(fs, dir, NODE_POLICY_KNOB, knob_to_string(k), d->name, k, 0))
-                        return -ENOMEM;
+                for (Knob k = 0; k < _KNOB_MAX; k++)
+                        if (!node_new(fs, dir, knob_dirs[i].file, knob_to_string(k), d->name, k, 0))
+                                return -ENOMEM;
+        }
+        /* dir is policy/ now */
         if (!node_new(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, _KNOB_MAX, 0))
                 return -ENOMEM;
 
