@@ -35,6 +35,13 @@
 #   capture_fixture NAME DISK...          run tests/fixture/capture.sh in the guest and put
 #                                         the tree as /mnt/host/NAME.tar on the 9p share
 #                                         (harness --share HOSTDIR; capture-fixtures.sh unpacks)
+#   wait_for_match TIMEOUT_S FILE ERE     poll until FILE's content matches ERE (grep -E)
+#   sum_ints FILE...                      sum of the integers in FILEs; prints "NaN <file>: <v>"
+#                                         and returns 1 when one is not a plain integer
+#   sum_floats FILE...                    sum of the decimal numbers in FILEs (awk), same NaN rule
+#   assert_int WHAT VALUE / assert_num    VALUE is a non-negative integer / decimal number
+#   check_metrics WHAT FILE               `promtool check metrics` (header `# binary:
+#                                         /usr/bin/promtool`), SKIP when promtool is not packed
 #   finish                                explicit end (optional; the EXIT trap does the same)
 
 : "${BLKMQD:=/opt/blkmqd/blkmqd}"
@@ -100,6 +107,41 @@ _vt_gone() { ! _vt_exists "$1"; }
 wait_for_file() { _vt_poll "$2" _vt_exists "$1"; }
 wait_for_gone() { _vt_poll "$2" _vt_gone "$1"; }
 wait_for_cmd() { _t=$1; shift; _vt_poll "$_t" "$@"; }
+_vt_matches() { grep -Eq -- "$2" "$1" 2>/dev/null; }
+wait_for_match() { _vt_poll "$1" _vt_matches "$2" "$3"; }
+
+sum_ints() {
+    _s=0
+    for _f in "$@"; do
+        _v=$(cat "$_f" 2>/dev/null) || _v="<unreadable>"
+        case "$_v" in ''|*[!0-9]*) echo "NaN $_f: $_v"; return 1 ;; esac
+        _s=$((_s + _v))
+    done
+    echo "$_s"
+}
+sum_floats() {
+    _s=0
+    for _f in "$@"; do
+        _v=$(cat "$_f" 2>/dev/null) || _v="<unreadable>"
+        printf '%s\n' "$_v" | grep -Eq '^[0-9]+(\.[0-9]+)?$' || { echo "NaN $_f: $_v"; return 1; }
+        _s=$(awk -v a="$_s" -v b="$_v" 'BEGIN{print a + b}')
+    done
+    echo "$_s"
+}
+assert_int() { assert_match "$1 is an integer" '^[0-9]+$' "$2"; }
+assert_num() { assert_match "$1 is a number" '^[0-9]+(\.[0-9]+)?$' "$2"; }
+
+check_metrics() {
+    if ! command -v promtool >/dev/null 2>&1; then
+        skip "$1: promtool check metrics" "promtool not packed (no /usr/bin/promtool on the host: apt-get install prometheus)"
+        return 0
+    fi
+    if _out=$(promtool check metrics <"$2" 2>&1); then
+        pass "$1: promtool check metrics clean"
+    else
+        fail "$1: promtool check metrics" "$(printf '%s' "$_out" | head -n 5 | tr '\n' '|')"
+    fi
+}
 
 hctx_count() { ls -d /sys/block/"$1"/mq/[0-9]* 2>/dev/null | wc -l; }
 

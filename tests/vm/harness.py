@@ -464,8 +464,10 @@ def parse_size(s):
 def parse_header(path):
     """Leading comment block of a scenario: `# key: value` lines.
     Keys: qemu (repeatable, appended), smp, mem, timeout, disk (repeatable: NAME SIZE [fmt]),
-    needs (fio, udev, share), cmdline (extra kernel args), modules (extra boot modules)."""
-    h = {"qemu": [], "disk": [], "needs": [], "cmdline": [], "modules": []}
+    needs (fio, udev, share), cmdline (extra kernel args), modules (extra boot modules),
+    binary (repeatable: HOST[:GUEST] packed with its ldd closure when HOST exists on the host;
+    a missing one is only logged, the scenario checks for it and skips what needs it)."""
+    h = {"qemu": [], "disk": [], "needs": [], "cmdline": [], "modules": [], "binary": []}
     with open(path) as f:
         for line in f:
             if line.startswith("#!"):
@@ -478,7 +480,7 @@ def parse_header(path):
             k, v = m.group(1), m.group(2)
             if k in ("qemu", "cmdline"):
                 h[k] += shlex.split(v)
-            elif k in ("needs", "modules"):
+            elif k in ("needs", "modules", "binary"):
                 h[k] += v.replace(",", " ").split()
             elif k == "disk":
                 h["disk"].append(v.split())
@@ -578,6 +580,12 @@ def build_run_cpio(args, header, st):
         if not os.path.exists(host):
             raise Missing("--binary %s does not exist" % host)
         add_binary(c, os.path.abspath(host), guest or None)
+    for spec in header["binary"]:          # optional: the scenario skips what needs them
+        host, _, guest = spec.partition(":")
+        if os.path.exists(host):
+            add_binary(c, os.path.abspath(host), guest or None)
+        else:
+            log("header binary %s not on the host: not packed" % host)
     return c
 
 

@@ -1,8 +1,14 @@
 #!/bin/sh
 # many-hctx-slow: a rotating, throttled (150 IOPS) disk behind a 4-queue virtio-scsi HBA.
 # Kernel facts: 4 hctx (num_queues=4, 4 vCPUs), rotational=1, debugfs hctxN/run exists and
-# counts dispatches through an elevator.  blkmqd: classifies it many-hctx-slow.
+# counts dispatches through an elevator.  blkmqd: classifies it many-hctx-slow, applies
+# mq-deadline, learns from the EIO that the 4 request vectors are kernel-managed, shows
+# debugfs `runs` rising under fio (and runs_rate), completions, hosts/host0, a promtool-clean
+# metrics file; restore (issue 5 §2f): `echo 1 > restore` and SIGTERM put back the elevator
+# and a policy/rq_affinity override (1 -> 2 -> 1).
 # smp: 4
+# needs: fio
+# binary: /usr/bin/promtool
 # disk: d0 64M
 # qemu: -device virtio-scsi-pci,id=scsi0,num_queues=4
 # qemu: -drive if=none,id=d0,file={disk:d0},format=raw,cache=none,aio=threads,throttling.iops-total=150
@@ -38,12 +44,113 @@ assert_ok "throttled (150 IOPS): 300 reads took >= 1 s" awk "BEGIN{exit !($t1 - 
 echo none > /sys/block/$D/queue/scheduler
 
 blkmqd_many_hctx_slow() {
-    start_blkmqd -v
-    assert_eq "blkmqd class" many-hctx-slow "$(read_attr $BLKMQD_MOUNT/devices/$D/class)"
-    assert_eq "blkmqd facts/nr_hw_queues" 4 "$(read_attr $BLKMQD_MOUNT/devices/$D/facts/nr_hw_queues)"
-    assert_eq "blkmqd facts/rotational" 1 "$(read_attr $BLKMQD_MOUNT/devices/$D/facts/rotational)"
-    assert_match "blkmqd explain names the rule" 'many-hctx-slow' "$(read_attr $BLKMQD_MOUNT/devices/$D/explain)"
-    assert_file "blkmqd hctx/3" $BLKMQD_MOUNT/devices/$D/hctx/3
+    M=$BLKMQD_MOUNT
+    X=$M/devices/$D
+    start_blkmqd -v || return 0
+    assert_match "version: kernel uevent source, debugfs, stats providers" \
+        ' source kernel debugfs yes stats [a-z ]*debugfs' "$(read_attr $M/version)"
+    assert_eq "mode" auto "$(read_attr $M/mode)"
+    assert_eq "class" many-hctx-slow "$(read_attr $X/class)"
+    assert_eq "facts/nr_hw_queues" 4 "$(read_attr $X/facts/nr_hw_queues)"
+    assert_eq "facts/rotational" 1 "$(read_attr $X/facts/rotational)"
+    assert_eq "facts/driver" virtio_scsi "$(read_attr $X/facts/driver)"
+    assert_eq "facts/shared_tags" 0 "$(read_attr $X/facts/shared_tags)"
+    assert_match "explain names the class rule" 'class many-hctx-slow \(rule many-hctx-slow\)' "$(read_attr $X/explain)"
+    assert_match "explain names the elevator rule" '-> elevator=mq-deadline \(rule elevator-many-hctx-slow\)' "$(read_attr $X/explain)"
+    assert_eq "plan/elevator" mq-deadline "$(read_attr $X/plan/elevator)"
+    assert_eq "plan/rq_affinity" keep "$(read_attr $X/plan/rq_affinity)"
+    assert_eq "plan/irq_affinity" hctx "$(read_attr $X/plan/irq_affinity)"
+    assert_eq "applied/elevator" "ok: mq-deadline (was none)" "$(read_attr $X/applied/elevator)"
+    assert_match "sysfs scheduler is mq-deadline" '\[mq-deadline\]' "$(read_attr /sys/block/$D/queue/scheduler)"
+    assert_eq "applied/rq_affinity" unmanaged "$(read_attr $X/applied/rq_affinity)"
+
+    # hosts/host0 (virtio_scsi: can_queue from sysfs, one LUN, no shared tagset)
+    H=$M/hosts/host0
+    assert_eq "hosts/host0/driver" virtio_scsi "$(read_attr $H/driver)"
+    assert_eq "hosts/host0/nr_hw_queues" 4 "$(read_attr $H/nr_hw_queues)"
+    assert_eq "hosts/host0/can_queue" "$(read_attr /sys/class/scsi_host/host0/can_queue)" "$(read_attr $H/can_queue)"
+    assert_eq "hosts/host0/shared_tags" 0 "$(read_attr $H/shared_tags)"
+    assert_eq "hosts/host0/luns" 1 "$(read_attr $H/luns)"
+    assert_eq "hosts/host0/disks" "$D" "$(read_attr $H/disks)"
+    assert_int "hosts/host0/host_busy" "$(read_attr $H/host_busy)"
+    assert_num "hosts/host0/occupancy_pct" "$(read_attr $H/occupancy_pct)"
+
+    # per-hctx IRQ: the request vector whose affinity is the hctx's CPU, kernel-managed
+    for h in 0 1 2 3; do
+        irq=$(read_attr $X/hctx/$h/irq)
+        assert_match "hctx/$h/irq is a number" '^[0-9]+$' "$irq"
+        assert_match "hctx/$h/irq is a virtio request vector" "^ *$irq: .*virtio[0-9]+-request" "$(grep "^ *$irq:" /proc/interrupts)"
+        assert_eq "hctx/$h/irq_affinity" "$h" "$(read_attr $X/hctx/$h/irq_affinity)"
+    done
+    note "before the first write: hctx/0/irq_managed = $(read_attr $X/hctx/0/irq_managed)"
+    assert_match "applied/irq_affinity before the override (vectors already on their hctx)" \
+        '^kept: hctx' "$(read_attr $X/applied/irq_affinity)"
+    # force a write: all request vectors to 0-3. 6.1 answers EIO (managed), blkmqd learns it
+    assert_ok "echo 0-3 > policy/irq_affinity" sh -c "echo 0-3 > $X/policy/irq_affinity"
+    wait_for_match 10 $X/applied/irq_affinity '^managed by kernel' || true
+    assert_match "applied/irq_affinity after the EIO" '^managed by kernel: .*4 managed by kernel' "$(read_attr $X/applied/irq_affinity)"
+    for h in 0 1 2 3; do
+        irq=$(read_attr $X/hctx/$h/irq)
+        assert_eq "IRQ $irq (hctx $h) affinity unchanged by the refused write" "$h" "$(read_attr /proc/irq/$irq/smp_affinity_list)"
+        assert_eq "hctx/$h/irq_managed learned from the EIO" 1 "$(read_attr $X/hctx/$h/irq_managed)"
+    done
+    assert_ok "echo auto > policy/irq_affinity" sh -c "echo auto > $X/policy/irq_affinity"
+
+    # statistics: runs from debugfs, rising under fio; runs_rate over two reads during fio
+    assert_match "stats_source: runs from debugfs" '^runs debugfs$' "$(cat $X/stats_source)"
+    assert_match "stats_source: completed_remote has a source" '^completed_remote (bpf|debugfs|procfs)' "$(cat $X/stats_source)"
+    before=$(sum_ints $X/hctx/*/runs)
+    assert_int "sum of hctx/*/runs before fio" "$before"
+    dbefore=$(sum_ints $X/hctx/*/dispatched) || true
+    fio --name=r --filename=/dev/$D --rw=randread --bs=4k --direct=1 --ioengine=psync --numjobs=4 \
+        --runtime=4 --time_based --group_reporting --output-format=terse >/tmp/fio.out 2>&1 &
+    fio_pid=$!
+    usleep 1500000
+    r0=$(sum_floats $X/hctx/*/runs_rate) || true
+    usleep 1200000
+    r1=$(sum_floats $X/hctx/*/runs_rate) || true
+    wait $fio_pid || fail "fio randread on $D" "$(tail -n 3 /tmp/fio.out | tr '\n' '|')"
+    after=$(sum_ints $X/hctx/*/runs)
+    dafter=$(sum_ints $X/hctx/*/dispatched) || true
+    note "fio randread 4 jobs 4 s: $(cut -d';' -f8 /tmp/fio.out) IOPS; runs $before -> $after; dispatched $dbefore -> $dafter; runs_rate $r0 then $r1"
+    assert_ok "hctx runs rose under fio (mq-deadline)" test "$after" -gt "$before"
+    assert_ok "sum of hctx/*/runs_rate > 0 on the second read during fio ($r1)" \
+        awk -v r="$r1" 'BEGIN{exit !(r + 0 > 0)}'
+    assert_ok "hctx dispatched rose under fio ($dbefore -> $dafter)" test "${dafter:-0}" -gt "${dbefore:-0}"
+    c=$(cat $X/completions)
+    assert_eq "completions: one line per hctx" 4 "$(printf '%s\n' "$c" | grep -cE '^hctx[0-3] completed [0-9]+ remote [0-9]+ ')"
+    assert_ok "completions: some completed" test "$(printf '%s\n' "$c" | awk '{s += $3} END{print s + 0}')" -gt 0
+    note "completions: $(printf '%s' "$c" | tr '\n' '|')"
+
+    # metrics (OpenMetrics text) and the prometheus textfile
+    assert_match "metrics: class of $D" "blkmqd_disk_info\{disk=\"$D\",class=\"many-hctx-slow\"" "$(cat $M/metrics)"
+    check_metrics "metrics" $M/metrics
+    assert_file "prometheus/blkmqd.prom" $M/prometheus/blkmqd.prom
+    check_metrics "prometheus/blkmqd.prom" $M/prometheus/blkmqd.prom
+
+    # restore (§2f): an rq_affinity override, then `echo 1 > restore`
+    assert_ok "echo 2 > policy/rq_affinity" sh -c "echo 2 > $X/policy/rq_affinity"
+    wait_for_match 10 $X/applied/rq_affinity '^ok: 2' || true
+    assert_eq "applied/rq_affinity" "ok: 2 (was 1)" "$(read_attr $X/applied/rq_affinity)"
+    assert_eq "sysfs rq_affinity" 2 "$(read_attr /sys/block/$D/queue/rq_affinity)"
+    assert_ok "echo 1 > restore" sh -c "echo 1 > $M/restore"
+    wait_for_match 10 /sys/block/$D/queue/scheduler '^\[none\]' || true
+    assert_eq "mode after restore" off "$(read_attr $M/mode)"
+    assert_match "restore: elevator back to none" '^\[none\] mq-deadline' "$(read_attr /sys/block/$D/queue/scheduler)"
+    assert_eq "restore: rq_affinity back to 1" 1 "$(read_attr /sys/block/$D/queue/rq_affinity)"
+    note "after restore: applied/elevator=$(read_attr $X/applied/elevator) applied/rq_affinity=$(read_attr $X/applied/rq_affinity)"
+
+    # SIGTERM restore: back to auto, blkmqd re-applies mq-deadline and the persisted rq_affinity=2
+    assert_ok "echo auto > mode" sh -c "echo auto > $M/mode"
+    wait_for_match 10 /sys/block/$D/queue/rq_affinity '^2$' || true
+    assert_match "mode auto: mq-deadline applied again" '\[mq-deadline\]' "$(read_attr /sys/block/$D/queue/scheduler)"
+    assert_eq "mode auto: rq_affinity override applied again" 2 "$(read_attr /sys/block/$D/queue/rq_affinity)"
     stop_blkmqd
+    assert_match "SIGTERM: elevator back to none" '^\[none\] mq-deadline' "$(read_attr /sys/block/$D/queue/scheduler)"
+    assert_eq "SIGTERM: rq_affinity back to 1" 1 "$(read_attr /sys/block/$D/queue/rq_affinity)"
+    for h in 0 1 2 3; do
+        irq=$(grep -E 'virtio[0-9]+-request' /proc/interrupts | sed -n "$((h + 1))p" | cut -d: -f1 | tr -d ' ')
+        assert_eq "SIGTERM: request IRQ $irq affinity untouched" "$h" "$(read_attr /proc/irq/$irq/smp_affinity_list)"
+    done
 }
 blkmqd_checks blkmqd_many_hctx_slow
