@@ -116,8 +116,10 @@ static int apply_queue_knob(HostFs *h, Device *d, Knob k, const ApplyOptions *o)
         }
 
         /* Someone else changed a value we wrote: report once, do not fight. */
-        if (IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted) && !o->reassert) {
-                if (a->state != APPLY_EXTERNAL) {
+        if (IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted) &&
+            (!o->reassert || o->verify_only)) {
+                bool transition = a->state != APPLY_EXTERNAL;
+                if (transition) {
                         char f_knob[64];
                         snprintf(f_knob, sizeof(f_knob), "BLKMQD_KNOB=%s", knob);
                         const char *fields[] = { f_knob, NULL };
@@ -126,16 +128,19 @@ static int apply_queue_knob(HostFs *h, Device *d, Knob k, const ApplyOptions *o)
                                         knob, current, wanted);
                 }
                 a->state = APPLY_EXTERNAL;
-                set_message(a, "changed externally to %s", current);
-                return 0;
+                set_message(a, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
+                            current, wanted);
+                /* Someone else owns the value now: restoring our original would clobber it. */
+                a->original = mfree_str(a->original);
+                return transition;      /* originals changed: the caller persists them */
         }
+        if (o->verify_only)
+                return 0;
 
         if (streq(current, wanted)) {
-                /* Keep "ok" for a value we wrote ourselves; otherwise nothing was needed. */
-                if (!(IN_SET_OK_EXTERNAL(a->state) && a->original && streq_ptr(a->value, wanted)))
-                        a->state = APPLY_KEPT;
-                else
-                        a->state = APPLY_OK;
+                /* "ok" when the value is blkmqd's doing (an original is recorded, possibly by
+                 * an earlier run); otherwise nothing was needed. */
+                a->state = a->original ? APPLY_OK : APPLY_KEPT;
                 a->error = 0;
                 free_and_strdup(&a->value, wanted);
                 return 0;
@@ -305,6 +310,8 @@ int apply_device(HostFs *h, Device *d, const ApplyOptions *o) {
         int n = 0;
 
         for (Knob k = 0; k < _KNOB_MAX; k++) {
+                if (k == KNOB_IRQ_AFFINITY && o->verify_only)
+                        continue;
                 int r = k == KNOB_IRQ_AFFINITY ? apply_irq_affinity(h, d, o) : apply_queue_knob(h, d, k, o);
                 if (r > 0)
                         n += r;

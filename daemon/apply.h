@@ -30,11 +30,13 @@ WriteErrorClass apply_classify_error(int error);
 typedef struct ApplyOptions {
         bool dry_run;           /* compute and record what would be written; write nothing */
         bool reassert;          /* rewrite values changed by someone else */
+        bool verify_only;       /* write nothing: only notice values changed by someone else */
 } ApplyOptions;
 
 /*
  * Apply d->plan for every knob.
- * Returns the number of values written (0 when nothing changed); failures are kept in
+ * Returns the number of values written or originals dropped (0 when nothing changed; the
+ * caller persists originals when > 0); failures are kept in
  * d->applied[] and logged, never returned: one disk's failure does not stop the others.
  */
 int apply_device(HostFs *h, Device *d, const ApplyOptions *o);

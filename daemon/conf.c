@@ -104,7 +104,7 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
         } else if (streq(key, "RateWindowSec")) {
                 char *e;
                 double sec = strtod(v, &e);
-                if (e == v || *e || sec < 0.2 || sec > 3600)
+                if (e == v || *e || !(sec >= 0.2 && sec <= 3600))      /* NaN fails both */
                         return fail(p, "RateWindowSec=%s: expected seconds from 0.2 to 3600", v);
                 c->rate_window_usec = (uint64_t) (sec * 1e6);
         } else if (streq(key, "ModuleParams")) {

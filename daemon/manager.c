@@ -110,10 +110,13 @@ int manager_new(const ManagerOptions *options, Manager **ret) {
         return 0;
 }
 
+static void persist_originals(Manager *m, Device *d);
+
 int manager_restore_all(Manager *m) {
         int ret = 0;
         for (size_t i = 0; i < m->registry.n_devices; i++) {
                 int r = apply_restore(m->hostfs, m->registry.devices[i]);
+                persist_originals(m, m->registry.devices[i]);
                 if (r < 0 && ret >= 0)
                         ret = r;
                 else if (r > 0 && ret >= 0)
@@ -229,6 +232,71 @@ static void load_overrides(Manager *m, Device *d) {
         }
 }
 
+/* Originals as "knob=value" and "irq.N=value" pairs. */
+static int originals_to_kv(const Device *d, char ***ret) {
+        _cleanup_strv_free_ char **kv = NULL;
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (d->applied[k].original &&
+                    (strv_extend(&kv, knob_to_string(k)) < 0 || strv_extend(&kv, d->applied[k].original) < 0))
+                        return -ENOMEM;
+        for (size_t i = 0; i < d->n_irq_applied; i++) {
+                char key[32];
+                snprintf(key, sizeof(key), "irq.%u", d->irq_applied[i].irq);
+                if (d->irq_applied[i].original &&
+                    (strv_extend(&kv, key) < 0 || strv_extend(&kv, d->irq_applied[i].original) < 0))
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(kv);
+        return 0;
+}
+
+/* Keep originals/<identity> in step with what is recorded in memory (crash safety). */
+static void persist_originals(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        int r;
+
+        if (!m->state || !d->facts || !d->facts->identity)
+                return;
+        r = originals_to_kv(d, &kv);
+        if (r >= 0)
+                r = state_save(m->state, STATE_ORIGINALS, d->facts->identity, kv);
+        if (r < 0)
+                log_device_warning_errno(d->name, r, "Failed to persist original values, a crash would lose them: %m");
+}
+
+/* Originals recorded by an earlier run that did not get to restore them (crash, kill -9). */
+static void load_originals(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        unsigned irq;
+        int r;
+
+        if (!m->state || !d->facts->identity)
+                return;
+        r = state_load(m->state, STATE_ORIGINALS, d->facts->identity, &kv);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Stored original values unreadable%s: %m",
+                                         r == -EBADMSG ? ", set aside as .corrupt" : "");
+                return;
+        }
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+                Knob k = knob_from_string(kv[i]);
+                if (k >= 0 && k != KNOB_IRQ_AFFINITY)
+                        (void) free_and_strdup(&d->applied[k].original, kv[i + 1]);
+                else if (sscanf(kv[i], "irq.%u", &irq) == 1) {
+                        IrqApplied *n = realloc(d->irq_applied, (d->n_irq_applied + 1) * sizeof(IrqApplied));
+                        if (!n)
+                                return;
+                        d->irq_applied = n;
+                        n[d->n_irq_applied++] = (IrqApplied) { .irq = irq, .original = strdup(kv[i + 1]) };
+                } else {
+                        log_device_warning_errno(d->name, EINVAL, "Stored original \"%s\" unknown, ignoring", kv[i]);
+                        continue;
+                }
+                log_device_info(d->name, "Original %s=%s recorded by an earlier run will be restored on stop",
+                                kv[i], kv[i + 1]);
+        }
+}
+
 /* Evaluate and apply d with the facts it has. */
 static void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
         Plan plan;
@@ -255,7 +323,8 @@ static void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
 
         if (m->mode != MODE_OFF) {
                 ApplyOptions o = { .dry_run = m->mode == MODE_DRY_RUN, .reassert = m->config.reassert };
-                (void) apply_device(m->hostfs, d, &o);
+                if (apply_device(m->hostfs, d, &o) > 0)
+                        persist_originals(m, d);
         }
         if (m->fuse) {
                 r = fuse_fs_device_updated(m->fuse, d);
@@ -304,8 +373,10 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
         disk_facts_free(d->facts);
         d->facts = TAKE_PTR(facts);
         d->generation++;
-        if (added)
+        if (added) {
                 load_overrides(m, d);
+                load_originals(m, d);
+        }
 
         manager_evaluate(m, d, added);
 finish:
@@ -575,6 +646,15 @@ static int on_read_host_busy(void *userdata, const char *host, uint64_t *ret) {
         return hostfs_read_u64(m->hostfs, HOSTFS_SYSFS, path, ret);
 }
 
+static void on_verify(void *userdata, const char *device) {
+        Manager *m = userdata;
+        Device *d = registry_get(&m->registry, device);
+        ApplyOptions o = { .verify_only = true };
+
+        if (d && d->facts && d->plan.manage && m->mode != MODE_OFF && apply_device(m->hostfs, d, &o) > 0)
+                persist_originals(m, d);
+}
+
 static const char *on_kernel_release(void *userdata) {
         Manager *m = userdata;
         return m->kernel_release;
@@ -642,6 +722,7 @@ int manager_startup(Manager *m) {
                         .read_hctx = on_read_hctx,
                         .read_disk_stat = on_read_disk_stat,
                         .read_host_busy = on_read_host_busy,
+                        .verify = on_verify,
                         .kernel_release = on_kernel_release,
                         .providers = on_providers,
                         .userdata = m,

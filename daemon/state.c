@@ -12,11 +12,14 @@
 #include "state.h"
 #include "strv.h"
 
-#define OVERRIDES_DIR "overrides"
+static const char * const section_dir[_STATE_SECTION_MAX] = {
+        [STATE_OVERRIDES] = "overrides",
+        [STATE_ORIGINALS] = "originals",
+};
 
 struct State {
         char *dir;
-        int fd;                 /* the overrides/ directory */
+        int fd[_STATE_SECTION_MAX];
 };
 
 const char *state_dir(const State *s) {
@@ -40,26 +43,33 @@ static int mkdir_p(const char *path, mode_t mode) {
 }
 
 int state_open(const char *dir, State **ret) {
-        _cleanup_free_ char *sub = NULL;
-        int r;
-
-        if (asprintf(&sub, "%s/" OVERRIDES_DIR, dir) < 0)
-                return -ENOMEM;
-        r = mkdir_p(dir, 0700);
-        if (r >= 0)
-                r = mkdir_p(sub, 0700);
+        int r = mkdir_p(dir, 0700);
         if (r < 0)
                 return r;
 
         State *s = calloc(1, sizeof(State));
         if (!s)
                 return -ENOMEM;
+        for (size_t i = 0; i < _STATE_SECTION_MAX; i++)
+                s->fd[i] = -EBADF;
         s->dir = strdup(dir);
-        s->fd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (!s->dir || s->fd < 0) {
-                r = s->dir ? negative_errno() : -ENOMEM;
+        if (!s->dir) {
                 state_free(s);
-                return r;
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < _STATE_SECTION_MAX; i++) {
+                _cleanup_free_ char *sub = NULL;
+                if (asprintf(&sub, "%s/%s", dir, section_dir[i]) < 0) {
+                        state_free(s);
+                        return -ENOMEM;
+                }
+                r = mkdir_p(sub, 0700);
+                if (r >= 0 && (s->fd[i] = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+                        r = negative_errno();
+                if (r < 0) {
+                        state_free(s);
+                        return r;
+                }
         }
         *ret = s;
         return 0;
@@ -68,7 +78,8 @@ int state_open(const char *dir, State **ret) {
 State *state_free(State *s) {
         if (!s)
                 return NULL;
-        closep(&s->fd);
+        for (size_t i = 0; i < _STATE_SECTION_MAX; i++)
+                closep(&s->fd[i]);
         free(s->dir);
         free(s);
         return NULL;
@@ -93,67 +104,58 @@ char *state_escape_identity(const char *identity) {
         return r;
 }
 
-int state_save_overrides(State *s, const char *identity, const PolicyOverrides *o) {
+int state_save(State *s, StateSection section, const char *identity, char * const *kv) {
         _cleanup_free_ char *name = state_escape_identity(identity), *tmp = NULL, *buf = NULL;
+        int dfd = s->fd[section];
         size_t size = 0;
         int r;
 
         if (!name)
                 return -ENOMEM;
-
-        FILE *f = open_memstream(&buf, &size);
-        if (!f)
-                return -ENOMEM;
-        fprintf(f, "# blkmqd overrides for %s\n", identity);
-        bool any = false;
-        for (Knob k = 0; k < _KNOB_MAX; k++) {
-                const char *v = policy_overrides_get(o, k);
-                if (v) {
-                        fprintf(f, "%s=%s\n", knob_to_string(k), v);
-                        any = true;
-                }
-        }
-        if (o->disabled) {
-                fputs("enabled=0\n", f);
-                any = true;
-        }
-        if (fclose(f) != 0)
-                return -ENOMEM;
-
-        if (!any) {
-                if (unlinkat(s->fd, name, 0) < 0 && errno != ENOENT)
+        if (strv_length(kv) == 0) {
+                if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
                         return negative_errno();
                 return 0;
         }
 
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "# blkmqd %s for %s\n", section_dir[section], identity);
+        for (size_t i = 0; kv[i] && kv[i + 1]; i += 2)
+                fprintf(f, "%s=%s\n", kv[i], kv[i + 1]);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+
         if (asprintf(&tmp, ".%s.tmp", name) < 0)
                 return -ENOMEM;
-        _cleanup_close_ int fd = openat(s->fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return negative_errno();
         if (write(fd, buf, size) != (ssize_t) size || fsync(fd) < 0) {
                 r = negative_errno();
-                (void) unlinkat(s->fd, tmp, 0);
+                (void) unlinkat(dfd, tmp, 0);
                 return r;
         }
-        if (renameat(s->fd, tmp, s->fd, name) < 0) {
+        if (renameat(dfd, tmp, dfd, name) < 0) {
                 r = negative_errno();
-                (void) unlinkat(s->fd, tmp, 0);
+                (void) unlinkat(dfd, tmp, 0);
                 return r;
         }
-        (void) fsync(s->fd);
+        (void) fsync(dfd);
         return 0;
 }
 
-int state_load_overrides(State *s, const char *identity, char ***ret) {
+int state_load(State *s, StateSection section, const char *identity, char ***ret) {
         _cleanup_free_ char *name = state_escape_identity(identity), *line = NULL;
         _cleanup_strv_free_ char **l = NULL;
+        int dfd = s->fd[section];
         size_t n = 0;
         int r = 0;
 
         if (!name)
                 return -ENOMEM;
-        int fd = openat(s->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
                 if (errno == ENOENT) {
                         *ret = NULL;
@@ -167,6 +169,11 @@ int state_load_overrides(State *s, const char *identity, char ***ret) {
                 return -ENOMEM;
         }
         while (getline(&line, &n, f) > 0) {
+                size_t len = strlen(line);
+                if (len == 0 || line[len - 1] != '\n') {       /* a torn last line */
+                        r = -EBADMSG;
+                        break;
+                }
                 strip_newline_inplace(line);
                 if (line[0] == '#' || line[0] == 0)
                         continue;
@@ -186,10 +193,27 @@ int state_load_overrides(State *s, const char *identity, char ***ret) {
         if (r == -EBADMSG) {
                 _cleanup_free_ char *corrupt = NULL;
                 if (asprintf(&corrupt, "%s.corrupt", name) >= 0)
-                        (void) renameat(s->fd, name, s->fd, corrupt);
+                        (void) renameat(dfd, name, dfd, corrupt);
         }
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(l);
         return 0;
+}
+
+int state_save_overrides(State *s, const char *identity, const PolicyOverrides *o) {
+        _cleanup_strv_free_ char **kv = NULL;
+
+        for (Knob k = 0; k < _KNOB_MAX; k++) {
+                const char *v = policy_overrides_get(o, k);
+                if (v && (strv_extend(&kv, knob_to_string(k)) < 0 || strv_extend(&kv, v) < 0))
+                        return -ENOMEM;
+        }
+        if (o->disabled && (strv_extend(&kv, "enabled") < 0 || strv_extend(&kv, "0") < 0))
+                return -ENOMEM;
+        return state_save(s, STATE_OVERRIDES, identity, kv);
+}
+
+int state_load_overrides(State *s, const char *identity, char ***ret) {
+        return state_load(s, STATE_OVERRIDES, identity, ret);
 }

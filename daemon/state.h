@@ -5,6 +5,9 @@
  * Persistent state in the state directory (--state-dir, else $STATE_DIRECTORY which
  * systemd's StateDirectory= sets, else /var/lib/blkmqd):
  *   overrides/<identity>   policy/<knob> overrides of one disk, "knob=value" lines
+ *   originals/<identity>   values blkmqd changed, as they were before its first write
+ *                          ("elevator=mq-deadline", "irq.36=0-3"), so a restart after a crash
+ *                          still restores them; removed once restored
  * keyed by the disk's stable identity (WWID, serial, loop backing file, device path),
  * never by its kernel name. Files are written atomically: temp file, fsync, rename,
  * fsync of the directory, so a crash leaves the old or the new file, never a torn one.
@@ -13,6 +16,12 @@
 #include "policy.h"
 
 typedef struct State State;
+
+typedef enum StateSection {
+        STATE_OVERRIDES,
+        STATE_ORIGINALS,
+        _STATE_SECTION_MAX,
+} StateSection;
 
 /* Open (creating if needed, mode 0700) the state directory. Returns 0 or -errno. */
 int state_open(const char *dir, State **ret);
@@ -31,6 +40,18 @@ int state_save_overrides(State *s, const char *identity, const PolicyOverrides *
  * renamed to <name>.corrupt so it is reported once and set aside), -errno.
  */
 int state_load_overrides(State *s, const char *identity, char ***ret);
+
+/*
+ * Store kv (a strv of alternating key, value; NULL or empty removes the file) for identity
+ * in section, atomically. Returns 0 or -errno.
+ */
+int state_save(State *s, StateSection section, const char *identity, char * const *kv);
+
+/*
+ * Load what state_save() stored: a strv of alternating key, value (NULL when nothing is
+ * stored). -EBADMSG for a corrupt file (renamed to <name>.corrupt), -errno.
+ */
+int state_load(State *s, StateSection section, const char *identity, char ***ret);
 
 /* The file name used for identity ("wwid:naa.5000…" -> "wwid:naa.5000…"; '/' and others %-escaped). NULL on ENOMEM. */
 char *state_escape_identity(const char *identity);

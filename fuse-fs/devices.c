@@ -23,6 +23,9 @@ int render_applied(const Applied *a, char **ret) {
                              a->original ? " (was " : "", a->original ?: "", a->original ? ")" : "",
                              a->message ? ": " : "", a->message ?: "");
                 break;
+        case APPLY_EXTERNAL:
+                r = asprintf(ret, "%s\n", strna(a->message));
+                break;
         default:
                 r = asprintf(ret, "%s: %s\n", state, strna(a->message));
                 break;
@@ -56,6 +59,11 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return render_plan(d, n->arg, ret);
         case NODE_APPLIED_KNOB:
                 if (n->arg < 0 || n->arg >= _KNOB_MAX)
+                        return -ENOENT;
+                if (ctx->verify)
+                        ctx->verify(ctx->userdata, n->device);
+                d = registry_get(ctx->registry, n->device);
+                if (!d)
                         return -ENOENT;
                 return render_applied(&d->applied[n->arg], ret);
         case NODE_POLICY_KNOB:

@@ -47,6 +47,8 @@ typedef struct FuseFsContext {
         int (*read_hctx)(void *userdata, const char *device, size_t pos, HctxReading *ret);
         /* Read block/<disk>/stat with rates (indexed by DiskStatField). Returns 0 or -errno. */
         int (*read_disk_stat)(void *userdata, const char *device, DiskStat *ret, StatRates *ret_rates);
+        /* Re-read the knobs of device (no writes) so applied/ notices external changes. */
+        void (*verify)(void *userdata, const char *device);
         /* Kernel release and statistics providers, for /metrics' blkmqd_info. */
         const char *(*kernel_release)(void *userdata);
         const char *(*providers)(void *userdata);
