@@ -1,9 +1,12 @@
 #!/bin/sh
 # fast-multiqueue: null_blk created through configfs with one submit queue per CPU.
 # Kernel facts: nr hctx = CPUs (+ poll queues when requested), rotational=0, default none,
-# submit_queues writable while powered.  blkmqd: classifies it fast-multiqueue, keeps none.
+# submit_queues writable while powered.  blkmqd: classifies it fast-multiqueue, keeps none
+# ("kept: none"); with mq-deadline set before start it switches to none and SIGTERM puts
+# mq-deadline back.  fio randread IOPS under mq-deadline and under none (printed, not asserted).
 # smp: 4
-# timeout: 90
+# needs: fio
+# timeout: 120
 . /opt/vmtest/guest-lib.sh
 
 CPUS=$(nproc)
@@ -31,11 +34,43 @@ echo "$CPUS" > $N/submit_queues
 assert_eq "fast0 hctx after submit_queues=$CPUS" "$CPUS" "$(hctx_count fast0)"
 assert_fail "submit_queues > CPUs is rejected" sh -c "echo $((CPUS * 4)) > $N/submit_queues"
 
+fio_iops() {     # DEV -> IOPS of a 2 s 4k randread, 4 jobs, libaio depth 16
+    fio --name=r --filename=/dev/$1 --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=16 \
+        --numjobs=4 --runtime=2 --time_based --group_reporting --output-format=terse 2>/dev/null |
+        cut -d';' -f8
+}
+
 blkmqd_fast_multiqueue() {
-    start_blkmqd -v
-    assert_eq "blkmqd class" fast-multiqueue "$(read_attr $BLKMQD_MOUNT/devices/fast0/class)"
-    assert_eq "blkmqd facts/nr_hw_queues" "$CPUS" "$(read_attr $BLKMQD_MOUNT/devices/fast0/facts/nr_hw_queues)"
+    M=$BLKMQD_MOUNT
+    X=$M/devices/fast0
+    # sub-case 1: the kernel default (none) is what blkmqd wants
+    start_blkmqd -v || return 0
+    assert_eq "class" fast-multiqueue "$(read_attr $X/class)"
+    assert_eq "facts/nr_hw_queues" "$CPUS" "$(read_attr $X/facts/nr_hw_queues)"
+    assert_eq "facts/rotational" 0 "$(read_attr $X/facts/rotational)"
+    assert_eq "plan/elevator" none "$(read_attr $X/plan/elevator)"
+    assert_eq "applied/elevator" "kept: none" "$(read_attr $X/applied/elevator)"
+    assert_match "explain: elevator rule" 'elevator=none.*\(rule elevator-fast-multiqueue\)' "$(read_attr $X/explain)"
     assert_match "elevator stays none" '^\[none\]' "$(read_attr /sys/block/fast0/queue/scheduler)"
+    assert_eq "hctx dirs = CPUs" "$CPUS" "$(ls $X/hctx | wc -l)"
+    assert_eq "hctx/0/nr_tags" 64 "$(read_attr $X/hctx/0/nr_tags)"
+    assert_match "hctx/0/irq: null_blk has no IRQ vector" '^unknown: ' "$(read_attr $X/hctx/0/irq)"
     stop_blkmqd
+    assert_match "after stop: still none" '^\[none\]' "$(read_attr /sys/block/fast0/queue/scheduler)"
+
+    # sub-case 2: mq-deadline as the starting elevator -> blkmqd switches to none, restores on stop
+    echo mq-deadline > /sys/block/fast0/queue/scheduler
+    assert_match "mq-deadline set before start" '\[mq-deadline\]' "$(read_attr /sys/block/fast0/queue/scheduler)"
+    iops_dl=$(fio_iops fast0)
+    start_blkmqd -v || return 0
+    assert_eq "applied/elevator" "ok: none (was mq-deadline)" "$(read_attr $X/applied/elevator)"
+    assert_match "sysfs scheduler switched to none" '^\[none\]' "$(read_attr /sys/block/fast0/queue/scheduler)"
+    iops_none=$(fio_iops fast0)
+    note "fio randread 4k, 4 jobs x QD16, 2 s, same boot: mq-deadline ${iops_dl} IOPS, none (blkmqd) ${iops_none} IOPS"
+    assert_int "fio IOPS under mq-deadline" "$iops_dl"
+    assert_int "fio IOPS under none" "$iops_none"
+    stop_blkmqd
+    assert_match "SIGTERM: mq-deadline restored" '\[mq-deadline\]' "$(read_attr /sys/block/fast0/queue/scheduler)"
+    echo none > /sys/block/fast0/queue/scheduler
 }
 blkmqd_checks blkmqd_fast_multiqueue
