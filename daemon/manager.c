@@ -625,6 +625,10 @@ static int on_read_disk_stat(void *userdata, const char *device, DiskStat *ret, 
         r = disk_stat_parse(text, &st);
         if (r < 0)
                 return r;
+        _cleanup_free_ char *inflight = NULL;
+        snprintf(path, sizeof(path), "block/%s/inflight", device);
+        st.has_inflight = hostfs_read(m->hostfs, HOSTFS_SYSFS, path, &inflight) >= 0 &&
+                          disk_inflight_parse(inflight, &st.inflight_read, &st.inflight_write) >= 0;
 
         StatSample cur = { .usec = stats_now_usec() };
         uint32_t counters = 0;
@@ -644,6 +648,15 @@ static int on_read_host_busy(void *userdata, const char *host, uint64_t *ret) {
         char path[128];
         snprintf(path, sizeof(path), "class/scsi_host/%s/host_busy", host);
         return hostfs_read_u64(m->hostfs, HOSTFS_SYSFS, path, ret);
+}
+
+static int on_read_block_softirqs(void *userdata, uint64_t *counts, size_t max, size_t *ret_n) {
+        Manager *m = userdata;
+        _cleanup_free_ char *text = NULL;
+        int r = hostfs_read(m->hostfs, HOSTFS_PROCFS, "softirqs", &text);
+        if (r < 0)
+                return r;
+        return proc_softirqs_block_parse(text, counts, max, ret_n);
 }
 
 static void on_verify(void *userdata, const char *device) {
@@ -723,6 +736,7 @@ int manager_startup(Manager *m) {
                         .read_disk_stat = on_read_disk_stat,
                         .read_host_busy = on_read_host_busy,
                         .verify = on_verify,
+                        .read_block_softirqs = on_read_block_softirqs,
                         .kernel_release = on_kernel_release,
                         .providers = on_providers,
                         .userdata = m,

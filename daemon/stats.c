@@ -32,6 +32,9 @@ static const struct {
         [STAT_TAGS_BUSY]        = { "tags_busy", "driver tags in use (debugfs tags busy=)", false },
         [STAT_SCHED_TAGS_BUSY]  = { "sched_tags_busy", "elevator tags in use (debugfs sched_tags busy=)", false },
         [STAT_DISPATCH_BUSY]    = { "dispatch_busy", "dispatch busy EWMA (debugfs dispatch_busy)", false },
+        [STAT_CTX_DISPATCHED]   = { "ctx_dispatched", "requests allocated on the hctx's software queues (debugfs cpuN/dispatched)", true },
+        [STAT_CTX_COMPLETED]    = { "ctx_completed", "requests freed, counted on the submitting software queue (debugfs cpuN/completed)", true },
+        [STAT_CTX_MERGED]       = { "ctx_merged", "bio merges into the software queues (debugfs cpuN/merged)", true },
 };
 
 const char *stat_id_to_string(StatId s) {
@@ -198,6 +201,41 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrup
                 set_unavailable(&st.v[STAT_DISPATCH_BATCHES], "%s",
                                 r < 0 ? debugfs_why(r, "hctx dispatched histogram was removed from debugfs in 5.16 (afd7de03c526)") :
                                         "unparsable debugfs dispatched histogram");
+
+        /* per-ctx counters (<= 5.15): "%lu %lu" (sync async) or "%lu", summed over the hctx's CPUs */
+        static const struct {
+                StatId id;
+                const char *file;
+        } ctx[] = {
+                { STAT_CTX_DISPATCHED, "dispatched" },
+                { STAT_CTX_COMPLETED,  "completed" },
+                { STAT_CTX_MERGED,     "merged" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(ctx); i++) {
+                uint64_t sum = 0;
+                unsigned seen = 0;
+                r = 0;
+                for (unsigned cpu = 0; cpu < x->cpus.n_words * 64 && r >= 0; cpu++) {
+                        _cleanup_free_ char *text = NULL;
+                        char file[64];
+                        unsigned long long a = 0, b = 0;
+                        if (!cpuset_isset(&x->cpus, cpu))
+                                continue;
+                        snprintf(file, sizeof(file), "cpu%u/%s", cpu, ctx[i].file);
+                        r = read_debugfs(s, f, x->index, file, &text);
+                        if (r >= 0 && sscanf(text, "%llu %llu", &a, &b) >= 1) {
+                                sum += a + b;
+                                seen++;
+                        } else if (r >= 0)
+                                r = -EINVAL;
+                }
+                if (r >= 0 && seen > 0)
+                        set_value(&st.v[ctx[i].id], sum, "debugfs");
+                else
+                        set_unavailable(&st.v[ctx[i].id], "%s", r < 0 && r != -EINVAL ?
+                                        debugfs_why(r, "per-ctx counters were removed from debugfs in 5.16 (9a14d6ce4135)") :
+                                        "unparsable debugfs per-ctx counter");
+        }
 
         /* BPF: dispatches, completion locality, runs where debugfs has none */
         if (s->bpf) {

@@ -18,6 +18,9 @@
  *   tags_busy          debugfs hctxN/tags "busy=" (gauge)
  *   sched_tags_busy    debugfs hctxN/sched_tags "busy=" (gauge; only with an elevator)
  *   dispatch_busy      debugfs hctxN/dispatch_busy (EWMA, not a counter)
+ *   ctx_dispatched     debugfs hctxN/cpuM/dispatched "sync async" summed over the hctx's CPUs
+ *   ctx_completed      debugfs hctxN/cpuM/completed, counted on the submitting ctx
+ *   ctx_merged         debugfs hctxN/cpuM/merged (all three removed in 5.16, 9a14d6ce4135)
  *
  * Nothing is sampled while nobody reads: values are read when a file is opened.
  */
@@ -41,6 +44,9 @@ typedef enum StatId {
         STAT_TAGS_BUSY,
         STAT_SCHED_TAGS_BUSY,
         STAT_DISPATCH_BUSY,
+        STAT_CTX_DISPATCHED,    /* sum of debugfs hctxN/cpuM/dispatched (sync + async), <= 5.15 */
+        STAT_CTX_COMPLETED,     /* sum of cpuM/completed: on the SUBMITTING ctx, not the completion CPU */
+        STAT_CTX_MERGED,        /* sum of cpuM/merged */
         _STAT_MAX,
         _STAT_INVALID = -EINVAL,
 } StatId;

@@ -410,7 +410,8 @@ static int build_static(FuseFs *fs) {
         fs->modules = node_new(fs, fs->root, NODE_MODULES, FUSE_FS_MODULES, NULL, 0, 0);
         fs->hosts = node_new(fs, fs->root, NODE_HOSTS, FUSE_FS_HOSTS, NULL, 0, 0);
         if (!fs->devices || !fs->modules || !fs->hosts ||
-            !node_new(fs, fs->root, NODE_METRICS, FUSE_FS_METRICS, NULL, 0, 0))
+            !node_new(fs, fs->root, NODE_METRICS, FUSE_FS_METRICS, NULL, 0, 0) ||
+            !node_new(fs, fs->root, NODE_BLOCK_SOFTIRQS, FUSE_FS_BLOCK_SOFTIRQS, NULL, 0, 0))
                 return -ENOMEM;
         Node *prom = node_new(fs, fs->root, NODE_PROM_DIR, FUSE_FS_PROM_DIR, NULL, 0, 0);
         if (!prom || !node_new(fs, prom, NODE_PROM_FILE, FUSE_FS_PROM_FILE, NULL, 0, 0))

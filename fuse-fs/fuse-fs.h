@@ -47,6 +47,9 @@ typedef struct FuseFsContext {
         int (*read_hctx)(void *userdata, const char *device, size_t pos, HctxReading *ret);
         /* Read block/<disk>/stat with rates (indexed by DiskStatField). Returns 0 or -errno. */
         int (*read_disk_stat)(void *userdata, const char *device, DiskStat *ret, StatRates *ret_rates);
+        /* BLOCK softirqs per CPU from /proc/softirqs (column i = CPU i: possible CPUs are
+         * printed in order). counts has room for max; *ret_n gets the CPU count. 0 or -errno. */
+        int (*read_block_softirqs)(void *userdata, uint64_t *counts, size_t max, size_t *ret_n);
         /* Re-read the knobs of device (no writes) so applied/ notices external changes. */
         void (*verify)(void *userdata, const char *device);
         /* Kernel release and statistics providers, for /metrics' blkmqd_info. */

@@ -218,6 +218,16 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
         for (StatId id = 0; id < _STAT_MAX; id++)
                 hctx_family(f, dr, n, id);
 
+        uint64_t *sirq = calloc(8192, sizeof(uint64_t));
+        size_t n_sirq = 0;
+        if (sirq && ctx->read_block_softirqs && ctx->read_block_softirqs(ctx->userdata, sirq, 8192, &n_sirq) >= 0) {
+                family(f, "blkmqd_block_softirqs_total", "counter",
+                       "BLOCK softirqs per CPU (/proc/softirqs): local completions on single-queue devices and remote (IPI) completions");
+                for (size_t i = 0; i < MIN(n_sirq, (size_t) 8192); i++)
+                        fprintf(f, "blkmqd_block_softirqs_total{cpu=\"%zu\"} %" PRIu64 "\n", i, sirq[i]);
+        }
+        free(sirq);
+
         bool any = false;
         for (size_t i = 0; ctx->modules && i < ctx->modules->n_params; i++) {
                 const ModuleParam *p = &ctx->modules->params[i];

@@ -30,6 +30,7 @@
 #define FUSE_FS_STAT      "stat"
 #define FUSE_FS_COMPLETIONS "completions"
 #define FUSE_FS_STATS_SOURCE "stats_source"
+#define FUSE_FS_BLOCK_SOFTIRQS "block_softirqs"
 
 typedef enum NodeType {
         NODE_ROOT,
@@ -38,6 +39,7 @@ typedef enum NodeType {
         NODE_RELOAD,            /* /reload    rw  1 -> re-read config, re-evaluate every disk */
         NODE_RESTORE,           /* /restore   rw  1 -> restore every original value, then mode off */
         NODE_METRICS,           /* /metrics   Prometheus text exposition 0.0.4 */
+        NODE_BLOCK_SOFTIRQS,    /* /block_softirqs: BLOCK softirqs per CPU (/proc/softirqs) */
         NODE_PROM_DIR,          /* /prometheus/ (point node_exporter's textfile collector here) */
         NODE_PROM_FILE,         /* /prometheus/blkmqd.prom, the same content as /metrics */
         NODE_HOSTS,             /* /hosts/ */

@@ -26,6 +26,8 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return render_stats(ctx, n, ret);
         case NODE_HOST_ATTR:
                 return render_host(ctx, n, ret);
+        case NODE_BLOCK_SOFTIRQS:
+                return render_block_softirqs(ctx, ret);
         case NODE_METRICS:
         case NODE_PROM_FILE:
                 return render_metrics(ctx, ret);

@@ -19,6 +19,7 @@ int render_module(const FuseFsContext *ctx, const Node *n, char **ret);    /* mo
 int render_stats(const FuseFsContext *ctx, const Node *n, char **ret);     /* stats.c: hctx stats, stat, completions */
 int render_host(const FuseFsContext *ctx, const Node *n, char **ret);      /* hosts.c */
 int render_metrics(const FuseFsContext *ctx, char **ret);                  /* metrics.c */
+int render_block_softirqs(const FuseFsContext *ctx, char **ret);           /* stats.c */
 
 /* Render the applied/<knob> line: "ok: mq-deadline (was none)", "kept: none", ... */
 int render_applied(const Applied *a, char **ret);

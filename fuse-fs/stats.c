@@ -74,6 +74,8 @@ static int render_disk_stat(const FuseFsContext *ctx, const Node *n, char **ret)
                 return -ENOMEM;
         for (unsigned i = 0; i < st.n; i++)
                 fprintf(f, "%s %" PRIu64 "\n", disk_stat_field_to_string(i), st.v[i]);
+        if (st.has_inflight)
+                fprintf(f, "inflight_read %" PRIu64 "\ninflight_write %" PRIu64 "\n", st.inflight_read, st.inflight_write);
         for (unsigned i = 0; i < st.n; i++) {
                 if (i == DISK_STAT_IN_FLIGHT)
                         continue;
@@ -172,4 +174,29 @@ int render_stats(const FuseFsContext *ctx, const Node *n, char **ret) {
         default:
                 return -ENOENT;
         }
+}
+
+#define SOFTIRQ_CPUS_MAX 8192
+
+int render_block_softirqs(const FuseFsContext *ctx, char **ret) {
+        _cleanup_free_ uint64_t *counts = calloc(SOFTIRQ_CPUS_MAX, sizeof(uint64_t));
+        char *buf = NULL;
+        size_t size = 0, n = 0;
+
+        if (!counts)
+                return -ENOMEM;
+        int r = ctx->read_block_softirqs(ctx->userdata, counts, SOFTIRQ_CPUS_MAX, &n);
+        if (r < 0)
+                return asprintf(ret, "unavailable: /proc/softirqs BLOCK: %s\n", strerror(-r)) < 0 ? -ENOMEM : 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < MIN(n, (size_t) SOFTIRQ_CPUS_MAX); i++)
+                fprintf(f, "cpu%zu %" PRIu64 "\n", i, counts[i]);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
 }

@@ -121,3 +121,17 @@ int proc_softirqs_block_parse(const char *text, uint64_t *ret_counts, size_t max
         *ret_n = n;
         return 0;
 }
+
+int disk_inflight_parse(const char *text, uint64_t *ret_read, uint64_t *ret_write) {
+        const char *p = text;
+        uint64_t r, w;
+        if (next_u64(&p, &r) < 0 || next_u64(&p, &w) < 0)
+                return -EINVAL;
+        while (*p == ' ' || *p == '\n')
+                p++;
+        if (*p)
+                return -EINVAL;
+        *ret_read = r;
+        *ret_write = w;
+        return 0;
+}

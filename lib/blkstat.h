@@ -6,6 +6,7 @@
  * does not have the documented shape (truncated, empty), never a made-up 0.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,7 +26,12 @@ typedef enum DiskStatField {
 typedef struct DiskStat {
         uint64_t v[_DISK_STAT_MAX];
         unsigned n;             /* fields present: 11, 15 or 17 */
+        bool has_inflight;      /* /sys/block/<disk>/inflight read: */
+        uint64_t inflight_read, inflight_write;
 } DiskStat;
+
+/* /sys/block/<disk>/inflight: "%8u %8u\n" reads and writes in flight. Returns 0 or -EINVAL. */
+int disk_inflight_parse(const char *text, uint64_t *ret_read, uint64_t *ret_write);
 
 /* Field name as in stat.rst ("read_ios", "in_flight", ...). */
 const char *disk_stat_field_to_string(DiskStatField f);

@@ -297,7 +297,15 @@ int main(int argc, char *argv[]) {
         CHECK(blkmqd_stats_bpf_read(s, makedev(4095, 0xfffff), 0, &other) == -ENOENT,
               "unused devnum");
 
-        r = read_or_zero(s, loop.devnum, 0, &before);
+        /* Baseline at a quiescent moment: udev's (or blkid's) probe of the new loop device may
+         * still be in flight, and a request dispatched before the baseline but completed after
+         * it would make completions exceed dispatches. */
+        for (int i = 0; i < 500; i++) {
+                r = read_or_zero(s, loop.devnum, 0, &before);
+                if (r < 0 || before.dispatched == before.completed_local + before.completed_remote)
+                        break;
+                nanosleep(&(struct timespec) { .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        }
         CHECK(r == 0, "read before: %s", strerror(-r));
         print_counters("before", &before);
 
