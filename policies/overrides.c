@@ -85,7 +85,7 @@ int policy_override_validate(Knob knob, const char *input, size_t len, const Dis
                         return r;
                 if (x < 0 || x > 2)
                         return -ERANGE;
-                break;
+                return asprintf(ret, "%d", x) < 0 ? -ENOMEM : 0;     /* normalised: "02" -> "2" */
         }
         case KNOB_NR_REQUESTS:
                 return validate_nr_requests(v, f, ret);

@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-stats FIXTURES_DIR
+ *
+ * Unit tests for the statistics pure code:
+ *   - stats_rates() (daemon/stats.c): window choice, first read has no rate, counter reset
+ *     gives no rate, gauges get none, the ring keeps the newest samples, no future samples;
+ *   - lib/blkstat.c: /sys/block/X/stat with 17, 15 and 11 fields (truncated -> EINVAL),
+ *     debugfs hctx tags (the real 6.1 and 6.18 fixture files), the dispatched histogram
+ *     (KERNEL-FACTS.md §1.1 format), /proc/softirqs BLOCK;
+ *   - lib/interrupts.c: this machine's /proc/interrupts, synthetic 64- and 256-CPU files in
+ *     the kernel's format (kernel/irq/proc.c show_interrupts()), an offline-CPU header
+ *     (CPU0 CPU2 CPU3), truncated lines.
+ * With --known-bugs: only the checks of bugs reported in docs/TESTING.md (should_fail test).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "blkstat.h"
+#include "interrupts.h"
+#include "macro.h"
+#include "stats.h"
+#include "strv.h"
+#include "tap.h"
+
+static const char *fixtures;
+
+static char *slurp(const char *path) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&buf, &size);
+        int c;
+        while ((c = fgetc(f)) != EOF)
+                fputc(c, m);
+        fclose(f);
+        fclose(m);
+        return buf;
+}
+
+#define CHECK_NEAR(a, b) do {                                                           \
+                double _a = (a), _b = (b);                                              \
+                tap_checks++;                                                           \
+                double _d = _a > _b ? _a - _b : _b - _a, _m = _b < 0 ? -_b : _b;      \
+                if (!(_d <= 1e-6 * (_m > 1.0 ? _m : 1.0)))                              \
+                        TAP_FAIL("%s == %s: got %.9g, expected %.9g", #a, #b, _a, _b);  \
+        } while (0)
+
+/* ---- stats_rates ------------------------------------------------------------------------------ */
+
+#define SEC 1000000ULL
+#define T0 (1000 * SEC)   /* CLOCK_MONOTONIC is never 0 in practice; 0 marks an empty slot */
+
+static StatSample sample(uint64_t usec, uint64_t v0, uint64_t v1, uint64_t v2) {
+        return (StatSample) { .usec = usec, .v = { v0, v1, v2 }, .valid = 7 };
+}
+
+static size_t ring_used(const StatSample *ring) {
+        size_t n = 0;
+        for (size_t i = 0; i < STATS_HISTORY; i++)
+                n += ring[i].usec != 0;
+        return n;
+}
+
+static void test_rates(void) {
+        StatSample ring[STATS_HISTORY] = {};
+        StatRates r;
+        StatSample s;
+        const uint32_t counters = 1 | 2;        /* v0, v1 counters; v2 a gauge */
+
+        /* first read: nothing to compare with */
+        s = sample(T0, 100, 1000, 5);
+        stats_rates(ring, &s, 3, counters, 1 * SEC, &r);
+        CHECK_INT(r.valid, 0);
+        CHECK_NEAR(r.window_sec, 0);
+        CHECK_INT(ring_used(ring), 1);
+
+        /* 0.1 s later: too young (< 0.2 s), still no rate; but kept (>= 0.1 s spacing) */
+        s = sample(T0 + SEC / 10, 110, 1000, 5);
+        stats_rates(ring, &s, 3, counters, 1 * SEC, &r);
+        CHECK_INT(r.valid, 0);
+        CHECK_INT(ring_used(ring), 2);
+
+        /* 50 ms after that: not recorded (a burst of reads does not flush the history) */
+        s = sample(T0 + SEC / 10 + SEC / 20, 111, 1000, 5);
+        stats_rates(ring, &s, 3, counters, 1 * SEC, &r);
+        CHECK_INT(ring_used(ring), 2);
+
+        /* 1 s after the first: rate against the sample whose age is closest to the window */
+        s = sample(T0 + SEC, 600, 900, 7);      /* v1 went backwards: counter reset */
+        stats_rates(ring, &s, 3, counters, 1 * SEC, &r);
+        CHECK_NEAR(r.window_sec, 1.0);
+        CHECK(r.valid & 1);
+        CHECK_NEAR(r.per_sec[0], 500.0);
+        CHECK(!(r.valid & 2));                  /* reset: no rate, not a huge or negative one */
+        CHECK(!(r.valid & 4));                  /* gauge: no rate */
+
+        /* a shorter window picks the younger sample: T0+0.1 is 0.9 s old, T0 1.0 s; window 0.5 -> 0.9 */
+        memset(ring, 0, sizeof(ring));
+        StatSample a = sample(T0, 0, 0, 0), b = sample(T0 + SEC / 2, 1000, 0, 0), c = sample(T0 + 4 * SEC / 5, 1600, 0, 0);
+        stats_rates(ring, &a, 3, counters, SEC / 2, &r);
+        stats_rates(ring, &b, 3, counters, SEC / 2, &r);
+        CHECK_NEAR(r.window_sec, 0.5);
+        CHECK_NEAR(r.per_sec[0], 2000.0);
+        stats_rates(ring, &c, 3, counters, SEC / 2, &r);
+        /* ages: a 0.8, b 0.3 -> |0.8-0.5| = 0.3, |0.3-0.5| = 0.2: b */
+        CHECK_NEAR(r.window_sec, 0.3);
+        CHECK_NEAR(r.per_sec[0], 2000.0);
+        s = sample(T0 + SEC, 2000, 0, 0);       /* ages: a 1.0, b 0.5, c 0.2 -> b exactly */
+        stats_rates(ring, &s, 3, counters, SEC / 2, &r);
+        CHECK_NEAR(r.window_sec, 0.5);
+        CHECK_NEAR(r.per_sec[0], 2000.0);
+        s = sample(T0 + SEC + SEC / 10, 2000, 0, 0);
+        stats_rates(ring, &s, 3, counters, 2 * SEC, &r);   /* window 2 s: the oldest, a (1.1 s) */
+        CHECK_NEAR(r.window_sec, 1.1);
+
+        /* a value invalid now or then gets no rate */
+        memset(ring, 0, sizeof(ring));
+        a = sample(T0, 10, 10, 10);
+        a.valid = 1;                            /* v1 unavailable then */
+        stats_rates(ring, &a, 3, 7, SEC, &r);
+        b = sample(T0 + SEC, 20, 20, 20);
+        b.valid = 2 | 4;                        /* v0 unavailable now */
+        stats_rates(ring, &b, 3, 7, SEC, &r);
+        CHECK_INT(r.valid, 0);
+
+        /* a counter that did not move has rate 0, and that is a valid rate */
+        memset(ring, 0, sizeof(ring));
+        a = sample(T0, 42, 0, 0);
+        b = sample(T0 + SEC, 42, 0, 0);
+        stats_rates(ring, &a, 1, 1, SEC, &r);
+        stats_rates(ring, &b, 1, 1, SEC, &r);
+        CHECK(r.valid & 1);
+        CHECK_NEAR(r.per_sec[0], 0.0);
+
+        /* a sample "from the future" (clock confusion) is never used */
+        memset(ring, 0, sizeof(ring));
+        a = sample(T0 + 10 * SEC, 0, 0, 0);
+        stats_rates(ring, &a, 1, 1, SEC, &r);
+        b = sample(T0, 100, 0, 0);
+        stats_rates(ring, &b, 1, 1, SEC, &r);
+        CHECK_INT(r.valid, 0);
+
+        /* the ring keeps the newest STATS_HISTORY samples: 20 reads 0.2 s apart */
+        memset(ring, 0, sizeof(ring));
+        for (unsigned i = 0; i < 20; i++) {
+                s = sample(T0 + i * SEC / 5, i * 100, 0, 0);
+                stats_rates(ring, &s, 1, 1, 100 * SEC, &r);
+        }
+        CHECK_INT(ring_used(ring), STATS_HISTORY);
+        /* the last read (i = 19, 3.8 s) found i = 3 (0.6 s) as the oldest kept */
+        CHECK_NEAR(r.window_sec, 3.2);
+        CHECK_NEAR(r.per_sec[0], 500.0);
+
+        /* all STATS_MAX_VALUES values */
+        memset(ring, 0, sizeof(ring));
+        a = (StatSample) { .usec = T0 };
+        b = (StatSample) { .usec = T0 + 2 * SEC };
+        for (unsigned i = 0; i < STATS_MAX_VALUES; i++) {
+                a.v[i] = i;
+                b.v[i] = i + 2 * (i + 1);
+        }
+        a.valid = b.valid = (UINT32_C(1) << STATS_MAX_VALUES) - 1;
+        stats_rates(ring, &a, STATS_MAX_VALUES, a.valid, SEC, &r);
+        stats_rates(ring, &b, STATS_MAX_VALUES, a.valid, SEC, &r);
+        CHECK_INT(r.valid, a.valid);
+        for (unsigned i = 0; i < STATS_MAX_VALUES; i++)
+                CHECK_NEAR(r.per_sec[i], i + 1.0);
+
+        /* hctx_stats_to_sample: values in StatId order, valid bits, time */
+        HctxStats hs = { .usec = T0 };
+        hs.v[STAT_DISPATCHED] = (StatValue) { .valid = true, .value = 77 };
+        hs.v[STAT_TAGS_BUSY] = (StatValue) { .valid = true, .value = 3 };
+        hctx_stats_to_sample(&hs, &s);
+        CHECK_U64(s.usec, T0);
+        CHECK_U64(s.v[STAT_DISPATCHED], 77);
+        CHECK_U64(s.v[STAT_TAGS_BUSY], 3);
+        CHECK_INT(s.valid, (1u << STAT_DISPATCHED) | (1u << STAT_TAGS_BUSY));
+
+        /* counters vs gauges, names (they are file names and Prometheus names) */
+        CHECK(stat_id_is_counter(STAT_DISPATCHED) && stat_id_is_counter(STAT_COMPLETED_LOCAL) &&
+              stat_id_is_counter(STAT_COMPLETED_REMOTE) && stat_id_is_counter(STAT_RUNS) && stat_id_is_counter(STAT_IRQ_COUNT));
+        CHECK(!stat_id_is_counter(STAT_ACTIVE) && !stat_id_is_counter(STAT_TAGS_BUSY) &&
+              !stat_id_is_counter(STAT_SCHED_TAGS_BUSY) && !stat_id_is_counter(STAT_DISPATCH_BUSY));
+        CHECK_STR(stat_id_to_string(STAT_COMPLETED_REMOTE), "completed_remote");
+        CHECK_NULL(stat_id_to_string(_STAT_MAX));
+        for (StatId i = 0; i < _STAT_MAX; i++) {
+                const char *n = stat_id_to_string(i), *h = stat_id_help(i);
+                CHECK(n && strspn(n, "abcdefghijklmnopqrstuvwxyz_") == strlen(n));
+                CHECK(h && *h && !strchr(h, '\n'));
+        }
+        CHECK(_STAT_MAX <= STATS_MAX_VALUES);
+}
+
+/* ---- lib/blkstat.c ---------------------------------------------------------------------------- */
+
+static void test_disk_stat(void) {
+        DiskStat st;
+
+        /* 17 fields (5.5+): this machine's vda, as printed by block/genhd.c part_stat_show() */
+        const char *s17 = "  139540    14779  5433210    44695    34039   149214  5647720    39156        0    45400   123944   196072       48  3621960    38516     3874     1575\n";
+        CHECK_INT(disk_stat_parse(s17, &st), 0);
+        CHECK_INT(st.n, 17);
+        CHECK_U64(st.v[DISK_STAT_READ_IOS], 139540);
+        CHECK_U64(st.v[DISK_STAT_READ_SECTORS], 5433210);
+        CHECK_U64(st.v[DISK_STAT_IN_FLIGHT], 0);
+        CHECK_U64(st.v[DISK_STAT_TIME_IN_QUEUE], 123944);
+        CHECK_U64(st.v[DISK_STAT_DISCARD_IOS], 196072);
+        CHECK_U64(st.v[DISK_STAT_FLUSH_IOS], 3874);
+        CHECK_U64(st.v[DISK_STAT_FLUSH_TICKS], 1575);
+
+        /* 15 fields (4.19 .. 5.4) */
+        CHECK_INT(disk_stat_parse("     1        2        3        4        5        6        7        8        9       10       11       12       13       14       15\n", &st), 0);
+        CHECK_INT(st.n, 15);
+        CHECK_U64(st.v[DISK_STAT_DISCARD_TICKS], 15);
+        /* 11 fields (up to 4.18) */
+        CHECK_INT(disk_stat_parse("     1        2        3        4        5        6        7        8        9       10       11\n", &st), 0);
+        CHECK_INT(st.n, 11);
+        CHECK_U64(st.v[DISK_STAT_TIME_IN_QUEUE], 11);
+        /* without newline, tabs */
+        CHECK_INT(disk_stat_parse("1\t2 3 4 5 6 7 8 9 10 11", &st), 0);
+        /* big counters */
+        CHECK_INT(disk_stat_parse("18446744073709551615 0 0 0 0 0 0 0 0 0 0\n", &st), 0);
+        CHECK_U64(st.v[0], UINT64_MAX);
+
+        /* truncated, empty, junk */
+        const char *bad[] = {
+                "", "\n", "   \n", "1 2 3\n", "1 2 3 4 5 6 7 8 9 10\n",
+                "1 2 3 4 5 6 7 8 9 10 x\n", "1 2 3 4 5 6 7 8 9 10 11 x\n", "-1 2 3 4 5 6 7 8 9 10 11\n",
+                "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18\n",
+                "18446744073709551616 0 0 0 0 0 0 0 0 0 0\n",
+                "1 2 3 4 5 6 7 8 9 10 11\n12\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                DiskStat x = { .n = 99 };
+                int r = disk_stat_parse(bad[i], &x);
+                tap_checks++;
+                if (r != -EINVAL)
+                        TAP_FAIL("disk_stat_parse(\"%s\") = %d, expected -EINVAL", bad[i], r);
+                CHECK_INT(x.n, 99);     /* untouched */
+        }
+
+        CHECK_STR(disk_stat_field_to_string(DISK_STAT_READ_IOS), "read_ios");
+        CHECK_STR(disk_stat_field_to_string(DISK_STAT_IN_FLIGHT), "in_flight");
+        CHECK_STR(disk_stat_field_to_string(DISK_STAT_FLUSH_TICKS), "flush_ticks");
+        CHECK_NULL(disk_stat_field_to_string(_DISK_STAT_MAX));
+}
+
+static void test_tags(void) {
+        char path[1024];
+        uint64_t nr = 0, busy = 99;
+
+        /* the real 6.1 file (VM capture) */
+        snprintf(path, sizeof(path), "%s/vm-6.1-virtio-scsi-4q/sys/kernel/debug/block/sda/hctx0/tags", fixtures);
+        _cleanup_free_ char *t61 = slurp(path);
+        CHECK(t61 != NULL);
+        if (t61) {
+                CHECK_INT(debugfs_tags_parse(t61, &nr, &busy), 0);
+                CHECK_U64(nr, 256);
+                CHECK_U64(busy, 0);
+                /* truncated before the bitmap_tags section: no busy= -> ENOENT, never 0 */
+                char *cut = strstr(t61, "bitmap_tags:");
+                if (cut) {
+                        _cleanup_free_ char *head = strndup(t61, cut - t61);
+                        CHECK_INT(debugfs_tags_parse(head, &nr, &busy), -ENOENT);
+                }
+                /* cut inside the busy= value line: "busy=" then nothing */
+                char *b = strstr(t61, "\nbusy=");
+                if (b) {
+                        _cleanup_free_ char *head = strndup(t61, b - t61 + 6);
+                        CHECK_INT(debugfs_tags_parse(head, &nr, &busy), -EINVAL);
+                }
+        }
+        /* the real 6.18 file (this machine) */
+        snprintf(path, sizeof(path), "%s/host-6.18-virtio-blk/sys/kernel/debug/block/vda/hctx0/tags", fixtures);
+        _cleanup_free_ char *t618 = slurp(path);
+        CHECK(t618 != NULL);
+        if (t618) {
+                CHECK_INT(debugfs_tags_parse(t618, &nr, &busy), 0);
+                CHECK_U64(nr, 128);
+        }
+        /* busy under load, with a reserved-tags section after it: the first busy= is the one */
+        const char *loaded = "nr_tags=64\nnr_reserved_tags=1\nactive_queues=0\n\nbitmap_tags:\ndepth=63\nbusy=17\ncleared=3\n"
+                             "bits_per_word=16\nmap_nr=4\n\nbreserved_tags:\ndepth=1\nbusy=1\ncleared=0\n";
+        CHECK_INT(debugfs_tags_parse(loaded, &nr, &busy), 0);
+        CHECK_U64(nr, 64);
+        CHECK_U64(busy, 17);
+        CHECK_INT(debugfs_tags_parse(loaded, NULL, NULL), 0);
+        /* keys must start a line: "ws_active=" and "nr_reserved_tags=" are not "active=" / "nr_tags=" */
+        CHECK_INT(debugfs_tags_parse("nr_reserved_tags=5\nxbusy=3\n", &nr, &busy), -ENOENT);
+        CHECK_INT(debugfs_tags_parse("", &nr, &busy), -ENOENT);
+        CHECK_INT(debugfs_tags_parse("nr_tags=abc\nbusy=1\n", &nr, &busy), -EINVAL);
+        CHECK_INT(debugfs_tags_parse("nr_tags=4\nbusy=1x\n", &nr, &busy), -EINVAL);
+}
+
+static void test_dispatched(void) {
+        uint64_t n = 0;
+        /* KERNEL-FACTS.md §1.1: "%8u\t%lu\n" for 0,1,2,4,8,16 and "%8u+\t%lu\n" for 32 */
+        char text[512];
+        const unsigned buckets[] = { 0, 1, 2, 4, 8, 16 };
+        const uint64_t counts[] = { 123, 4567, 89, 10, 2, 1, 7 };
+        char *p = text;
+        for (size_t i = 0; i < ELEMENTSOF(buckets); i++)
+                p += sprintf(p, "%8u\t%lu\n", buckets[i], (unsigned long) counts[i]);
+        p += sprintf(p, "%8u+\t%lu\n", 32u, (unsigned long) counts[6]);
+        CHECK(strncmp(text, "       0\t123\n", 13) == 0);     /* the example line of §1.1 */
+        CHECK_INT(debugfs_dispatched_parse(text, &n), 0);
+        CHECK_U64(n, 123 + 4567 + 89 + 10 + 2 + 1 + 7);
+
+        const char *zero = "       0\t0\n       1\t0\n       2\t0\n       4\t0\n       8\t0\n      16\t0\n      32+\t0\n";
+        n = 1;
+        CHECK_INT(debugfs_dispatched_parse(zero, &n), 0);
+        CHECK_U64(n, 0);
+
+        const char *bad[] = {
+                "",                                     /* empty */
+                "       0\t123\n       1",              /* cut after a bucket */
+                "       0\t123\n       1\t",            /* cut after the tab */
+                "       0 123\n",                       /* a blank, not a tab */
+                "       0\tx\n",
+                "      32-\t1\n",
+                "garbage\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                n = 42;
+                int r = debugfs_dispatched_parse(bad[i], &n);
+                tap_checks++;
+                if (r != -EINVAL)
+                        TAP_FAIL("debugfs_dispatched_parse(\"%s\") = %d, expected -EINVAL", bad[i], r);
+                CHECK_U64(n, 42);
+        }
+}
+
+static void test_softirqs(void) {
+        uint64_t c[4] = {};
+        size_t n = 0;
+        const char *two = "                    CPU0       CPU1       \n          HI:          0          0\n"
+                          "       TIMER:     108045      82956\n       BLOCK:   10561004   13288165\n"
+                          "    IRQ_POLL:          0          0\n";
+        CHECK_INT(proc_softirqs_block_parse(two, c, 4, &n), 0);
+        CHECK_INT(n, 2);
+        CHECK_U64(c[0], 10561004);
+        CHECK_U64(c[1], 13288165);
+
+        /* this machine */
+        _cleanup_free_ char *real = slurp("/proc/softirqs");
+        if (real) {
+                uint64_t many[BLKMQD_CPUS_MAX] = {};
+                CHECK_INT(proc_softirqs_block_parse(real, many, ELEMENTSOF(many), &n), 0);
+                long online = sysconf(_SC_NPROCESSORS_ONLN);
+                CHECK_INT(n, online);
+        }
+        /* more columns than room: all counted, max stored */
+        uint64_t one[1] = {};
+        CHECK_INT(proc_softirqs_block_parse(two, one, 1, &n), 0);
+        CHECK_INT(n, 2);
+        CHECK_U64(one[0], 10561004);
+
+        CHECK_INT(proc_softirqs_block_parse("                    CPU0\n          HI:          0\n", c, 4, &n), -ENOENT);
+        CHECK_INT(proc_softirqs_block_parse("", c, 4, &n), -ENOENT);
+        CHECK_INT(proc_softirqs_block_parse("       BLOCK:\n", c, 4, &n), -EINVAL);
+        CHECK_INT(proc_softirqs_block_parse("  NOT_BLOCK:  12\n", c, 4, &n), -ENOENT);
+}
+
+/* ---- lib/interrupts.c ------------------------------------------------------------------------ */
+
+/*
+ * /proc/interrupts as kernel/irq/proc.c show_interrupts() prints it on x86:
+ *   header: "%*s" (prec + 8 blanks), then "CPU%-8d" per online CPU
+ *   line:   "%*d: " irq, "%10u " per online CPU, " %8s" chip, " %*lu" hwirq, "-%-8s" handler,
+ *           "  %s" first action, ", %s" more actions
+ */
+static char *gen_interrupts(const unsigned *cpus, size_t n_cpus, unsigned n_irqs, unsigned first_irq) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        int prec = 3;
+        fprintf(f, "%*s", prec + 8, "");
+        for (size_t j = 0; j < n_cpus; j++)
+                fprintf(f, "CPU%-8u", cpus[j]);
+        fputc('\n', f);
+        for (unsigned i = 0; i < n_irqs; i++) {
+                fprintf(f, "%*u: ", prec, first_irq + i);
+                for (size_t j = 0; j < n_cpus; j++)
+                        fprintf(f, "%10u ", (i * 1000u + cpus[j]) * (j % 3 == 0));
+                fprintf(f, " %8s %*u-%-8s  megasas%u-msix%u\n", "IR-PCI-MSIX-0000:3b:00.0", prec, 1 + i, "edge", 0, i);
+        }
+        fprintf(f, "NMI: ");
+        for (size_t j = 0; j < n_cpus; j++)
+                fprintf(f, "%10u ", 7u);
+        fprintf(f, "  Non-maskable interrupts\nERR:          0\nMIS:          0\n");
+        fclose(f);
+        return buf;
+}
+
+static void check_generated(size_t n_cpus, const unsigned *cpus, unsigned n_irqs) {
+        _cleanup_free_ char *text = gen_interrupts(cpus, n_cpus, n_irqs, 45);
+        ProcInterrupts p = {};
+        CHECK_INT(proc_interrupts_parse(text, &p), 0);
+        CHECK_INT(p.n_cpus, n_cpus);
+        bool ok = p.n_cpus == n_cpus;
+        for (size_t j = 0; ok && j < n_cpus; j++)
+                ok = p.cpus[j] == cpus[j];
+        tap_checks++;
+        if (!ok)
+                TAP_FAIL("%zu CPUs: the column CPU numbers differ", n_cpus);
+        CHECK_INT(p.n_lines, n_irqs);  /* NMI/ERR/MIS skipped */
+        for (unsigned i = 0; i < n_irqs && i < p.n_lines; i++) {
+                const IrqLine *l = proc_interrupts_find(&p, 45 + i);
+                tap_checks++;
+                if (!l) {
+                        TAP_FAIL("%zu CPUs: irq %u missing", n_cpus, 45 + i);
+                        continue;
+                }
+                char name[64];
+                snprintf(name, sizeof(name), "megasas0-msix%u", i);
+                CHECK_STR(l->chip, "IR-PCI-MSIX-0000:3b:00.0");
+                CHECK_STR(l->name, name);
+                uint64_t want = 0;
+                for (size_t j = 0; j < n_cpus; j++) {
+                        uint64_t c = (i * 1000u + cpus[j]) * (j % 3 == 0);
+                        want += c;
+                        if (l->counts[j] != c) {
+                                TAP_FAIL("%zu CPUs: irq %u column %zu (CPU%u) = %" PRIu64 ", expected %" PRIu64,
+                                         n_cpus, 45 + i, j, cpus[j], l->counts[j], c);
+                                break;
+                        }
+                }
+                CHECK_U64(irq_line_total(&p, l), want);
+        }
+        CHECK_NULL(proc_interrupts_find(&p, 44));
+        CHECK_NULL(proc_interrupts_find(&p, 45 + n_irqs));
+        proc_interrupts_done(&p);
+        CHECK_INT(p.n_lines, 0);
+}
+
+static void test_interrupts(void) {
+        unsigned cpus[256];
+        for (unsigned i = 0; i < 256; i++)
+                cpus[i] = i;
+
+        check_generated(2, cpus, 3);
+        check_generated(64, cpus, 65);          /* megaraid_sas: 65 MSI-X vectors on 64 CPUs */
+        check_generated(256, cpus, 130);
+        const unsigned offline[] = { 0, 2, 3 }; /* CPU1 offline: the header omits it */
+        check_generated(3, offline, 4);
+        const unsigned sparse[] = { 0, 1, 4095 };
+        check_generated(3, sparse, 2);
+
+        /* this machine's real file: every numeric line, columns = CPU header tokens */
+        _cleanup_free_ char *real = slurp("/proc/interrupts");
+        CHECK(real != NULL);
+        if (real) {
+                ProcInterrupts p = {};
+                CHECK_INT(proc_interrupts_parse(real, &p), 0);
+                long online = sysconf(_SC_NPROCESSORS_ONLN);
+                CHECK_INT(p.n_cpus, online);
+                size_t numeric = 0;
+                for (const char *l = real; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                        const char *s = l + strspn(l, " ");
+                        if (*s >= '0' && *s <= '9')
+                                numeric++;
+                }
+                CHECK_INT(p.n_lines, numeric);
+                for (size_t i = 0; i < p.n_lines; i++)
+                        CHECK(p.lines[i].chip && *p.lines[i].chip && p.lines[i].name);
+                proc_interrupts_done(&p);
+        }
+        /* the committed capture of this machine: exact values */
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/host-6.18-virtio-blk/proc/interrupts", fixtures);
+        _cleanup_free_ char *cap = slurp(path);
+        CHECK(cap != NULL);
+        if (cap) {
+                ProcInterrupts p = {};
+                CHECK_INT(proc_interrupts_parse(cap, &p), 0);
+                CHECK_INT(p.n_cpus, 2);
+                const IrqLine *l = proc_interrupts_find(&p, 36);
+                CHECK(l != NULL);
+                if (l) {
+                        CHECK_STR(l->chip, "PCI-MSIX-0000:00:02.0");
+                        CHECK_STR(l->name, "virtio1-req.0");
+                }
+                l = proc_interrupts_find(&p, 24);
+                CHECK(l && streq(l->chip, "IO-APIC") && streq(l->name, "ACPI:Ged") && l->counts[0] == 1 && l->counts[1] == 0);
+                proc_interrupts_done(&p);
+        }
+
+        /* shared IRQ with two actions; an IRQ without an action; old kernels without "-edge" */
+        ProcInterrupts p = {};
+        CHECK_INT(proc_interrupts_parse("           CPU0       CPU1\n"
+                                        " 16:         10         20   IO-APIC  16-fasteoi   ehci_hcd:usb1, nvme0q0\n"
+                                        " 17:          0          0   IO-APIC  17-fasteoi\n"
+                                        " 18:          5          5   PCI-MSI-edge      eth0\n", &p), 0);
+        CHECK_INT(p.n_lines, 3);
+        if (p.n_lines == 3) {
+                CHECK_STR(p.lines[0].name, "ehci_hcd:usb1, nvme0q0");
+                CHECK_U64(irq_line_total(&p, &p.lines[0]), 30);
+                CHECK_STR(p.lines[1].name, "");
+                CHECK_STR(p.lines[2].chip, "PCI-MSI-edge");
+                CHECK_STR(p.lines[2].name, "eth0");
+        }
+        proc_interrupts_done(&p);
+
+        /* truncated line (fewer counts than columns), no header, garbage header */
+        const char *bad[] = {
+                "",
+                " 36:          0      93662 PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n",
+                "           CPU0       CPU1\n 36:          0\n",
+                "           CPU0       CPU1\n 36:          0      ",
+                "           CPU0       CPU1\n 35:  1 2 x\n 36:          0\n",
+                "           CPU0       CPUx\n",
+                "           CPU0       GPU1\n",
+                "\n 36: 1 2\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                ProcInterrupts q = { .n_cpus = 777 };
+                int r = proc_interrupts_parse(bad[i], &q);
+                tap_checks++;
+                if (r != -EINVAL)
+                        TAP_FAIL("proc_interrupts_parse(bad[%zu]) = %d, expected -EINVAL", i, r);
+                CHECK_INT(q.n_cpus, 777);       /* untouched */
+        }
+        /* a 64-CPU file cut in the middle of an IRQ line */
+        _cleanup_free_ char *big = gen_interrupts(cpus, 64, 65, 45);
+        char *cut = strstr(big, " 80: ");
+        if (cut) {
+                cut[5 + 11 * 30] = 0;   /* 30 of 64 counts */
+                CHECK_INT(proc_interrupts_parse(big, &p), -EINVAL);
+        }
+}
+
+/* Known bugs (reported in docs/TESTING.md), run as the should_fail test "stats-known-bugs". */
+static void test_known_bugs(void) {
+        /* lib/blkstat.c disk_stat_parse(): n must be 11, 15 or 17 (blkstat.h, stat.rst); a file
+         * cut inside the discard or flush fields (12, 13, 14, 16 numbers) is accepted */
+        const char *cut[] = { "1 2 3 4 5 6 7 8 9 10 11 12\n", "1 2 3 4 5 6 7 8 9 10 11 12 13\n",
+                              "1 2 3 4 5 6 7 8 9 10 11 12 13 14\n", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n" };
+        for (size_t i = 0; i < ELEMENTSOF(cut); i++) {
+                DiskStat x;
+                int r = disk_stat_parse(cut[i], &x);
+                tap_checks++;
+                if (r != -EINVAL)
+                        TAP_FAIL("disk_stat_parse(\"%.*s\") = %d (n=%u), expected -EINVAL", (int) strlen(cut[i]) - 1, cut[i], r, x.n);
+        }
+        /* lib/blkstat.c proc_softirqs_block_parse(): junk after the numbers is accepted */
+        uint64_t c[4];
+        size_t nc;
+        CHECK_INT(proc_softirqs_block_parse("       BLOCK:  12 x\n", c, 4, &nc), -EINVAL);
+
+        /* lib/interrupts.c parse_irq_line(): the generic format with CONFIG_GENERIC_IRQ_SHOW_LEVEL
+         * (arm64) prints " %8s" chip, " %*lu" hwirq, " %-8s" Level/Edge, then the actions; the
+         * parser only skips a type token containing "edge"/"level"/"fasteoi" (lower case), so the
+         * hwirq and "Edge" end up in the name and an nvme queue vector is not found by name */
+        ProcInterrupts p = {};
+        CHECK_INT(proc_interrupts_parse("           CPU0       CPU1\n"
+                                        " 45:       1024          0   ITS-MSI 524289 Edge      nvme0q1\n"
+                                        " 11:        301        299     GICv3  27 Level     arch_timer\n", &p), 0);
+        if (p.n_lines == 2) {
+                CHECK_STR(p.lines[0].chip, "ITS-MSI");
+                CHECK_STR(p.lines[0].name, "nvme0q1");
+                CHECK_STR(p.lines[1].name, "arch_timer");
+        }
+        proc_interrupts_done(&p);
+
+        /* lib/blkstat.c debugfs_dispatched_parse(): a histogram cut at a line boundary (no "32+"
+         * last bucket) is accepted and gives a made-up smaller sum */
+        uint64_t n = 42;
+        CHECK_INT(debugfs_dispatched_parse("       0\t123\n       1\t4567\n", &n), -EINVAL);
+}
+
+int main(int argc, char *argv[]) {
+        if (argc > 1 && streq(argv[1], "--known-bugs")) {
+                test_known_bugs();
+                return tap_finish("test-stats --known-bugs");
+        }
+        fixtures = argc > 1 ? argv[1] : "tests/fixtures";
+        test_rates();
+        test_disk_stat();
+        test_tags();
+        test_dispatched();
+        test_softirqs();
+        test_interrupts();
+        return tap_finish("test-stats");
+}
