@@ -400,10 +400,22 @@ def test_watchdog():
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         msgs = []
         try:
-            t0 = time.monotonic()
-            while time.monotonic() < t0 + 2.5:
-                if select.select([sock], [], [], 0.1)[0]:
-                    msgs.append((time.monotonic(), sock.recv(4096).decode()))
+            def collect(seconds):
+                t0 = time.monotonic()
+                while time.monotonic() < t0 + seconds:
+                    if select.select([sock], [], [], 0.05)[0]:
+                        msgs.append((time.monotonic(), sock.recv(4096).decode()))
+            collect(2.5)
+            # A stuck event loop sends nothing: freeze the process (as a hang would) and check
+            # that the pings stop, so systemd's WatchdogSec= would fire; then let it go on.
+            p.send_signal(signal.SIGSTOP)
+            while select.select([sock], [], [], 0.05)[0]:       # drain what was already sent
+                sock.recv(4096)
+            stopped_at = time.monotonic()
+            collect(5 * usec / 1e6)
+            resumed_at = time.monotonic()
+            p.send_signal(signal.SIGCONT)
+            collect(1.0)
             p.send_signal(signal.SIGTERM)
             rc = p.wait(timeout=10)
             while select.select([sock], [], [], 0.2)[0]:
@@ -416,7 +428,10 @@ def test_watchdog():
         pings = [t for t, m in msgs if "WATCHDOG=1" in m.split("\n")]
         check(len(ready) >= 1, "READY=1 arrives")
         check(any(m.startswith("STATUS=") or "\nSTATUS=" in m for _, m in msgs), "STATUS= arrives")
-        after = [t for t in pings if ready and t >= ready[0]]
+        frozen = [t for t in pings if stopped_at <= t < resumed_at]
+        check(not frozen, "no WATCHDOG=1 while the loop is frozen (%d pings in %.1f s)" % (len(frozen), resumed_at - stopped_at))
+        check(any(t >= resumed_at for t in pings), "WATCHDOG=1 resumes after SIGCONT")
+        after = [t for t in pings if ready and ready[0] <= t < stopped_at]
         check(len(after) >= 8, "WATCHDOG=1 keeps arriving after READY=1 (%d in ~2.5 s, WATCHDOG_USEC=%d)"
               % (len(after), usec))
         gaps = [b - a for a, b in zip(after, after[1:])]
