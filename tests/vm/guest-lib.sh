@@ -175,7 +175,7 @@ hmp() {
 }${_line#@@HMP-OUT $_vt_hmp_seq }" ;;
             "@@HMP-DONE $_vt_hmp_seq "*)
                 _st=${_line#@@HMP-DONE $_vt_hmp_seq }
-                [ -n "$HMP_OUT" ] && note "hmp $*: $HMP_OUT"
+                [ -n "$HMP_OUT" ] && [ "$HMP_OUT" != OK ] && note "hmp $*: $HMP_OUT"
                 return "$_st" ;;
         esac
     done
