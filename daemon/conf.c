@@ -47,6 +47,8 @@ typedef struct ParseContext {
         const char *file;
         char *error;
         int line;
+        int error_line;         /* line of error (the first one a handler reported) */
+        bool continuation;      /* this Key= is a further piece of a physical line too long for libinih */
         DeviceRule *rule;       /* the current [Device:] section */
 } ParseContext;
 
@@ -58,16 +60,15 @@ static int parse_bool(const char *v) {
         return -EINVAL;
 }
 
-static int split_words(const char *v, char ***ret) {
-        _cleanup_strv_free_ char **l = NULL;
+/* Words of v appended to *l (a list key continued over pieces of one long line). */
+static int append_words(const char *v, char ***l) {
         _cleanup_free_ char *copy = strdup(v);
         char *save = NULL;
         if (!copy)
                 return -ENOMEM;
         for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
-                if (strv_extend(&l, t) < 0)
+                if (strv_extend(l, t) < 0)
                         return -ENOMEM;
-        *ret = TAKE_PTR(l);
         return 0;
 }
 
@@ -78,8 +79,11 @@ static int fail(ParseContext *p, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        if (!p->error && asprintf(&p->error, "%s:%d: %s", p->file, p->line, msg) < 0)
-                p->error = NULL;
+        if (!p->error) {
+                if (asprintf(&p->error, "%s:%d: %s", p->file, p->line, msg) < 0)
+                        p->error = NULL;
+                p->error_line = p->line;
+        }
         return 0;       /* inih: stop at this line */
 }
 
@@ -93,9 +97,9 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
                         return fail(p, "Mode=%s: expected auto, dry-run or off", v);
                 c->mode = m;
         } else if (streq(key, "Devices")) {
-                strv_free(c->devices);
-                c->devices = NULL;
-                if (split_words(v, &c->devices) < 0)
+                if (!p->continuation)
+                        c->devices = strv_free(c->devices);
+                if (append_words(v, &c->devices) < 0)
                         return fail(p, "out of memory");
         } else if (streq(key, "Reassert")) {
                 if ((b = parse_bool(v)) < 0)
@@ -123,10 +127,11 @@ static int parse_class(ParseContext *p, DiskClass cls, const char *key, const ch
         ClassPolicy *cp = &p->config->policy.classes[cls];
 
         if (streq(key, "Elevator")) {
-                cp->elevators = strv_free(cp->elevators);
-                if (streq(v, "keep"))
+                if (!p->continuation)
+                        cp->elevators = strv_free(cp->elevators);
+                if (streq(v, "keep") && !p->continuation)
                         return 1;
-                if (split_words(v, &cp->elevators) < 0)
+                if (append_words(v, &cp->elevators) < 0)
                         return fail(p, "out of memory");
                 if (!cp->elevators)
                         return fail(p, "Elevator= needs at least one name, or \"keep\"");
@@ -282,25 +287,89 @@ static int on_ini(void *userdata, const char *section, const char *key, const ch
         return fail(p, "unknown section [%s]", section);
 }
 
-/* inih's handler gets no line number: feed it line by line through a reader that counts. */
+/*
+ * libinih (Debian's build) takes lines of at most INI_MAX_LINE - 1 bytes. The reader feeds
+ * it one physical line at a time, counting lines, and cuts a longer "Key=a b c ..." at
+ * blanks into several "Key=..." pieces flagged as continuations: list keys (Devices=,
+ * Elevator=) append them, any other key reports "value too long".
+ */
 typedef struct LineReader {
         const char *text;
-        int line;
+        int line;               /* physical line of the last piece handed out */
+        bool continuation;      /* the last piece continues a long physical line */
+        char *key;              /* the key of a long line being cut, "" = not cutting */
+        const char *rest;       /* what is left of that line's value */
+        size_t rest_len;
+        int *piece_line;        /* physical line of every line handed to inih (inih counts pieces) */
+        size_t n_pieces;
 } LineReader;
+
+static char *reader_note(LineReader *r, char *str) {
+        int *n = realloc(r->piece_line, (r->n_pieces + 1) * sizeof(int));
+        if (!n)
+                return NULL;
+        r->piece_line = n;
+        n[r->n_pieces++] = r->line;
+        return str;
+}
+
+static void reader_piece(LineReader *r, char *str, int num) {
+        size_t room = num - 2 - strlen(r->key) - 1;     /* "Key=" + piece + "\n" + NUL */
+        size_t l = r->rest_len;
+        if (l > room) {
+                l = room;
+                while (l > 0 && r->rest[l] != ' ' && r->rest[l] != '\t')
+                        l--;
+                if (l == 0)
+                        l = room;       /* one word longer than a line: cut it, the value check rejects it */
+        }
+        snprintf(str, num, "%s=%.*s\n", r->key, (int) l, r->rest);
+        r->rest += l;
+        r->rest_len -= l;
+        while (r->rest_len > 0 && (*r->rest == ' ' || *r->rest == '\t')) {
+                r->rest++;
+                r->rest_len--;
+        }
+}
 
 static char *reader(char *str, int num, void *stream) {
         LineReader *r = stream;
+
+        if (r->key && r->rest_len > 0) {
+                r->continuation = true;
+                reader_piece(r, str, num);
+                return reader_note(r, str);
+        }
+        r->key = mfree_str(r->key);
+        r->continuation = false;
         if (!*r->text)
                 return NULL;
+
         const char *nl = strchr(r->text, '\n');
-        size_t l = nl ? (size_t) (nl - r->text + 1) : strlen(r->text);
-        if (l >= (size_t) num)
-                l = num - 1;
-        memcpy(str, r->text, l);
-        str[l] = 0;
-        r->text += l;
+        size_t l = nl ? (size_t) (nl - r->text) : strlen(r->text);
+        const char *line = r->text;
+        r->text += l + !!nl;
         r->line++;
-        return str;
+
+        if (l + 2 <= (size_t) num) {
+                memcpy(str, line, l);
+                str[l] = '\n';
+                str[l + 1] = 0;
+                return reader_note(r, str);
+        }
+
+        const char *eq = memchr(line, '=', l);
+        if (!eq || (size_t) (eq - line) + 16 > (size_t) num) {
+                snprintf(str, num, "\x01 line too long\n");   /* a syntax error at this line */
+                return reader_note(r, str);
+        }
+        r->key = strndup(line, eq - line);
+        if (!r->key)
+                return NULL;
+        r->rest = eq + 1;
+        r->rest_len = l - (eq + 1 - line);
+        reader_piece(r, str, num);
+        return reader_note(r, str);
 }
 
 typedef struct Handler {
@@ -310,6 +379,12 @@ typedef struct Handler {
 
 static int on_ini_line(void *userdata, const char *section, const char *key, const char *value) {
         Handler *h = userdata;
+        h->ctx->continuation = h->reader->continuation;
+        if (h->ctx->continuation && key && !streq(key, "Devices") && !streq(key, "Elevator")) {
+                h->ctx->line = h->reader->line;
+                return fail(h->ctx, "%s=: value too long (one line holds at most %d bytes; only Devices= and Elevator= lists may be longer)",
+                            key, INI_MAX_LINE - 1);
+        }
         return on_ini(h->ctx, section, key, value, h->reader->line);
 }
 
@@ -319,9 +394,19 @@ int config_parse_text(Config *c, const char *name, const char *text, char **ret_
         Handler h = { .ctx = &p, .reader = &r };
 
         int e = ini_parse_stream(reader, &r, on_ini_line, &h);
+        int first = e > 0 && (size_t) e <= r.n_pieces ? r.piece_line[e - 1] : e;
+        free(r.key);
+        free(r.piece_line);
+
+        /* inih returns its first error, a handler's or a syntax error; report whichever line
+         * comes first (a handler error is kept with its own message) */
+        if (e > 0 && (!p.error || first < p.error_line)) {
+                free(p.error);
+                if (asprintf(&p.error, "%s:%d: syntax error (expected [Section] or Key=Value)", name, first) < 0)
+                        p.error = NULL;
+        }
         if (e != 0 || p.error) {
-                if (!p.error && asprintf(&p.error, "%s:%d: %s", name, e > 0 ? e : r.line,
-                                         e > 0 ? "syntax error (expected [Section] or Key=Value)" : "read error") < 0)
+                if (!p.error && asprintf(&p.error, "%s: read error", name) < 0)
                         p.error = NULL;
                 *ret_error = p.error;
                 return -EINVAL;

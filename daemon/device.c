@@ -596,7 +596,7 @@ static int gather_identity(HostFs *h, DiskFacts *f, const char *devpath) {
         }
         if (devpath)
                 return asprintf(&f->identity, "path:%s", devpath) < 0 ? -ENOMEM : 0;
-        return 0;
+        return disk_facts_set_unknown(f, FACT_IDENTITY, "no WWID, serial, backing file or device path: overrides are not persisted");
 }
 
 int device_gather(HostFs *h, const char *name, DiskFacts **ret) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,22 +86,32 @@ State *state_free(State *s) {
         return NULL;
 }
 
+/* FNV-1a, 64 bit: a stable fingerprint for identities too long for a file name. */
+static uint64_t fnv1a(const char *s) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+        for (; *s; s++)
+                h = (h ^ (unsigned char) *s) * UINT64_C(0x100000001b3);
+        return h;
+}
+
+#define ESCAPED_MAX 200         /* NAME_MAX headroom for ".tmp" and ".corrupt" */
+
 char *state_escape_identity(const char *identity) {
         size_t l = strlen(identity);
         char *r = malloc(l * 3 + 1), *p = r;
         if (!r)
                 return NULL;
         for (const char *c = identity; *c; c++) {
-                if (isalnum((unsigned char) *c) || strchr("-_.:@", *c))
+                /* '.' first would make "." / ".." or a hidden file: escape it like anything else */
+                if (isalnum((unsigned char) *c) || strchr("-_:@", *c) || (*c == '.' && c != identity))
                         *p++ = *c;
                 else
                         p += sprintf(p, "%%%02x", (unsigned char) *c);
         }
         *p = 0;
-        if (r[0] == '.')        /* never "." / ".." / hidden */
-                r[0] = '_';
-        if (strlen(r) > 200)    /* NAME_MAX headroom for ".tmp" and ".corrupt" */
-                r[200] = 0;
+        if (strlen(r) > ESCAPED_MAX)
+                /* keep a readable prefix, make it unique with a hash of the whole identity */
+                sprintf(r + ESCAPED_MAX - 17, "~%016" PRIx64, fnv1a(identity));
         return r;
 }
 

@@ -46,7 +46,7 @@ int disk_stat_parse(const char *text, DiskStat *ret) {
                 st.n++;
         while (*p == ' ' || *p == '\t' || *p == '\n')
                 p++;
-        if (st.n < 11 || *p)
+        if (*p || (st.n != 11 && st.n != 15 && st.n != 17))   /* the three layouts stat.rst knows */
                 return -EINVAL;
         *ret = st;
         return 0;
@@ -83,12 +83,15 @@ int debugfs_dispatched_parse(const char *text, uint64_t *ret_batches) {
         uint64_t sum = 0, bucket, count;
         const char *p = text;
         unsigned lines = 0;
+        bool last = false;
 
         while (*p) {
-                if (next_u64(&p, &bucket) < 0)
-                        return -EINVAL;
-                if (*p == '+')
+                if (last || next_u64(&p, &bucket) < 0)
+                        return -EINVAL;         /* nothing may follow the "32+" bucket */
+                if (*p == '+') {
+                        last = true;
                         p++;
+                }
                 if (*p != '\t' || next_u64(&p, &count) < 0)
                         return -EINVAL;
                 if (*p == '\n')
@@ -98,8 +101,8 @@ int debugfs_dispatched_parse(const char *text, uint64_t *ret_batches) {
                 sum += count;
                 lines++;
         }
-        if (lines == 0)
-                return -EINVAL;
+        if (lines == 0 || !last)
+                return -EINVAL;         /* cut short: the last bucket ("%8u+") is missing */
         *ret_batches = sum;
         return 0;
 }
@@ -116,7 +119,9 @@ int proc_softirqs_block_parse(const char *text, uint64_t *ret_counts, size_t max
                         ret_counts[n] = v;
                 n++;
         }
-        if (n == 0 || (*p != '\n' && *p != 0 && *p != ' '))
+        while (*p == ' ' || *p == '\t')
+                p++;
+        if (n == 0 || (*p != '\n' && *p != 0))
                 return -EINVAL;
         *ret_n = n;
         return 0;

@@ -80,12 +80,23 @@ static int parse_irq_line(const char *line, size_t len, ProcInterrupts *p) {
                 s = e;
         }
 
-        /* chip name, then "<hwirq>-<type>" (or just the type on old kernels), then actions */
+        /* chip name; then, by architecture and version, "<hwirq>-<type>" (x86: "1-edge"), or
+         * "<hwirq> <Type>" (arm64 GIC: "524289 Edge"), or just the type (old kernels); then the
+         * action names (kernel/irq/proc.c show_interrupts()) */
         l.chip = next_token(&s, end);
-        const char *rest = s;
-        _cleanup_free_ char *type = next_token(&rest, end);
-        if (type && (strstr(type, "edge") || strstr(type, "level") || strstr(type, "fasteoi")))
+        for (int i = 0; i < 2; i++) {
+                const char *rest = s;
+                _cleanup_free_ char *tok = next_token(&rest, end);
+                if (!tok)
+                        break;
+                bool number = tok[strspn(tok, "0123456789")] == 0;
+                bool type = strcasestr(tok, "edge") || strcasestr(tok, "level") || strcasestr(tok, "fasteoi");
+                if (!(number && i == 0) && !type)
+                        break;
                 s = rest;
+                if (type)
+                        break;
+        }
         s = skip_blanks(s);
         l.name = strndup(s, end - s);
         if (!l.chip)

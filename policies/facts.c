@@ -31,6 +31,7 @@ static const char * const fact_table[_FACT_MAX] = {
         [FACT_NUMA_NODE]         = "numa_node",
         [FACT_KERNEL_RELEASE]    = "kernel_release",
         [FACT_STACKED]           = "stacked",
+        [FACT_IDENTITY]          = "identity",
 };
 
 const char *fact_to_string(Fact f) {
@@ -198,6 +199,9 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                         break;
                 case FACT_STACKED:
                         fputs(f->stacked ? "1" : "0", out);
+                        break;
+                case FACT_IDENTITY:
+                        fputs(f->identity ?: "", out);
                         break;
                 default:
                         break;

@@ -45,6 +45,7 @@ typedef enum Fact {
         FACT_NUMA_NODE,           /* device NUMA node, -1 = none */
         FACT_KERNEL_RELEASE,      /* uname -r of the kernel the facts come from */
         FACT_STACKED,             /* 1 for loop, dm, md: I/O goes to another block device */
+        FACT_IDENTITY,            /* stable key of persisted overrides: "wwid:…", "serial:…", "loop:<file>", "path:…" */
         _FACT_MAX,
         _FACT_INVALID = -EINVAL,
 } Fact;

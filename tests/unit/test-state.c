@@ -80,9 +80,10 @@ static void test_escape(void) {
                 { "a/b", "a%2fb" },
                 { "x\ny", "x%0ay" },
                 { "\xc3\xa9", "%c3%a9" },
-                { ".", "_" },
-                { "..", "_." },
-                { ".hidden", "_hidden" },
+                { ".", "%2e" },                 /* never "." / ".." or a hidden file */
+                { "..", "%2e." },
+                { ".hidden", "%2ehidden" },
+                { "_hidden", "_hidden" },       /* and no clash with the escaped ".hidden" */
         };
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
                 _cleanup_free_ char *e = state_escape_identity(t[i].in);
