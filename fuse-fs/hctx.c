@@ -62,10 +62,15 @@ int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret) {
                 else if (n->arg2 == HCTX_ATTR_IRQ_AFFINITY)
                         r = q->affinity_list ? asprintf(ret, "%s\n", q->affinity_list) :
                                                asprintf(ret, "unknown: /proc/irq/%u/smp_affinity_list unreadable\n", q->irq);
-                else
-                        r = q->managed == TRISTATE_UNKNOWN ?
-                                asprintf(ret, "unknown: no debugfs irq/irqs/%u and kernel < 6.12; learned at the first write\n", q->irq) :
-                                asprintf(ret, "%s\n", tristate_to_string(q->managed));
+                else {
+                        /* what a write taught blkmqd (EIO <= 6.11, EPERM >= 6.12) counts too */
+                        bool learned = false;
+                        for (size_t i = 0; i < d->n_irq_applied; i++)
+                                learned = learned || (d->irq_applied[i].irq == q->irq && d->irq_applied[i].managed);
+                        r = learned || q->managed == TRISTATE_YES ? asprintf(ret, "1\n") :
+                            q->managed == TRISTATE_NO ? asprintf(ret, "0\n") :
+                            asprintf(ret, "unknown: no debugfs irq/irqs/%u and kernel < 6.12; learned at the first write\n", q->irq);
+                }
                 return r < 0 ? -ENOMEM : 0;
         }
         default:

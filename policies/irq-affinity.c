@@ -27,7 +27,8 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
 
         if (queue == 0)
                 return plan_explain(plan, "%s: queue vectors=0 -> irq_affinity left alone: no request-queue IRQ vectors (%s) (rule irq-affinity-none)",
-                                    f->name, f->unknown[FACT_IRQ_VECTORS] ?: "only config/control vectors");
+                                    f->name, f->unknown[FACT_IRQ_VECTORS] ?:
+                                    f->n_irqs == 0 ? "no MSI/MSI-X vectors: legacy INTx interrupts" : "only config/control vectors");
 
         const char *want = o->irq_affinity ?: (cp->irq_follow_hctx ? "hctx" : NULL);
         if (!want)
