@@ -150,7 +150,9 @@ class Daemon:
         self.n += 1
         self.log = os.path.join(self.logdir, f"blkmqd-{self.n}.log")
         self.logf = open(self.log, "w")
-        self.proc = subprocess.Popen([self.exe, "--mountpoint", self.mnt, "-v", *args],
+        # a state directory of the test's own: never the machine's /var/lib/blkmqd
+        self.proc = subprocess.Popen([self.exe, "--mountpoint", self.mnt, "-v",
+                                      "--state-dir", os.path.join(self.logdir, "state"), *args],
                                      stdout=self.logf, stderr=subprocess.STDOUT)
 
         def ready():
@@ -392,11 +394,14 @@ def case_d_e_f(d, loops):
 def case_g_kill9_restart(d, loops):
     """(g) kill -9 leaves a dead mount; a restart on the same mount point succeeds."""
     name = loops.attach("g")
+    set_elevator(name, "mq-deadline")         # so blkmqd changes it (stacked -> none)
     d.start("--devices", name)
     try:
         wait_for(lambda: os.path.exists(d.path("devices", name)), 5.0)
+        wait_for(lambda: current_elevator(name) == "none", 5.0)
     finally:
         rc = d.stop(signal.SIGKILL)
+    check(current_elevator(name) == "none", "(g) the killed daemon left its change (none) in place")
     check(rc == -signal.SIGKILL, "(g) killed with SIGKILL")
     check(is_mounted(d.mnt), "(g) the dead mount is still there")
     try:
@@ -410,9 +415,12 @@ def case_g_kill9_restart(d, loops):
         with open("/proc/self/mountinfo") as f:
             n = sum(1 for line in f if line.split()[4] == d.mnt)
         check(n == 1, f"(g) exactly one mount at {d.mnt} after the restart (found {n})")
+        got = d.read("devices", name, "applied", "elevator")
+        check(got == "ok: none (was mq-deadline)\n", f"(g) the original recorded before the crash is known again, got {got!r}")
     finally:
         rc = d.stop()
     check(rc == 0 and not is_mounted(d.mnt), "(g) clean stop after restart")
+    check(current_elevator(name) == "mq-deadline", "(g) stop after the restart puts back the original recorded before the crash")
 
 
 def main():
