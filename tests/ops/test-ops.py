@@ -194,7 +194,9 @@ def ctl(mp, *args, **kw):
 
 def start_daemon(mp, devices, log):
     os.makedirs(mp, exist_ok=True)
-    p = subprocess.Popen([ENV["BLKMQD"], "--mountpoint", mp, "--devices", devices, "-v"],
+    # a state directory of the test's own, beside the mount point: never /var/lib/blkmqd
+    p = subprocess.Popen([ENV["BLKMQD"], "--mountpoint", mp, "--devices", devices, "-v",
+                          "--state-dir", os.path.dirname(mp.rstrip("/")) + "/state"],
                          stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
