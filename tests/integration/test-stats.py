@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-stats.py [BLKMQD]
+
+Live statistics through the real FUSE mount (issue 4), on a loop device this test attaches:
+(n) dd iflag=direct bs=4k count=N: hctx/0/dispatched rose by >= N, completed_local +
+completed_remote = dispatched (polled with a deadline), remote_pct consistent, the completions
+line "hctxN completed X remote Y Z.ZZ%"; a rate after two reads 0.3 s apart is > 0 under load;
+runs reads "unavailable: ..." on a kernel >= 6.8 (never 0). (o) metrics: promtool check
+metrics passes and a real prometheus-node-exporter serves blkmqd_* series from the textfile
+directory <mount>/prometheus on 127.0.0.1 (stopped in finally).
+
+Skips (77) without root, /dev/fuse, losetup, or when the BPF provider is not loaded (the
+dispatch/completion counters need it on kernels >= 5.16). promtool / node_exporter missing
+skips only their part, with the reason printed.
+"""
+
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("test_daemon", os.path.join(HERE, "test-daemon.py"))
+td = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(td)
+
+SKIP = 77
+check = td.check
+wait_for = td.wait_for
+skipped = []
+
+
+def counter(d, name, attr):
+    s = d.read("devices", name, "hctx", "0", attr)
+    return int(s) if re.fullmatch(r"\d+\n", s) else None
+
+
+def dd(name, n, bs="4k"):
+    subprocess.run(["dd", f"if=/dev/{name}", "of=/dev/null", "iflag=direct", f"bs={bs}", f"count={n}", "status=none"],
+                   check=True)
+
+
+def case_n_counters(d, loops, tmp):
+    """(n) dd through a loop: dispatched, completions, locality, rates, runs unavailable."""
+    name = loops.attach("n")
+    d.start("--devices", name)
+    try:
+        wait_for(lambda: os.path.exists(d.path("devices", name, "hctx", "0", "dispatched")), 5.0)
+        if "bpf" not in d.read("version").split("stats", 1)[-1]:
+            skipped.append("BPF provider not loaded: " + d.read("version").strip())
+            return
+        src = d.read("devices", name, "stats_source")
+        check(re.search(r"^dispatched bpf$", src, re.M) and re.search(r"^completed_local bpf$", src, re.M),
+              "(n) stats_source: dispatched and completed_local from bpf")
+        d0 = counter(d, name, "dispatched")
+        check(d0 is not None, f"(n) dispatched is a number before the I/O ({d0})")
+        N = 2000
+        dd(name, N)
+
+        def settled():
+            a, l, r = counter(d, name, "dispatched"), counter(d, name, "completed_local"), counter(d, name, "completed_remote")
+            return (a, l, r) if a is not None and l is not None and r is not None and a - d0 >= N and l + r == a else None
+        v, t = wait_for(settled, 5.0, 0.05)
+        if not v:
+            a, l, r = counter(d, name, "dispatched"), counter(d, name, "completed_local"), counter(d, name, "completed_remote")
+            check(False, f"(n) after dd count={N}: dispatched {a} (was {d0}), local {l} + remote {r} == dispatched, within 5 s")
+            return
+        a, l, r = v
+        check(True, f"(n) dispatched rose by {a - d0} >= {N}; local {l} + remote {r} == {a} (after {t:.2f} s)")
+        pct = d.read("devices", name, "hctx", "0", "remote_pct").strip()
+        want = 100.0 * r / (l + r)
+        check(re.fullmatch(r"\d+\.\d\d", pct) and abs(float(pct) - want) < 0.01 + 100.0 * 50 / (l + r),
+              f"(n) remote_pct {pct} == 100 * {r} / {l + r} = {want:.2f}")
+        comp = d.read("devices", name, "completions")
+        m = re.fullmatch(r"hctx0 completed (\d+) remote (\d+) (\d+\.\d\d)%\n", comp)
+        check(m is not None, f"(n) completions line format 'hctx0 completed X remote Y Z.ZZ%': {comp!r}")
+        if m:
+            c, rr, p = int(m.group(1)), int(m.group(2)), float(m.group(3))
+            check(c >= a and rr >= r and abs(p - 100.0 * rr / c) < 0.006, f"(n) completions numbers consistent ({c} {rr} {p})")
+        # idle: a counter does not move without I/O (nothing else reads the loop)
+        a1 = counter(d, name, "dispatched")
+        time.sleep(0.3)
+        check(counter(d, name, "dispatched") == a1, "(n) idle: dispatched does not move")
+        # rate under load: two reads 0.3 s apart while dd runs
+        load = subprocess.Popen(["dd", f"if=/dev/{name}", "of=/dev/null", "iflag=direct", "bs=4k", "count=2000000",
+                                 "status=none"])
+        try:
+            time.sleep(0.1)
+            first = d.read("devices", name, "hctx", "0", "dispatched_rate")
+            time.sleep(0.3)
+            second = d.read("devices", name, "hctx", "0", "dispatched_rate")
+            ok = re.fullmatch(r"\d+(\.\d+)?\n", second) is not None and float(second) > 0
+            check(ok, f"(n) dispatched_rate under load > 0 after two reads 0.3 s apart ({first.strip()!r}, {second.strip()!r})")
+            cl = d.read("devices", name, "hctx", "0", "completed_local_rate")
+            check(re.fullmatch(r"\d+(\.\d+)?\n", cl) is not None, f"(n) completed_local_rate is a number ({cl.strip()!r})")
+        finally:
+            load.kill()
+            load.wait()
+        # gauges have no rate file; runs on >= 6.8: unavailable, never 0
+        check(not os.path.exists(d.path("devices", name, "hctx", "0", "tags_busy_rate")), "(n) no rate file for a gauge")
+        major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+        runs = d.read("devices", name, "hctx", "0", "runs")
+        if (major, minor) >= (6, 8) and "runs bpf" not in src:
+            check(runs.startswith("unavailable: ") and len(runs) > 20, f"(n) runs on {os.uname().release}: {runs.strip()!r}")
+            check(d.read("devices", name, "hctx", "0", "runs_rate").startswith("unavailable: "), "(n) runs_rate unavailable too")
+        else:
+            check(re.fullmatch(r"\d+\n", runs) is not None, f"(n) runs is a number here ({runs.strip()!r})")
+        stat = d.read("devices", name, "stat")
+        m = re.search(r"^read_ios (\d+)$", stat, re.M)
+        check(m and int(m.group(1)) >= N, f"(n) devices/{name}/stat read_ios >= {N}")
+    finally:
+        d.stop()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def case_o_metrics(d, loops, tmp):
+    """(o) metrics: promtool check metrics; node_exporter's textfile collector serves blkmqd_*."""
+    name = loops.attach("o")
+    d.start("--devices", name)
+    exporter = None
+    try:
+        wait_for(lambda: os.path.exists(d.path("devices", name)), 5.0)
+        dd(name, 100)
+        metrics = d.read("metrics")
+        prom = d.read("prometheus", "blkmqd.prom")
+        check(re.search(r"^blkmqd_\w+\{[^}]*disk=\"" + name + r"\"", metrics, re.M) is not None,
+              f"(o) /metrics has blkmqd_* series for {name}")
+        series = lambda text: {l.rsplit(" ", 1)[0] for l in text.splitlines() if l and not l.startswith("#")}  # noqa: E731
+        check(len(series(metrics)) > 10 and series(metrics) == series(prom),
+              f"(o) prometheus/blkmqd.prom has the same {len(series(metrics))} series as /metrics "
+              f"(differ: {sorted(series(metrics) ^ series(prom))[:4]})")
+        for line in metrics.splitlines():
+            if line.startswith("# TYPE ") and line.endswith(" counter"):
+                check(line.split()[2].endswith("_total"), f"(o) counter named *_total: {line}")
+        promtool = shutil.which("promtool")
+        if promtool:
+            r = subprocess.run([promtool, "check", "metrics"], input=metrics, capture_output=True, text=True)
+            check(r.returncode == 0, f"(o) promtool check metrics: rc {r.returncode} {r.stdout.strip()} {r.stderr.strip()}")
+            r = subprocess.run([promtool, "check", "metrics"], input=prom, capture_output=True, text=True)
+            check(r.returncode == 0, f"(o) promtool check metrics on blkmqd.prom: rc {r.returncode} {r.stderr.strip()}")
+        else:
+            skipped.append("promtool not installed (Debian package prometheus)")
+        ne = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+        if not ne:
+            skipped.append("prometheus-node-exporter not installed")
+            return
+        port = free_port()
+        log = open(os.path.join(tmp, "node-exporter.log"), "w")
+        exporter = subprocess.Popen([ne, f"--collector.textfile.directory={d.path('prometheus')}",
+                                     f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
+                                     "--collector.textfile"], stdout=log, stderr=subprocess.STDOUT)
+
+        def scrape():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    body = r.read().decode()
+                return body if "blkmqd_" in body else None
+            except OSError:
+                return None
+        body, t = wait_for(scrape, 10.0, 0.1)
+        check(body is not None, f"(o) node_exporter on 127.0.0.1:{port} serves blkmqd_* series ({t:.2f} s)")
+        if body:
+            series = sorted({l.split("{")[0].split()[0] for l in body.splitlines() if l.startswith("blkmqd_")})
+            print(f"   node_exporter: {len(series)} blkmqd_* metric names, e.g. {series[:4]}")
+            check(re.search(r'^blkmqd_\w+\{[^}]*disk="' + name + '"', body, re.M) is not None,
+                  f"(o) node_exporter has series labelled disk=\"{name}\"")
+            check("node_textfile_scrape_error 0" in body, "(o) node_textfile_scrape_error 0")
+    finally:
+        if exporter:
+            exporter.send_signal(signal.SIGTERM)
+            try:
+                exporter.wait(5)
+            except subprocess.TimeoutExpired:
+                exporter.kill()
+                exporter.wait()
+        d.stop()
+
+
+def main():
+    exe = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("BLKMQD", "./build/blkmqd")
+    if os.geteuid() != 0:
+        print("SKIP: needs root (loop devices, FUSE mount)")
+        return SKIP
+    if not os.path.exists("/dev/fuse"):
+        print("SKIP: no /dev/fuse")
+        return SKIP
+    if not shutil.which("losetup") or not shutil.which("dd"):
+        print("SKIP: no losetup or dd")
+        return SKIP
+    if not os.access(exe, os.X_OK):
+        print(f"FAIL: {exe} is not an executable")
+        return 1
+    tmp = tempfile.mkdtemp(prefix="blkmqd-stats-")
+    mnt = os.path.join(tmp, "mnt")
+    os.mkdir(mnt)
+    loops = td.Loops(tmp)
+    d = td.Daemon(exe, mnt, tmp)
+    try:
+        for case in (case_n_counters, case_o_metrics):
+            print(f"== {case.__doc__.strip().splitlines()[0]}")
+            try:
+                case(d, loops, tmp)
+            except Exception as e:
+                check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
+            finally:
+                if d.alive():
+                    d.stop()
+                td.cleanup_mount(mnt)
+                loops.detach_all()
+                if td.failures and d.n:
+                    print("   last daemon log:\n" + "".join("      " + l + "\n" for l in d.tail().splitlines() if not l.startswith("<7>")))
+    finally:
+        if d.alive():
+            d.stop(signal.SIGKILL)
+        td.cleanup_mount(mnt)
+        loops.detach_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+    for s in skipped:
+        print(f"SKIPPED PART: {s}")
+    print(f"{td.checks - len(td.failures)} of {td.checks} checks passed")
+    if td.failures:
+        return 1
+    if td.checks == 0:
+        print("SKIP: " + "; ".join(skipped))
+        return SKIP
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
