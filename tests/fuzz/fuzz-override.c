@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libFuzzer: policy_override_validate() for every knob. Input: knob byte, then the bytes a
+ * user writes. Accepted values are normalised: validating the result again gives the same
+ * result; never a blank, newline or NUL in it; rq_affinity 0..2.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "facts.h"
+#include "parse.h"
+#include "policy.h"
+
+static DiskFacts *f;
+static CpuSet online;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        if (!f) {
+                f = disk_facts_new("sdb");
+                f->n_hctx = 1;
+                f->hctx = calloc(1, sizeof(HctxFacts));
+                f->hctx[0] = (HctxFacts) { .nr_tags = 64, .nr_reserved_tags = 1, .irq = -1 };
+                parse_scheduler("[none] mq-deadline kyber bfq\n", &f->elevators, &f->elevator, &f->elevator_configurable);
+                cpuset_parse("0-3,8", &online);
+        }
+        if (size < 1)
+                return 0;
+        Knob k = (Knob) (data[0] % (_KNOB_MAX + 1));
+        char *v = NULL;
+        int r = policy_override_validate(k, (const char *) data + 1, size - 1, f, &online, &v);
+        assert(r == 0 || r == -EINVAL || r == -ERANGE || r == -ENOMEM);
+        if (r < 0) {
+                assert(!v);
+                return 0;
+        }
+        if (v) {
+                assert(!strpbrk(v, " \t\n") && *v);
+                char *again = NULL;
+                assert(policy_override_validate(k, v, strlen(v), f, &online, &again) == 0);
+                assert(again && strcmp(again, v) == 0);
+                free(again);
+                if (k == KNOB_RQ_AFFINITY)
+                        assert(!strcmp(v, "0") || !strcmp(v, "1") || !strcmp(v, "2"));
+        } else
+                assert(k != _KNOB_MAX);         /* enabled has no "auto" */
+        free(v);
+        return 0;
+}
