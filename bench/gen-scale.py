@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+gen-scale.py OUTDIR [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64] [--ssd-every 8]
+
+P3's synthetic machine: a root-relative sysfs/procfs/debugfs tree (for blkmqd --root) of N
+SCSI disks spread over H megaraid_sas-like RAID HBAs with host-wide shared tagsets, the shape of
+tests/fixture/gen-synthetic.py (one HBA, at most 702 disks, every file of a fixture) scaled out:
+
+  - H PCI functions 0000:BB:00.0 (driver megaraid_sas), each with M+1 MSI-X vectors (M hctx
+    vectors, managed, affinity = the hctx's CPUs, + 1 non-queue vector): H*(M+1) lines in
+    /proc/interrupts, each with C per-CPU columns, and /proc/irq/N/{smp_affinity,
+    smp_affinity_list, effective_affinity_list, node}
+  - SCSI hosts host0..host(H-1): proc_name megaraid_sas, nr_hw_queues M, can_queue Q
+  - N disks sda.. (names and dev_t as sd assigns them: majors 8, 65-71, 128-135, extended minors
+    past 256 disks), N/H per host, every --ssd-every'th non-rotational; each with M hctx
+    (mq/N/{cpu_list, nr_tags, nr_reserved_tags, cpuK/}), scheduler "[mq-deadline] kyber bfq none"
+  - debugfs: block/<d>/state and block/<d>/hctxN/flags (the files blkmqd reads; a real kernel
+    has ~20 more per hctx, which nothing here reads), irq/irqs/N
+  - /sys/module/megaraid_sas/parameters (host_tagset_enable=1 ...)
+
+4096 x 64 x 64 CPUs: ~1.1 M files, ~0.5 M directories, ~5 GiB on tmpfs (a page per file),
+~1 min to write. Deterministic. No TREE file (modes are not needed for --root reads as root).
+"""
+
+import argparse
+import os
+import shutil
+import sys
+
+
+def disk_name(i):
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(ord("a") + r) + s
+    return "sd" + s
+
+
+def sd_devt(index):
+    """drivers/scsi/sd.c sd_major() + sd_probe(): 16 disks per major, extended minors."""
+    majors = [8, 65, 66, 67, 68, 69, 70, 71, 128, 129, 130, 131, 132, 133, 134, 135]
+    major = majors[(index & 0xf0) >> 4]
+    minor = ((index & 0xf) << 4) | (index & 0xfff00)
+    return major, minor
+
+
+def cpulist(cpus):
+    out, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def mask(cpus, n):
+    v = 0
+    for c in cpus:
+        v |= 1 << c
+    h = f"{v:0{max(1, (n + 3) // 4)}x}"
+    groups = []
+    while h:
+        groups.insert(0, h[-8:])
+        h = h[:-8]
+    return ",".join(groups)
+
+
+class Gen:
+    def __init__(self, root):
+        self.root = root
+        self.dirs = set()
+        self.files = 0
+
+    def mkdirs(self, rel):
+        if rel in self.dirs:
+            return
+        os.makedirs(os.path.join(self.root, rel), exist_ok=True)
+        p = rel
+        while p and p not in self.dirs:
+            self.dirs.add(p)
+            p = os.path.dirname(p)
+
+    def file(self, rel, content):
+        self.mkdirs(os.path.dirname(rel))
+        with open(os.path.join(self.root, rel), "w") as f:
+            f.write(content)
+        self.files += 1
+
+    def link(self, rel, target_rel):
+        self.mkdirs(os.path.dirname(rel))
+        os.symlink(os.path.relpath(target_rel, os.path.dirname(rel)), os.path.join(self.root, rel))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    ap.add_argument("--disks", type=int, default=4096)
+    ap.add_argument("--hosts", type=int, default=64)
+    ap.add_argument("--hctx", type=int, default=64)
+    ap.add_argument("--cpus", type=int, default=64)
+    ap.add_argument("--ssd-every", type=int, default=8, help="every K-th disk is non-rotational (0: none)")
+    ap.add_argument("--can-queue", type=int, default=4096)
+    ap.add_argument("--queue-depth", type=int, default=256)
+    ap.add_argument("--kernel", default="6.1.0-28-amd64")
+    ap.add_argument("--force", action="store_true")
+    a = ap.parse_args()
+    if a.disks < 1 or a.hosts < 1 or a.hosts > 250 or a.hctx < 1 or a.cpus < 1 or a.disks > 1 << 16:
+        ap.error("bad sizes")
+    if os.path.exists(a.outdir):
+        if not a.force:
+            ap.error(f"{a.outdir} exists (use --force)")
+        shutil.rmtree(a.outdir)
+    os.makedirs(a.outdir)
+    g = Gen(a.outdir)
+    cpus = a.cpus
+    online = f"0-{cpus - 1}" if cpus > 1 else "0"
+    g.file("sys/devices/system/cpu/online", online + "\n")
+    g.file("sys/devices/system/cpu/possible", online + "\n")
+    g.file("proc/sys/kernel/osrelease", a.kernel + "\n")
+
+    hctx_cpus = [[] for _ in range(a.hctx)]
+    for c in range(cpus):
+        hctx_cpus[c * a.hctx // cpus if cpus >= a.hctx else c % a.hctx].append(c)
+    live_hctx = [i for i in range(a.hctx) if hctx_cpus[i]]
+    n_vec = a.hctx + 1
+    irq_base = 40
+
+    params = {"host_tagset_enable": "1", "poll_queues": "0", "msix_vectors": "-1",
+              "smp_affinity_enable": "1", "rdpq_enable": "1"}
+    for k, v in params.items():
+        g.file(f"sys/module/megaraid_sas/parameters/{k}", v + "\n")
+    g.file("sys/module/megaraid_sas/version", "07.719.03.00-rc1\n")
+    g.mkdirs("sys/bus/pci/drivers/megaraid_sas")
+    g.mkdirs("sys/bus/scsi/drivers/sd")
+
+    irq_lines = [" " * 5 + "".join(f"CPU{c:<8d}" for c in range(cpus)).rstrip() + "\n"]
+    hflags = "alloc_policy=FIFO SHOULD_MERGE|TAG_QUEUE_SHARED|TAG_HCTX_SHARED\n"
+    per_host = (a.disks + a.hosts - 1) // a.hosts
+    for h in range(a.hosts):
+        addr = f"0000:{h + 2:02x}:00.0"
+        pci = f"devices/pci0000:00/0000:00:{(h % 31) + 1:02x}.0/{addr}"
+        g.file(f"sys/{pci}/vendor", "0x1000\n")
+        g.file(f"sys/{pci}/device", "0x10e2\n")
+        g.file(f"sys/{pci}/class", "0x010400\n")
+        g.file(f"sys/{pci}/numa_node", "0\n")
+        g.file(f"sys/{pci}/local_cpulist", online + "\n")
+        g.link(f"sys/{pci}/driver", "sys/bus/pci/drivers/megaraid_sas")
+        for v in range(n_vec):
+            irq = irq_base + h * n_vec + v
+            g.file(f"sys/{pci}/msi_irqs/{irq}", "msix\n")
+            queue = v < a.hctx
+            aff = hctx_cpus[v] if queue and hctx_cpus[v] else list(range(cpus))
+            counts = "".join(f"{(1000 + 7 * v) if c == aff[0] else 0:>11d}" for c in range(cpus))
+            irq_lines.append(f"{irq:>4d}:{counts}  IR-PCI-MSIX-{addr} {v:>4d}-edge      megasas{h}-msix{v}\n")
+            g.file(f"proc/irq/{irq}/smp_affinity_list", cpulist(aff) + "\n")
+            g.file(f"proc/irq/{irq}/smp_affinity", mask(aff, cpus) + "\n")
+            g.file(f"proc/irq/{irq}/effective_affinity_list", str(aff[0]) + "\n")
+            g.file(f"proc/irq/{irq}/node", "0\n")
+            flags = "            IRQD_ACTIVATED\n            IRQD_IRQ_STARTED\n            IRQD_SINGLE_TARGET\n"
+            if queue:
+                flags += "            IRQD_AFFINITY_MANAGED\n"
+            g.file(f"sys/kernel/debug/irq/irqs/{irq}",
+                   f"handler:  handle_edge_irq\ndevice:   {addr}\nstatus:   0x00000000\nistate:   0x00000000\n"
+                   f"ddepth:   0\nwdepth:   0\ndstate:   0x{0x3400200 if queue else 0x3400000:08x}\n{flags}node:     0\n")
+        host = f"sys/{pci}/host{h}"
+        sh = f"{host}/scsi_host/host{h}"
+        g.file(f"{sh}/proc_name", "megaraid_sas\n")
+        g.file(f"{sh}/nr_hw_queues", f"{a.hctx}\n")
+        g.file(f"{sh}/can_queue", f"{a.can_queue}\n")
+        g.file(f"{sh}/host_busy", "0\n")
+        g.file(f"{sh}/cmd_per_lun", f"{a.queue_depth}\n")
+        g.file(f"{sh}/unique_id", f"{h + 1}\n")
+        g.link(f"sys/class/scsi_host/host{h}", sh)
+
+        for t in range(per_host):
+            d = h * per_host + t
+            if d >= a.disks:
+                break
+            name = disk_name(d)
+            rot = not (a.ssd_every and d % a.ssd_every == a.ssd_every - 1)
+            sdev = f"{host}/target{h}:2:{t}/{h}:2:{t}:0"
+            g.file(f"{sdev}/queue_depth", f"{a.queue_depth}\n")
+            g.file(f"{sdev}/vendor", "AVAGO   \n")
+            g.file(f"{sdev}/model", ("MR9560-16i      " if rot else "MR9560-16i SSD  ") + "\n")
+            g.file(f"{sdev}/wwid", f"naa.600062b2{d:024x}\n")
+            g.file(f"{sdev}/state", "running\n")
+            g.link(f"{sdev}/driver", "sys/bus/scsi/drivers/sd")
+            blk = f"{sdev}/block/{name}"
+            ma, mi = sd_devt(d)
+            g.file(f"{blk}/dev", f"{ma}:{mi}\n")
+            g.file(f"{blk}/size", f"{7814037168 if rot else 1875385008}\n")
+            g.file(f"{blk}/removable", "0\n")
+            g.file(f"{blk}/ro", "0\n")
+            g.link(f"{blk}/device", sdev)
+            q = f"{blk}/queue"
+            g.file(f"{q}/rotational", ("1" if rot else "0") + "\n")
+            g.file(f"{q}/scheduler", "[mq-deadline] kyber bfq none\n")
+            g.file(f"{q}/rq_affinity", "1\n")
+            g.file(f"{q}/nr_requests", f"{2 * min(a.can_queue, 128)}\n")
+            g.file(f"{q}/nomerges", "0\n")
+            g.file(f"{q}/max_sectors_kb", "256\n")
+            g.file(f"{q}/logical_block_size", "512\n")
+            g.file(f"{q}/io_poll", "0\n")
+            g.file(f"{q}/write_cache", "write back\n")
+            for i in live_hctx:
+                m = f"{blk}/mq/{i}"
+                g.file(f"{m}/cpu_list", ", ".join(str(c) for c in hctx_cpus[i]) + "\n")
+                g.file(f"{m}/nr_tags", f"{a.can_queue}\n")
+                g.file(f"{m}/nr_reserved_tags", "0\n")
+                for c in hctx_cpus[i]:
+                    g.mkdirs(f"{m}/cpu{c}")
+            g.link(f"sys/block/{name}", blk)
+            g.link(f"sys/class/block/{name}", blk)
+            g.link(f"sys/dev/block/{ma}:{mi}", blk)
+            dbg = f"sys/kernel/debug/block/{name}"
+            g.file(f"{dbg}/state", "SAME_COMP|IO_STAT|INIT_DONE|STATS|REGISTERED|NOWAIT|SQ_SCHED\n")
+            for i in live_hctx:
+                g.file(f"{dbg}/hctx{i}/flags", hflags)
+    irq_lines.append(" NMI:" + "".join(f"{0:>11d}" for _ in range(cpus)) + "   Non-maskable interrupts\n")
+    g.file("proc/interrupts", "".join(irq_lines))
+    g.file("MANIFEST",
+           "synthetic: generated by bench/gen-scale.py, not captured\n"
+           f"command: gen-scale.py OUT {' '.join(sys.argv[2:])}\n"
+           f"disks: {a.disks} over {a.hosts} megaraid_sas hosts (host tagset), every {a.ssd_every}th SSD\n"
+           f"hctx: {a.hctx} per disk, cpus: {cpus}, can_queue: {a.can_queue}, msi vectors per host: {n_vec}\n"
+           f"files: {g.files + 1}, directories: {len(g.dirs)}\n")
+    print(f"{a.outdir}: {a.disks} disks, {a.hosts} hosts, {a.hctx} hctx, {cpus} CPUs, "
+          f"{g.files + 1} files, {len(g.dirs)} directories")
+
+
+if __name__ == "__main__":
+    main()

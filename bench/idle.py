@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+bench/idle.py [--blkmqd PATH] [--disks 64] [--seconds 60] [--quick]
+
+P4 idle cost of blkmqd on the live machine, managing D loop devices of its own (loop300.. made
+with LOOP_CTL_ADD, attached to 1 MiB temp files, detached and removed at exit; blkmqd is limited
+to them with --devices).
+
+  idle      no reader for S seconds: wake-ups of every blkmqd thread = delta of
+            voluntary_ctxt_switches + nonvoluntary_ctxt_switches (/proc/PID/task/*/status) and of
+            the run count (3rd field of /proc/PID/task/*/schedstat); CPU from /proc/PID/stat.
+            Uevents for other block devices on the host during the window are counted with our
+            own NETLINK_KOBJECT_UEVENT socket: blkmqd's raw uevent socket wakes for them too (its
+            filter is by subsystem), so those wake-ups are not idle cost of blkmqd's own making.
+  scrape    a node_exporter-style scraper reads MNT/metrics once a second for S seconds (when the
+            tree has no metrics file: every MNT/devices/*/explain, noted); blkmqd's CPU over the
+            window as % of one core.
+
+--quick: 4 disks, 5 s each (CI smoke, no assertion). Needs root, losetup, /dev/fuse.
+"""
+
+import argparse
+import fcntl
+import glob
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
+LOOP_FIRST = 300
+
+
+def thread_counters(pid):
+    vol = nonvol = runs = 0
+    for t in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            with open(f"{t}/status") as f:
+                for ln in f:
+                    if ln.startswith("voluntary_ctxt_switches:"):
+                        vol += int(ln.split()[1])
+                    elif ln.startswith("nonvoluntary_ctxt_switches:"):
+                        nonvol += int(ln.split()[1])
+            with open(f"{t}/schedstat") as f:
+                runs += int(f.read().split()[2])
+        except FileNotFoundError:
+            pass
+    return vol, nonvol, runs
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--blkmqd", default=os.environ.get("BLKMQD", "build/blkmqd"))
+    ap.add_argument("--disks", type=int, default=64)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    if a.quick:
+        a.disks, a.seconds = 4, 5
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        return 77
+    if not os.path.exists(a.blkmqd) or not shutil.which("losetup") or not os.path.exists("/dev/fuse"):
+        print(f"SKIP: needs {a.blkmqd}, losetup, /dev/fuse")
+        return 77
+
+    tmp = tempfile.mkdtemp(prefix="blkmqd-idle.")
+    mnt, state = os.path.join(tmp, "mnt"), os.path.join(tmp, "state")
+    os.makedirs(mnt)
+    os.makedirs(state)
+    added, attached = [], []
+    proc = None
+    tck = os.sysconf("SC_CLK_TCK")
+    try:
+        ctl = os.open("/dev/loop-control", os.O_RDWR)
+        n = LOOP_FIRST
+        while len(added) < a.disks and n < LOOP_FIRST + 1000:
+            if not os.path.exists(f"/sys/block/loop{n}"):
+                try:
+                    fcntl.ioctl(ctl, LOOP_CTL_ADD, n)
+                    added.append(n)
+                except OSError:
+                    pass
+            n += 1
+        os.close(ctl)
+        for n in added:
+            img = os.path.join(tmp, f"d{n}.img")
+            with open(img, "wb") as f:
+                f.truncate(1 << 20)
+            for _ in range(100):
+                if os.path.exists(f"/dev/loop{n}"):
+                    break
+                time.sleep(0.01)
+            subprocess.run(["losetup", f"/dev/loop{n}", img], check=True)
+            attached.append(n)
+        names = ",".join(f"loop{n}" for n in attached)
+
+        env = dict(os.environ)
+        for k in ("NOTIFY_SOCKET", "JOURNAL_STREAM"):
+            env.pop(k, None)
+        log = open(os.path.join(tmp, "blkmqd.log"), "w")
+        cmd = [a.blkmqd, "-m", mnt, "--devices", names, "-s", state, "-c", os.path.join(tmp, "none.conf")]
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        t = time.monotonic()
+        while len(glob.glob(f"{mnt}/devices/*")) < len(attached):
+            if time.monotonic() - t > 60 or proc.poll() is not None:
+                raise RuntimeError("blkmqd did not list every disk")
+            time.sleep(0.1)
+        time.sleep(1)  # let coldplug's last writes settle
+
+        print(f"date:    {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+        print(f"kernel:  {os.uname().release} ({os.uname().version})")
+        print(f"machine: {os.cpu_count()} CPUs, load {' '.join(open('/proc/loadavg').read().split()[:3])}")
+        print(f"blkmqd:  {a.blkmqd} -m MNT --devices loop{attached[0]}..loop{attached[-1]} ({len(attached)} loop "
+              f"disks) -s STATE -c /nonexistent; udevd {'running' if os.path.exists('/run/udev/control') else 'absent'}")
+        print(f"threads: {len(os.listdir(f'/proc/{proc.pid}/task'))}")
+
+        ue = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK, 15)
+        ue.bind((0, 1))
+
+        def drain():
+            k = 0
+            while True:
+                try:
+                    d = ue.recv(1 << 16)
+                except BlockingIOError:
+                    return k
+                if b"SUBSYSTEM=block" in d:
+                    k += 1
+
+        # ---- idle -----------------------------------------------------------------------
+        drain()
+        c0, k0, t0 = thread_counters(proc.pid), cpu_ticks(proc.pid), time.monotonic()
+        block_events = 0
+        while time.monotonic() - t0 < a.seconds:
+            select.select([ue], [], [], max(0.0, a.seconds - (time.monotonic() - t0)))
+            block_events += drain()
+        c1, k1, el = thread_counters(proc.pid), cpu_ticks(proc.pid), time.monotonic() - t0
+        vol, nonvol, runs = (c1[i] - c0[i] for i in range(3))
+        print()
+        print(f"idle, no readers, {el:.1f} s:")
+        print(f"  context switches: {vol} voluntary + {nonvol} involuntary = {(vol + nonvol) / el:.3f}/s")
+        print(f"  schedstat run count delta: {runs} = {runs / el:.3f} wake-ups/s")
+        print(f"  CPU: {(k1 - k0) / tck:.2f} s = {100 * (k1 - k0) / tck / el:.3f} % of a core")
+        print(f"  block uevents on the host meanwhile (other devices): {block_events}")
+
+        # ---- scrape -----------------------------------------------------------------------
+        metrics = os.path.join(mnt, "metrics")
+        if os.path.exists(metrics):
+            targets, what = [metrics], "metrics"
+        else:
+            targets = sorted(glob.glob(f"{mnt}/devices/*/explain"))
+            what = f"devices/*/explain ({len(targets)} files; no metrics file in this tree yet)"
+        drain()
+        c0, k0, t0 = thread_counters(proc.pid), cpu_ticks(proc.pid), time.monotonic()
+        scrapes = nbytes = 0
+        block_events = 0
+        rd_cpu0 = os.times()
+        while time.monotonic() - t0 < a.seconds:
+            for p in targets:
+                with open(p, "rb") as f:
+                    nbytes += len(f.read())
+            scrapes += 1
+            nxt = t0 + scrapes
+            while time.monotonic() < nxt and time.monotonic() - t0 < a.seconds:
+                select.select([ue], [], [], max(0.0, min(nxt, t0 + a.seconds) - time.monotonic()))
+                block_events += drain()
+        c1, k1, el = thread_counters(proc.pid), cpu_ticks(proc.pid), time.monotonic() - t0
+        rd_cpu1 = os.times()
+        vol, nonvol, runs = (c1[i] - c0[i] for i in range(3))
+        print()
+        print(f"scrape: read {what} once a second, {scrapes} scrapes, {nbytes / max(scrapes, 1):.0f} bytes each, {el:.1f} s:")
+        print(f"  blkmqd CPU: {(k1 - k0) / tck:.2f} s = {100 * (k1 - k0) / tck / el:.3f} % of a core "
+              f"(clock ticks of {1000 / tck:.0f} ms: resolution {100 / tck / el:.3f} %)")
+        print(f"  blkmqd wake-ups: {runs / el:.2f}/s ({vol + nonvol} context switches)")
+        print(f"  scraper CPU: {(rd_cpu1.user + rd_cpu1.system - rd_cpu0.user - rd_cpu0.system):.2f} s")
+        print(f"  block uevents on the host meanwhile: {block_events}")
+    finally:
+        if proc and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if os.path.ismount(mnt):
+            subprocess.run(["umount", "-l", mnt])
+        for n in attached:
+            subprocess.run(["losetup", "-d", f"/dev/loop{n}"])
+        if added:
+            ctl = os.open("/dev/loop-control", os.O_RDWR)
+            for n in added:
+                for _ in range(50):
+                    try:
+                        fcntl.ioctl(ctl, LOOP_CTL_REMOVE, n)
+                        break
+                    except OSError:
+                        time.sleep(0.1)
+            os.close(ctl)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

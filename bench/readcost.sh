@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# P2 read cost: open+read+close of blkmqd FUSE files vs sysfs attributes, side by side in one
+# run (bench/readcost.c interleaves blocks of every path).
+#
+# usage: bench/readcost.sh [BLKMQD] [READCOST]
+#   BLKMQD    built daemon (default build/blkmqd)
+#   READCOST  built bench/readcost (default build/bench/readcost; compiled into a temp dir with
+#             cc when missing)
+# env:      N (iterations per path, default 100000), BLOCKS (default 20)
+#
+# One loop device on a temp file (attached with losetup -f, detached at exit), blkmqd limited
+# to it with --devices, mounted on a temp directory (unmounted at exit). The first path is the
+# baseline (sysfs queue/rotational); every ratio is relative to it. Stats files (hctx/0/
+# dispatched, metrics) are included when the daemon has them.
+set -euo pipefail
+
+BLKMQD=${1:-build/blkmqd}
+READCOST=${2:-build/bench/readcost}
+N=${N:-100000}
+BLOCKS=${BLOCKS:-20}
+
+[[ $(id -u) == 0 ]] || { echo "SKIP: needs root"; exit 77; }
+[[ -x $BLKMQD ]] || { echo "SKIP: $BLKMQD not built"; exit 77; }
+[[ -e /dev/fuse ]] && command -v losetup >/dev/null || { echo "SKIP: needs /dev/fuse and losetup"; exit 77; }
+
+DIR=$(mktemp -d /tmp/blkmqd-readcost.XXXXXX)
+LOOP=
+PID=
+cleanup() {
+        [[ -n $PID ]] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
+        mountpoint -q "$DIR/mnt" 2>/dev/null && umount -l "$DIR/mnt" || true
+        [[ -n $LOOP ]] && losetup -d "$LOOP" || true
+        rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+if [[ ! -x $READCOST ]]; then
+        src=$(dirname "$0")/readcost.c
+        READCOST=$DIR/readcost
+        cc -O2 -Wall -o "$READCOST" "$src"
+fi
+
+truncate -s 64M "$DIR/backing"
+LOOP=$(losetup -f --show "$DIR/backing")
+D=${LOOP#/dev/}
+mkdir -p "$DIR/mnt" "$DIR/state"
+env -u NOTIFY_SOCKET -u JOURNAL_STREAM "$BLKMQD" -m "$DIR/mnt" --devices "$D" -s "$DIR/state" \
+        -c "$DIR/none.conf" 2>"$DIR/blkmqd.log" &
+PID=$!
+for _ in $(seq 1 200); do
+        [[ -e $DIR/mnt/devices/$D/class ]] && break
+        sleep 0.05
+done
+[[ -e $DIR/mnt/devices/$D/class ]] || { echo "blkmqd did not show $D"; cat "$DIR/blkmqd.log"; exit 1; }
+
+M=$DIR/mnt/devices/$D
+paths=(/sys/block/"$D"/queue/rotational "$M"/facts/rotational "$M"/class "$M"/explain
+       /sys/block/"$D"/mq/0/cpu_list "$M"/hctx/0/cpu_list)
+for extra in "$M"/hctx/0/dispatched "$M"/stats/dispatched "$DIR"/mnt/metrics; do
+        [[ -f $extra ]] && paths+=("$extra")
+done
+
+echo "date:    $(date -u +%FT%TZ)"
+echo "kernel:  $(uname -sr) ($(uname -v))"
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "blkmqd:  $BLKMQD -m MNT --devices $D (loop on a 64 MiB temp file)"
+echo "command: $READCOST -n $N -b $BLOCKS ${paths[*]}"
+echo
+"$READCOST" -n "$N" -b "$BLOCKS" "${paths[@]}" | sed "s|$DIR/mnt|MNT|"
+echo
+echo "blkmqd CPU for the whole run: $(awk '{ printf "%.2f s user, %.2f s system", $14 / 100, $15 / 100 }' /proc/"$PID"/stat)"

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+bench/scale.py [--blkmqd PATH] [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64] [--quick]
+
+P3 scale: blkmqd --root on a synthetic machine (bench/gen-scale.py: 4,096 disks x 64 hctx on
+64 megaraid_sas hosts with 65 MSI-X vectors each, 64 CPUs, /proc/interrupts, scheduler lists,
+debugfs hctx flags), generated on a private tmpfs.
+
+  READY     time from fork+exec of blkmqd to READY=1 on a fake NOTIFY_SOCKET (an AF_UNIX datagram
+            socket this script binds; blkmqd's sd_notify() sends there), i.e. parse config,
+            open root, mount FUSE, coldplug every disk (facts, policy, apply into the tree)
+  RSS       VmRSS and VmHWM of blkmqd right after READY and after the full-tree read
+  read      `find DIR -type f -print0 | xargs -0 cat > /dev/null` over the blkmqd mount vs the
+            same over the generated source tree (tmpfs), run back to back: wall time, files,
+            bytes; ratio mnt/src. Run twice (cold then warm) in the order src, mnt, src, mnt.
+
+--quick: 64 disks x 8 hctx on 4 hosts (CI smoke, no assertion). Needs root (tmpfs, FUSE).
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def status(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for ln in f:
+            k, _, v = ln.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tck = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tck, int(fields[12]) / tck
+
+
+def read_tree(d):
+    """find -type f | xargs cat > /dev/null; returns (seconds, files, bytes)."""
+    t = time.monotonic()
+    find = subprocess.Popen(["find", d, "-type", "f", "-print0"], stdout=subprocess.PIPE)
+    xargs = subprocess.Popen(["xargs", "-0", "cat"], stdin=find.stdout, stdout=subprocess.PIPE)
+    find.stdout.close()
+    nbytes = 0
+    while True:
+        b = xargs.stdout.read(1 << 20)
+        if not b:
+            break
+        nbytes += len(b)
+    xargs.wait()
+    find.wait()
+    el = time.monotonic() - t
+    nfiles = int(subprocess.run(f"find {d} -type f | wc -l", shell=True, capture_output=True,
+                                text=True).stdout)
+    return el, nfiles, nbytes
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--blkmqd", default=os.environ.get("BLKMQD", "build/blkmqd"))
+    ap.add_argument("--disks", type=int, default=4096)
+    ap.add_argument("--hosts", type=int, default=64)
+    ap.add_argument("--hctx", type=int, default=64)
+    ap.add_argument("--cpus", type=int, default=64)
+    ap.add_argument("--tmpfs-size", default="16G")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-read", action="store_true", help="skip the full-tree read")
+    a = ap.parse_args()
+    if a.quick:
+        a.disks, a.hosts, a.hctx, a.cpus = 64, 4, 8, 8
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        return 77
+    if not os.path.exists(a.blkmqd):
+        print(f"SKIP: {a.blkmqd} not built")
+        return 77
+
+    tmp = tempfile.mkdtemp(prefix="blkmqd-scale.")
+    src, mnt, state = (os.path.join(tmp, x) for x in ("src", "mnt", "state"))
+    for d in (src, mnt, state):
+        os.makedirs(d)
+    proc = None
+    rc = 0
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={a.tmpfs_size},mode=0755", "blkmqd-scale", src],
+                       check=True)
+        print(f"date:    {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+        print(f"kernel:  {os.uname().release} ({os.uname().version})")
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+        print(f"machine: {os.cpu_count()} CPUs, {model}, load {open('/proc/loadavg').read().split()[0:3]}")
+        gen = [sys.executable, os.path.join(HERE, "gen-scale.py"), os.path.join(src, "root"), "--disks",
+               str(a.disks), "--hosts", str(a.hosts), "--hctx", str(a.hctx), "--cpus", str(a.cpus)]
+        t = time.monotonic()
+        out = subprocess.run(gen, check=True, capture_output=True, text=True).stdout.strip()
+        print(f"tree:    {out} ({time.monotonic() - t:.1f} s to generate)")
+        print(f"         tmpfs used: {shutil.disk_usage(src).used / 2**30:.2f} GiB")
+        root = os.path.join(src, "root")
+
+        nsock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        npath = os.path.join(tmp, "notify")
+        nsock.bind(npath)
+        env = dict(os.environ, NOTIFY_SOCKET=npath)
+        env.pop("JOURNAL_STREAM", None)
+        cmd = [a.blkmqd, "--root", root, "-m", mnt, "-s", state, "-c", os.path.join(tmp, "none.conf")]
+        print(f"blkmqd:  {' '.join(cmd).replace(tmp, 'TMP')}  (NOTIFY_SOCKET=TMP/notify)")
+        log = open(os.path.join(tmp, "blkmqd.log"), "w")
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        nsock.settimeout(600)
+        ready = None
+        msgs = []
+        while ready is None:
+            m = nsock.recv(4096).decode(errors="replace")
+            msgs.append((time.monotonic() - t0, m))
+            if "READY=1" in m.split("\n"):
+                ready = time.monotonic() - t0
+        st = status(proc.pid)
+        u, s = cpu_s(proc.pid)
+        print()
+        print(f"READY=1 after {ready:.3f} s (blkmqd CPU {u:.2f} s user + {s:.2f} s system)")
+        for tt, m in msgs:
+            print(f"  notify +{tt:.3f}s: {m.strip().replace(chr(10), ' | ')[:160]}")
+        print(f"RSS after READY: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
+        with open(os.path.join(tmp, "blkmqd.log")) as f:
+            lines = f.read().splitlines()
+        print(f"log: {len(lines)} lines; last: {lines[-1][:150] if lines else ''}")
+        ndev = len(os.listdir(os.path.join(mnt, "devices")))
+        print(f"devices/ entries: {ndev}")
+
+        if not a.no_read:
+            print()
+            print("full-tree read (find -type f -print0 | xargs -0 cat > /dev/null):")
+            res = {}
+            for rnd in ("cold", "warm"):
+                for name, d in (("src", root), ("mnt", mnt)):
+                    el, nf, nb = read_tree(d)
+                    res[(rnd, name)] = el
+                    print(f"  {rnd} {name}: {el:8.2f} s  {nf:8d} files  {nb / 2**20:8.1f} MiB  "
+                          f"{el / max(nf, 1) * 1e6:6.1f} us/file", flush=True)
+                print(f"  {rnd} ratio mnt/src: {res[(rnd, 'mnt')] / res[(rnd, 'src')]:.2f}")
+            st = status(proc.pid)
+            u, s = cpu_s(proc.pid)
+            print(f"RSS after reads: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']} "
+                  f"(blkmqd CPU so far {u:.2f} s user + {s:.2f} s system)")
+    finally:
+        if proc and proc.poll() is None:
+            t = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(300)
+                print(f"stop (SIGTERM -> exit, restores every value): {time.monotonic() - t:.2f} s, rc {proc.returncode}")
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                rc = 1
+        if os.path.ismount(mnt):
+            subprocess.run(["umount", "-l", mnt])
+        if os.path.ismount(src):
+            subprocess.run(["umount", src])
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
