@@ -277,9 +277,8 @@ static void test_line_numbers(void) {
 
 
 /*
- * Known bugs (reported, not fixed here): run as the meson test "conf-known-bugs", which is
- * marked should_fail. When daemon/conf.c is fixed it passes, meson reports UNEXPECTEDPASS,
- * and the checks move back into test_line_numbers().
+ * Bugs these checks found (docs/TESTING.md), fixed in 3de7685: run with --known-bugs as the
+ * meson test "conf-regressions".
  */
 static void test_known_bugs(void) {
         /* conf.c config_parse_text(): an error of the handler wins over inih's earlier syntax

@@ -11,7 +11,8 @@
  *   - lib/interrupts.c: this machine's /proc/interrupts, synthetic 64- and 256-CPU files in
  *     the kernel's format (kernel/irq/proc.c show_interrupts()), an offline-CPU header
  *     (CPU0 CPU2 CPU3), truncated lines.
- * With --known-bugs: only the checks of bugs reported in docs/TESTING.md (should_fail test).
+ * With --known-bugs: only the checks of the bugs reported in docs/TESTING.md (fixed in
+ * 3de7685; meson test "stats-regressions").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -533,7 +534,7 @@ static void test_interrupts(void) {
         }
 }
 
-/* Known bugs (reported in docs/TESTING.md), run as the should_fail test "stats-known-bugs". */
+/* Bugs found here (docs/TESTING.md, fixed in 3de7685), the meson test "stats-regressions". */
 static void test_known_bugs(void) {
         /* lib/blkstat.c disk_stat_parse(): n must be 11, 15 or 17 (blkstat.h, stat.rst); a file
          * cut inside the discard or flush fields (12, 13, 14, 16 numbers) is accepted */
