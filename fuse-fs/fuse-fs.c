@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <poll.h>
+#include <pthread.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +36,23 @@ struct FuseFs {
         uint64_t next_ino;
         Node *root, *devices, *modules, *hosts;
         struct timespec start;
+        /* Kernel cache invalidations, sent by a helper thread: the kernel's reverse
+         * invalidation waits for the parent directory's lock, which a LOOKUP in progress
+         * holds until this (single-threaded) loop answers it; sent from the loop it would
+         * hang both forever (found by tests/reliability/test-stress.py). */
+        pthread_t notifier;
+        bool notifier_started, notifier_quit;
+        pthread_mutex_t notify_lock;
+        pthread_cond_t notify_cond;
+        struct Inval *notify_queue, **notify_tail;
 };
+
+typedef struct Inval {
+        struct Inval *next;
+        fuse_ino_t ino;
+        bool entry;             /* true: the entry name in directory ino; false: inode ino */
+        char name[];
+} Inval;
 
 /* The content of one open file, rendered at open(). */
 typedef struct Snapshot {
@@ -46,6 +64,82 @@ typedef struct Snapshot {
 static int node_compare(const void *a, const void *b) {
         uint64_t x = ((const Node *) a)->ino, y = ((const Node *) b)->ino;
         return x < y ? -1 : x > y;
+}
+
+static void *notifier_main(void *userdata) {
+        FuseFs *fs = userdata;
+
+        pthread_mutex_lock(&fs->notify_lock);
+        for (;;) {
+                while (!fs->notify_queue && !fs->notifier_quit)
+                        pthread_cond_wait(&fs->notify_cond, &fs->notify_lock);
+                Inval *i = fs->notify_queue;
+                if (!i)
+                        break;
+                fs->notify_queue = i->next;
+                if (!fs->notify_queue)
+                        fs->notify_tail = &fs->notify_queue;
+                pthread_mutex_unlock(&fs->notify_lock);
+                if (i->entry)
+                        (void) fuse_lowlevel_notify_inval_entry(fs->session, i->ino, i->name, strlen(i->name));
+                else
+                        (void) fuse_lowlevel_notify_inval_inode(fs->session, i->ino, 0, 0);
+                free(i);
+                pthread_mutex_lock(&fs->notify_lock);
+        }
+        pthread_mutex_unlock(&fs->notify_lock);
+        return NULL;
+}
+
+/* Queue an invalidation for the notifier thread (started on first use). Best effort, like
+ * the direct call it replaces: on failure the kernel's cache expires after FUSE_FS_TIMEOUT. */
+static void notify_inval(FuseFs *fs, fuse_ino_t ino, const char *name) {
+        if (!fs->mounted)
+                return;
+        Inval *i = calloc(1, sizeof(Inval) + (name ? strlen(name) : 0) + 1);
+        if (!i)
+                return;
+        i->ino = ino;
+        i->entry = name;
+        if (name)
+                strcpy(i->name, name);
+        pthread_mutex_lock(&fs->notify_lock);
+        if (!fs->notifier_started) {
+                fs->notify_tail = &fs->notify_queue;
+                fs->notifier_started = pthread_create(&fs->notifier, NULL, notifier_main, fs) == 0;
+        }
+        if (fs->notifier_started) {
+                *fs->notify_tail = i;
+                fs->notify_tail = &i->next;
+                pthread_cond_signal(&fs->notify_cond);
+                i = NULL;
+        }
+        pthread_mutex_unlock(&fs->notify_lock);
+        free(i);
+}
+
+/* Drop what is queued and join the notifier; while it is inside the kernel, keep answering
+ * requests: the LOOKUP it waits behind needs this loop. */
+static void notifier_stop(FuseFs *fs) {
+        if (!fs->notifier_started)
+                return;
+        pthread_mutex_lock(&fs->notify_lock);
+        fs->notifier_quit = true;
+        while (fs->notify_queue) {
+                Inval *i = fs->notify_queue;
+                fs->notify_queue = i->next;
+                free(i);
+        }
+        pthread_cond_signal(&fs->notify_cond);
+        pthread_mutex_unlock(&fs->notify_lock);
+        while (pthread_tryjoin_np(fs->notifier, NULL) == EBUSY) {
+                struct pollfd p = { .fd = fuse_session_fd(fs->session), .events = POLLIN };
+                if (fs->mounted && poll(&p, 1, 10) > 0 && fuse_session_receive_buf(fs->session, &fs->buf) > 0)
+                        fuse_session_process_buf(fs->session, &fs->buf);
+                else if (!fs->mounted)
+                        (void) poll(NULL, 0, 10);
+        }
+        fs->notifier_started = false;
 }
 
 static Node *node_get(FuseFs *fs, uint64_t ino) {
@@ -426,6 +520,8 @@ int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ct
         fs = calloc(1, sizeof(FuseFs));
         if (!fs)
                 return -ENOMEM;
+        pthread_mutex_init(&fs->notify_lock, NULL);
+        pthread_cond_init(&fs->notify_cond, NULL);
         fs->ctx = *ctx;
         fs->next_ino = FUSE_ROOT_ID + 1;
         clock_gettime(CLOCK_REALTIME, &fs->start);
@@ -475,6 +571,7 @@ FuseFs *fuse_fs_free(FuseFs *fs) {
         if (!fs)
                 return NULL;
         sd_event_source_disable_unref(fs->io);
+        notifier_stop(fs);
         if (fs->session) {
                 if (fs->mounted)
                         fuse_session_unmount(fs->session);
@@ -585,8 +682,7 @@ int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
         if (hctx && !hctx_layout_matches(hctx, d)) {
                 while (hctx->children)
                         node_free(fs, hctx->children);
-                if (fs->mounted)
-                        (void) fuse_lowlevel_notify_inval_inode(fs->session, hctx->ino, 0, 0);
+                notify_inval(fs, hctx->ino, NULL);
                 return build_hctx(fs, hctx, d);
         }
         return 0;
@@ -597,8 +693,7 @@ void fuse_fs_device_removed(FuseFs *fs, const char *name) {
         if (!dev)
                 return;
         node_free(fs, dev);
-        if (fs->mounted)
-                (void) fuse_lowlevel_notify_inval_entry(fs->session, fs->devices->ino, name, strlen(name));
+        notify_inval(fs, fs->devices->ino, name);
 }
 
 /* True when modules/ lists exactly the module parameters in ctx->modules. */
@@ -621,8 +716,7 @@ int fuse_fs_modules_updated(FuseFs *fs) {
                 return 0;
         while (fs->modules->children)
                 node_free(fs, fs->modules->children);
-        if (fs->mounted)
-                (void) fuse_lowlevel_notify_inval_inode(fs->session, fs->modules->ino, 0, 0);
+        notify_inval(fs, fs->modules->ino, NULL);
 
         for (size_t i = 0; i < m->n_params; i++) {
                 const ModuleParam *p = &m->params[i];
@@ -652,8 +746,7 @@ int fuse_fs_hosts_updated(FuseFs *fs) {
                         char name[64];
                         snprintf(name, sizeof(name), "%s", h->name);
                         node_free(fs, h);
-                        if (fs->mounted)
-                                (void) fuse_lowlevel_notify_inval_entry(fs->session, fs->hosts->ino, name, strlen(name));
+                        notify_inval(fs, fs->hosts->ino, name);
                 }
         }
         for (size_t i = 0; i < reg->n_devices; i++) {
