@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -515,10 +516,18 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
         return 0;
 }
 
-static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len) {
+static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len, off_t offset) {
         Manager *m = userdata;
         char v[32];
         int r;
+
+        if (offset != 0) {
+                const char *file = type == NODE_POLICY_KNOB ? (knob == _KNOB_MAX ? "policy/enabled" : NULL) :
+                                   type == NODE_MODE ? "mode" : type == NODE_RELOAD ? "reload" : "restore";
+                return log_full(LOG_WARNING, EINVAL, device, NULL, NULL, __FILE__, __LINE__, __func__,
+                                "%s%s: write at offset %jd rejected: a value must be written in one write() at offset 0",
+                                file ? file : "policy/", file ? "" : knob_to_string(knob), (intmax_t) offset);
+        }
 
         if (type == NODE_POLICY_KNOB)
                 return write_policy(m, device, knob, data, len);

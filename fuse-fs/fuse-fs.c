@@ -428,12 +428,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
                 fuse_reply_err(req, EACCES);
                 return;
         }
-        /* Like sysfs: one value per write(), at offset 0. */
-        if (off != 0) {
-                fuse_reply_err(req, EINVAL);
-                return;
-        }
-        int r = fs->ctx.write(fs->ctx.userdata, n->type, n->device, n->arg, buf, size);
+        /* Like sysfs: one value per write(), at offset 0; the manager refuses (and logs) others. */
+        int r = fs->ctx.write(fs->ctx.userdata, n->type, n->device, n->arg, buf, size, off);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else

@@ -37,12 +37,13 @@ typedef struct FuseFsContext {
         /* Render a root control file (version, mode, reload, restore) into *ret. Returns 0 or -errno. */
         int (*render_control)(void *userdata, NodeTypeRef type, char **ret);
         /*
-         * A write to a writable file: the bytes as written (not NUL-terminated), in one
-         * write() at offset 0. device is the disk for policy files, NULL at the root;
-         * knob: the Knob for policy files (_KNOB_MAX = enabled). Returns 0 or -errno
-         * (EINVAL, ERANGE, ENOENT ...), which the writer gets.
+         * A write to a writable file: the bytes as written (not NUL-terminated) and the file
+         * offset (a value must come in one write() at offset 0, like sysfs). device is the
+         * disk for policy files, NULL at the root; knob: the Knob for policy files
+         * (_KNOB_MAX = enabled). Returns 0 or -errno (EINVAL, ERANGE, ENOENT ...), which the
+         * writer gets.
          */
-        int (*write)(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len);
+        int (*write)(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len, off_t offset);
         /* Read the statistics of hctx position pos of device. Returns 0, -ENOENT, -ENOMEM. */
         int (*read_hctx)(void *userdata, const char *device, size_t pos, HctxReading *ret);
         /* Read block/<disk>/stat with rates (indexed by DiskStatField). Returns 0 or -errno. */

@@ -210,10 +210,7 @@ def case_h_bad_writes(d, loops, tmp):
         if want_lines is not None:
             line_ok = len(new) == want_lines
             msg = f"(h) {rel} <- {shown!r} ({how}): {want_lines} new log line(s), got {len(new)}: {new}"
-            if how == "offset":
-                known_bug(line_ok, msg)
-            else:
-                check(line_ok, msg)
+            check(line_ok, msg)
             if want_lines == 1 and new and rel.startswith("devices/"):
                 check(rel.split("/")[-1] in new[0] and "rejected" in new[0], f"(h) the log line names the file and says rejected: {new[0]}")
         check(sysfs_snapshot(name) == sys_before, f"(h) {rel} <- {shown!r}: sysfs of {name} unchanged")
