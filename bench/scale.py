@@ -54,11 +54,18 @@ def read_tree(d):
     xargs = subprocess.Popen(["xargs", "-0", "cat"], stdin=find.stdout, stdout=subprocess.PIPE)
     find.stdout.close()
     nbytes = 0
-    while True:
-        b = xargs.stdout.read(1 << 20)
-        if not b:
-            break
-        nbytes += len(b)
+    try:
+        while True:
+            b = xargs.stdout.read(1 << 20)
+            if not b:
+                break
+            nbytes += len(b)
+    finally:
+        # interrupted: no find/xargs/cat may keep the tmpfs busy
+        for p in (find, xargs):
+            if p.poll() is None:
+                p.kill()
+        subprocess.run(["pkill", "-KILL", "-P", str(xargs.pid)], stderr=subprocess.DEVNULL)
     xargs.wait()
     find.wait()
     el = time.monotonic() - t
@@ -170,6 +177,8 @@ def main():
             subprocess.run(["umount", "-l", mnt])
         if os.path.ismount(src):
             subprocess.run(["umount", src])
+        if os.path.ismount(src):
+            subprocess.run(["umount", "-l", src])   # never rmtree a 1 M-file tree file by file
         shutil.rmtree(tmp, ignore_errors=True)
     return rc
 
