@@ -477,7 +477,8 @@ int config_load(const char *path, Config *ret, char **ret_error) {
                                 }
                 }
                 closedir(d);
-                qsort(files, strv_length(files), sizeof(char *), name_compare);
+                if (files)      /* qsort(NULL, 0) is undefined (UBSan) */
+                        qsort(files, strv_length(files), sizeof(char *), name_compare);
         }
         STRV_FOREACH(f, files) {
                 _cleanup_free_ char *p = NULL, *t = NULL;
