@@ -159,6 +159,16 @@ static int apply_queue_knob(HostFs *h, Device *d, Knob k, const ApplyOptions *o)
                 return -ENOMEM;
         free_and_strdup(&a->value, wanted);
 
+        /* An elevator switch resets nr_requests (blk_mq_init_sched(): 2 * min(depth, 128)):
+         * record nr_requests as it is now, before the switch, so a restore (elevator first)
+         * finds the value that belongs to the original elevator. */
+        Applied *nr = &d->applied[KNOB_NR_REQUESTS];
+        if (k == KNOB_ELEVATOR && !nr->original) {
+                _cleanup_free_ char *depth = NULL;
+                if (read_knob(h, d->name, KNOB_NR_REQUESTS, &depth) >= 0)
+                        nr->original = TAKE_PTR(depth);
+        }
+
         r = write_knob(h, d->name, k, wanted);
         if (r >= 0) {
                 r = read_knob(h, d->name, k, &after);

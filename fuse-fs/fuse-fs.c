@@ -228,9 +228,16 @@ static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
         return 0;
 }
 
+static int populate_hctx(FuseFs *fs, Node *h);
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         FuseFs *fs = fuse_req_userdata(req);
-        Node *p = node_get(fs, parent), *n = p ? node_child(p, name) : NULL;
+        Node *p = node_get(fs, parent), *n;
+        if (p && populate_hctx(fs, p) < 0) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        n = p ? node_child(p, name) : NULL;
         struct fuse_entry_param e = {
                 .attr_timeout = FUSE_FS_TIMEOUT,
                 .entry_timeout = FUSE_FS_TIMEOUT,
@@ -288,6 +295,10 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 
         if (!n) {
                 fuse_reply_err(req, ENOENT);
+                return;
+        }
+        if (populate_hctx(fs, n) < 0) {
+                fuse_reply_err(req, ENOMEM);
                 return;
         }
 
@@ -581,26 +592,37 @@ FuseFs *fuse_fs_free(FuseFs *fs) {
         return NULL;
 }
 
+/*
+ * The files of one hctx/<n>/ directory, created on first use (lookup or readdir): a disk
+ * with 64 hctx has some 2,000 of them, and most are never looked at. arg2 of the
+ * NODE_HCTX_N node records that it is populated.
+ */
+static int populate_hctx(FuseFs *fs, Node *h) {
+        if (h->type != NODE_HCTX_N || h->arg2)
+                return 0;
+        for (HctxAttr a = 0; a < _HCTX_ATTR_MAX; a++)
+                if (!node_new(fs, h, NODE_HCTX_ATTR, hctx_attr_to_string(a), h->device, h->arg, a))
+                        return -ENOMEM;
+        for (StatId st = 0; st < _STAT_MAX; st++) {
+                char rate[64];
+                if (!node_new(fs, h, NODE_HCTX_ATTR, stat_id_to_string(st), h->device, h->arg, HCTX_ATTR_STAT + st))
+                        return -ENOMEM;
+                if (!stat_id_is_counter(st))
+                        continue;
+                snprintf(rate, sizeof(rate), "%s_rate", stat_id_to_string(st));
+                if (!node_new(fs, h, NODE_HCTX_ATTR, rate, h->device, h->arg, HCTX_ATTR_RATE + st))
+                        return -ENOMEM;
+        }
+        h->arg2 = 1;
+        return 0;
+}
+
 static int build_hctx(FuseFs *fs, Node *hctx, const Device *d) {
         for (size_t i = 0; i < d->facts->n_hctx; i++) {
                 char name[16];
                 snprintf(name, sizeof(name), "%u", d->facts->hctx[i].index);
-                Node *h = node_new(fs, hctx, NODE_HCTX_N, name, d->name, i, 0);
-                if (!h)
+                if (!node_new(fs, hctx, NODE_HCTX_N, name, d->name, i, 0))
                         return -ENOMEM;
-                for (HctxAttr a = 0; a < _HCTX_ATTR_MAX; a++)
-                        if (!node_new(fs, h, NODE_HCTX_ATTR, hctx_attr_to_string(a), d->name, i, a))
-                                return -ENOMEM;
-                for (StatId st = 0; st < _STAT_MAX; st++) {
-                        char rate[64];
-                        if (!node_new(fs, h, NODE_HCTX_ATTR, stat_id_to_string(st), d->name, i, HCTX_ATTR_STAT + st))
-                                return -ENOMEM;
-                        if (!stat_id_is_counter(st))
-                                continue;
-                        snprintf(rate, sizeof(rate), "%s_rate", stat_id_to_string(st));
-                        if (!node_new(fs, h, NODE_HCTX_ATTR, rate, d->name, i, HCTX_ATTR_RATE + st))
-                                return -ENOMEM;
-                }
         }
         return 0;
 }
