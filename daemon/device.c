@@ -265,11 +265,23 @@ static int gather_irq_managed(HostFs *h, DiskFacts *f, IrqFacts *q, bool debugfs
         return 0;
 }
 
-static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs) {
-        _cleanup_free_ char *pci = devpath ? ancestor_with(h, devpath, "msi_irqs") : NULL;
+static const ProcInterrupts *cached_interrupts(HostFs *h, GatherCache *c) {
         _cleanup_free_ char *text = NULL;
+        if (!c->have_interrupts && hostfs_read(h, HOSTFS_PROCFS, "interrupts", &text) >= 0)
+                c->have_interrupts = proc_interrupts_parse(text, &c->interrupts) >= 0;
+        return c->have_interrupts ? &c->interrupts : NULL;
+}
+
+void gather_cache_done(GatherCache *c) {
+        proc_interrupts_done(&c->interrupts);
+        free(c->mountinfo);
+        free(c->kernel_release);
+        *c = (GatherCache) {};
+}
+
+static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, GatherCache *cache) {
+        _cleanup_free_ char *pci = devpath ? ancestor_with(h, devpath, "msi_irqs") : NULL;
         _cleanup_strv_free_ char **names = NULL;
-        ProcInterrupts pi = {};
         char path[PATH_MAX];
         int r;
 
@@ -285,8 +297,7 @@ static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugf
         if (!f->irqs)
                 return -ENOMEM;
 
-        if (hostfs_read(h, HOSTFS_PROCFS, "interrupts", &text) >= 0)
-                (void) proc_interrupts_parse(text, &pi);
+        const ProcInterrupts *pi = cached_interrupts(h, cache);
 
         STRV_FOREACH(n, names) {
                 uint64_t irq;
@@ -295,12 +306,10 @@ static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugf
                 IrqFacts *q = &f->irqs[f->n_irqs++];
                 *q = (IrqFacts) { .irq = irq, .hctx = -1, .managed = TRISTATE_UNKNOWN };
 
-                const IrqLine *l = proc_interrupts_find(&pi, irq);
+                const IrqLine *l = pi ? proc_interrupts_find(pi, irq) : NULL;
                 q->name = strdup(l ? l->name : "");
-                if (!q->name) {
-                        proc_interrupts_done(&pi);
+                if (!q->name)
                         return -ENOMEM;
-                }
                 q->queue = irq_name_is_queue(q->name);
 
                 _cleanup_free_ char *aff = NULL;
@@ -309,12 +318,9 @@ static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugf
                         q->affinity_list = cpuset_format(&q->affinity);
 
                 r = gather_irq_managed(h, f, q, debugfs);
-                if (r < 0) {
-                        proc_interrupts_done(&pi);
+                if (r < 0)
                         return r;
-                }
         }
-        proc_interrupts_done(&pi);
         return disk_facts_map_irqs(f);
 }
 
@@ -552,10 +558,11 @@ static bool devnum_on_disk(HostFs *h, const char *majmin, const char *name, unsi
         return false;
 }
 
-static void gather_root_disk(HostFs *h, DiskFacts *f) {
-        _cleanup_free_ char *mi = NULL;
-
-        if (hostfs_read(h, HOSTFS_PROCFS, "self/mountinfo", &mi) < 0)
+static void gather_root_disk(HostFs *h, DiskFacts *f, GatherCache *cache) {
+        if (!cache->mountinfo && hostfs_read(h, HOSTFS_PROCFS, "self/mountinfo", &cache->mountinfo) < 0)
+                return;
+        _cleanup_free_ char *mi = strdup(cache->mountinfo);
+        if (!mi)
                 return;
         /* "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw" (proc(5)): field 3 majmin, field 5 mount point */
         for (char *line = mi; line && *line; ) {
@@ -600,6 +607,14 @@ static int gather_identity(HostFs *h, DiskFacts *f, const char *devpath) {
 }
 
 int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
+        _cleanup_(gather_cache_done) GatherCache cache = {};
+        return device_gather_cached(h, name, &cache, ret);
+}
+
+int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFacts **ret) {
+        if (!cache)
+                return device_gather(h, name, ret);
+
         _cleanup_(disk_facts_freep) DiskFacts *f = NULL;
         _cleanup_free_ char *devpath = NULL, *s = NULL;
         char path[PATH_MAX];
@@ -629,7 +644,9 @@ int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
                 return -ENOMEDIUM;
         f->size_bytes = sectors * 512;
 
-        r = hostfs_kernel_release(h, &f->kernel_release);
+        r = cache->kernel_release ? 0 : hostfs_kernel_release(h, &cache->kernel_release);
+        if (r >= 0 && !(f->kernel_release = strdup(cache->kernel_release)))
+                r = -ENOMEM;
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -649,7 +666,7 @@ int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
         r = gather_debugfs_state(h, f, debugfs, why);
         if (r < 0)
                 return r;
-        r = gather_irqs(h, f, devpath, debugfs);
+        r = gather_irqs(h, f, devpath, debugfs, cache);
         if (r < 0)
                 return r;
         r = gather_numa(h, f, devpath);
@@ -667,7 +684,7 @@ int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
         r = gather_shared_tags_fallback(h, f);
         if (r < 0)
                 return r;
-        gather_root_disk(h, f);
+        gather_root_disk(h, f, cache);
 
         if (!f->has_mq) {
                 /* A bio-based queue has none of the blk-mq attributes that matter. */

@@ -15,6 +15,21 @@
 
 #include "facts.h"
 #include "hostfs.h"
+#include "interrupts.h"
+
+/*
+ * Machine-wide inputs read once for many disks (coldplug of thousands of disks would
+ * otherwise parse a multi-megabyte /proc/interrupts once per disk). Only for a batch:
+ * a hot-plugged disk brings new IRQs, so single events read fresh.
+ */
+typedef struct GatherCache {
+        bool have_interrupts;
+        ProcInterrupts interrupts;
+        char *mountinfo;
+        char *kernel_release;
+} GatherCache;
+
+void gather_cache_done(GatherCache *c);
 
 /*
  * Gather the facts of disk name (a /sys/block entry).
@@ -24,6 +39,9 @@
  * Missing attributes are not errors: the fact reads "unknown: <reason>".
  */
 int device_gather(HostFs *h, const char *name, DiskFacts **ret);
+
+/* As device_gather(), with machine-wide inputs from (and filled into) cache; NULL = fresh. */
+int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFacts **ret);
 
 /*
  * Names of the whole disks in sysfs block/ (coldplug without libudev, e.g. on a fixture root).

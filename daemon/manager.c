@@ -42,6 +42,7 @@ struct Manager {
         char *kernel_release;
         uint64_t rate_window_usec;
         UdevMonitor *monitor;
+        GatherCache *batch;             /* during coldplug and reload: machine-wide inputs read once */
         FuseFs *fuse;
         char *mountpoint;
         char **cli_globs;               /* --devices: wins over Devices= */
@@ -347,7 +348,7 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
                 goto finish;
         }
 
-        r = device_gather(m->hostfs, name, &facts);
+        r = device_gather_cached(m->hostfs, name, m->batch, &facts);
         if (r == -ENOENT || r == -ENOMEDIUM || r == -EINVAL) {
                 if (r == -ENOMEDIUM)
                         log_device_debug(name, "No medium (size 0), not listed");
@@ -405,11 +406,14 @@ static void on_device_event(void *userdata, DeviceAction action, const char *sys
 /* Every disk again: re-gather (a SIGHUP or reload may follow hardware changes too). */
 static void manager_reevaluate_all(Manager *m) {
         _cleanup_strv_free_ char **names = NULL;
+        _cleanup_(gather_cache_done) GatherCache batch = {};
         for (size_t i = 0; i < m->registry.n_devices; i++)
                 if (strv_extend(&names, m->registry.devices[i]->name) < 0)
                         return;
+        m->batch = &batch;
         STRV_FOREACH(n, names)
                 manager_device_event(m, *n, false);
+        m->batch = NULL;
 }
 
 int manager_reload(Manager *m) {
@@ -763,7 +767,10 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to set up statistics: %m");
         m->rate_window_usec = m->config.rate_window_usec;
         modules_init(m->hostfs, &m->modules);
+        _cleanup_(gather_cache_done) GatherCache batch = {};
+        m->batch = &batch;
         r = m->monitor ? udev_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);
+        m->batch = NULL;
         if (r < 0)
                 return log_error_errno(r, "Coldplug failed: %m");
 
