@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hostfs.h"
@@ -47,7 +48,15 @@ struct HostFs {
         size_t n_writes;
         hostfs_write_hook_t write_hook;
         void *write_hook_userdata;
+        uint64_t debugfs_checked_usec;  /* debugfs availability, re-checked at most once a second */
+        const char *debugfs_reason;
 };
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 void hostfs_set_write_hook(HostFs *h, hostfs_write_hook_t hook, void *userdata) {
         h->write_hook = hook;
@@ -118,21 +127,33 @@ bool hostfs_is_live(const HostFs *h) {
 }
 
 bool hostfs_debugfs_available(HostFs *h, const char **ret_reason) {
-        const char *reason = NULL;
+        uint64_t now = now_usec();
 
-        if (h->fd[HOSTFS_DEBUGFS] < 0)
-                reason = "no sys/kernel/debug directory";
-        else if (h->live) {
-                struct statfs sfs;
-                if (fstatfs(h->fd[HOSTFS_DEBUGFS], &sfs) < 0 || sfs.f_type != DEBUGFS_MAGIC)
-                        reason = "debugfs not mounted at /sys/kernel/debug";
+        /* debugfs can be mounted (or unmounted) while blkmqd runs: look again after a second,
+         * not at every one of the many reads a metrics scrape makes */
+        if (!h->debugfs_checked_usec || now - h->debugfs_checked_usec >= 1000000) {
+                const char *reason = NULL;
+                if (h->debugfs_reason || h->fd[HOSTFS_DEBUGFS] < 0) {
+                        /* mounted since we opened the directory? the old fd is the mount point's
+                         * underlying directory, never the new mount */
+                        closep(&h->fd[HOSTFS_DEBUGFS]);
+                        h->fd[HOSTFS_DEBUGFS] = openat(h->root_fd, kind_dir[HOSTFS_DEBUGFS], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                }
+                if (h->fd[HOSTFS_DEBUGFS] < 0)
+                        reason = "no sys/kernel/debug directory";
+                else if (h->live) {
+                        struct statfs sfs;
+                        if (fstatfs(h->fd[HOSTFS_DEBUGFS], &sfs) < 0 || sfs.f_type != DEBUGFS_MAGIC)
+                                reason = "debugfs not mounted at /sys/kernel/debug";
+                }
+                if (!reason && faccessat(h->fd[HOSTFS_DEBUGFS], "block", F_OK, 0) < 0)
+                        reason = "debugfs has no block/ directory";
+                h->debugfs_reason = reason;
+                h->debugfs_checked_usec = now;
         }
-        if (!reason && faccessat(h->fd[HOSTFS_DEBUGFS], "block", F_OK, 0) < 0)
-                reason = "debugfs has no block/ directory";
-
         if (ret_reason)
-                *ret_reason = reason;
-        return !reason;
+                *ret_reason = h->debugfs_reason;
+        return !h->debugfs_reason;
 }
 
 static int kind_fd(HostFs *h, HostFsKind kind) {

@@ -51,6 +51,7 @@ const char *stat_id_help(StatId s) {
 
 struct Stats {
         HostFs *hostfs;
+        unsigned kernel;        /* major * 1000 + minor; 0 = unknown (then every file is tried) */
         StatsBpf *bpf;
         char *bpf_unavailable;
         char providers[64];
@@ -77,6 +78,10 @@ int stats_new(HostFs *h, Stats **ret) {
         if (!s)
                 return -ENOMEM;
         s->hostfs = h;
+        _cleanup_free_ char *release = NULL;
+        unsigned maj, min;
+        if (hostfs_kernel_release(h, &release) >= 0 && kernel_release_parse(release, &maj, &min) >= 0)
+                s->kernel = maj * 1000 + min;
         if (!HAVE_BPF)
                 s->bpf_unavailable = strdup("BPF provider not built (meson -Dbpf=disabled, or no clang/bpftool/BTF at build time)");
         else if (hostfs_is_live(h)) {
@@ -164,18 +169,22 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrup
                 set_unavailable(&st.v[i], "not read");
 
         /* debugfs counters and gauges */
+        /* removed_in: files a known kernel no longer has are not even tried (metrics scrapes
+         * read every hctx of every disk) */
         static const struct {
                 StatId id;
                 const char *file, *removed;
+                unsigned removed_in;
         } dbg[] = {
-                { STAT_RUNS,          "run",           "hctx run was removed from debugfs in 6.8 (49e60333d743)" },
-                { STAT_QUEUED,        "queued",        "hctx queued was removed from debugfs in 5.16 (afd7de03c526); no BPF replacement" },
-                { STAT_ACTIVE,        "active",        "no hctx active file" },
-                { STAT_DISPATCH_BUSY, "dispatch_busy", "no hctx dispatch_busy file" },
+                { STAT_RUNS,          "run",           "hctx run was removed from debugfs in 6.8 (49e60333d743)", 6008 },
+                { STAT_QUEUED,        "queued",        "hctx queued was removed from debugfs in 5.16 (afd7de03c526); no BPF replacement", 5016 },
+                { STAT_ACTIVE,        "active",        "no hctx active file", 0 },
+                { STAT_DISPATCH_BUSY, "dispatch_busy", "no hctx dispatch_busy file", 0 },
         };
         for (size_t i = 0; i < ELEMENTSOF(dbg); i++) {
                 _cleanup_free_ char *text = NULL;
-                r = read_debugfs(s, f, x->index, dbg[i].file, &text);
+                r = dbg[i].removed_in && s->kernel >= dbg[i].removed_in ? -ENOENT :
+                    read_debugfs(s, f, x->index, dbg[i].file, &text);
                 if (r >= 0 && parse_u64(text, &u) >= 0)
                         set_value(&st.v[dbg[i].id], u, "debugfs");
                 else
@@ -194,7 +203,7 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrup
         else
                 set_unavailable(&st.v[STAT_SCHED_TAGS_BUSY], "%s",
                                 r < 0 ? debugfs_why(r, "no sched_tags file") : "no elevator attached (sched_tags empty)");
-        r = read_debugfs(s, f, x->index, "dispatched", &disp);
+        r = s->kernel >= 5016 ? -ENOENT : read_debugfs(s, f, x->index, "dispatched", &disp);
         if (r >= 0 && debugfs_dispatched_parse(disp, &u) >= 0)
                 set_value(&st.v[STAT_DISPATCH_BATCHES], u, "debugfs");
         else
@@ -214,7 +223,7 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrup
         for (size_t i = 0; i < ELEMENTSOF(ctx); i++) {
                 uint64_t sum = 0;
                 unsigned seen = 0;
-                r = 0;
+                r = s->kernel >= 5016 ? -ENOENT : 0;    /* 9a14d6ce4135 */
                 for (unsigned cpu = 0; cpu < x->cpus.n_words * 64 && r >= 0; cpu++) {
                         _cleanup_free_ char *text = NULL;
                         char file[64];
