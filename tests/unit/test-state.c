@@ -18,23 +18,9 @@
 #include "state.h"
 #include "strv.h"
 #include "tap.h"
+#include "test-util.h"
 
 static char tmpdir[] = "/tmp/blkmqd-test-state-XXXXXX";
-
-static char *slurp(const char *path) {
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return NULL;
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *m = open_memstream(&buf, &size);
-        int c;
-        while ((c = fgetc(f)) != EOF)
-                fputc(c, m);
-        fclose(f);
-        fclose(m);
-        return buf;
-}
 
 static int cmp(const void *a, const void *b) {
         return strcmp(*(char * const *) a, *(char * const *) b);
@@ -58,13 +44,8 @@ static char *listing(const char *dir) {
 }
 
 static void put(const char *path, const char *content) {
-        FILE *f = fopen(path, "we");
-        if (!f) {
+        if (test_write_file(path, content) < 0)
                 TAP_FAIL("cannot write %s", path);
-                return;
-        }
-        fputs(content, f);
-        fclose(f);
 }
 
 static void test_escape(void) {
@@ -155,7 +136,7 @@ static void test_round_trip(void) {
         o.disabled = true;
         CHECK_INT(state_save_overrides(s, id, &o), 0);
 
-        _cleanup_free_ char *content = slurp(file);
+        _cleanup_free_ char *content = test_read_file(file);
         CHECK_STR(content, "# blkmqd overrides for loop:/tmp/backing file\n"
                            "elevator=bfq\nrq_affinity=2\nnr_requests=64\nirq_affinity=0-1\nenabled=0\n");
         CHECK(stat(file, &st) == 0 && (st.st_mode & 07777) == 0600);
@@ -183,7 +164,7 @@ static void test_round_trip(void) {
         CHECK_INT(state_save_overrides(s, id, &o), 0);
         CHECK(stat(file, &st) == 0 && st.st_ino != before.st_ino);
         free(content);
-        content = slurp(file);
+        content = test_read_file(file);
         CHECK_STR(content, "# blkmqd overrides for loop:/tmp/backing file\nrq_affinity=2\nnr_requests=64\nirq_affinity=hctx\n");
         if (old >= 0) {
                 char buf[512] = {};
@@ -237,7 +218,7 @@ static void test_round_trip(void) {
                 CHECK_NULL(l);
                 CHECK(access(file, F_OK) < 0);
                 snprintf(path, sizeof(path), "%s.corrupt", file);
-                _cleanup_free_ char *kept = slurp(path);
+                _cleanup_free_ char *kept = test_read_file(path);
                 CHECK_STR(kept, corrupt[i]);    /* set aside as it was, for the admin */
                 CHECK_INT(state_load_overrides(s, id, &l), 0);
                 CHECK_NULL(l);
@@ -264,8 +245,7 @@ int main(int argc, char *argv[]) {
                 return 1;
         test_escape();
         test_round_trip();
-        char cmd[600];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        (void) system(cmd);
+        char *rm[] = { (char *) "rm", (char *) "-rf", tmpdir, NULL };
+        (void) test_run(rm);
         return tap_finish("test-state");
 }

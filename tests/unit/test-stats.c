@@ -24,23 +24,9 @@
 #include "stats.h"
 #include "strv.h"
 #include "tap.h"
+#include "test-util.h"
 
 static const char *fixtures;
-
-static char *slurp(const char *path) {
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return NULL;
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *m = open_memstream(&buf, &size);
-        int c;
-        while ((c = fgetc(f)) != EOF)
-                fputc(c, m);
-        fclose(f);
-        fclose(m);
-        return buf;
-}
 
 #define CHECK_NEAR(a, b) do {                                                           \
                 double _a = (a), _b = (b);                                              \
@@ -256,7 +242,7 @@ static void test_tags(void) {
 
         /* the real 6.1 file (VM capture) */
         snprintf(path, sizeof(path), "%s/vm-6.1-virtio-scsi-4q/sys/kernel/debug/block/sda/hctx0/tags", fixtures);
-        _cleanup_free_ char *t61 = slurp(path);
+        _cleanup_free_ char *t61 = test_read_file(path);
         CHECK(t61 != NULL);
         if (t61) {
                 CHECK_INT(debugfs_tags_parse(t61, &nr, &busy), 0);
@@ -277,7 +263,7 @@ static void test_tags(void) {
         }
         /* the real 6.18 file (this machine) */
         snprintf(path, sizeof(path), "%s/host-6.18-virtio-blk/sys/kernel/debug/block/vda/hctx0/tags", fixtures);
-        _cleanup_free_ char *t618 = slurp(path);
+        _cleanup_free_ char *t618 = test_read_file(path);
         CHECK(t618 != NULL);
         if (t618) {
                 CHECK_INT(debugfs_tags_parse(t618, &nr, &busy), 0);
@@ -347,7 +333,7 @@ static void test_softirqs(void) {
         CHECK_U64(c[1], 13288165);
 
         /* this machine */
-        _cleanup_free_ char *real = slurp("/proc/softirqs");
+        _cleanup_free_ char *real = test_read_file("/proc/softirqs");
         if (real) {
                 uint64_t many[BLKMQD_CPUS_MAX] = {};
                 CHECK_INT(proc_softirqs_block_parse(real, many, ELEMENTSOF(many), &n), 0);
@@ -452,7 +438,7 @@ static void test_interrupts(void) {
         check_generated(3, sparse, 2);
 
         /* this machine's real file: every numeric line, columns = CPU header tokens */
-        _cleanup_free_ char *real = slurp("/proc/interrupts");
+        _cleanup_free_ char *real = test_read_file("/proc/interrupts");
         CHECK(real != NULL);
         if (real) {
                 ProcInterrupts p = {};
@@ -473,7 +459,7 @@ static void test_interrupts(void) {
         /* the committed capture of this machine: exact values */
         char path[1024];
         snprintf(path, sizeof(path), "%s/host-6.18-virtio-blk/proc/interrupts", fixtures);
-        _cleanup_free_ char *cap = slurp(path);
+        _cleanup_free_ char *cap = test_read_file(path);
         CHECK(cap != NULL);
         if (cap) {
                 ProcInterrupts p = {};

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * File and process helpers shared by the unit and fixture tests (header only, like tap.h):
+ *
+ *   test_read_file(path), test_read_file_at(root, rel)    a whole file as a string (NULL: cannot open)
+ *   test_write_file_at(root, rel, content)                 write (truncate) a file: 0 or -errno
+ *   test_run(argv)                                         fork/exec/wait: 0 on exit status 0
+ *   test_mkdir_p(path, mode)                               mkdir -p without a process
+ *   test_restore_tree(root)                                empty directories and modes from TREE
+ *   test_copy_fixture(dir)                                 a copy in /tmp/blkmqd-fixture-XXXXXX
+ *   test_remove_tree(dir)                                  rm -rf, only below /tmp/blkmqd-fixture-
+ */
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "tap.h"
+
+#define TEST_FIXTURE_TMP "/tmp/blkmqd-fixture-"
+
+static inline char *test_read_file(const char *path) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&buf, &size);
+        int c;
+        while ((c = fgetc(f)) != EOF)
+                fputc(c, m);
+        fclose(f);
+        fclose(m);
+        return buf;
+}
+
+static inline char *test_read_file_at(const char *root, const char *rel) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/%s", root, rel) < 0)
+                return NULL;
+        return test_read_file(path);
+}
+
+static inline int test_write_file(const char *path, const char *content) {
+        FILE *f = fopen(path, "we");    /* O_TRUNC, created if needed */
+        if (!f)
+                return -errno;
+        fputs(content, f);
+        return fclose(f) == 0 ? 0 : -errno;
+}
+
+static inline int test_write_file_at(const char *root, const char *rel, const char *content) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/%s", root, rel) < 0)
+                return -ENOMEM;
+        return test_write_file(path, content);
+}
+
+/* argv[0] looked up in PATH; 0 when it exits 0, -EIO otherwise, -errno when it cannot run. */
+static inline int test_run(char *const argv[]) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                execvp(argv[0], argv);
+                _exit(127);
+        }
+        int status;
+        if (waitpid(pid, &status, 0) < 0)
+                return -errno;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+/* mkdir -p, without a process per directory: 0 when path is a directory afterwards. */
+static inline int test_mkdir_p(const char *path, mode_t mode) {
+        char p[PATH_MAX + 64];
+        struct stat st;
+        snprintf(p, sizeof(p), "%s", path);
+        for (char *c = p + 1; ; c++) {
+                if (*c != '/' && *c != 0)
+                        continue;
+                char saved = *c;
+                *c = 0;
+                (void) mkdir(p, mode);
+                *c = saved;
+                if (!saved)
+                        break;
+        }
+        if (stat(p, &st) < 0)
+                return -errno;
+        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/*
+ * Recreate the empty directories and modes git does not keep, from the fixture's TREE file
+ * (capture.sh's format: "<d|f|l> <octal mode> <relative path>"; links are left alone).
+ * No TREE file is fine.
+ */
+static inline int test_restore_tree(const char *root) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof(path), "%s/TREE", root);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT ? 0 : -errno;
+        char line[PATH_MAX + 32];
+        int r = 0;
+        while (fgets(line, sizeof(line), f)) {
+                char type[4], rel[PATH_MAX];
+                unsigned mode;
+                if (sscanf(line, "%3s %o %4095[^\n]", type, &mode, rel) != 3)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", root, rel);
+                if (streq(type, "d")) {
+                        if (test_mkdir_p(path, 0755) < 0) {
+                                r = -EIO;
+                                break;
+                        }
+                        (void) chmod(path, mode);
+                } else if (streq(type, "f"))
+                        (void) chmod(path, mode);
+        }
+        fclose(f);
+        return r;
+}
+
+static inline int test_remove_tree(const char *dir) {
+        if (!dir || !startswith(dir, TEST_FIXTURE_TMP))
+                return -EPERM;
+        char *argv[] = { (char *) "rm", (char *) "-rf", (char *) dir, NULL };
+        return test_run(argv);
+}
+
+/* A copy of the fixture tree at dir (cp -a, then its TREE), freshly allocated; NULL and a failed check if not. */
+static inline char *test_copy_fixture(const char *dir) {
+        char tmpl[] = TEST_FIXTURE_TMP "XXXXXX";
+        _cleanup_free_ char *src = NULL;
+        if (!mkdtemp(tmpl)) {
+                TAP_FAIL("mkdtemp %s: %s", tmpl, strerror(errno));
+                return NULL;
+        }
+        if (asprintf(&src, "%s/.", dir) < 0) {
+                TAP_FAIL("out of memory");
+                (void) test_remove_tree(tmpl);
+                return NULL;
+        }
+        char *argv[] = { (char *) "cp", (char *) "-a", src, tmpl, NULL };
+        if (test_run(argv) < 0 || test_restore_tree(tmpl) < 0) {
+                TAP_FAIL("cannot copy %s to %s", dir, tmpl);
+                (void) test_remove_tree(tmpl);
+                return NULL;
+        }
+        return strdup(tmpl);
+}
