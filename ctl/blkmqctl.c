@@ -384,7 +384,9 @@ static int remote_pct(const char *disk, double *ret) {
         if (!any_file)
                 return -ENOENT;
         if (counters_ok && n > 0) {
-                *ret = local + remote > 0 ? 100.0 * (double) remote / (double) (local + remote) : 0.0;
+                if (local + remote == 0)
+                        return 0;       /* no completions yet: no share to show, not 0 % */
+                *ret = 100.0 * (double) remote / (double) (local + remote);
                 return 1;
         }
         if (pct_n > 0) {

@@ -22,8 +22,9 @@ static const char *errno_reason(int r) {
         case ENODEV:
                 return "debugfs not mounted";
         case EACCES:
-        case EPERM:
                 return "permission denied";
+        case EPERM:
+                return "the kernel refuses to show it (EPERM, even to root)";
         case EINVAL:
         case ERANGE:
                 return "unparsable value";

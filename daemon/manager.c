@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 #include "apply.h"
 #include "conf.h"
@@ -428,7 +429,9 @@ int manager_reload(Manager *m) {
         m->reloads++;
         m->mode = effective_mode(&m->config, m->cli_dry_run);
         m->rate_window_usec = m->config.rate_window_usec;
-        log_info("Configuration reloaded from \"%s\" (mode %s)", m->config_path, manager_mode_to_string(m->mode));
+        log_info("Configuration reloaded from \"%s\"%s (mode %s)", m->config_path,
+                 access(m->config_path, F_OK) < 0 ? ": the file does not exist, shipped defaults (and drop-ins) in force" : "",
+                 manager_mode_to_string(m->mode));
         manager_reevaluate_all(m);
         return 0;
 }
@@ -486,7 +489,7 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
 
         if (knob == KNOB_IRQ_AFFINITY &&
             hostfs_read(m->hostfs, HOSTFS_SYSFS, "devices/system/cpu/online", &online_text) >= 0)
-                (void) cpuset_parse(online_text, &online);
+                (void) cpuset_parse(online_text, &online);      /* also named in the refusal message */
 
         r = policy_override_validate(knob, data, len, d->facts, online.n_words ? &online : NULL, &v);
         if (r < 0) {
@@ -496,8 +499,10 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
                         for (char *c = text; *c; c++)
                                 if (*c == '\n')
                                         *c = ' ';
+                _cleanup_free_ char *expected = policy_override_expected(knob, d->facts, online.n_words ? &online : NULL);
                 return log_device_full(LOG_WARNING, r, device, NULL, NULL,
-                                       "policy/%s: rejected \"%s\"%s: %m", kname, text ?: "", shown > 64 ? "..." : "");
+                                       "policy/%s: rejected \"%s\"%s: %m; expected %s", kname, text ?: "",
+                                       shown > 64 ? "..." : "", strna(expected));
         }
 
         if (knob == _KNOB_MAX)

@@ -35,6 +35,7 @@ struct FuseFs {
         void *nodes;            /* tsearch tree of Node*, keyed by ino */
         uint64_t next_ino;
         Node *root, *devices, *modules, *hosts;
+        bool created_mountpoint;        /* blkmqd made the directory: remove it at stop */
         struct timespec start;
         /* Kernel cache invalidations, sent by a helper thread: the kernel's reverse
          * invalidation waits for the parent directory's lock, which a LOOKUP in progress
@@ -491,9 +492,9 @@ static int clear_stale_mount(const char *mountpoint) {
                 return 1;
         }
         if (errno == ENOENT) {
-                if (mkdir(mountpoint, 0755) < 0 && errno != EEXIST)
-                        return negative_errno();
-                return 0;
+                if (mkdir(mountpoint, 0755) < 0)
+                        return errno == EEXIST ? 0 : negative_errno();
+                return 2;       /* created: removed again at stop */
         }
         return negative_errno();
 }
@@ -548,6 +549,7 @@ int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ct
                 fuse_fs_free(fs);
                 return r;
         }
+        fs->created_mountpoint = r == 2;
 
         char *argv[] = { (char *) "blkmqd", (char *) "-o",
                          (char *) "allow_other,default_permissions,fsname=blkmqd,subtype=blkmqd", NULL };
@@ -584,6 +586,8 @@ FuseFs *fuse_fs_free(FuseFs *fs) {
                         fuse_session_unmount(fs->session);
                 fuse_session_destroy(fs->session);
         }
+        if (fs->created_mountpoint && fs->mountpoint)
+                (void) rmdir(fs->mountpoint);   /* only if empty, i.e. our mount is gone */
         if (fs->root)
                 node_free(fs, fs->root);
         free(fs->buf.mem);

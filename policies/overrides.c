@@ -16,20 +16,26 @@
 #define BLKDEV_MIN_RQ 4
 #define MAX_SCHED_RQ (16 * 128)   /* 16 * BLKDEV_DEFAULT_RQ */
 
-static int validate_nr_requests(const char *v, const DiskFacts *f, char **ret) {
-        uint64_t n;
-        int r = parse_u64(v, &n);
-        if (r < 0)
-                return r;
-
-        /* queue/nr_requests store (block/blk-sysfs.c): > reserved tags, >= BLKDEV_MIN_RQ,
-         * <= MAX_SCHED_RQ with an elevator, <= the tag set depth without one. */
+/* queue/nr_requests store (block/blk-sysfs.c): > reserved tags, >= BLKDEV_MIN_RQ,
+ * <= MAX_SCHED_RQ with an elevator, <= the tag set depth without one. */
+static void nr_requests_range(const DiskFacts *f, uint64_t *ret_min, uint64_t *ret_max) {
         uint64_t max = MAX_SCHED_RQ;
         if (f->elevator && streq(f->elevator, "none") && f->n_hctx > 0 && f->hctx[0].nr_tags > 0)
                 max = f->hctx[0].nr_tags;
         uint64_t min = BLKDEV_MIN_RQ;
         if (f->n_hctx > 0 && f->hctx[0].nr_reserved_tags >= 0 && (uint64_t) f->hctx[0].nr_reserved_tags + 1 > min)
                 min = f->hctx[0].nr_reserved_tags + 1;
+        *ret_min = min;
+        *ret_max = max;
+}
+
+static int validate_nr_requests(const char *v, const DiskFacts *f, char **ret) {
+        uint64_t n, min, max;
+        int r = parse_u64(v, &n);
+        if (r < 0)
+                return r;
+
+        nr_requests_range(f, &min, &max);
         if (n < min || n > max)
                 return -ERANGE;
         return asprintf(ret, "%" PRIu64, n) < 0 ? -ENOMEM : 0;
@@ -102,4 +108,38 @@ int policy_override_validate(Knob knob, const char *input, size_t len, const Dis
         }
         *ret = TAKE_PTR(v);
         return 0;
+}
+
+char *policy_override_expected(Knob knob, const DiskFacts *f, const CpuSet *online) {
+        _cleanup_free_ char *list = NULL, *cpus = NULL;
+        uint64_t min, max;
+        char *r = NULL;
+
+        switch ((int) knob) {
+        case KNOB_ELEVATOR:
+                if (!f->elevator_configurable)
+                        return strdup("\"auto\" only: this queue cannot take an elevator");
+                list = strv_join(f->elevators, " ");
+                if (list && asprintf(&r, "one of the elevators the device offers (%s), or \"auto\"", list) < 0)
+                        r = NULL;
+                return r;
+        case KNOB_RQ_AFFINITY:
+                return strdup("0, 1 or 2, or \"auto\"");
+        case KNOB_NR_REQUESTS:
+                nr_requests_range(f, &min, &max);
+                if (asprintf(&r, "a number from %" PRIu64 " to %" PRIu64 " with elevator %s, or \"auto\"",
+                             min, max, f->elevator ?: "unknown") < 0)
+                        r = NULL;
+                return r;
+        case KNOB_IRQ_AFFINITY:
+                cpus = online ? cpuset_format(online) : NULL;
+                if (asprintf(&r, "\"hctx\", a CPU list of online CPUs%s%s%s, or \"auto\"",
+                             cpus ? " (" : "", cpus ?: "", cpus ? ")" : "") < 0)
+                        r = NULL;
+                return r;
+        case _KNOB_MAX:
+                return strdup("1 (manage this disk) or 0 (leave it alone)");
+        default:
+                return NULL;
+        }
 }

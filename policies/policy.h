@@ -170,6 +170,13 @@ int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value);
 int policy_override_validate(Knob knob, const char *input, size_t len, const DiskFacts *facts,
                              const CpuSet *online, char **ret);
 
+/*
+ * What policy/<knob> accepts on this disk, for the message that goes with a refusal:
+ * e.g. "one of the elevators the device offers (none mq-deadline kyber bfq), or \"auto\"".
+ * Newly allocated; NULL on ENOMEM. Pure.
+ */
+char *policy_override_expected(Knob knob, const DiskFacts *facts, const CpuSet *online);
+
 
 /* What the policy wants for one disk. Each knob: wanted value as written to the kernel, NULL = leave. */
 typedef struct Plan {
