@@ -5,7 +5,7 @@ test-control.py [BLKMQD]   (default: $BLKMQD, else ./build/blkmqd)
 
 Policy control through the real FUSE mount (issue 3), on loop devices this test attaches
 (passed by exact name in --devices; never any other disk). Uses the Daemon/Loops helpers of
-test-daemon.py; every daemon gets its own --state-dir and --config in a temp dir.
+tests/pylib/blkmqd_test.py; every daemon gets its own --state-dir and --config in a temp dir.
 
 Cases: (h) a table of bad writes: documented errno, every policy/* file and every sysfs value
 of the loop unchanged, exactly one new log line (none when the kernel or the FUSE open refuses
@@ -21,26 +21,15 @@ lines, <7>, are not counted).
 
 import errno
 import glob
-import importlib.util
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("test_daemon", os.path.join(HERE, "test-daemon.py"))
-td = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(td)
-
-SKIP = 77
-check = td.check
-wait_for = td.wait_for
-read_sysfs = td.read_sysfs
-current_elevator = td.current_elevator
-set_elevator = td.set_elevator
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+from blkmqd_test import check, current_elevator, read_text, set_elevator, wait_for, write_file  # noqa: E402
 
 SYSFS_KNOBS = ("scheduler", "rq_affinity", "nr_requests")
 POLICY_FILES = ("elevator", "rq_affinity", "nr_requests", "irq_affinity", "enabled")
@@ -49,7 +38,7 @@ known_bugs = []
 
 
 def known_bug(cond, what):
-    td.checks += 1
+    bt.checks += 1
     if cond:
         print(f"ok (known bug fixed? update the test): {what}")
     else:
@@ -58,7 +47,7 @@ def known_bug(cond, what):
 
 
 def sysfs_snapshot(name):
-    return {k: read_sysfs(f"/sys/block/{name}/queue/{k}") for k in SYSFS_KNOBS}
+    return {k: read_text(f"/sys/block/{name}/queue/{k}") for k in SYSFS_KNOBS}
 
 
 def log_lines(d):
@@ -66,24 +55,6 @@ def log_lines(d):
     d.logf.flush()
     with open(d.log, errors="replace") as f:
         return [l for l in f.read().splitlines() if l[:3] in ("<0>", "<1>", "<2>", "<3>", "<4>", "<5>", "<6>")]
-
-
-def write_file(path, data, offset=0):
-    """open(O_WRONLY|O_TRUNC) like echo, then one write(); returns 0 or the errno."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    except OSError as e:
-        return e.errno
-    try:
-        if offset:
-            os.pwrite(fd, data, offset)
-        else:
-            os.write(fd, data)
-        return 0
-    except OSError as e:
-        return e.errno
-    finally:
-        os.close(fd)
 
 
 def write_as_nobody(path, data):
@@ -106,7 +77,7 @@ def start(d, tmp, devices, conf_text="", *extra):
     conf = os.path.join(tmp, "blkmqd.conf")
     with open(conf, "w") as f:
         f.write(conf_text)
-    d.start("--devices", devices, "-s", os.path.join(tmp, "state"), "-c", conf, *extra)
+    d.start("--devices", devices, "-c", conf, *extra)       # (the state dir: always tmp/state)
 
 
 def policy_snapshot(d, name):
@@ -223,7 +194,7 @@ def case_h_bad_writes(d, loops, tmp):
     check(write_file(P("rq_affinity"), b"02\n") == 0, "(h) policy/rq_affinity <- 02 accepted")
     check(d.read("devices", name, "policy", "rq_affinity") == "2\n", f"(h) policy/rq_affinity normalised to 2 (got {d.read('devices', name, 'policy', 'rq_affinity')!r})")
     v = wait_applied(d, name, "rq_affinity", lambda v: v.startswith("ok"))
-    check(read_sysfs(f"/sys/block/{name}/queue/rq_affinity") == "2\n", f"(h) queue/rq_affinity is 2 ({v!r})")
+    check(read_text(f"/sys/block/{name}/queue/rq_affinity") == "2\n", f"(h) queue/rq_affinity is 2 ({v!r})")
     check(write_file(P("rq_affinity"), b"auto") == 0 and d.read("devices", name, "policy", "rq_affinity") == "auto\n",
           "(h) policy/rq_affinity <- auto")
     d.stop()
@@ -233,7 +204,7 @@ def case_h_bad_writes(d, loops, tmp):
 def case_i_persistence(d, loops, tmp):
     """(i) overrides persist across a restart and a loop detach/re-attach (same backing file)."""
     name = loops.attach("i")
-    backing = read_sysfs(f"/sys/block/{name}/loop/backing_file").strip()
+    backing = read_text(f"/sys/block/{name}/loop/backing_file").strip()
     orig = current_elevator(name)
     start(d, tmp, name)
     try:
@@ -261,7 +232,7 @@ def case_i_persistence(d, loops, tmp):
         # detach and re-attach the same backing file while the daemon runs
         loops.detach(name)
         wait_for(lambda: not os.path.exists(d.path("devices", name)), 5.0)
-        dev = td.sh("losetup", "-f", "--show", backing).strip()
+        dev = bt.sh("losetup", "-f", "--show", backing).strip()
         again = os.path.basename(dev)
         loops.attached.append(again)
         loops.originals[again] = orig
@@ -425,60 +396,27 @@ def case_m_external(d, loops, tmp):
 
 
 def main():
-    exe = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("BLKMQD", "./build/blkmqd")
-    if os.geteuid() != 0:
-        print("SKIP: needs root (loop devices, FUSE mount, sysfs writes)")
-        return SKIP
-    if not os.path.exists("/dev/fuse"):
-        print("SKIP: no /dev/fuse")
-        return SKIP
-    for tool in ("losetup", "setpriv"):
-        if not shutil.which(tool):
-            print(f"SKIP: no {tool}")
-            return SKIP
-    if not os.access(exe, os.X_OK):
-        print(f"FAIL: {exe} is not an executable")
-        return 1
+    exe = bt.exe_arg()
+    rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes", tools=("losetup", "setpriv"))
+    if rc is not None:
+        return rc
 
     vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    tmp = tempfile.mkdtemp(prefix="blkmqd-ctl-")
-    mnt = os.path.join(tmp, "mnt")
-    os.mkdir(mnt)
-    loops = td.Loops(tmp)
-    d = td.Daemon(exe, mnt, tmp)
     cases = (case_h_bad_writes, case_i_persistence, case_j_restore, case_k_modes, case_l_reload, case_m_external)
     only = os.environ.get("BLKMQD_CASES")
-    try:
-        for case in cases:
-            if only and case.__name__.split("_")[1] not in only.split(","):
-                continue
-            print(f"== {case.__doc__.strip().splitlines()[0]}")
-            for p in glob.glob(os.path.join(tmp, "state", "overrides", "*")):
-                os.unlink(p)
-            try:
-                case(d, loops, tmp)
-            except Exception as e:
-                check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
-            finally:
-                if d.alive():
-                    d.stop()
-                td.cleanup_mount(mnt)
-                loops.detach_all()
-                if td.failures and d.n:
-                    print("   last daemon log:\n" + "".join("      " + l + "\n" for l in d.tail().splitlines()))
-    finally:
-        if d.alive():
-            d.stop(signal.SIGKILL)
-        td.cleanup_mount(mnt)
-        loops.detach_all()
-        shutil.rmtree(tmp, ignore_errors=True)
+    if only:
+        cases = [c for c in cases if c.__name__.split("_")[1] in only.split(",")]
+
+    def forget_overrides(tmp):
+        for p in glob.glob(os.path.join(tmp, "state", "overrides", "*")):
+            os.unlink(p)
+    bt.run_cases(exe, "blkmqd-ctl-", cases, before_case=forget_overrides)
     if vda_before:
         check(current_elevator("vda") == vda_before, "vda untouched")
 
-    print(f"{td.checks - len(td.failures)} of {td.checks} checks passed; {len(known_bugs)} known bug(s)")
     for k in known_bugs:
         print(f"   known bug: {k}")
-    return 1 if td.failures else 0
+    return bt.finish(f"; {len(known_bugs)} known bug(s)")
 
 
 if __name__ == "__main__":

@@ -13,207 +13,26 @@ within 1 s; (e) read semantics of the tree; (f) an open file of a removed device
 EIO, the daemon survives; (g) kill -9 then restart on the same mount point.
 
 Every wait is a poll with a deadline. Loop devices are detached and mounts removed in
-finally blocks whatever happens.
+finally blocks whatever happens (tests/pylib/blkmqd_test.py: Daemon, Loops, run_cases).
 """
 
 import errno
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+from blkmqd_test import check, current_elevator, mounted, read_text, set_elevator, sh, wait_for  # noqa: E402
+
 APPEAR_DEADLINE = 1.0          # the brief: a hot-added disk shows within 1 s
-START_DEADLINE = 10.0
-
-failures = []
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    checks += 1
-    if cond:
-        print(f"ok: {what}")
-    else:
-        print(f"FAIL: {what}")
-        failures.append(what)
-    return cond
-
-
-def wait_for(pred, deadline, interval=0.005):
-    """Poll pred() until true or deadline seconds passed. Returns (result, elapsed)."""
-    t0 = time.monotonic()
-    while True:
-        r = pred()
-        if r:
-            return r, time.monotonic() - t0
-        if time.monotonic() - t0 > deadline:
-            return r, time.monotonic() - t0
-        time.sleep(interval)
-
-
-def sh(*args, check_rc=True):
-    r = subprocess.run(args, capture_output=True, text=True)
-    if check_rc and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: rc {r.returncode}: {r.stderr.strip()}")
-    return r.stdout
-
-
-def read_sysfs(path):
-    with open(path) as f:
-        return f.read()
-
-
-def current_elevator(disk):
-    s = read_sysfs(f"/sys/block/{disk}/queue/scheduler")
-    for tok in s.split():
-        if tok.startswith("["):
-            return tok.strip("[]")
-    return None
-
-
-def set_elevator(disk, name):
-    with open(f"/sys/block/{disk}/queue/scheduler", "w") as f:
-        f.write(name)
-
-
-def mount_ids(path):
-    with open("/proc/self/mountinfo") as f:
-        return {line.split()[0] for line in f if line.split()[4] == path}
-
-
-def is_mounted(path):
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == path for line in f)
-
-
-class Loops:
-    """Loop devices attached by this test only; detach_all() in finally."""
-
-    def __init__(self, tmp):
-        self.tmp = tmp
-        self.attached = []      # names ("loop5")
-        self.originals = {}     # name -> elevator at attach time, restored before detaching
-
-    def backing(self, tag):
-        p = os.path.join(self.tmp, f"backing-{tag}-{len(self.attached)}")
-        with open(p, "wb") as f:
-            f.truncate(32 * 1024 * 1024)
-        return p
-
-    def attach(self, tag="x"):
-        dev = sh("losetup", "-f", "--show", self.backing(tag)).strip()
-        name = os.path.basename(dev)
-        self.attached.append(name)
-        self.originals[name] = current_elevator(name)
-        return name
-
-    def attach_predicted(self, tag="x"):
-        """The next free name, before attaching (for --devices naming it exactly). Returns (name, attach_fn)."""
-        dev = sh("losetup", "-f").strip()
-        name = os.path.basename(dev)
-        path = self.backing(tag)
-
-        def do_attach():
-            sh("losetup", dev, path)
-            self.attached.append(name)
-            return name
-        return name, do_attach
-
-    def detach(self, name):
-        sh("losetup", "-d", f"/dev/{name}", check_rc=False)
-        if name in self.attached:
-            self.attached.remove(name)
-
-    def detach_all(self):
-        for name in list(self.attached):
-            orig = self.originals.get(name)
-            try:
-                if orig and current_elevator(name) != orig:
-                    set_elevator(name, orig)
-            except OSError:
-                pass
-            self.detach(name)
-
-
-class Daemon:
-    def __init__(self, exe, mnt, logdir):
-        self.exe, self.mnt, self.logdir = exe, mnt, logdir
-        self.proc = None
-        self.n = 0
-
-    def start(self, *args):
-        self.n += 1
-        self.log = os.path.join(self.logdir, f"blkmqd-{self.n}.log")
-        self.logf = open(self.log, "w")
-        # a state directory of the test's own: never the machine's /var/lib/blkmqd
-        self.proc = subprocess.Popen([self.exe, "--mountpoint", self.mnt, "-v",
-                                      "--state-dir", os.path.join(self.logdir, "state"), *args],
-                                     stdout=self.logf, stderr=subprocess.STDOUT)
-
-        def ready():
-            # a mount at mnt whose version file really reads: a dead mount left by kill -9
-            # still answers stat() from the kernel's caches but fails reads with ENOTCONN
-            # (mount ids are no proof: the kernel reuses the id of a detached mount)
-            if self.proc.poll() is not None or not is_mounted(self.mnt):
-                return self.proc.poll() is not None
-            try:
-                with open(os.path.join(self.mnt, "version")) as f:
-                    return f.read().startswith("blkmqd ")
-            except OSError:
-                return False
-        ok, t = wait_for(ready, START_DEADLINE)
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"blkmqd exited with {self.proc.returncode} at start:\n{self.tail()}")
-        if not ok:
-            raise RuntimeError(f"blkmqd did not mount {self.mnt} within {START_DEADLINE} s:\n{self.tail()}")
-        print(f"   blkmqd {' '.join(args)}: mounted after {t * 1000:.0f} ms")
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, sig=signal.SIGTERM, deadline=10.0):
-        if not self.proc:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(deadline)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        rc = self.proc.returncode
-        self.proc = None
-        self.logf.close()
-        return rc
-
-    def tail(self, n=30):
-        try:
-            with open(self.log) as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
-
-    def path(self, *parts):
-        return os.path.join(self.mnt, *parts)
-
-    def read(self, *parts):
-        with open(self.path(*parts)) as f:
-            return f.read()
-
-
-def cleanup_mount(mnt):
-    if is_mounted(mnt):
-        subprocess.run(["umount", "-l", mnt], capture_output=True)
 
 
 # ---- cases ---------------------------------------------------------------------------------
 
-def case_a_hotplug_and_facts(d, loops):
+def case_a_hotplug_and_facts(d, loops, tmp):
     """(a) a loop attached while the daemon runs appears within 1 s, with its facts."""
     for attempt in range(3):
         name, do_attach = loops.attach_predicted("a")
@@ -232,15 +51,15 @@ def case_a_hotplug_and_facts(d, loops):
             check(ok and latency <= APPEAR_DEADLINE, f"(a) devices/{name} appears within {APPEAR_DEADLINE} s ({latency:.3f} s)")
             if not ok:
                 return
-            rot = read_sysfs(f"/sys/block/{name}/queue/rotational").strip()
+            rot = read_text(f"/sys/block/{name}/queue/rotational").strip()
             check(d.read("devices", name, "facts", "nr_hw_queues") == "1\n", "(a) facts/nr_hw_queues = 1")
             check(d.read("devices", name, "facts", "rotational") == rot + "\n", f"(a) facts/rotational = sysfs value {rot}")
             check(d.read("devices", name, "class") == "stacked\n", "(a) class = stacked")
             check(d.read("devices", name, "facts", "transport") == "loop\n", "(a) facts/transport = loop")
             check(d.read("devices", name, "facts", "stacked") == "1\n", "(a) facts/stacked = 1")
-            dev = read_sysfs(f"/sys/block/{name}/dev")
+            dev = read_text(f"/sys/block/{name}/dev")
             check(d.read("devices", name, "facts", "devnum") == dev, f"(a) facts/devnum = {dev.strip()}")
-            size = int(read_sysfs(f"/sys/block/{name}/size")) * 512
+            size = int(read_text(f"/sys/block/{name}/size")) * 512
             check(d.read("devices", name, "facts", "size") == f"{size}\n", f"(a) facts/size = {size}")
             check(sorted(os.listdir(d.path("devices"))) == [name], "(a) only the --devices loop is shown")
             check(os.listdir(d.path("devices", name, "hctx")) == ["0"], "(a) hctx/ has exactly 0")
@@ -250,7 +69,7 @@ def case_a_hotplug_and_facts(d, loops):
     check(False, "(a) could not attach a predicted loop device in 3 attempts")
 
 
-def case_b_apply_and_restore(d, loops):
+def case_b_apply_and_restore(d, loops, tmp):
     """(b) mq-deadline before start -> none applied; SIGTERM restores and unmounts."""
     name = loops.attach("b")
     vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
@@ -273,16 +92,16 @@ def case_b_apply_and_restore(d, loops):
         rc = d.stop(signal.SIGTERM)
     check(rc == 0, f"(b) SIGTERM exit status 0 (got {rc})")
     check(current_elevator(name) == "mq-deadline", "(b) after SIGTERM the scheduler is [mq-deadline] again")
-    check(not is_mounted(d.mnt), "(b) after SIGTERM the mount is gone")
+    check(not mounted(d.mnt), "(b) after SIGTERM the mount is gone")
 
 
-def case_c_dry_run(d, loops):
+def case_c_dry_run(d, loops, tmp):
     """(c) --dry-run writes nothing and says what it would do."""
     a = loops.attach("c")
     b = loops.attach("c")
     set_elevator(a, "mq-deadline")
     set_elevator(b, "kyber")
-    before = {n: read_sysfs(f"/sys/block/{n}/queue/scheduler") for n in (a, b)}
+    before = {n: read_text(f"/sys/block/{n}/queue/scheduler") for n in (a, b)}
     d.start("--dry-run", "--devices", f"{a},{b}")
     try:
         wait_for(lambda: all(os.path.exists(d.path("devices", n, "applied", "elevator")) for n in (a, b)), 5.0)
@@ -293,14 +112,14 @@ def case_c_dry_run(d, loops):
         if os.path.exists(d.path("mode")):
             check(d.read("mode") == "dry-run\n", f"(c) mode reads dry-run (got {d.read('mode')!r})")
         for n in (a, b):
-            check(read_sysfs(f"/sys/block/{n}/queue/scheduler") == before[n], f"(c) {n} scheduler unchanged while running")
+            check(read_text(f"/sys/block/{n}/queue/scheduler") == before[n], f"(c) {n} scheduler unchanged while running")
     finally:
         d.stop()
     for n in (a, b):
-        check(read_sysfs(f"/sys/block/{n}/queue/scheduler") == before[n], f"(c) {n} scheduler unchanged after stop")
+        check(read_text(f"/sys/block/{n}/queue/scheduler") == before[n], f"(c) {n} scheduler unchanged after stop")
 
 
-def case_d_e_f(d, loops):
+def case_d_e_f(d, loops, tmp):
     """(e) read semantics; (f) open file of a removed device; (d) removal within 1 s."""
     keep = loops.attach("e")
     gone = loops.attach("f")
@@ -391,7 +210,7 @@ def case_d_e_f(d, loops):
     check(rc == 0, f"(d-f) clean exit after SIGTERM (got {rc})")
 
 
-def case_g_kill9_restart(d, loops):
+def case_g_kill9_restart(d, loops, tmp):
     """(g) kill -9 leaves a dead mount; a restart on the same mount point succeeds."""
     name = loops.attach("g")
     set_elevator(name, "mq-deadline")         # so blkmqd changes it (stacked -> none)
@@ -403,7 +222,7 @@ def case_g_kill9_restart(d, loops):
         rc = d.stop(signal.SIGKILL)
     check(current_elevator(name) == "none", "(g) the killed daemon left its change (none) in place")
     check(rc == -signal.SIGKILL, "(g) killed with SIGKILL")
-    check(is_mounted(d.mnt), "(g) the dead mount is still there")
+    check(mounted(d.mnt), "(g) the dead mount is still there")
     try:
         os.listdir(d.mnt)
         check(False, "(g) the dead mount is not usable")
@@ -419,55 +238,18 @@ def case_g_kill9_restart(d, loops):
         check(got == "ok: none (was mq-deadline)\n", f"(g) the original recorded before the crash is known again, got {got!r}")
     finally:
         rc = d.stop()
-    check(rc == 0 and not is_mounted(d.mnt), "(g) clean stop after restart")
+    check(rc == 0 and not mounted(d.mnt), "(g) clean stop after restart")
     check(current_elevator(name) == "mq-deadline", "(g) stop after the restart puts back the original recorded before the crash")
 
 
 def main():
-    exe = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("BLKMQD", "./build/blkmqd")
-    if os.geteuid() != 0:
-        print("SKIP: needs root (loop devices, FUSE mount, sysfs writes)")
-        return SKIP
-    if not os.path.exists("/dev/fuse"):
-        print("SKIP: no /dev/fuse")
-        return SKIP
-    if not shutil.which("losetup"):
-        print("SKIP: no losetup")
-        return SKIP
-    if not os.access(exe, os.X_OK):
-        print(f"FAIL: {exe} is not an executable")
-        return 1
-
-    tmp = tempfile.mkdtemp(prefix="blkmqd-it-")
-    mnt = os.path.join(tmp, "mnt")
-    os.mkdir(mnt)
-    loops = Loops(tmp)
-    d = Daemon(exe, mnt, tmp)
-    try:
-        for case in (case_a_hotplug_and_facts, case_b_apply_and_restore, case_c_dry_run, case_d_e_f, case_g_kill9_restart):
-            print(f"== {case.__doc__.strip().splitlines()[0]}")
-            try:
-                case(d, loops)
-            except Exception as e:          # a broken case must not stop the cleanup or the others
-                check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
-            finally:
-                if d.alive():
-                    d.stop()
-                cleanup_mount(mnt)
-                loops.detach_all()
-                if failures:
-                    log = d.tail() if d.n else ""
-                    if log:
-                        print("   last daemon log:\n" + "".join("      " + l + "\n" for l in log.splitlines()))
-    finally:
-        if d.alive():
-            d.stop(signal.SIGKILL)
-        cleanup_mount(mnt)
-        loops.detach_all()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    print(f"{checks - len(failures)} of {checks} checks passed")
-    return 1 if failures else 0
+    exe = bt.exe_arg()
+    rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes")
+    if rc is not None:
+        return rc
+    bt.run_cases(exe, "blkmqd-it-", (case_a_hotplug_and_facts, case_b_apply_and_restore, case_c_dry_run,
+                                     case_d_e_f, case_g_kill9_restart))
+    return bt.finish()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ dispatch/completion counters need it on kernels >= 5.16). promtool / node_export
 skips only their part, with the reason printed.
 """
 
-import importlib.util
 import os
 import re
 import shutil
@@ -24,18 +23,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("test_daemon", os.path.join(HERE, "test-daemon.py"))
-td = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(td)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+from blkmqd_test import check, wait_for  # noqa: E402
 
-SKIP = 77
-check = td.check
-wait_for = td.wait_for
 skipped = []
 
 
@@ -193,53 +187,19 @@ def case_o_metrics(d, loops, tmp):
 
 
 def main():
-    exe = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("BLKMQD", "./build/blkmqd")
-    if os.geteuid() != 0:
-        print("SKIP: needs root (loop devices, FUSE mount)")
-        return SKIP
-    if not os.path.exists("/dev/fuse"):
-        print("SKIP: no /dev/fuse")
-        return SKIP
-    if not shutil.which("losetup") or not shutil.which("dd"):
-        print("SKIP: no losetup or dd")
-        return SKIP
-    if not os.access(exe, os.X_OK):
-        print(f"FAIL: {exe} is not an executable")
-        return 1
-    tmp = tempfile.mkdtemp(prefix="blkmqd-stats-")
-    mnt = os.path.join(tmp, "mnt")
-    os.mkdir(mnt)
-    loops = td.Loops(tmp)
-    d = td.Daemon(exe, mnt, tmp)
-    try:
-        for case in (case_n_counters, case_o_metrics):
-            print(f"== {case.__doc__.strip().splitlines()[0]}")
-            try:
-                case(d, loops, tmp)
-            except Exception as e:
-                check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
-            finally:
-                if d.alive():
-                    d.stop()
-                td.cleanup_mount(mnt)
-                loops.detach_all()
-                if td.failures and d.n:
-                    print("   last daemon log:\n" + "".join("      " + l + "\n" for l in d.tail().splitlines() if not l.startswith("<7>")))
-    finally:
-        if d.alive():
-            d.stop(signal.SIGKILL)
-        td.cleanup_mount(mnt)
-        loops.detach_all()
-        shutil.rmtree(tmp, ignore_errors=True)
+    exe = bt.exe_arg()
+    rc = bt.preflight(exe, "loop devices, FUSE mount", tools=("losetup", "dd"))
+    if rc is not None:
+        return rc
+    bt.run_cases(exe, "blkmqd-stats-", (case_n_counters, case_o_metrics),
+                 show_log_line=lambda line: not line.startswith("<7>"))
     for s in skipped:
         print(f"SKIPPED PART: {s}")
-    print(f"{td.checks - len(td.failures)} of {td.checks} checks passed")
-    if td.failures:
-        return 1
-    if td.checks == 0:
+    r = bt.finish()
+    if not bt.failures and bt.checks == 0:
         print("SKIP: " + "; ".join(skipped))
-        return SKIP
-    return 0
+        return bt.SKIP
+    return r
 
 
 if __name__ == "__main__":

@@ -1,0 +1,442 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+Helpers shared by the Python tests that run the built blkmqd (tests/integration/,
+tests/reliability/ through rel.py, tests/ops/). Import it with
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+    import blkmqd_test as bt
+
+- Checks: check() records a failure, finish() prints the tally and returns the exit code.
+- wait_for(): every wait is a poll with a deadline.
+- Loops: loop devices attached with `losetup -f` by this test only (the integration suite);
+  PrivateLoops: loop devices created in a private number range (loop700 and up, LOOP_CTL_ADD,
+  the reliability suite). Both are detached in cleanup whatever happened (call it in finally).
+- Daemon: the built blkmqd on a temp mount point, always with a state directory of the
+  test's own (never the machine's /var/lib/blkmqd); ready when the version file of a live
+  mount reads.
+- run_cases(): the integration suite's loop over cases, each cleaned up after.
+"""
+
+import errno
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+START_DEADLINE = 10.0
+LOOP_CTL_ADD = 0x4C80
+LOOP_CTL_REMOVE = 0x4C81
+
+failures = []
+checks = 0
+
+
+# ---- checks ---------------------------------------------------------------------------------
+
+def check(cond, what):
+    global checks
+    checks += 1
+    print(("ok: " if cond else "FAIL: ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def finish(extra=""):
+    """Print the tally (and every failure); 1 when something failed, else 0."""
+    print(f"{checks - len(failures)} of {checks} checks passed{extra}")
+    for f in failures:
+        print(f"   failed: {f}")
+    return 1 if failures else 0
+
+
+def wait_for(pred, deadline, interval=0.005):
+    """Poll pred() until true or deadline seconds passed. Returns (result, elapsed)."""
+    t0 = time.monotonic()
+    while True:
+        r = pred()
+        if r or time.monotonic() - t0 > deadline:
+            return r, time.monotonic() - t0
+        time.sleep(interval)
+
+
+def sh(*args, check_rc=True, **kw):
+    r = subprocess.run(args, capture_output=True, text=True, **kw)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: rc {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+# ---- files ----------------------------------------------------------------------------------
+
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def read_all(path):
+    """Whole content as bytes (several read() calls, like cat)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 65536)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+    finally:
+        os.close(fd)
+
+
+def write_file(path, data, offset=0):
+    """open(O_WRONLY|O_TRUNC) like echo, then one write(); returns 0 or the errno."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    except OSError as e:
+        return e.errno
+    try:
+        if offset:
+            os.pwrite(fd, data, offset)
+        else:
+            os.write(fd, data)
+        return 0
+    except OSError as e:
+        return e.errno
+    finally:
+        os.close(fd)
+
+
+def current_elevator(disk):
+    for tok in read_text(f"/sys/block/{disk}/queue/scheduler").split():
+        if tok.startswith("["):
+            return tok.strip("[]")
+    return None
+
+
+def set_elevator(disk, name):
+    with open(f"/sys/block/{disk}/queue/scheduler", "w") as f:
+        f.write(name)
+
+
+# ---- mounts ---------------------------------------------------------------------------------
+
+def mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def mount_ready(mnt):
+    """A mount at mnt whose version file really reads: a dead mount left by kill -9 still
+    answers stat() from the kernel's caches but fails reads with ENOTCONN (mount ids are no
+    proof: the kernel reuses the id of a detached mount)."""
+    if not mounted(mnt):
+        return False
+    try:
+        with open(os.path.join(mnt, "version")) as f:
+            return f.read().startswith("blkmqd ")
+    except OSError:
+        return False
+
+
+def cleanup_mount(mnt):
+    if mounted(mnt):
+        subprocess.run(["umount", "-l", mnt], capture_output=True)
+
+
+# ---- loop devices ---------------------------------------------------------------------------
+
+def make_backing(path, size):
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def loop_attached(name):
+    try:
+        with open(f"/sys/block/{name}/size") as f:
+            return int(f.read()) > 0
+    except OSError:
+        return False
+
+
+def loop_detach(name, tries=200):
+    """losetup -d; the kernel may still hold the device for a moment (a reader of the block
+    device, a partition scan): retried briefly. True when it is detached."""
+    for _ in range(tries):
+        r = subprocess.run(["losetup", "-d", f"/dev/{name}"], capture_output=True, text=True)
+        if r.returncode == 0 or not loop_attached(name):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+class Loops:
+    """Loop devices attached (losetup -f) by this test only; detach_all() in finally."""
+
+    def __init__(self, tmp, size=32 << 20):
+        self.tmp, self.size = tmp, size
+        self.attached = []      # names ("loop5")
+        self.originals = {}     # name -> elevator at attach time, restored before detaching
+
+    def backing(self, tag):
+        return make_backing(os.path.join(self.tmp, f"backing-{tag}-{len(self.attached)}"), self.size)
+
+    def attach(self, tag="x"):
+        dev = sh("losetup", "-f", "--show", self.backing(tag)).strip()
+        name = os.path.basename(dev)
+        self.attached.append(name)
+        self.originals[name] = current_elevator(name)
+        return name
+
+    def attach_predicted(self, tag="x"):
+        """The next free name, before attaching (for --devices naming it exactly). Returns (name, attach_fn)."""
+        dev = sh("losetup", "-f").strip()
+        name = os.path.basename(dev)
+        path = self.backing(tag)
+
+        def do_attach():
+            sh("losetup", dev, path)
+            self.attached.append(name)
+            return name
+        return name, do_attach
+
+    def detach(self, name):
+        loop_detach(name, tries=1)
+        if name in self.attached:
+            self.attached.remove(name)
+
+    def detach_all(self):
+        for name in list(self.attached):
+            orig = self.originals.get(name)
+            try:
+                if orig and current_elevator(name) != orig:
+                    set_elevator(name, orig)
+            except OSError:
+                pass
+            if not loop_detach(name):
+                print(f"WARNING: losetup -d /dev/{name} failed", flush=True)
+            if name in self.attached:
+                self.attached.remove(name)
+
+
+class PrivateLoops:
+    """n loop devices /dev/loop<base>..<base+n-1> created by this test (LOOP_CTL_ADD on
+    /dev/loop-control, base from base_min up, far above what `losetup -f` hands out),
+    attached to temp files; cleanup() detaches and removes them (LOOP_CTL_REMOVE)."""
+
+    def __init__(self, tmp, n, size=1 << 20, base_min=700):
+        self.tmp = tmp
+        self.names = []
+        self.attached = set()
+        self.backing = []
+        self._created = []
+        ctl = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            base = base_min
+            while any(os.path.exists(f"/sys/block/loop{base + i}") for i in range(n)):
+                base += n
+                if base > 1 << 19:
+                    raise RuntimeError("no free private loop range")
+            for i in range(n):
+                fcntl.ioctl(ctl, LOOP_CTL_ADD, base + i)
+                self._created.append(base + i)
+                self.names.append(f"loop{base + i}")
+        finally:
+            os.close(ctl)
+        for i in range(n):
+            self.backing.append(make_backing(os.path.join(tmp, f"backing-{i}"), size))
+        wait_for(lambda: all(os.path.exists(f"/dev/{x}") for x in self.names), 5.0)
+
+    def globs(self):
+        return ",".join(self.names)
+
+    def attach(self, i):
+        name = self.names[i]
+        sh("losetup", f"/dev/{name}", self.backing[i])
+        self.attached.add(name)
+        return name
+
+    def detach(self, i):
+        name = self.names[i]
+        if not loop_detach(name):
+            raise RuntimeError(f"losetup -d /dev/{name} failed")
+        self.attached.discard(name)
+        return name
+
+    def is_attached(self, i):
+        return loop_attached(self.names[i])
+
+    def cleanup(self):
+        for i, name in enumerate(self.names):
+            if name in self.attached or self.is_attached(i):
+                loop_detach(name, tries=1)
+        try:
+            ctl = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            for nr in self._created:
+                for _ in range(100):
+                    try:
+                        fcntl.ioctl(ctl, LOOP_CTL_REMOVE, nr)
+                        break
+                    except OSError as e:
+                        if e.errno != errno.EBUSY:
+                            break
+                        time.sleep(0.02)
+        finally:
+            os.close(ctl)
+
+
+# ---- the daemon -----------------------------------------------------------------------------
+
+class Daemon:
+    """The built blkmqd (optionally under a wrapper such as valgrind) on mnt; log files
+    logdir/blkmqd-<n>.log, state in logdir/state, --config only when config is given."""
+
+    def __init__(self, exe, mnt, logdir, wrapper=(), config=None, start_deadline=START_DEADLINE,
+                 stop_deadline=10.0, interval=0.005, unmount_on_stop=False, announce=False):
+        self.exe, self.mnt, self.logdir = exe, mnt, logdir
+        self.wrapper = list(wrapper or ())
+        self.state = os.path.join(logdir, "state")
+        self.config = config
+        self.start_deadline, self.stop_deadline, self.interval = start_deadline, stop_deadline, interval
+        self.unmount_on_stop, self.announce = unmount_on_stop, announce
+        self.proc = None
+        self.n = 0
+        self.log = None
+
+    def start(self, *args, deadline=None):
+        """Start with args; returns the seconds until the mount was ready. Raises RuntimeError
+        when blkmqd exits or does not mount within the deadline."""
+        deadline = deadline or self.start_deadline
+        self.n += 1
+        self.log = os.path.join(self.logdir, f"blkmqd-{self.n}.log")
+        self.logf = open(self.log, "w")
+        cmd = [*self.wrapper, self.exe, "--mountpoint", self.mnt, "--state-dir", self.state,
+               *(["--config", self.config] if self.config else []), "-v", *args]
+        self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        ok, t = wait_for(lambda: self.proc.poll() is not None or mount_ready(self.mnt), deadline, self.interval)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"blkmqd exited with {self.proc.returncode} at start:\n{self.tail()}")
+        if not ok:
+            raise RuntimeError(f"blkmqd did not mount {self.mnt} within {deadline} s:\n{self.tail()}")
+        if self.announce:
+            print(f"   blkmqd {' '.join(args)}: mounted after {t * 1000:.0f} ms")
+        return t
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, deadline=None):
+        """Signal, wait (SIGKILL after the deadline); returns the exit status."""
+        if not self.proc:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(deadline or self.stop_deadline)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        self.proc = None
+        self.logf.close()
+        if self.unmount_on_stop:
+            cleanup_mount(self.mnt)
+        return rc
+
+    def tail(self, n=40):
+        try:
+            with open(self.log, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except (OSError, TypeError):
+            return ""
+
+    def path(self, *parts):
+        return os.path.join(self.mnt, *parts)
+
+    def read(self, *parts):
+        with open(self.path(*parts)) as f:
+            return f.read()
+
+    def write(self, value, *parts):
+        """echo VALUE > file: one write(). Returns 0 or the errno."""
+        return write_file(self.path(*parts), (value + "\n").encode())
+
+
+# ---- running a suite ------------------------------------------------------------------------
+
+def exe_arg():
+    """argv[1], else $BLKMQD, else ./build/blkmqd."""
+    return sys.argv[1] if len(sys.argv) > 1 else os.environ.get("BLKMQD", "./build/blkmqd")
+
+
+def skip_reason(why="loop devices, FUSE mount", tools=("losetup",), files=()):
+    """None when the test can run here, else the reason to skip (exit 77)."""
+    if os.geteuid() != 0:
+        return f"needs root ({why})"
+    for p in ("/dev/fuse", *files):
+        if not os.path.exists(p):
+            return f"no {p}"
+    for tool in tools:
+        if not shutil.which(tool):
+            return f"no {tool}"
+    return None
+
+
+def preflight(exe, why="loop devices, FUSE mount", tools=("losetup",), files=()):
+    """None when the test can run here, else its exit code: 77 (skip, the reason printed), or 1
+    when exe is not an executable (a missing build is no skip)."""
+    reason = skip_reason(why, tools, files)
+    if reason:
+        print(f"SKIP: {reason}")
+        return SKIP
+    if not os.access(exe, os.X_OK):
+        print(f"FAIL: {exe} is not an executable")
+        return 1
+    return None
+
+
+def run_cases(exe, prefix, cases, before_case=None, show_log_line=lambda line: True):
+    """Each case(d, loops, tmp) in turn on one Daemon and Loops in a temp dir (prefix); after
+    every case, whatever happened: the daemon stopped, the mount removed, the loops detached,
+    and the daemon log shown once something has failed. before_case(tmp) runs before each."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    mnt = os.path.join(tmp, "mnt")
+    os.mkdir(mnt)
+    loops = Loops(tmp)
+    d = Daemon(exe, mnt, tmp, announce=True)
+    try:
+        for case in cases:
+            print(f"== {case.__doc__.strip().splitlines()[0]}")
+            if before_case:
+                before_case(tmp)
+            try:
+                case(d, loops, tmp)
+            except Exception as e:          # a broken case must not stop the cleanup or the others
+                check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
+            finally:
+                if d.alive():
+                    d.stop()
+                cleanup_mount(mnt)
+                loops.detach_all()
+                if failures and d.n:
+                    log = [line for line in d.tail().splitlines() if show_log_line(line)]
+                    if log:
+                        print("   last daemon log:\n" + "".join("      " + line + "\n" for line in log))
+    finally:
+        if d.alive():
+            d.stop(signal.SIGKILL)
+        cleanup_mount(mnt)
+        loops.detach_all()
+        shutil.rmtree(tmp, ignore_errors=True)
