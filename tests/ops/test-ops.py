@@ -19,6 +19,9 @@ import tempfile
 import termios
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+
 SKIP = 77
 ENV = os.environ
 FUSE_SUPER_MAGIC = 0x65735546
@@ -171,51 +174,12 @@ def fs_magic(path):
     return int(r.stdout.strip(), 16) if r.returncode == 0 else -1
 
 
-class LoopDevice:
-    def __init__(self, tmp):
-        self.backing = tmp + "/backing.img"
-        with open(self.backing, "wb") as f:
-            f.truncate(32 << 20)
-        r = run(["losetup", "-f", "--show", self.backing])
-        if r.returncode != 0:
-            skip("cannot attach a loop device: " + r.stderr.strip())
-        self.dev = r.stdout.strip()
-        self.name = os.path.basename(self.dev)
-
-    def detach(self):
-        r = run(["losetup", "-d", self.dev])
-        if r.returncode != 0:
-            print("WARNING: losetup -d %s: %s" % (self.dev, r.stderr.strip()))
-
-
 def ctl(mp, *args, **kw):
     return run([ENV["BLKMQCTL"], "--mountpoint", mp] + list(args), **kw)
 
 
-def start_daemon(mp, devices, log):
-    os.makedirs(mp, exist_ok=True)
-    # a state directory of the test's own, beside the mount point: never /var/lib/blkmqd
-    p = subprocess.Popen([ENV["BLKMQD"], "--mountpoint", mp, "--devices", devices, "-v",
-                          "--state-dir", os.path.dirname(mp.rstrip("/")) + "/state"],
-                         stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise SystemExit("blkmqd exited early with %d" % p.returncode)
-        if fs_magic(mp) == FUSE_SUPER_MAGIC and os.path.isdir(mp + "/devices"):
-            return p
-        time.sleep(0.05)
-    p.kill()
-    raise SystemExit("blkmqd did not mount %s within 10 s" % mp)
-
-
 def wait_for_disk(mp, name):
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if os.path.exists("%s/devices/%s/class" % (mp, name)):
-            return True
-        time.sleep(0.05)
-    return False
+    return bt.wait_for(lambda: os.path.exists("%s/devices/%s/class" % (mp, name)), 5.0, 0.05)[0]
 
 
 def watch_in_pty(mp, disk, stop):
@@ -269,34 +233,36 @@ def test_ctl():
         skip("losetup is not installed")
     with tempfile.TemporaryDirectory(prefix="blkmqd-ops-") as tmp:
         mp = tmp + "/mp"
-        loop = LoopDevice(tmp)
-        daemon = None
+        os.makedirs(mp)
+        loops = bt.Loops(tmp)
+        # a state directory of the test's own (tmp/state, beside the mount point): never /var/lib/blkmqd
+        daemon = bt.Daemon(ENV["BLKMQD"], mp, tmp)
         try:
-            with open(tmp + "/blkmqd.log", "w") as log:
-                daemon = start_daemon(mp, loop.name, log)
-                try:
-                    ctl_checks(mp, loop.name)
-                finally:
-                    daemon.send_signal(signal.SIGTERM)
-                    try:
-                        rc = daemon.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        daemon.kill()
-                        rc = daemon.wait()
-                    check(rc == 0, "blkmqd exits 0 on SIGTERM (got %d)" % rc)
+            try:
+                name = loops.attach("ops")
+            except RuntimeError as e:
+                skip("cannot attach a loop device: %s" % e)
+            try:
+                daemon.start("--devices", name)
+            except RuntimeError as e:
+                raise SystemExit(str(e))
+            try:
+                ctl_checks(mp, name)
+            finally:
+                rc = daemon.stop(signal.SIGTERM)
+                check(rc == 0, "blkmqd exits 0 on SIGTERM (got %d)" % rc)
             r = ctl(mp, "status")
             check(r.returncode == 3 and "not running" in r.stderr,
                   "status after blkmqd stopped: exit 3, says not running (got %d)" % r.returncode)
             r = ctl(tmp + "/no-such-dir", "status")
             check(r.returncode == 3, "status on a missing mount point: exit 3")
         finally:
-            if daemon and daemon.poll() is None:
-                daemon.kill()
-                daemon.wait()
+            if daemon.alive():
+                daemon.stop(signal.SIGKILL)
             if fs_magic(mp) == FUSE_SUPER_MAGIC or run(["mountpoint", "-q", mp]).returncode == 0:
                 run(["umount", "-l", mp])
-            loop.detach()
-            print(open(tmp + "/blkmqd.log").read() if failures else "", end="")
+            loops.detach_all()
+            print(daemon.tail(100000) if failures else "", end="")
 
 
 def ctl_checks(mp, disk):
