@@ -11,7 +11,9 @@
  * with CLOCK_MONOTONIC; the clock read costs ~20 ns and is included for all paths alike), and
  * the ratio of each path to the first one. Exit 1 if a read fails or returns 0 bytes.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
