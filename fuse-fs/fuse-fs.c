@@ -218,7 +218,7 @@ static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
                 .st_blksize = 4096,
                 .st_atim = fs->start, .st_mtim = fs->start, .st_ctim = fs->start,
         };
-        if (!node_is_dir(n)) {
+        if (!node_is_dir(n) && !node_is_live(n)) {
                 _cleanup_free_ char *s = NULL;
                 int r = render_node(&fs->ctx, n, &s);
                 if (r < 0)

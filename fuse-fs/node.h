@@ -139,3 +139,23 @@ static inline bool node_is_writable(const Node *n) {
         return n->type == NODE_MODE || n->type == NODE_RELOAD || n->type == NODE_RESTORE ||
                n->type == NODE_POLICY_KNOB;
 }
+
+/*
+ * Live statistics: their content changes between any two reads, so a size from getattr would
+ * be stale by the time of the read anyway. They report st_size 0, like /proc files (cat, dd,
+ * head and tail all read to EOF), and getattr does not render them: a metrics scrape renders
+ * once (at open), not twice.
+ */
+static inline bool node_is_live(const Node *n) {
+        switch (n->type) {
+        case NODE_METRICS: case NODE_PROM_FILE: case NODE_STAT: case NODE_COMPLETIONS:
+        case NODE_BLOCK_SOFTIRQS:
+                return true;
+        case NODE_HCTX_ATTR:
+                return n->arg2 >= HCTX_ATTR_STAT || n->arg2 == HCTX_ATTR_REMOTE_PCT;
+        case NODE_HOST_ATTR:
+                return n->arg == HOST_ATTR_HOST_BUSY || n->arg == HOST_ATTR_OCCUPANCY;
+        default:
+                return false;
+        }
+}

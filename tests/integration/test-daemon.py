@@ -155,6 +155,11 @@ def case_d_e_f(d, loops, tmp):
                 n_files += 1
                 if not c.endswith("\n"):
                     bad.append(f"{p}: no trailing newline: {c!r}")
+                elif is_live(p):
+                    # live statistics report st_size 0, like /proc files (their content
+                    # changes between stat and read)
+                    if os.stat(p).st_size != 0:
+                        bad.append(f"{p}: live statistics file with st_size {os.stat(p).st_size}, expected 0")
                 elif os.stat(p).st_size != len(c.encode()):
                     bad.append(f"{p}: st_size {os.stat(p).st_size} != {len(c.encode())}")
         check(not bad and n_files >= 2 * 25, f"(e) all {n_files} files readable with cat, newline-terminated, right st_size"
@@ -208,6 +213,18 @@ def case_d_e_f(d, loops, tmp):
     finally:
         rc = d.stop()
     check(rc == 0, f"(d-f) clean exit after SIGTERM (got {rc})")
+
+
+# fuse-fs/node.h node_is_live(): the files whose content changes between reads
+LIVE_NAMES = {"metrics", "blkmqd.prom", "stat", "completions", "block_softirqs", "remote_pct",
+              "host_busy", "occupancy_pct", "runs", "dispatched", "dispatch_batches", "queued",
+              "completed_local", "completed_remote", "irq_count", "active", "tags_busy",
+              "sched_tags_busy", "dispatch_busy", "ctx_dispatched", "ctx_completed", "ctx_merged"}
+
+
+def is_live(path):
+    name = os.path.basename(path)
+    return name in LIVE_NAMES or name.endswith("_rate")
 
 
 def case_g_kill9_restart(d, loops, tmp):
