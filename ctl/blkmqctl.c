@@ -549,17 +549,23 @@ static void json_dir_object(const char *disk, const char *sub) {
         FREE_STRV(names, n);
 }
 
-static int cmd_explain(int argc, char **argv) {
+/* The DISK argument of a one-disk command: usage, daemon running, disk present. 0 or an exit code. */
+static int disk_argument(int argc, char **argv, const char *usage) {
         if (argc != 2) {
-                err("Usage: blkmqctl explain DISK");
+                err("Usage: blkmqctl %s", usage);
                 return EXIT_USAGE;
         }
-        const char *disk = argv[1];
         int r = check_running();
         if (r == 0)
-                r = check_disk(disk);
-        if (r < 0)
-                return -r;
+                r = check_disk(argv[1]);
+        return r < 0 ? -r : 0;
+}
+
+static int cmd_explain(int argc, char **argv) {
+        int r = disk_argument(argc, argv, "explain DISK");
+        if (r != 0)
+                return r;
+        const char *disk = argv[1];
 
         char *explain = read_dev(disk, "explain", NULL, NULL);
         char *class = read_dev(disk, "class", NULL, NULL);
@@ -783,16 +789,10 @@ static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt,
 }
 
 static int cmd_watch(int argc, char **argv) {
-        if (argc != 2) {
-                err("Usage: blkmqctl watch DISK");
-                return EXIT_USAGE;
-        }
+        int r = disk_argument(argc, argv, "watch DISK");
+        if (r != 0)
+                return r;
         const char *disk = argv[1];
-        int r = check_running();
-        if (r == 0)
-                r = check_disk(disk);
-        if (r < 0)
-                return -r;
 
         struct sigaction sa = { .sa_handler = on_quit_signal };   /* no SA_RESTART: poll() returns EINTR */
         sigemptyset(&sa.sa_mask);

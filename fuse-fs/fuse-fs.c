@@ -262,20 +262,25 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
         fuse_reply_none(req);
 }
 
-static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        FuseFs *fs = fuse_req_userdata(req);
-        Node *n = node_get(fs, ino);
+/* Answer with the attributes of n (rendering it for st_size unless it is live). */
+static void reply_attr(fuse_req_t req, FuseFs *fs, const Node *n) {
         struct stat st;
-
-        if (!n) {
-                fuse_reply_err(req, ENOENT);
-                return;
-        }
         int r = node_stat(fs, n, &st);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
                 fuse_reply_attr(req, &st, FUSE_FS_TIMEOUT);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        FuseFs *fs = fuse_req_userdata(req);
+        Node *n = node_get(fs, ino);
+
+        if (!n) {
+                fuse_reply_err(req, ENOENT);
+                return;
+        }
+        reply_attr(req, fs, n);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -409,7 +414,6 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
         FuseFs *fs = fuse_req_userdata(req);
         Node *n = node_get(fs, ino);
-        struct stat st;
 
         if (!n) {
                 fuse_reply_err(req, ENOENT);
@@ -421,11 +425,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                 fuse_reply_err(req, EPERM);
                 return;
         }
-        int r = node_stat(fs, n, &st);
-        if (r < 0)
-                fuse_reply_err(req, -r);
-        else
-                fuse_reply_attr(req, &st, FUSE_FS_TIMEOUT);
+        reply_attr(req, fs, n);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
