@@ -987,6 +987,19 @@ static void help(void) {
                BLKMQD_VERSION, BLKMQD_DEFAULT_MOUNTPOINT);
 }
 
+/* --iterations N (watch): a positive number. Returns 0, or -EINVAL after saying why. */
+static int parse_iterations(const char *arg) {
+        char *end;
+        errno = 0;
+        long n = strtol(arg, &end, 10);
+        if (errno || *end || n < 1) {
+                err("Invalid --iterations \"%s\"", arg);
+                return -EINVAL;
+        }
+        arg_iterations = n;
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100 };
         static const struct option options[] = {
@@ -1022,16 +1035,10 @@ int main(int argc, char *argv[]) {
                 case 'j':
                         arg_json = true;
                         break;
-                case 'n': {
-                        char *end;
-                        errno = 0;
-                        arg_iterations = strtol(optarg, &end, 10);
-                        if (errno || *end || arg_iterations < 1) {
-                                err("Invalid --iterations \"%s\"", optarg);
+                case 'n':
+                        if (parse_iterations(optarg) < 0)
                                 return EXIT_USAGE;
-                        }
                         break;
-                }
                 case 'h':
                         help();
                         return EXIT_OK;
@@ -1056,16 +1063,10 @@ int main(int argc, char *argv[]) {
                                 switch (c) {
                                 case 'm': arg_mountpoint = optarg; break;
                                 case 'j': arg_json = true; break;
-                                case 'n': {
-                                        char *end;
-                                        errno = 0;
-                                        arg_iterations = strtol(optarg, &end, 10);
-                                        if (errno || *end || arg_iterations < 1) {
-                                                err("Invalid --iterations \"%s\"", optarg);
+                                case 'n':
+                                        if (parse_iterations(optarg) < 0)
                                                 return EXIT_USAGE;
-                                        }
                                         break;
-                                }
                                 case 'h': help(); return EXIT_OK;
                                 case ARG_VERSION: printf("blkmqctl %s\n", BLKMQD_VERSION); return EXIT_OK;
                                 default: return EXIT_USAGE;
