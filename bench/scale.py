@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-bench/scale.py [--blkmqd PATH] [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64] [--quick]
+bench/scale.py [--blkmqd PATH] [--tree DIR] [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64] [--quick]
 
 P3 scale: blkmqd --root on a synthetic machine (bench/gen-scale.py: 4,096 disks x 64 hctx on
 64 megaraid_sas hosts with 65 MSI-X vectors each, 64 CPUs, /proc/interrupts, scheduler lists,
@@ -84,6 +84,8 @@ def main():
     ap.add_argument("--tmpfs-size", default="16G")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-read", action="store_true", help="skip the full-tree read")
+    ap.add_argument("--tree", help="use this already generated tree (gen-scale.py output; on tmpfs) "
+                    "instead of generating one; it is left in place")
     a = ap.parse_args()
     if a.quick:
         a.disks, a.hosts, a.hctx, a.cpus = 64, 4, 8, 8
@@ -101,8 +103,9 @@ def main():
     proc = None
     rc = 0
     try:
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={a.tmpfs_size},mode=0755", "blkmqd-scale", src],
-                       check=True)
+        if not a.tree:
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={a.tmpfs_size},mode=0755", "blkmqd-scale", src],
+                           check=True)
         print(f"date:    {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
         print(f"kernel:  {os.uname().release} ({os.uname().version})")
         with open("/proc/cpuinfo") as f:
@@ -110,11 +113,15 @@ def main():
         print(f"machine: {os.cpu_count()} CPUs, {model}, load {open('/proc/loadavg').read().split()[0:3]}")
         gen = [sys.executable, os.path.join(HERE, "gen-scale.py"), os.path.join(src, "root"), "--disks",
                str(a.disks), "--hosts", str(a.hosts), "--hctx", str(a.hctx), "--cpus", str(a.cpus)]
-        t = time.monotonic()
-        out = subprocess.run(gen, check=True, capture_output=True, text=True).stdout.strip()
-        print(f"tree:    {out} ({time.monotonic() - t:.1f} s to generate)")
-        print(f"         tmpfs used: {shutil.disk_usage(src).used / 2**30:.2f} GiB")
-        root = os.path.join(src, "root")
+        if a.tree:
+            root = os.path.abspath(a.tree)
+            print(f"tree:    {root} (given; generated earlier by gen-scale.py)")
+        else:
+            t = time.monotonic()
+            out = subprocess.run(gen, check=True, capture_output=True, text=True).stdout.strip()
+            print(f"tree:    {out} ({time.monotonic() - t:.1f} s to generate)")
+            print(f"         tmpfs used: {shutil.disk_usage(src).used / 2**30:.2f} GiB")
+            root = os.path.join(src, "root")
 
         nsock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         npath = os.path.join(tmp, "notify")

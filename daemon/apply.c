@@ -238,10 +238,12 @@ static int apply_irq_affinity(HostFs *h, Device *d, const ApplyOptions *o) {
                                 total++;
                                 managed += f->irqs[i].managed == TRISTATE_YES;
                         }
-                all_managed = total > 0 && managed == total;
+                all_managed = total > 0 && (managed == total || irq_affinity_hctx_all_managed(f));
                 a->state = all_managed ? APPLY_MANAGED : APPLY_UNMANAGED;
-                if (all_managed)
+                if (all_managed && managed == total)
                         set_message(a, "%zu queue vector(s) managed by kernel", total);
+                else if (all_managed)
+                        set_message(a, "%zu of %zu queue vector(s) managed by kernel, one per hctx", managed, total);
                 return 0;
         }
 

@@ -45,6 +45,40 @@ static int gather_i64(HostFs *h, DiskFacts *f, Fact fact, const char *path, int6
         return 0;
 }
 
+/*
+ * One hctx's mq/N/{cpu_list,nr_tags,nr_reserved_tags} and debugfs hctxN/flags. Unreadable
+ * values stay unknown. Returns 0 or -ENOMEM.
+ */
+static int gather_one_hctx(HostFs *h, const DiskFacts *f, HctxFacts *x, bool debugfs) {
+        char path[PATH_MAX];
+        _cleanup_free_ char *s = NULL, *flags = NULL;
+        uint64_t u;
+
+        snprintf(path, sizeof(path), "block/%s/mq/%u/cpu_list", f->name, x->index);
+        if (hostfs_read(h, HOSTFS_SYSFS, path, &s) >= 0 && cpuset_parse(s, &x->cpus) >= 0) {
+                x->cpu_list = cpuset_format(&x->cpus);
+                if (!x->cpu_list)
+                        return -ENOMEM;
+        }
+        snprintf(path, sizeof(path), "block/%s/mq/%u/nr_tags", f->name, x->index);
+        if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0)
+                x->nr_tags = u;
+        snprintf(path, sizeof(path), "block/%s/mq/%u/nr_reserved_tags", f->name, x->index);
+        if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0)
+                x->nr_reserved_tags = u;
+
+        snprintf(path, sizeof(path), "block/%s/hctx%u/flags", f->name, x->index);
+        if (debugfs && hostfs_read(h, HOSTFS_DEBUGFS, path, &flags) >= 0)
+                x->shared_tags = flags_has_token(flags, "TAG_HCTX_SHARED") ? TRISTATE_YES : TRISTATE_NO;
+        return 0;
+}
+
+/*
+ * The hctx list (mq/) and the first hctx in full. Shared tags come from that first hctx:
+ * BLK_MQ_F_TAG_HCTX_SHARED is a tag-set flag and every hctx of a queue copies the set's
+ * flags (block/blk-mq.c blk_mq_alloc_hctx(): hctx->flags = set->flags), so all hctx agree.
+ * The other hctx wait for device_gather_hctx_details().
+ */
 static int gather_hctx(HostFs *h, DiskFacts *f, bool debugfs) {
         _cleanup_strv_free_ char **names = NULL;
         char path[PATH_MAX];
@@ -54,6 +88,7 @@ static int gather_hctx(HostFs *h, DiskFacts *f, bool debugfs) {
         r = hostfs_list(h, HOSTFS_SYSFS, path, &names);
         if (r == -ENOENT || r == -ENOTDIR) {
                 f->has_mq = false;
+                f->hctx_details = true;
                 return disk_facts_set_unknown(f, FACT_NR_HW_QUEUES, "no blk-mq queue (no mq/ directory)");
         }
         if (r < 0)
@@ -65,48 +100,44 @@ static int gather_hctx(HostFs *h, DiskFacts *f, bool debugfs) {
         if (!f->hctx)
                 return -ENOMEM;
 
-        Tristate shared = debugfs ? TRISTATE_NO : TRISTATE_UNKNOWN;
         STRV_FOREACH(name, names) {
                 uint64_t index;
                 if (parse_u64(*name, &index) < 0 || index > UINT32_MAX)
                         continue;
-
-                HctxFacts *x = &f->hctx[f->n_hctx++];
-                *x = (HctxFacts) { .index = index, .nr_tags = -1, .nr_reserved_tags = -1,
-                                   .shared_tags = TRISTATE_UNKNOWN, .irq = -1 };
-                _cleanup_free_ char *s = NULL;
-                snprintf(path, sizeof(path), "block/%s/mq/%s/cpu_list", f->name, *name);
-                if (hostfs_read(h, HOSTFS_SYSFS, path, &s) >= 0 && cpuset_parse(s, &x->cpus) >= 0) {
-                        x->cpu_list = cpuset_format(&x->cpus);
-                        if (!x->cpu_list)
-                                return -ENOMEM;
-                }
-                uint64_t u;
-                snprintf(path, sizeof(path), "block/%s/mq/%s/nr_tags", f->name, *name);
-                if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0)
-                        x->nr_tags = u;
-                snprintf(path, sizeof(path), "block/%s/mq/%s/nr_reserved_tags", f->name, *name);
-                if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0)
-                        x->nr_reserved_tags = u;
-
-                if (debugfs) {
-                        _cleanup_free_ char *flags = NULL;
-                        snprintf(path, sizeof(path), "block/%s/hctx%s/flags", f->name, *name);
-                        if (hostfs_read(h, HOSTFS_DEBUGFS, path, &flags) >= 0) {
-                                x->shared_tags = flags_has_token(flags, "TAG_HCTX_SHARED") ? TRISTATE_YES : TRISTATE_NO;
-                                if (x->shared_tags == TRISTATE_YES)
-                                        shared = TRISTATE_YES;
-                        } else if (shared == TRISTATE_NO)
-                                shared = TRISTATE_UNKNOWN;
-                }
+                f->hctx[f->n_hctx++] = (HctxFacts) { .index = index, .nr_tags = -1, .nr_reserved_tags = -1,
+                                                     .shared_tags = TRISTATE_UNKNOWN, .irq = -1 };
         }
+        /* hostfs_list() sorts with strverscmp(): hctx in index order */
 
-        f->shared_tags = shared;
-        if (shared == TRISTATE_UNKNOWN)
-                return disk_facts_set_unknown(f, FACT_SHARED_TAGS, debugfs ?
-                                              "debugfs block/%s/hctxN/flags unreadable" :
-                                              "debugfs not mounted at /sys/kernel/debug (TAG_HCTX_SHARED is shown only there)",
-                                              f->name);
+        if (f->n_hctx > 0) {
+                r = gather_one_hctx(h, f, &f->hctx[0], debugfs);
+                if (r < 0)
+                        return r;
+                f->shared_tags = f->hctx[0].shared_tags;
+        }
+        if (f->shared_tags != TRISTATE_UNKNOWN)
+                return 0;
+        if (!debugfs)
+                return disk_facts_set_unknown(f, FACT_SHARED_TAGS,
+                                              "debugfs not mounted at /sys/kernel/debug (TAG_HCTX_SHARED is shown only there)");
+        if (f->n_hctx == 0)
+                return disk_facts_set_unknown(f, FACT_SHARED_TAGS, "mq/ lists no hctx");
+        return disk_facts_set_unknown(f, FACT_SHARED_TAGS, "debugfs block/%s/hctx%u/flags unreadable", f->name, f->hctx[0].index);
+}
+
+int device_gather_hctx_details(HostFs *h, DiskFacts *f) {
+        if (f->hctx_details)
+                return 0;
+        bool debugfs = hostfs_debugfs_available(h, NULL);
+        for (size_t i = 1; i < f->n_hctx; i++) {
+                int r = gather_one_hctx(h, f, &f->hctx[i], debugfs);
+                if (r < 0)
+                        return r;
+        }
+        int r = disk_facts_map_irqs(f);
+        if (r < 0)
+                return r;
+        f->hctx_details = true;
         return 0;
 }
 
@@ -183,23 +214,67 @@ static int basename_of_link(HostFs *h, const char *path, char **ret) {
         return 0;
 }
 
-static int gather_scsi_host(HostFs *h, DiskFacts *f) {
+/* The host's attributes, from the batch cache or read now (and cached). NULL on ENOMEM. */
+static const GatherHost *scsi_host_attributes(HostFs *h, const char *host, GatherCache *cache) {
+        for (size_t i = 0; i < cache->n_hosts; i++)
+                if (streq(cache->hosts[i].name, host))
+                        return &cache->hosts[i];
+
+        GatherHost *n = realloc(cache->hosts, (cache->n_hosts + 1) * sizeof(GatherHost));
+        if (!n)
+                return NULL;
+        cache->hosts = n;
+        GatherHost *g = &n[cache->n_hosts];
+        *g = (GatherHost) { .name = strdup(host), .nr_hw_queues = -1, .can_queue = -1 };
+        if (!g->name)
+                return NULL;
+
         char path[PATH_MAX];
+        uint64_t u;
+        snprintf(path, sizeof(path), "class/scsi_host/%s/proc_name", host);
+        g->proc_name_error = hostfs_read(h, HOSTFS_SYSFS, path, &g->proc_name);
+        if (g->proc_name_error >= 0)
+                strip_newline(g->proc_name);
+        snprintf(path, sizeof(path), "class/scsi_host/%s/nr_hw_queues", host);
+        g->nr_hw_queues_error = hostfs_read_u64(h, HOSTFS_SYSFS, path, &u);
+        if (g->nr_hw_queues_error >= 0)
+                g->nr_hw_queues = u;
+        snprintf(path, sizeof(path), "class/scsi_host/%s/can_queue", host);
+        g->can_queue_error = hostfs_read_u64(h, HOSTFS_SYSFS, path, &u);
+        if (g->can_queue_error >= 0)
+                g->can_queue = u;
+        if (g->proc_name_error == -ENOMEM || g->nr_hw_queues_error == -ENOMEM || g->can_queue_error == -ENOMEM) {
+                free(g->name);
+                free(g->proc_name);
+                return NULL;
+        }
+        cache->n_hosts++;
+        return g;
+}
+
+static int gather_scsi_host(HostFs *h, DiskFacts *f, GatherCache *cache) {
+        const GatherHost *g = scsi_host_attributes(h, f->scsi_host, cache);
         int r;
 
-        snprintf(path, sizeof(path), "class/scsi_host/%s/proc_name", f->scsi_host);
-        r = hostfs_read(h, HOSTFS_SYSFS, path, &f->driver);
-        if (r >= 0)
-                strip_newline(f->driver);
-        else
-                disk_facts_set_unknown(f, FACT_DRIVER, "%s: %s", path, errno_reason(r));
-
-        snprintf(path, sizeof(path), "class/scsi_host/%s/nr_hw_queues", f->scsi_host);
-        r = gather_i64(h, f, FACT_HOST_NR_HW_QUEUES, path, &f->host_nr_hw_queues);
-        if (r < 0)
+        if (!g)
+                return -ENOMEM;
+        if (g->proc_name_error >= 0) {
+                if (!(f->driver = strdup(g->proc_name)))
+                        return -ENOMEM;
+        } else if ((r = disk_facts_set_unknown(f, FACT_DRIVER, "class/scsi_host/%s/proc_name: %s", f->scsi_host,
+                                               errno_reason(g->proc_name_error))) < 0)
                 return r;
-        snprintf(path, sizeof(path), "class/scsi_host/%s/can_queue", f->scsi_host);
-        return gather_i64(h, f, FACT_HOST_CAN_QUEUE, path, &f->host_can_queue);
+
+        f->host_nr_hw_queues = g->nr_hw_queues;
+        if (g->nr_hw_queues_error < 0 &&
+            (r = disk_facts_set_unknown(f, FACT_HOST_NR_HW_QUEUES, "class/scsi_host/%s/nr_hw_queues: %s", f->scsi_host,
+                                        errno_reason(g->nr_hw_queues_error))) < 0)
+                return r;
+        f->host_can_queue = g->can_queue;
+        if (g->can_queue_error < 0)
+                return disk_facts_set_unknown(f, FACT_HOST_CAN_QUEUE, "class/scsi_host/%s/can_queue: %s", f->scsi_host,
+                                              errno_reason(g->can_queue_error));
+        return 0;
 }
 
 /* Walk up from devpath to the first directory that has child; returns its path or NULL. */
@@ -240,7 +315,7 @@ static bool irq_name_is_queue(const char *name) {
         return true;
 }
 
-static int gather_irq_managed(HostFs *h, DiskFacts *f, IrqFacts *q, bool debugfs) {
+static int gather_irq_managed(HostFs *h, const char *kernel_release, IrqFacts *q, bool debugfs) {
         char path[PATH_MAX];
         unsigned maj, min;
 
@@ -256,7 +331,7 @@ static int gather_irq_managed(HostFs *h, DiskFacts *f, IrqFacts *q, bool debugfs
         /* >= 6.12 (c7718e5c76d4): smp_affinity is 0444 when user space cannot set it. */
         struct stat st;
         snprintf(path, sizeof(path), "irq/%u/smp_affinity", q->irq);
-        if (kernel_release_parse(f->kernel_release, &maj, &min) >= 0 && (maj > 6 || (maj == 6 && min >= 12)) &&
+        if (kernel_release_parse(kernel_release, &maj, &min) >= 0 && (maj > 6 || (maj == 6 && min >= 12)) &&
             hostfs_stat(h, HOSTFS_PROCFS, path, &st) >= 0) {
                 q->managed = (st.st_mode & 0222) ? TRISTATE_NO : TRISTATE_YES;
                 return asprintf(&q->managed_source, "procfs irq/%u/smp_affinity mode %03o (kernel >= 6.12, c7718e5c76d4)",
@@ -277,34 +352,44 @@ void gather_cache_done(GatherCache *c) {
         proc_interrupts_done(&c->interrupts);
         free(c->mountinfo);
         free(c->kernel_release);
+        for (size_t i = 0; i < c->n_hosts; i++) {
+                free(c->hosts[i].name);
+                free(c->hosts[i].proc_name);
+        }
+        free(c->hosts);
+        for (size_t i = 0; i < c->n_functions; i++) {
+                free(c->functions[i].path);
+                irq_facts_free_array(c->functions[i].irqs, c->functions[i].n_irqs);
+        }
+        free(c->functions);
         *c = (GatherCache) {};
 }
 
-static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, GatherCache *cache) {
-        _cleanup_free_ char *pci = devpath ? ancestor_with(h, devpath, "msi_irqs") : NULL;
+/* Read the vectors of the PCI function at sysfs path pci into g (whose irqs are empty). */
+static int read_function_irqs(HostFs *h, const char *pci, const char *kernel_release, bool debugfs,
+                              GatherCache *cache, GatherFunction *g) {
         _cleanup_strv_free_ char **names = NULL;
         char path[PATH_MAX];
         int r;
 
-        if (!pci)
-                return disk_facts_set_unknown(f, FACT_IRQ_VECTORS, "no PCI function with MSI vectors above the device");
-
+        g->procfs_writes = hostfs_write_count(h, HOSTFS_PROCFS);
         snprintf(path, sizeof(path), "%s/msi_irqs", pci);
         r = hostfs_list(h, HOSTFS_SYSFS, path, &names);
-        if (r < 0)
-                return r == -ENOMEM ? r : disk_facts_set_unknown(f, FACT_IRQ_VECTORS, "%s: %s", path, errno_reason(r));
-
-        f->irqs = calloc(strv_length(names) ?: 1, sizeof(IrqFacts));
-        if (!f->irqs)
+        if (r < 0) {
+                g->error = r;
+                return r == -ENOMEM ? r : 0;
+        }
+        g->error = 0;
+        g->irqs = calloc(strv_length(names) ?: 1, sizeof(IrqFacts));
+        if (!g->irqs)
                 return -ENOMEM;
 
         const ProcInterrupts *pi = cached_interrupts(h, cache);
-
         STRV_FOREACH(n, names) {
                 uint64_t irq;
                 if (parse_u64(*n, &irq) < 0 || irq > UINT32_MAX)
                         continue;
-                IrqFacts *q = &f->irqs[f->n_irqs++];
+                IrqFacts *q = &g->irqs[g->n_irqs++];
                 *q = (IrqFacts) { .irq = irq, .hctx = -1, .managed = TRISTATE_UNKNOWN };
 
                 const IrqLine *l = pi ? proc_interrupts_find(pi, irq) : NULL;
@@ -315,14 +400,79 @@ static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugf
 
                 _cleanup_free_ char *aff = NULL;
                 snprintf(path, sizeof(path), "irq/%u/smp_affinity_list", q->irq);
-                if (hostfs_read(h, HOSTFS_PROCFS, path, &aff) >= 0 && cpuset_parse(aff, &q->affinity) >= 0)
-                        q->affinity_list = cpuset_format(&q->affinity);
+                if (hostfs_read(h, HOSTFS_PROCFS, path, &aff) >= 0 && cpuset_parse(aff, &q->affinity) >= 0 &&
+                    !(q->affinity_list = cpuset_format(&q->affinity)))
+                        return -ENOMEM;
 
-                r = gather_irq_managed(h, f, q, debugfs);
+                r = gather_irq_managed(h, kernel_release, q, debugfs);
                 if (r < 0)
                         return r;
         }
-        return disk_facts_map_irqs(f);
+        return 0;
+}
+
+/*
+ * The vectors of the PCI function at pci: from the batch cache unless blkmqd wrote to
+ * procfs since they were read (an IRQ affinity write of an earlier disk on the same
+ * function), else read now. NULL on ENOMEM.
+ */
+static const GatherFunction *function_irqs(HostFs *h, const char *pci, const char *kernel_release, bool debugfs,
+                                           GatherCache *cache) {
+        GatherFunction *g = NULL;
+        for (size_t i = 0; i < cache->n_functions && !g; i++)
+                if (streq(cache->functions[i].path, pci))
+                        g = &cache->functions[i];
+        if (g && g->procfs_writes == hostfs_write_count(h, HOSTFS_PROCFS))
+                return g;
+
+        if (g) {
+                irq_facts_free_array(g->irqs, g->n_irqs);
+                g->irqs = NULL;
+                g->n_irqs = 0;
+        } else {
+                GatherFunction *n = realloc(cache->functions, (cache->n_functions + 1) * sizeof(GatherFunction));
+                if (!n)
+                        return NULL;
+                cache->functions = n;
+                g = &n[cache->n_functions];
+                *g = (GatherFunction) { .path = strdup(pci) };
+                if (!g->path)
+                        return NULL;
+                cache->n_functions++;
+        }
+        return read_function_irqs(h, pci, kernel_release, debugfs, cache, g) < 0 ? NULL : g;
+}
+
+static int irq_facts_copy(const IrqFacts *src, IrqFacts *dst) {
+        *dst = (IrqFacts) { .irq = src->irq, .managed = src->managed, .queue = src->queue, .hctx = -1 };
+        if (!(dst->name = strdup(src->name)) || cpuset_copy(&src->affinity, &dst->affinity) < 0 ||
+            (src->affinity_list && !(dst->affinity_list = strdup(src->affinity_list))) ||
+            (src->managed_source && !(dst->managed_source = strdup(src->managed_source))))
+                return -ENOMEM;
+        return 0;
+}
+
+static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, GatherCache *cache) {
+        _cleanup_free_ char *pci = devpath ? ancestor_with(h, devpath, "msi_irqs") : NULL;
+
+        if (!pci)
+                return disk_facts_set_unknown(f, FACT_IRQ_VECTORS, "no PCI function with MSI vectors above the device");
+
+        const GatherFunction *g = function_irqs(h, pci, f->kernel_release, debugfs, cache);
+        if (!g)
+                return -ENOMEM;
+        if (g->error < 0)
+                return disk_facts_set_unknown(f, FACT_IRQ_VECTORS, "%s/msi_irqs: %s", pci, errno_reason(g->error));
+
+        f->irqs = calloc(g->n_irqs ?: 1, sizeof(IrqFacts));
+        if (!f->irqs)
+                return -ENOMEM;
+        for (size_t i = 0; i < g->n_irqs; i++) {
+                int r = irq_facts_copy(&g->irqs[i], &f->irqs[f->n_irqs++]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int gather_numa(HostFs *h, DiskFacts *f, const char *devpath) {
@@ -340,7 +490,7 @@ static int gather_numa(HostFs *h, DiskFacts *f, const char *devpath) {
         return 0;
 }
 
-static int gather_transport(HostFs *h, DiskFacts *f, char **ret_devpath) {
+static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **ret_devpath) {
         char path[PATH_MAX];
         _cleanup_free_ char *devpath = NULL;
         int r;
@@ -390,7 +540,7 @@ static int gather_transport(HostFs *h, DiskFacts *f, char **ret_devpath) {
                 f->transport = strdup("scsi");
                 if (!f->transport)
                         return -ENOMEM;
-                r = gather_scsi_host(h, f);
+                r = gather_scsi_host(h, f, cache);
                 if (r < 0)
                         return r;
         } else {
@@ -661,7 +811,7 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         r = gather_queue(h, f);
         if (r < 0)
                 return r;
-        r = gather_transport(h, f, &devpath);
+        r = gather_transport(h, f, cache, &devpath);
         if (r < 0)
                 return r;
         r = gather_debugfs_state(h, f, debugfs, why);
@@ -670,6 +820,11 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         r = gather_irqs(h, f, devpath, debugfs, cache);
         if (r < 0)
                 return r;
+        if (f->n_hctx <= 1 || irq_affinity_needs_map(f)) {
+                r = device_gather_hctx_details(h, f);
+                if (r < 0)
+                        return r;
+        }
         r = gather_numa(h, f, devpath);
         if (r < 0)
                 return r;

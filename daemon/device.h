@@ -17,16 +17,40 @@
 #include "hostfs.h"
 #include "interrupts.h"
 
+/* One SCSI host's attributes as read once in a batch (class/scsi_host/<host>/...). */
+typedef struct GatherHost {
+        char *name;                     /* "host0" */
+        char *proc_name;                /* driver; NULL when unreadable (proc_name_error) */
+        int proc_name_error;
+        int64_t nr_hw_queues, can_queue;
+        int nr_hw_queues_error, can_queue_error;
+} GatherHost;
+
+/* The MSI/MSI-X vectors of one PCI function as read once in a batch (gather_irqs()). */
+typedef struct GatherFunction {
+        char *path;                     /* sysfs path of the function, "devices/pci0000:00/0000:00:03.0" */
+        IrqFacts *irqs;
+        size_t n_irqs;
+        int error;                      /* listing msi_irqs/ failed: -errno */
+        uint64_t procfs_writes;         /* hostfs_write_count(PROCFS) when read: a later IRQ write makes it stale */
+} GatherFunction;
+
 /*
- * Machine-wide inputs read once for many disks (coldplug of thousands of disks would
- * otherwise parse a multi-megabyte /proc/interrupts once per disk). Only for a batch:
- * a hot-plugged disk brings new IRQs, so single events read fresh.
+ * Inputs shared by many disks, read once per batch (coldplug or reload of thousands of
+ * disks would otherwise parse a multi-megabyte /proc/interrupts once per disk, and read a
+ * host's 65 vectors once for each of its 64 LUNs). Only for a batch: a hot-plugged disk
+ * brings new IRQs, so single events read fresh. A batch is a snapshot: values blkmqd itself
+ * writes during it (IRQ affinity) invalidate the vectors read before.
  */
 typedef struct GatherCache {
         bool have_interrupts;
         ProcInterrupts interrupts;
         char *mountinfo;
         char *kernel_release;
+        GatherHost *hosts;
+        size_t n_hosts;
+        GatherFunction *functions;
+        size_t n_functions;
 } GatherCache;
 
 void gather_cache_done(GatherCache *c);
@@ -42,6 +66,15 @@ int device_gather(HostFs *h, const char *name, DiskFacts **ret);
 
 /* As device_gather(), with machine-wide inputs from (and filled into) cache; NULL = fresh. */
 int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFacts **ret);
+
+/*
+ * Read the per-hctx details device_gather() leaves out (see DiskFacts.hctx_details): for
+ * hctx 1..n-1 mq/N/{cpu_list,nr_tags,nr_reserved_tags} and debugfs hctxN/flags, then match
+ * queue vectors to hctx. ~4 reads per hctx; a no-op when already read. A value that cannot
+ * be read stays unknown (-1, NULL, TRISTATE_UNKNOWN) as at gather time.
+ * Returns 0 or -ENOMEM.
+ */
+int device_gather_hctx_details(HostFs *h, DiskFacts *f);
 
 /*
  * Names of the whole disks in sysfs block/ (coldplug without libudev, e.g. on a fixture root).

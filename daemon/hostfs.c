@@ -46,6 +46,7 @@ struct HostFs {
         int fd[_HOSTFS_KIND_MAX];
         char **writes;
         size_t n_writes;
+        uint64_t write_count[_HOSTFS_KIND_MAX];
         hostfs_write_hook_t write_hook;
         void *write_hook_userdata;
         uint64_t debugfs_checked_usec;  /* debugfs availability, re-checked at most once a second */
@@ -196,6 +197,17 @@ int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
                 if (k == 0)
                         break;
                 n += k;
+                /*
+                 * sysfs: a read that did not fill the buffer returned the whole attribute.
+                 * kernfs shows an attribute as one seq_file record of at most PAGE_SIZE
+                 * (fs/sysfs/file.c sysfs_kf_seq_show()) and copies all of it when the
+                 * buffer is large enough; a regular file (fixture trees) is only short at
+                 * EOF. That spares the read() returning 0: one syscall of three per value.
+                 * Not for procfs/debugfs: a multi-record seq_file stops a read where its
+                 * own buffer overflows (fs/seq_file.c seq_read_iter()), short of EOF.
+                 */
+                if (kind == HOSTFS_SYSFS && n < size)
+                        break;
                 if (n == size) {
                         if (size >= HOSTFS_READ_MAX)
                                 return -EFBIG;
@@ -229,7 +241,12 @@ int hostfs_read_int(HostFs *h, HostFsKind kind, const char *path, int *ret) {
         return parse_int(s, ret);
 }
 
+uint64_t hostfs_write_count(const HostFs *h, HostFsKind kind) {
+        return kind >= 0 && kind < _HOSTFS_KIND_MAX ? h->write_count[kind] : 0;
+}
+
 static void record_write(HostFs *h, HostFsKind kind, const char *path, const char *value, int result) {
+        h->write_count[kind]++;
         _cleanup_free_ char *v = strdup(value), *line = NULL;
         if (!v)
                 return;

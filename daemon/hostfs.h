@@ -62,7 +62,8 @@ bool hostfs_debugfs_available(HostFs *h, const char **ret_reason);
 
 /*
  * Read a whole file (at most 1 MiB) into a NUL-terminated string; content kept as is
- * (trailing newline included). Returns 0, -errno from open/read (-ENOENT, -EACCES, ...),
+ * (trailing newline included); a sysfs attribute in one read() (see hostfs.c).
+ * Returns 0, -errno from open/read (-ENOENT, -EACCES, ...),
  * -ENODEV for an unavailable kind, -EFBIG above the limit.
  */
 int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret);
@@ -118,6 +119,12 @@ int hostfs_kernel_release(HostFs *h, char **ret);
  */
 char * const *hostfs_writes(const HostFs *h);
 void hostfs_writes_clear(HostFs *h);
+
+/*
+ * Number of write attempts to kind since h was opened (successful or not; never reset by
+ * hostfs_writes_clear()). Values of that kind cached before the count changed may be stale.
+ */
+uint64_t hostfs_write_count(const HostFs *h, HostFsKind kind);
 
 /*
  * Replace a whole file atomically (temp file in the same directory, fsync, rename).

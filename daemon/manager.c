@@ -597,6 +597,14 @@ static const ProcInterrupts *manager_interrupts(Manager *m) {
         return &m->interrupts;
 }
 
+static int on_load_hctx_details(void *userdata, const char *device) {
+        Manager *m = userdata;
+        Device *d = registry_get(&m->registry, device);
+        if (!d || !d->facts)
+                return -ENOENT;
+        return device_gather_hctx_details(m->hostfs, d->facts);
+}
+
 static int on_read_hctx(void *userdata, const char *device, size_t pos, HctxReading *ret) {
         Manager *m = userdata;
         Device *d = registry_get(&m->registry, device);
@@ -604,6 +612,9 @@ static int on_read_hctx(void *userdata, const char *device, size_t pos, HctxRead
 
         if (!d || !d->facts || pos >= d->facts->n_hctx)
                 return -ENOENT;
+        r = device_gather_hctx_details(m->hostfs, d->facts);    /* cpu_list, queue vector */
+        if (r < 0)
+                return r;
         if (d->n_history_hctx != d->facts->n_hctx) {
                 free(d->history);
                 d->history = calloc(d->facts->n_hctx * STATS_HISTORY, sizeof(StatSample));
@@ -750,6 +761,7 @@ int manager_startup(Manager *m) {
                         .modules = &m->modules,
                         .render_control = render_control,
                         .write = on_fuse_write,
+                        .load_hctx_details = on_load_hctx_details,
                         .read_hctx = on_read_hctx,
                         .read_disk_stat = on_read_disk_stat,
                         .read_host_busy = on_read_host_busy,

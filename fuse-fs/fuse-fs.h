@@ -44,6 +44,12 @@ typedef struct FuseFsContext {
          * writer gets.
          */
         int (*write)(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len, off_t offset);
+        /*
+         * Make sure device's per-hctx details are read (DiskFacts.hctx_details; gathering
+         * leaves them out where policy does not need them). Returns 0, -ENOENT, -ENOMEM.
+         * NULL: the facts are used as they are.
+         */
+        int (*load_hctx_details)(void *userdata, const char *device);
         /* Read the statistics of hctx position pos of device. Returns 0, -ENOENT, -ENOMEM. */
         int (*read_hctx)(void *userdata, const char *device, size_t pos, HctxReading *ret);
         /* Read block/<disk>/stat with rates (indexed by DiskStatField). Returns 0 or -errno. */

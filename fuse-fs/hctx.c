@@ -29,6 +29,11 @@ static int render_i64(int64_t v, const char *what, char **ret) {
 }
 
 int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret) {
+        if (ctx->load_hctx_details) {
+                int r = ctx->load_hctx_details(ctx->userdata, n->device);
+                if (r < 0)
+                        return r;
+        }
         const Device *d = registry_get(ctx->registry, n->device);
         if (!d || !d->facts || n->arg < 0 || (size_t) n->arg >= d->facts->n_hctx)
                 return -ENOENT;

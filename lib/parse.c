@@ -71,6 +71,19 @@ void cpuset_done(CpuSet *s) {
         *s = (CpuSet) {};
 }
 
+int cpuset_copy(const CpuSet *s, CpuSet *ret) {
+        CpuSet c = {};
+        if (s->n_words > 0) {
+                c.bits = malloc(s->n_words * sizeof(uint64_t));
+                if (!c.bits)
+                        return -ENOMEM;
+                memcpy(c.bits, s->bits, s->n_words * sizeof(uint64_t));
+                c.n_words = s->n_words;
+        }
+        *ret = c;
+        return 0;
+}
+
 int cpuset_add(CpuSet *s, unsigned cpu) {
         if (cpu >= BLKMQD_CPUS_MAX)
                 return -ERANGE;

@@ -42,6 +42,8 @@ typedef struct CpuSet {
 } CpuSet;
 
 void cpuset_done(CpuSet *s);
+/* A copy of s into *ret (which must not hold a set). Returns 0 or -ENOMEM. */
+int cpuset_copy(const CpuSet *s, CpuSet *ret);
 /* Returns 0 or -ENOMEM; -ERANGE if cpu >= BLKMQD_CPUS_MAX. */
 int cpuset_add(CpuSet *s, unsigned cpu);
 bool cpuset_isset(const CpuSet *s, unsigned cpu);

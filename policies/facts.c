@@ -67,6 +67,16 @@ DiskFacts *disk_facts_new(const char *name) {
         return f;
 }
 
+void irq_facts_free_array(IrqFacts *irqs, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(irqs[i].name);
+                cpuset_done(&irqs[i].affinity);
+                free(irqs[i].affinity_list);
+                free(irqs[i].managed_source);
+        }
+        free(irqs);
+}
+
 DiskFacts *disk_facts_free(DiskFacts *f) {
         if (!f)
                 return NULL;
@@ -74,12 +84,7 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
                 cpuset_done(&f->hctx[i].cpus);
                 free(f->hctx[i].cpu_list);
         }
-        for (size_t i = 0; i < f->n_irqs; i++) {
-                free(f->irqs[i].name);
-                cpuset_done(&f->irqs[i].affinity);
-                free(f->irqs[i].affinity_list);
-                free(f->irqs[i].managed_source);
-        }
+        irq_facts_free_array(f->irqs, f->n_irqs);
         free(f->irq_mapping);
         free(f->shared_tags_source);
         for (size_t i = 0; i < f->n_modparams; i++) {
@@ -95,7 +100,6 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         free(f->driver);
         free(f->transport);
         free(f->scsi_host);
-        free(f->irqs);
         free(f->kernel_release);
         free(f->identity);
         for (size_t i = 0; i < _FACT_MAX; i++)

@@ -94,6 +94,14 @@ typedef struct DiskFacts {
 
         HctxFacts *hctx;                /* sorted by index */
         size_t n_hctx;
+        /*
+         * hctx[0] is always read in full; every other hctx[i] has only its index until the
+         * per-hctx details are read (cpu_list, nr_tags, nr_reserved_tags, shared_tags) and
+         * the queue vectors are matched to hctx (irqs[].hctx, hctx[].irq, irq_mapping):
+         * daemon/device.c device_gather_hctx_details(), at gather time when the IRQ policy
+         * needs the map, otherwise when a reader first asks. Policy needs neither.
+         */
+        bool hctx_details;
 
         Tristate rotational;
         char *elevator;                 /* current; NULL if unknown or not configurable */
@@ -134,6 +142,8 @@ typedef struct DiskFacts {
 /* Allocate empty facts for a disk with every numeric field set to "unknown". NULL on ENOMEM. */
 DiskFacts *disk_facts_new(const char *name);
 DiskFacts *disk_facts_free(DiskFacts *f);
+/* Free n IrqFacts and the array. */
+void irq_facts_free_array(IrqFacts *irqs, size_t n);
 static inline void disk_facts_freep(DiskFacts **f) {
         if (*f)
                 disk_facts_free(*f);

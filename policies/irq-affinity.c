@@ -14,6 +14,24 @@
 #include "macro.h"
 #include "policy-internal.h"
 
+static size_t managed_queue_vectors(const DiskFacts *f) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_irqs; i++)
+                n += f->irqs[i].queue && f->irqs[i].managed == TRISTATE_YES;
+        return n;
+}
+
+bool irq_affinity_hctx_all_managed(const DiskFacts *f) {
+        return f->n_hctx > 0 && managed_queue_vectors(f) >= f->n_hctx;
+}
+
+bool irq_affinity_needs_map(const DiskFacts *f) {
+        for (size_t i = 0; i < f->n_irqs; i++)
+                if (f->irqs[i].queue && f->irqs[i].managed != TRISTATE_YES)
+                        return !irq_affinity_hctx_all_managed(f);
+        return false;
+}
+
 int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
         const char *cls = disk_class_to_string(plan->class);
         size_t queue = 0, managed = 0, mapped = 0;
@@ -38,6 +56,10 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
         if (managed == queue)
                 return plan_explain(plan, "%s: queue vectors=%zu managed=%zu -> irq_affinity left alone: managed by kernel (rule irq-affinity-managed)",
                                     f->name, queue, managed);
+
+        if (streq(want, "hctx") && irq_affinity_hctx_all_managed(f))
+                return plan_explain(plan, "%s: queue vectors=%zu managed=%zu hctx=%zu -> irq_affinity left alone: every hctx has its own kernel-managed vector, the other %zu serve no hctx (rule irq-affinity-managed)",
+                                    f->name, queue, managed, f->n_hctx, queue - managed);
 
         if (streq(want, "hctx") && mapped == 0)
                 return plan_explain(plan, "%s: queue vectors=%zu hctx=%zu -> irq_affinity left alone: no vector could be matched to an hctx (rule irq-affinity-unmapped)",

@@ -213,3 +213,20 @@ DiskClass policy_classify(const DiskFacts *f, char **ret_reason);
  */
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret);
+
+/*
+ * True when every hctx has its own kernel-managed vector: at least nr_hw_queues queue
+ * vectors are managed. A driver's vectors are the pre/post vectors (not managed) and the
+ * spread set (managed: kernel/irq/affinity.c irq_create_affinity_masks()), and
+ * blk_mq_pci_map_queues() (block/blk-mq-pci.c) gives hctx N the spread vector offset+N;
+ * so the unmanaged rest (megaraid_sas's low-latency pre-vectors) serve no hctx, and
+ * following hctx has nothing to write. Pure.
+ */
+bool irq_affinity_hctx_all_managed(const DiskFacts *f);
+
+/*
+ * True when the IRQ policy may need vectors matched to hctx (DiskFacts.hctx_details): a
+ * queue vector that is not known to be managed exists, and not every hctx has a managed
+ * vector. Gathering reads every hctx's cpu_list only then. Pure.
+ */
+bool irq_affinity_needs_map(const DiskFacts *f);

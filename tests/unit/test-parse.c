@@ -139,6 +139,16 @@ static void test_cpuset(void) {
         b.bits[300 / 64] = 0;                           /* equal although b has more words */
         CHECK(cpuset_equal(&a, &b));
         CHECK_INT(cpuset_add(&b, 8192), -ERANGE);
+
+        /* a copy is equal and independent; the empty set copies to an empty set */
+        _cleanup_(cpuset_done) CpuSet c = {}, e = {}, ec = {};
+        CHECK_INT(cpuset_copy(&b, &c), 0);
+        CHECK(cpuset_equal(&b, &c));
+        CHECK(c.bits != b.bits);
+        CHECK_INT(cpuset_add(&c, 5), 0);
+        CHECK(!cpuset_isset(&b, 5));
+        CHECK_INT(cpuset_copy(&e, &ec), 0);
+        CHECK_INT(cpuset_count(&ec), 0);
 }
 
 static void check_scheduler(const char *in, int ret, const char *available, const char *current, bool configurable) {

@@ -336,6 +336,63 @@ static void test_overrides(void) {
         eval(&unk, &kyber, DISK_CLASS_UNKNOWN, false, NULL, NULL);
 }
 
+/* The explain line about irq_affinity, or NULL. */
+static const char *irq_line(const Plan *p) {
+        STRV_FOREACH(l, p->explain)
+                if (strstr(*l, "irq_affinity"))
+                        return *l;
+        return NULL;
+}
+
+/* n_managed managed and n_unmanaged unmanaged queue vectors on d (4 hctx, many-hctx-slow). */
+static DiskFacts *with_vectors(const Disk *d, size_t n_unmanaged, size_t n_managed) {
+        DiskFacts *f = make(d);
+        f->irqs = calloc(n_unmanaged + n_managed, sizeof(IrqFacts));
+        for (size_t i = 0; i < n_unmanaged + n_managed; i++)
+                f->irqs[f->n_irqs++] = (IrqFacts) { .irq = 40 + i, .name = strdup("megasas0-msix"), .queue = true,
+                                                    .hctx = -1, .managed = i < n_unmanaged ? TRISTATE_NO : TRISTATE_YES };
+        return f;
+}
+
+static void test_irq_managed_per_hctx(void) {
+        Disk d = { .name = "sdm", .has_mq = true, .n_hctx = 4, .rotational = TRISTATE_YES,
+                   .shared_tags = TRISTATE_YES, .scheduler = "[mq-deadline] none\n",
+                   .transport = "scsi", .driver = "megaraid_sas" };
+        Plan p = {};
+
+        /* megaraid_sas-like: one unmanaged low-latency pre-vector, one managed vector per hctx */
+        _cleanup_(disk_facts_freep) DiskFacts *a = with_vectors(&d, 1, 4);
+        CHECK(irq_affinity_hctx_all_managed(a));
+        CHECK(!irq_affinity_needs_map(a));
+        CHECK_INT(policy_evaluate(a, &config, NULL, &p), 0);
+        CHECK_NULL(p.irq_affinity);
+        CHECK_STR(irq_line(&p), "sdm: queue vectors=5 managed=4 hctx=4 -> irq_affinity left alone: every hctx has its own"
+                                " kernel-managed vector, the other 1 serve no hctx (rule irq-affinity-managed)");
+        plan_done(&p);
+
+        /* fewer managed vectors than hctx: an unmanaged one may serve an hctx, the map is needed */
+        _cleanup_(disk_facts_freep) DiskFacts *b = with_vectors(&d, 2, 3);
+        CHECK(!irq_affinity_hctx_all_managed(b));
+        CHECK(irq_affinity_needs_map(b));
+
+        /* nothing unmanaged: no map needed, and the plain "managed by kernel" rule */
+        _cleanup_(disk_facts_freep) DiskFacts *c = with_vectors(&d, 0, 4);
+        CHECK(!irq_affinity_needs_map(c));
+        CHECK_INT(policy_evaluate(c, &config, NULL, &p), 0);
+        CHECK(irq_line(&p) && strstr(irq_line(&p), "(rule irq-affinity-managed)"));
+        plan_done(&p);
+
+        /* managed state not known (kernel < 6.12, no debugfs): the map is needed */
+        c->irqs[0].managed = TRISTATE_UNKNOWN;
+        CHECK(irq_affinity_needs_map(c));
+
+        /* no hctx: never "all managed" */
+        Disk none = d;
+        none.n_hctx = 0;
+        _cleanup_(disk_facts_freep) DiskFacts *e = with_vectors(&none, 0, 2);
+        CHECK(!irq_affinity_hctx_all_managed(e));
+}
+
 static void test_class_strings(void) {
         for (DiskClass c = 0; c < _DISK_CLASS_MAX; c++) {
                 CHECK(disk_class_to_string(c) != NULL);
@@ -371,6 +428,7 @@ int main(void) {
         test_seed_setups();
         test_many_hctx_slow_never_unlisted();
         test_overrides();
+        test_irq_managed_per_hctx();
         policy_config_done(&config);
         return tap_finish("test-policy");
 }
