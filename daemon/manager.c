@@ -667,6 +667,8 @@ static int on_read_disk_stat(void *userdata, const char *device, DiskStat *ret, 
                 if (i != DISK_STAT_IN_FLIGHT)
                         counters |= UINT32_C(1) << i;
         }
+        if (!d->disk_history && !(d->disk_history = calloc(STATS_HISTORY, sizeof(StatSample))))
+                return -ENOMEM;
         stats_rates(d->disk_history, &cur, st.n, counters, m->rate_window_usec, ret_rates);
         *ret = st;
         return 0;

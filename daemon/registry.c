@@ -45,6 +45,7 @@ static Device *device_free(Device *d) {
         }
         free(d->irq_applied);
         free(d->history);
+        free(d->disk_history);
         free(d);
         return NULL;
 }

@@ -58,7 +58,7 @@ typedef struct Device {
         size_t n_irq_applied;
         StatSample *history;    /* STATS_HISTORY per hctx position, ring; sized to facts->n_hctx */
         size_t n_history_hctx;
-        StatSample disk_history[STATS_HISTORY];  /* DiskStat fields, same ring scheme */
+        StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */
         uint64_t generation;    /* bumped on every re-gather */
 } Device;
 

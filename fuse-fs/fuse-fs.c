@@ -229,12 +229,12 @@ static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
         return 0;
 }
 
-static int populate_hctx(FuseFs *fs, Node *h);
+static int populate(FuseFs *fs, Node *h);
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         FuseFs *fs = fuse_req_userdata(req);
         Node *p = node_get(fs, parent), *n;
-        if (p && populate_hctx(fs, p) < 0) {
+        if (p && populate(fs, p) < 0) {
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
@@ -303,7 +303,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
                 fuse_reply_err(req, ENOENT);
                 return;
         }
-        if (populate_hctx(fs, n) < 0) {
+        if (populate(fs, n) < 0) {
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
@@ -596,14 +596,30 @@ FuseFs *fuse_fs_free(FuseFs *fs) {
         return NULL;
 }
 
+static int build_hctx(FuseFs *fs, Node *hctx, const Device *d) {
+        for (size_t i = 0; i < d->facts->n_hctx; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "%u", d->facts->hctx[i].index);
+                if (!node_new(fs, hctx, NODE_HCTX_N, name, d->name, i, 0))
+                        return -ENOMEM;
+        }
+        hctx->arg2 = 1;
+        return 0;
+}
+
 /*
- * The files of one hctx/<n>/ directory, created on first use (lookup or readdir): a disk
- * with 64 hctx has some 2,000 of them, and most are never looked at. arg2 of the
- * NODE_HCTX_N node records that it is populated.
+ * Directories filled on first use (lookup or readdir): hctx/ gets its <n>/ directories and
+ * each hctx/<n>/ its files. A disk with 64 hctx has some 2,000 of those, and most are never
+ * looked at; thousands of disks would otherwise spend most of the daemon's memory on them.
+ * arg2 of a NODE_HCTX or NODE_HCTX_N node records that it is populated.
  */
-static int populate_hctx(FuseFs *fs, Node *h) {
-        if (h->type != NODE_HCTX_N || h->arg2)
+static int populate(FuseFs *fs, Node *h) {
+        if ((h->type != NODE_HCTX && h->type != NODE_HCTX_N) || h->arg2)
                 return 0;
+        if (h->type == NODE_HCTX) {
+                const Device *d = registry_get(fs->ctx.registry, h->device);
+                return d && d->facts ? build_hctx(fs, h, d) : 0;
+        }
         for (HctxAttr a = 0; a < _HCTX_ATTR_MAX; a++)
                 if (!node_new(fs, h, NODE_HCTX_ATTR, hctx_attr_to_string(a), h->device, h->arg, a))
                         return -ENOMEM;
@@ -618,16 +634,6 @@ static int populate_hctx(FuseFs *fs, Node *h) {
                         return -ENOMEM;
         }
         h->arg2 = 1;
-        return 0;
-}
-
-static int build_hctx(FuseFs *fs, Node *hctx, const Device *d) {
-        for (size_t i = 0; i < d->facts->n_hctx; i++) {
-                char name[16];
-                snprintf(name, sizeof(name), "%u", d->facts->hctx[i].index);
-                if (!node_new(fs, hctx, NODE_HCTX_N, name, d->name, i, 0))
-                        return -ENOMEM;
-        }
         return 0;
 }
 
@@ -682,9 +688,7 @@ static int build_device(FuseFs *fs, const Device *d) {
         if (!node_new(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, _KNOB_MAX, 0))
                 return -ENOMEM;
 
-        if (!(dir = node_new(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0)))
-                return -ENOMEM;
-        return build_hctx(fs, dir, d);
+        return node_new(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0) ? 0 : -ENOMEM;    /* filled by populate() */
 }
 
 int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
@@ -701,11 +705,11 @@ int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
         }
 
         Node *hctx = node_child(dev, FUSE_FS_HCTX);
-        if (hctx && !hctx_layout_matches(hctx, d)) {
+        if (hctx && hctx->arg2 && !hctx_layout_matches(hctx, d)) {
                 while (hctx->children)
                         node_free(fs, hctx->children);
+                hctx->arg2 = 0;                 /* filled again on next use */
                 notify_inval(fs, hctx->ino, NULL);
-                return build_hctx(fs, hctx, d);
         }
         return 0;
 }
