@@ -383,7 +383,7 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
 
         manager_evaluate(m, d, added);
 finish:
-        if (m->fuse)
+        if (m->fuse && !m->batch)       /* a batch updates hosts/ once at its end */
                 (void) fuse_fs_hosts_updated(m->fuse);
         if (m->started) {
                 manager_update_modules(m);
@@ -415,6 +415,8 @@ static void manager_reevaluate_all(Manager *m) {
         STRV_FOREACH(n, names)
                 manager_device_event(m, *n, false);
         m->batch = NULL;
+        if (m->fuse)
+                (void) fuse_fs_hosts_updated(m->fuse);
 }
 
 int manager_reload(Manager *m) {
@@ -790,6 +792,8 @@ int manager_startup(Manager *m) {
         m->batch = &batch;
         r = m->monitor ? udev_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);
         m->batch = NULL;
+        if (m->fuse)
+                (void) fuse_fs_hosts_updated(m->fuse);
         if (r < 0)
                 return log_error_errno(r, "Coldplug failed: %m");
 

@@ -33,6 +33,7 @@ struct FuseFs {
         bool mounted;
         struct fuse_buf buf;
         void *nodes;            /* tsearch tree of Node*, keyed by ino */
+        void *device_nodes;     /* tsearch tree of the devices/<disk> Node*, keyed by name */
         uint64_t next_ino;
         Node *root, *devices, *modules, *hosts;
         bool created_mountpoint;        /* blkmqd made the directory: remove it at stop */
@@ -143,6 +144,12 @@ static void notifier_stop(FuseFs *fs) {
         fs->notifier_started = false;
 }
 
+static int node_name_compare(const void *a, const void *b) {
+        return strcmp(((const Node *) a)->name, ((const Node *) b)->name);
+}
+
+static void node_free(FuseFs *fs, Node *n);
+
 static Node *node_get(FuseFs *fs, uint64_t ino) {
         Node key = { .ino = ino };
         Node **n = tfind(&key, &fs->nodes, node_compare);
@@ -174,10 +181,15 @@ static Node *node_new(FuseFs *fs, Node *parent, NodeType type, const char *name,
         }
         if (parent) {
                 /* append, so readdir order is creation order */
-                Node **p = &parent->children;
-                while (*p)
-                        p = &(*p)->next;
-                *p = n;
+                if (parent->last_child)
+                        parent->last_child->next = n;
+                else
+                        parent->children = n;
+                parent->last_child = n;
+        }
+        if (type == NODE_DEVICE && !tsearch(n, &fs->device_nodes, node_name_compare)) {
+                node_free(fs, n);
+                return NULL;
         }
         return n;
 }
@@ -187,15 +199,28 @@ static void node_free(FuseFs *fs, Node *n) {
         while (n->children)
                 node_free(fs, n->children);
         if (n->parent) {
-                Node **p = &n->parent->children;
-                while (*p != n)
+                Node **p = &n->parent->children, *prev = NULL;
+                while (*p != n) {
+                        prev = *p;
                         p = &(*p)->next;
+                }
                 *p = n->next;
+                if (n->parent->last_child == n)
+                        n->parent->last_child = prev;
         }
+        if (n->type == NODE_DEVICE)
+                tdelete(n, &fs->device_nodes, node_name_compare);
         tdelete(n, &fs->nodes, node_compare);
         free(n->name);
         free(n->device);
         free(n);
+}
+
+/* devices/<name>, through the index (devices/ may hold thousands). */
+static Node *device_node(FuseFs *fs, const char *name) {
+        Node key = { .name = (char *) name };
+        Node **n = tfind(&key, &fs->device_nodes, node_name_compare);
+        return n ? *n : NULL;
 }
 
 static Node *node_child(const Node *dir, const char *name) {
@@ -238,7 +263,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        n = p ? node_child(p, name) : NULL;
+        n = !p ? NULL : p == fs->devices ? device_node(fs, name) : node_child(p, name);
         struct fuse_entry_param e = {
                 .attr_timeout = FUSE_FS_TIMEOUT,
                 .entry_timeout = FUSE_FS_TIMEOUT,
@@ -692,7 +717,7 @@ static int build_device(FuseFs *fs, const Device *d) {
 }
 
 int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
-        Node *dev = node_child(fs->devices, d->name);
+        Node *dev = device_node(fs, d->name);
         int r;
 
         if (!d->facts)
@@ -715,7 +740,7 @@ int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
 }
 
 void fuse_fs_device_removed(FuseFs *fs, const char *name) {
-        Node *dev = node_child(fs->devices, name);
+        Node *dev = device_node(fs, name);
         if (!dev)
                 return;
         node_free(fs, dev);

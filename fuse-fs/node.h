@@ -120,6 +120,7 @@ struct Node {
         char *device;           /* disk name for nodes below devices/<disk>/ */
         int arg, arg2;
         Node *parent, *children, *next;
+        Node *last_child;       /* tail of children: appending stays O(1) in devices/ of thousands of disks */
 };
 
 static inline bool node_is_dir(const Node *n) {
