@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,13 @@
 #include "strv.h"
 
 #define HOSTFS_READ_MAX (1024 * 1024)
+/*
+ * Files hostfs_read_kept() keeps open at most. Each costs an fd and, for seq_file, the
+ * kernel's buffer of a page or more; systemd starts services with a soft RLIMIT_NOFILE of
+ * 1024, and the daemon's own descriptors (FUSE, netlink, BPF maps, dirfds) stay well below
+ * the rest.
+ */
+#define HOSTFS_KEPT_MAX 512
 #define HOSTFS_WRITES_MAX 4096
 #define HOSTFS_LINKS_MAX 40
 #define DEBUGFS_MAGIC 0x64626720
@@ -47,6 +55,9 @@ struct HostFs {
         char **writes;
         size_t n_writes;
         uint64_t write_count[_HOSTFS_KIND_MAX];
+        void *kept;                     /* tsearch tree of KeptFile (hostfs_read_kept()) */
+        size_t n_kept;
+        uint64_t kept_clock;
         hostfs_write_hook_t write_hook;
         void *write_hook_userdata;
         uint64_t debugfs_checked_usec;  /* debugfs availability, re-checked at most once a second */
@@ -110,6 +121,8 @@ int hostfs_new(const char *root, HostFs **ret) {
 HostFs *hostfs_free(HostFs *h) {
         if (!h)
                 return NULL;
+        for (HostFsKind k = 0; k < _HOSTFS_KIND_MAX; k++)
+                hostfs_close_kept(h, k, "");
         for (size_t i = 0; i < _HOSTFS_KIND_MAX; i++)
                 closep(&h->fd[i]);
         closep(&h->root_fd);
@@ -174,21 +187,17 @@ static int kind_fd_for(HostFs *h, HostFsKind kind, const char *path) {
         return kind_fd(h, kind);
 }
 
-int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
-        int dfd = kind_fd_for(h, kind, path);
-        if (dfd < 0)
-                return dfd;
-
-        _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-
+/*
+ * Read all of fd from offset 0 (pread: a kept file is re-read from the start; at offset 0
+ * sysfs and seq_file render the content anew, fs/seq_file.c seq_read_iter()).
+ */
+static int read_fd(int fd, HostFsKind kind, char **ret) {
         size_t size = 4096, n = 0;
         _cleanup_free_ char *buf = malloc(size + 1);
         if (!buf)
                 return -ENOMEM;
         for (;;) {
-                ssize_t k = read(fd, buf + n, size - n);
+                ssize_t k = pread(fd, buf + n, size - n, n);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -227,6 +236,122 @@ int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
         if (fit)
                 buf = NULL;
         return 0;
+}
+
+int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        int dfd = kind_fd_for(h, kind, path);
+        if (dfd < 0)
+                return dfd;
+
+        _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        return read_fd(fd, kind, ret);
+}
+
+/* ---- files kept open for statistics ---------------------------------------------------------- */
+
+typedef struct KeptFile {
+        HostFsKind kind;
+        char *path;
+        int fd;
+        uint64_t last_use;      /* h->kept_clock at the last read */
+} KeptFile;
+
+static int kept_compare(const void *a, const void *b) {
+        const KeptFile *x = a, *y = b;
+        return x->kind != y->kind ? (x->kind < y->kind ? -1 : 1) : strcmp(x->path, y->path);
+}
+
+static void kept_drop(HostFs *h, KeptFile *k) {
+        tdelete(k, &h->kept, kept_compare);
+        h->n_kept--;
+        closep(&k->fd);
+        free(k->path);
+        free(k);
+}
+
+static void find_oldest(const void *node, VISIT which, void *userdata) {
+        KeptFile *k = *(KeptFile * const *) node, **oldest = userdata;
+        if ((which == postorder || which == leaf) && (!*oldest || k->last_use < (*oldest)->last_use))
+                *oldest = k;
+}
+
+/* Close the least recently read kept file (a linear pass; only when the table is full). */
+static void kept_evict_one(HostFs *h) {
+        KeptFile *oldest = NULL;
+        twalk_r(h->kept, find_oldest, &oldest);
+        if (oldest)
+                kept_drop(h, oldest);
+}
+
+int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        if (!h->live)           /* fixture trees may replace files: no stale inode */
+                return hostfs_read(h, kind, path, ret);
+
+        int dfd = kind_fd_for(h, kind, path);
+        if (dfd < 0)
+                return dfd;
+
+        KeptFile key = { .kind = kind, .path = (char *) path };
+        KeptFile **found = tfind(&key, &h->kept, kept_compare);
+        if (found) {
+                KeptFile *k = *found;
+                k->last_use = ++h->kept_clock;
+                int r = read_fd(k->fd, kind, ret);
+                if (r >= 0 || r == -ENOMEM)
+                        return r;
+                /* ENODEV (kernfs node removed), EIO (debugfs file removed): the file we hold
+                 * is gone; a new disk may have taken the name. Open the path afresh. */
+                kept_drop(h, k);
+        }
+
+        _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        int r = read_fd(fd, kind, ret);
+        if (r < 0)
+                return r;
+
+        if (h->n_kept >= HOSTFS_KEPT_MAX)
+                kept_evict_one(h);
+        KeptFile *k = malloc(sizeof(KeptFile));
+        if (!k)
+                return 0;       /* the value is read; keeping the file is an optimisation */
+        *k = (KeptFile) { .kind = kind, .path = strdup(path), .fd = fd, .last_use = ++h->kept_clock };
+        if (!k->path || !tsearch(k, &h->kept, kept_compare)) {
+                free(k->path);
+                free(k);
+                return 0;
+        }
+        fd = -EBADF;            /* owned by k now */
+        h->n_kept++;
+        return 0;
+}
+
+typedef struct KeptMatch {
+        HostFsKind kind;
+        const char *prefix;
+        size_t len;
+        KeptFile *match;
+} KeptMatch;
+
+static void find_prefix(const void *node, VISIT which, void *userdata) {
+        KeptFile *k = *(KeptFile * const *) node;
+        KeptMatch *m = userdata;
+        if (!m->match && (which == postorder || which == leaf) && k->kind == m->kind &&
+            strncmp(k->path, m->prefix, m->len) == 0)
+                m->match = k;
+}
+
+void hostfs_close_kept(HostFs *h, HostFsKind kind, const char *prefix) {
+        for (;;) {
+                KeptMatch m = { .kind = kind, .prefix = prefix, .len = strlen(prefix) };
+                twalk_r(h->kept, find_prefix, &m);
+                if (!m.match)
+                        return;
+                kept_drop(h, m.match);
+        }
 }
 
 int hostfs_read_u64(HostFs *h, HostFsKind kind, const char *path, uint64_t *ret) {

@@ -151,7 +151,7 @@ static void set_unavailable(StatValue *v, const char *fmt, ...) {
 static int read_debugfs(Stats *s, const DiskFacts *f, unsigned hctx, const char *file, char **ret) {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "block/%s/hctx%u/%s", f->name, hctx, file);
-        return hostfs_read(s->hostfs, HOSTFS_DEBUGFS, path, ret);
+        return hostfs_read_kept(s->hostfs, HOSTFS_DEBUGFS, path, ret);
 }
 
 static const char *debugfs_why(int r, const char *removed) {

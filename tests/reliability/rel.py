@@ -16,6 +16,7 @@ Every wait is a poll with a deadline.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,6 +138,22 @@ def tree_files(root):
 
 def fd_count(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+KEPT_RE = re.compile(r"^/sys/(kernel/debug/block/.*|.*/block/[^/]+/(stat|inflight))$|^/proc/(interrupts|softirqs)$")
+
+
+def kept_fds(pid):
+    """Targets of the statistics files the daemon keeps open (hostfs_read_kept())."""
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            t = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if KEPT_RE.match(t):
+            out.append(t)
+    return sorted(out)
 
 
 def vm_rss_kb(pid):
