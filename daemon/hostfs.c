@@ -191,7 +191,7 @@ static int kind_fd_for(HostFs *h, HostFsKind kind, const char *path) {
  * Read all of fd from offset 0 (pread: a kept file is re-read from the start; at offset 0
  * sysfs and seq_file render the content anew, fs/seq_file.c seq_read_iter()).
  */
-static int read_fd(int fd, HostFsKind kind, char **ret) {
+static int read_fd(int fd, bool one_record, char **ret) {
         size_t size = 4096, n = 0;
         _cleanup_free_ char *buf = malloc(size + 1);
         if (!buf)
@@ -207,15 +207,16 @@ static int read_fd(int fd, HostFsKind kind, char **ret) {
                         break;
                 n += k;
                 /*
-                 * sysfs: a read that did not fill the buffer returned the whole attribute.
-                 * kernfs shows an attribute as one seq_file record of at most PAGE_SIZE
-                 * (fs/sysfs/file.c sysfs_kf_seq_show()) and copies all of it when the
-                 * buffer is large enough; a regular file (fixture trees) is only short at
-                 * EOF. That spares the read() returning 0: one syscall of three per value.
-                 * Not for procfs/debugfs: a multi-record seq_file stops a read where its
-                 * own buffer overflows (fs/seq_file.c seq_read_iter()), short of EOF.
+                 * One record: a read that did not fill the buffer returned all of it.
+                 * kernfs shows a sysfs attribute as one seq_file record of at most
+                 * PAGE_SIZE (fs/sysfs/file.c sysfs_kf_seq_show()), single_open() files
+                 * have one record too, and seq_read_iter() grows its buffer until a
+                 * record fits, so all of it is copied when our buffer is large enough;
+                 * a regular file (fixture trees) is only short at EOF. That spares the
+                 * read returning 0. Not in general: a multi-record seq_file stops a read
+                 * where its own buffer overflows (fs/seq_file.c), short of EOF.
                  */
-                if (kind == HOSTFS_SYSFS && n < size)
+                if (one_record && n < size)
                         break;
                 if (n == size) {
                         if (size >= HOSTFS_READ_MAX)
@@ -246,7 +247,7 @@ int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
         _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
-        return read_fd(fd, kind, ret);
+        return read_fd(fd, kind == HOSTFS_SYSFS, ret);
 }
 
 /* ---- files kept open for statistics ---------------------------------------------------------- */
@@ -285,7 +286,9 @@ static void kept_evict_one(HostFs *h) {
                 kept_drop(h, oldest);
 }
 
-int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, HostFsReadFlags flags, char **ret) {
+        bool one_record = kind == HOSTFS_SYSFS || (flags & HOSTFS_READ_ONE_RECORD);
+
         if (!h->live)           /* fixture trees may replace files: no stale inode */
                 return hostfs_read(h, kind, path, ret);
 
@@ -298,7 +301,7 @@ int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, char **ret) {
         if (found) {
                 KeptFile *k = *found;
                 k->last_use = ++h->kept_clock;
-                int r = read_fd(k->fd, kind, ret);
+                int r = read_fd(k->fd, one_record, ret);
                 if (r >= 0 || r == -ENOMEM)
                         return r;
                 /* ENODEV (kernfs node removed), EIO (debugfs file removed): the file we hold
@@ -309,7 +312,7 @@ int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, char **ret) {
         _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
-        int r = read_fd(fd, kind, ret);
+        int r = read_fd(fd, one_record, ret);
         if (r < 0)
                 return r;
 

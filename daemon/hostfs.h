@@ -78,9 +78,19 @@ int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret);
  * is closed and the path opened afresh, so a disk re-added under the same name is read,
  * not the old one. Under a fixture root (not live) this is hostfs_read(): a test may
  * replace a file, and a kept descriptor would read the old one.
- * Returns as hostfs_read().
+ * flags: HOSTFS_READ_ONE_RECORD or 0. Returns as hostfs_read().
  */
-int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, char **ret);
+typedef enum HostFsReadFlags {
+        /*
+         * The file is one seq_file record, like every sysfs attribute: a single_open()
+         * file (blk-mq debugfs .show attributes, block/blk-mq-debugfs.c; kernel/irq/debugfs.c).
+         * Then a read shorter than the buffer returned all of it and the read that would
+         * return 0 is spared. Wrong for a multi-record file (it would be cut short).
+         */
+        HOSTFS_READ_ONE_RECORD = 1 << 0,
+} HostFsReadFlags;
+
+int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, HostFsReadFlags flags, char **ret);
 
 /* Close the kept files of kind whose path starts with prefix ("block/sda/" when sda goes). */
 void hostfs_close_kept(HostFs *h, HostFsKind kind, const char *prefix);

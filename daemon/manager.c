@@ -596,7 +596,7 @@ static const ProcInterrupts *manager_interrupts(Manager *m) {
         _cleanup_free_ char *text = NULL;
         proc_interrupts_done(&m->interrupts);
         m->interrupts_usec = 0;
-        if (hostfs_read_kept(m->hostfs, HOSTFS_PROCFS, "interrupts", &text) < 0 ||
+        if (hostfs_read_kept(m->hostfs, HOSTFS_PROCFS, "interrupts", 0, &text) < 0 ||
             proc_interrupts_parse(text, &m->interrupts) < 0)
                 return NULL;
         m->interrupts_usec = now;
@@ -654,7 +654,7 @@ static int on_read_disk_stat(void *userdata, const char *device, DiskStat *ret, 
         if (!d)
                 return -ENOENT;
         snprintf(path, sizeof(path), "block/%s/stat", device);
-        int r = hostfs_read_kept(m->hostfs, HOSTFS_SYSFS, path, &text);
+        int r = hostfs_read_kept(m->hostfs, HOSTFS_SYSFS, path, 0, &text);
         if (r < 0)
                 return r;
         r = disk_stat_parse(text, &st);
@@ -662,7 +662,7 @@ static int on_read_disk_stat(void *userdata, const char *device, DiskStat *ret, 
                 return r;
         _cleanup_free_ char *inflight = NULL;
         snprintf(path, sizeof(path), "block/%s/inflight", device);
-        st.has_inflight = hostfs_read_kept(m->hostfs, HOSTFS_SYSFS, path, &inflight) >= 0 &&
+        st.has_inflight = hostfs_read_kept(m->hostfs, HOSTFS_SYSFS, path, 0, &inflight) >= 0 &&
                           disk_inflight_parse(inflight, &st.inflight_read, &st.inflight_write) >= 0;
 
         StatSample cur = { .usec = stats_now_usec() };
@@ -690,7 +690,7 @@ static int on_read_host_busy(void *userdata, const char *host, uint64_t *ret) {
 static int on_read_block_softirqs(void *userdata, uint64_t *counts, size_t max, size_t *ret_n) {
         Manager *m = userdata;
         _cleanup_free_ char *text = NULL;
-        int r = hostfs_read_kept(m->hostfs, HOSTFS_PROCFS, "softirqs", &text);
+        int r = hostfs_read_kept(m->hostfs, HOSTFS_PROCFS, "softirqs", 0, &text);
         if (r < 0)
                 return r;
         return proc_softirqs_block_parse(text, counts, max, ret_n);

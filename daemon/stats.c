@@ -147,11 +147,16 @@ static void set_unavailable(StatValue *v, const char *fmt, ...) {
         v->unavailable = s;
 }
 
-/* Read debugfs block/<disk>/hctxN/<file>; 0, -ENOENT (file gone from this kernel), -ENODEV (no debugfs). */
+/*
+ * Read debugfs block/<disk>/hctxN/<file>; 0, -ENOENT (file gone from this kernel), -ENODEV (no debugfs).
+ * Every file read here is a .show attribute, opened with single_open() (block/blk-mq-debugfs.c
+ * blk_mq_debugfs_open()): one record, hence HOSTFS_READ_ONE_RECORD. Never the .seq_ops lists
+ * (dispatch, busy, default_rq_list).
+ */
 static int read_debugfs(Stats *s, const DiskFacts *f, unsigned hctx, const char *file, char **ret) {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "block/%s/hctx%u/%s", f->name, hctx, file);
-        return hostfs_read_kept(s->hostfs, HOSTFS_DEBUGFS, path, ret);
+        return hostfs_read_kept(s->hostfs, HOSTFS_DEBUGFS, path, HOSTFS_READ_ONE_RECORD, ret);
 }
 
 static const char *debugfs_why(int r, const char *removed) {

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
 #include "macro.h"
@@ -15,14 +16,19 @@
 
 /* Label value escaping: backslash, double quote and newline (exposition format). */
 static void put_label(FILE *f, const char *name, const char *value, bool first) {
-        fprintf(f, "%s%s=\"", first ? "" : ",", name);
-        for (const char *c = value ?: ""; *c; c++)
-                if (*c == '\\' || *c == '"')
-                        fprintf(f, "\\%c", *c);
-                else if (*c == '\n')
-                        fputs("\\n", f);
-                else
-                        fputc(*c, f);
+        if (!first)
+                fputc(',', f);
+        fputs(name, f);
+        fputs("=\"", f);
+        for (const char *c = value ?: ""; *c; ) {
+                size_t plain = strcspn(c, "\\\"\n");       /* copy runs, escape the rest */
+                fwrite(c, 1, plain, f);
+                c += plain;
+                if (!*c)
+                        break;
+                fputs(*c == '\n' ? "\\n" : *c == '"' ? "\\\"" : "\\\\", f);
+                c++;
+        }
         fputc('"', f);
 }
 

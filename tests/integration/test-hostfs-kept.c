@@ -37,10 +37,10 @@ int main(void) {
 
         /* /proc/uptime changes every 10 ms: a kept file must not return a stale first rendering */
         _cleanup_free_ char *a = NULL, *b = NULL;
-        CHECK_INT(hostfs_read_kept(h, HOSTFS_PROCFS, "uptime", &a), 0);
+        CHECK_INT(hostfs_read_kept(h, HOSTFS_PROCFS, "uptime", 0, &a), 0);
         struct timespec ts = { .tv_nsec = 50 * 1000 * 1000 };
         nanosleep(&ts, NULL);
-        CHECK_INT(hostfs_read_kept(h, HOSTFS_PROCFS, "uptime", &b), 0);
+        CHECK_INT(hostfs_read_kept(h, HOSTFS_PROCFS, "uptime", 0, &b), 0);
         CHECK(a && b && strcmp(a, b) != 0);
 
         /* many sysfs attributes: equal to hostfs_read(), and never more than 512 kept open */
@@ -60,7 +60,7 @@ int main(void) {
                                         snprintf(path, sizeof(path), "devices/system/cpu/%s/%.*s%s", *c, (int) i, "////////////////////////////////////////////////////////////////////", attrs[k]);
                                         if (hostfs_read(h, HOSTFS_SYSFS, path, &x) < 0)
                                                 continue;
-                                        CHECK_INT(hostfs_read_kept(h, HOSTFS_SYSFS, path, &y), 0);
+                                        CHECK_INT(hostfs_read_kept(h, HOSTFS_SYSFS, path, 0, &y), 0);
                                         if (y && !streq(x, y) && !strstr(path, "uevent"))
                                                 TAP_FAIL("%s: kept read \"%s\" != fresh \"%s\"", path, y, x);
                                         files += round == 0;

@@ -2,6 +2,8 @@
 /* Unit tests for fuse-fs renderers: applied/<knob>, plan/<knob>, class, explain, facts, hctx. */
 #include <errno.h>
 
+#include "config.h"
+
 #include "facts.h"
 #include "macro.h"
 #include "node.h"
@@ -142,8 +144,23 @@ static void test_registry_sorted(void) {
         registry_done(&reg);
 }
 
+static const char *kernel_with_specials(void *userdata) {
+        return "6.1\"x\\y\nz";
+}
+
+/* Label values are escaped as the exposition format wants: \\, \" and \n. */
+static void test_metrics_label_escaping(void) {
+        Registry reg = {};
+        FuseFsContext ctx = { .registry = &reg, .kernel_release = kernel_with_specials };
+        _cleanup_free_ char *s = NULL;
+        CHECK_INT(render_metrics(&ctx, &s), 0);
+        CHECK(s && strstr(s, "blkmqd_info{version=\"" BLKMQD_VERSION "\",kernel=\"6.1\\\"x\\\\y\\nz\",providers=\"\"} 1\n"));
+        registry_done(&reg);
+}
+
 int main(void) {
         test_render_applied();
+        test_metrics_label_escaping();
         test_render_tree();
         test_registry_sorted();
         return tap_finish("test-render");
