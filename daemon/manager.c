@@ -611,7 +611,7 @@ static int on_load_hctx_details(void *userdata, const char *device) {
         return device_gather_hctx_details(m->hostfs, d->facts);
 }
 
-static int on_read_hctx(void *userdata, const char *device, size_t pos, HctxReading *ret) {
+static int on_read_hctx(void *userdata, const char *device, size_t pos, bool irq_count, HctxReading *ret) {
         Manager *m = userdata;
         Device *d = registry_get(&m->registry, device);
         int r;
@@ -628,7 +628,7 @@ static int on_read_hctx(void *userdata, const char *device, size_t pos, HctxRead
         }
 
         HctxReading rd = {};
-        r = stats_read_hctx(m->stats, d->facts, pos, manager_interrupts(m), &rd.stats);
+        r = stats_read_hctx(m->stats, d->facts, pos, irq_count, irq_count ? manager_interrupts(m) : NULL, &rd.stats);
         if (r < 0)
                 return r;
         if (d->history) {

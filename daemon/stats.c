@@ -164,7 +164,7 @@ static const char *debugfs_why(int r, const char *removed) {
                r == -ENOENT ? removed : "debugfs file unreadable";
 }
 
-int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrupts *pi, HctxStats *ret) {
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, const ProcInterrupts *pi, HctxStats *ret) {
         const HctxFacts *x = &f->hctx[pos];
         HctxStats st = { .usec = stats_now_usec() };
         uint64_t u;
@@ -284,7 +284,9 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrup
 
         /* procfs: interrupts of the hctx's queue vector */
         ProcInterrupts own = {};
-        if (x->irq < 0 || (size_t) x->irq >= f->n_irqs)
+        if (!irq_count)
+                ;       /* stays "not read" */
+        else if (x->irq < 0 || (size_t) x->irq >= f->n_irqs)
                 set_unavailable(&st.v[STAT_IRQ_COUNT], "%s", f->unknown[FACT_IRQ_VECTORS] ?: "no queue vector matched this hctx");
         else {
                 _cleanup_free_ char *text = NULL;
@@ -308,8 +310,6 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrup
 
 void stats_rates(StatSample ring[STATS_HISTORY], const StatSample *cur, size_t n, uint32_t counters,
                  uint64_t window_usec, StatRates *ret) {
-        const StatSample *best = NULL;
-        uint64_t best_dist = UINT64_MAX;
         StatSample *newest = NULL, *oldest = &ring[0];
 
         *ret = (StatRates) {};
@@ -323,27 +323,36 @@ void stats_rates(StatSample ring[STATS_HISTORY], const StatSample *cur, size_t n
                         oldest = x;
                 if (!newest || x->usec > newest->usec)
                         newest = x;
-                if (x->usec > cur->usec || cur->usec - x->usec < RATE_MIN_AGE_USEC)
-                        continue;
-                uint64_t age = cur->usec - x->usec;
-                uint64_t dist = age > window_usec ? age - window_usec : window_usec - age;
-                if (dist < best_dist) {
-                        best = x;
-                        best_dist = dist;
-                }
         }
 
-        if (best) {
-                double dt = (cur->usec - best->usec) / 1e6;
-                ret->window_sec = dt;
-                for (size_t i = 0; i < n; i++) {
-                        uint32_t bit = UINT32_C(1) << i;
-                        if (!(counters & bit) || !(cur->valid & bit) || !(best->valid & bit) || cur->v[i] < best->v[i])
+        /* per value: the sample holding it whose age is closest to the window (samples may
+         * hold different values: irq_count is only read when asked for) */
+        double window_sec = 0;
+        for (size_t v = 0; v < n; v++) {
+                uint32_t bit = UINT32_C(1) << v;
+                const StatSample *best = NULL;
+                uint64_t best_dist = UINT64_MAX;
+                if (!(counters & bit) || !(cur->valid & bit))
+                        continue;
+                for (size_t i = 0; i < STATS_HISTORY; i++) {
+                        const StatSample *x = &ring[i];
+                        if (!x->usec || !(x->valid & bit) || x->usec > cur->usec || cur->usec - x->usec < RATE_MIN_AGE_USEC)
                                 continue;
-                        ret->per_sec[i] = (cur->v[i] - best->v[i]) / dt;
-                        ret->valid |= bit;
+                        uint64_t age = cur->usec - x->usec;
+                        uint64_t dist = age > window_usec ? age - window_usec : window_usec - age;
+                        if (dist < best_dist) {
+                                best = x;
+                                best_dist = dist;
+                        }
                 }
+                if (!best || cur->v[v] < best->v[v])
+                        continue;
+                double dt = (cur->usec - best->usec) / 1e6;
+                ret->per_sec[v] = (cur->v[v] - best->v[v]) / dt;
+                ret->valid |= bit;
+                window_sec = window_sec > dt ? window_sec : dt;
         }
+        ret->window_sec = window_sec;
 
         if (!newest || cur->usec >= newest->usec + SAMPLE_MIN_SPACING_USEC)
                 *oldest = *cur;

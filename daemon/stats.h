@@ -87,10 +87,12 @@ const char *stats_providers(Stats *s);
 const char *stats_bpf_unavailable(Stats *s);
 
 /*
- * Read the counters of hctx number pos of f (f->hctx[pos]). pi: a parsed /proc/interrupts
- * (NULL: irq_count is read fresh). Returns 0 or -ENOMEM; missing values are marked in ret.
+ * Read the counters of hctx number pos of f (f->hctx[pos]). irq_count: also STAT_IRQ_COUNT,
+ * from pi, a parsed /proc/interrupts (NULL: read and parsed fresh) — megabytes on a big
+ * machine, so only when asked; otherwise that value is marked "not read".
+ * Returns 0 or -ENOMEM; missing values are marked in ret.
  */
-int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, const ProcInterrupts *pi, HctxStats *ret);
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, const ProcInterrupts *pi, HctxStats *ret);
 
 /* Drop BPF map entries of a removed disk. */
 void stats_forget_disk(Stats *s, unsigned major, unsigned minor);

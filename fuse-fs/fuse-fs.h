@@ -50,8 +50,11 @@ typedef struct FuseFsContext {
          * NULL: the facts are used as they are.
          */
         int (*load_hctx_details)(void *userdata, const char *device);
-        /* Read the statistics of hctx position pos of device. Returns 0, -ENOENT, -ENOMEM. */
-        int (*read_hctx)(void *userdata, const char *device, size_t pos, HctxReading *ret);
+        /*
+         * Read the statistics of hctx position pos of device; irq_count: STAT_IRQ_COUNT too
+         * (parses /proc/interrupts). Returns 0, -ENOENT, -ENOMEM.
+         */
+        int (*read_hctx)(void *userdata, const char *device, size_t pos, bool irq_count, HctxReading *ret);
         /* Read block/<disk>/stat with rates (indexed by DiskStatField). Returns 0 or -errno. */
         int (*read_disk_stat)(void *userdata, const char *device, DiskStat *ret, StatRates *ret_rates);
         /* BLOCK softirqs per CPU from /proc/softirqs (column i = CPU i: possible CPUs are

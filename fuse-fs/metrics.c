@@ -218,7 +218,7 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
                         goto finish;
                 }
                 for (size_t h = 0; h < d->facts->n_hctx; h++)
-                        dr[n].ok[h] = ctx->read_hctx(ctx->userdata, d->name, h, &dr[n].hctx[h]) >= 0;
+                        dr[n].ok[h] = ctx->read_hctx(ctx->userdata, d->name, h, true, &dr[n].hctx[h]) >= 0;
                 n++;
         }
         for (StatId id = 0; id < _STAT_MAX; id++)

@@ -31,7 +31,9 @@ static bool remote_pct(const HctxStats *s, double *ret, const char **ret_why) {
 
 static int render_hctx_stat(const FuseFsContext *ctx, const Node *n, char **ret) {
         _cleanup_(hctx_reading_done) HctxReading rd = {};
-        int r = ctx->read_hctx(ctx->userdata, n->device, n->arg, &rd);
+        bool rate = n->arg2 >= HCTX_ATTR_RATE;
+        StatId id = n->arg2 - (rate ? HCTX_ATTR_RATE : HCTX_ATTR_STAT);
+        int r = ctx->read_hctx(ctx->userdata, n->device, n->arg, id == STAT_IRQ_COUNT, &rd);
         if (r < 0)
                 return r;
 
@@ -42,8 +44,6 @@ static int render_hctx_stat(const FuseFsContext *ctx, const Node *n, char **ret)
                 return r < 0 ? -ENOMEM : 0;
         }
 
-        bool rate = n->arg2 >= HCTX_ATTR_RATE;
-        StatId id = n->arg2 - (rate ? HCTX_ATTR_RATE : HCTX_ATTR_STAT);
         if (id < 0 || id >= _STAT_MAX)
                 return -ENOENT;
         const StatValue *v = &rd.stats.v[id];
@@ -107,7 +107,7 @@ static int render_completions(const FuseFsContext *ctx, const Node *n, char **re
                 return -ENOMEM;
         for (size_t i = 0; i < d->facts->n_hctx; i++) {
                 _cleanup_(hctx_reading_done) HctxReading rd = {};
-                if (ctx->read_hctx(ctx->userdata, n->device, i, &rd) < 0) {
+                if (ctx->read_hctx(ctx->userdata, n->device, i, false, &rd) < 0) {
                         fprintf(f, "hctx%u unavailable: disk gone\n", d->facts->hctx[i].index);
                         continue;
                 }
@@ -140,7 +140,7 @@ static int render_stats_source(const FuseFsContext *ctx, const Node *n, char **r
                 return -ENOENT;
         if (d->facts->n_hctx == 0)
                 return asprintf(ret, "unavailable: no blk-mq hardware queues\n") < 0 ? -ENOMEM : 0;
-        int r = ctx->read_hctx(ctx->userdata, n->device, 0, &rd);
+        int r = ctx->read_hctx(ctx->userdata, n->device, 0, true, &rd);
         if (r < 0)
                 return r;
         FILE *f = open_memstream(&buf, &size);

@@ -114,6 +114,21 @@ static void test_rates(void) {
         stats_rates(ring, &b, 3, 7, SEC, &r);
         CHECK_INT(r.valid, 0);
 
+        /* samples holding different values (irq_count only read when asked): each value
+         * gets its rate from the sample that holds it, not from the one nearest in time */
+        memset(ring, 0, sizeof(ring));
+        a = sample(T0, 100, 1000, 0);                   /* v0 and v1 */
+        stats_rates(ring, &a, 3, 3, SEC, &r);
+        b = sample(T0 + SEC, 200, 0, 0);
+        b.valid = 1;                                    /* v0 only, nearer to the window */
+        stats_rates(ring, &b, 3, 3, SEC, &r);
+        c = sample(T0 + 2 * SEC, 400, 3000, 0);
+        stats_rates(ring, &c, 3, 3, SEC, &r);
+        CHECK_INT(r.valid, 3);
+        CHECK_NEAR(r.per_sec[0], 200.0);                /* against b, 1 s old */
+        CHECK_NEAR(r.per_sec[1], 1000.0);               /* against a, 2 s old: b lacks v1 */
+        CHECK_NEAR(r.window_sec, 2.0);                  /* the widest window used */
+
         /* a counter that did not move has rate 0, and that is a valid rate */
         memset(ring, 0, sizeof(ring));
         a = sample(T0, 42, 0, 0);
