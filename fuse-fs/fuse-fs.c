@@ -168,7 +168,13 @@ static Node *node_new(FuseFs *fs, Node *parent, NodeType type, const char *name,
                 free(n);
                 return NULL;
         }
-        n->ino = parent ? fs->next_ino++ : FUSE_ROOT_ID;
+        if (type == NODE_HCTX_ATTR)
+                n->ino = parent->ino + 1 + arg2;                /* reserved by the hctx/<n> directory */
+        else {
+                n->ino = parent ? fs->next_ino++ : FUSE_ROOT_ID;
+                if (type == NODE_HCTX_N)
+                        fs->next_ino += HCTX_INO_SPAN;
+        }
         n->type = type;
         n->arg = arg;
         n->arg2 = arg2;
@@ -255,6 +261,9 @@ static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
 }
 
 static int populate(FuseFs *fs, Node *h);
+static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name);
+static size_t hctx_entries(int *out, size_t max);
+static const char *hctx_entry_name(int arg2, char *buf, size_t size);
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         FuseFs *fs = fuse_req_userdata(req);
@@ -263,7 +272,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        n = !p ? NULL : p == fs->devices ? device_node(fs, name) : node_child(p, name);
+        n = !p ? NULL : p == fs->devices ? device_node(fs, name) :
+            p->type == NODE_HCTX_N ? hctx_attr_node(fs, p, name) : node_child(p, name);
         struct fuse_entry_param e = {
                 .attr_timeout = FUSE_FS_TIMEOUT,
                 .entry_timeout = FUSE_FS_TIMEOUT,
@@ -279,11 +289,31 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
                 return;
         }
         e.ino = n->ino;
-        fuse_reply_entry(req, &e);
+        if (fuse_reply_entry(req, &e) == 0)
+                n->nlookup++;
+}
+
+static void forget_one(FuseFs *fs, fuse_ino_t ino, uint64_t nlookup) {
+        Node *n = node_get(fs, ino);
+        if (!n)
+                return;         /* freed with its device already */
+        n->nlookup -= MIN(nlookup, n->nlookup);
+        /* hctx/<n>/<attr>: gone from the kernel's caches, so from ours (they are ~95 % of a
+         * fully read tree); a later LOOKUP makes it again with the same inode number. Other
+         * nodes live as long as their device. */
+        if (n->nlookup == 0 && n->type == NODE_HCTX_ATTR)
+                node_free(fs, n);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-        /* Inode numbers are never reused, and nodes live as long as their device. */
+        forget_one(fuse_req_userdata(req), ino, nlookup);
+        fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets) {
+        FuseFs *fs = fuse_req_userdata(req);
+        for (size_t i = 0; i < count; i++)
+                forget_one(fs, forgets[i].ino, forgets[i].nlookup);
         fuse_reply_none(req);
 }
 
@@ -342,8 +372,11 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
         size_t used = 0;
         off_t i = 0;
         const Node *c = n->children;
+        int entries[HCTX_INO_SPAN];
+        size_t n_entries = n->type == NODE_HCTX_N ? hctx_entries(entries, ELEMENTSOF(entries)) : 0;
         for (;; i++) {
                 const char *name;
+                char namebuf[64];
                 struct stat st = {};
                 if (i == 0) {
                         name = ".";
@@ -353,6 +386,13 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
                         name = "..";
                         st.st_ino = n->parent ? n->parent->ino : n->ino;
                         st.st_mode = S_IFDIR;
+                } else if (n->type == NODE_HCTX_N) {
+                        /* listed from the table: the files need not exist to be listed */
+                        if ((size_t) i - 2 >= n_entries)
+                                break;
+                        name = hctx_entry_name(entries[i - 2], namebuf, sizeof(namebuf));
+                        st.st_ino = n->ino + 1 + entries[i - 2];
+                        st.st_mode = S_IFREG | 0444;
                 } else {
                         if (!c)
                                 break;
@@ -478,6 +518,7 @@ static const struct fuse_lowlevel_ops fuse_fs_ops = {
         .write = op_write,
         .lookup = op_lookup,
         .forget = op_forget,
+        .forget_multi = op_forget_multi,
         .getattr = op_getattr,
         .opendir = op_opendir,
         .readdir = op_readdir,
@@ -633,33 +674,59 @@ static int build_hctx(FuseFs *fs, Node *hctx, const Device *d) {
 }
 
 /*
- * Directories filled on first use (lookup or readdir): hctx/ gets its <n>/ directories and
- * each hctx/<n>/ its files. A disk with 64 hctx has some 2,000 of those, and most are never
- * looked at; thousands of disks would otherwise spend most of the daemon's memory on them.
- * arg2 of a NODE_HCTX or NODE_HCTX_N node records that it is populated.
+ * The files of an hctx/<n>/ directory in readdir order, as arg2 values: the HctxAttr files,
+ * then each statistic and, for counters, its _rate. Returns how many (at most max).
+ */
+static size_t hctx_entries(int *out, size_t max) {
+        size_t n = 0;
+        for (HctxAttr a = 0; a < _HCTX_ATTR_MAX && n < max; a++)
+                out[n++] = a;
+        for (StatId st = 0; st < _STAT_MAX && n < max; st++) {
+                out[n++] = HCTX_ATTR_STAT + st;
+                if (stat_id_is_counter(st) && n < max)
+                        out[n++] = HCTX_ATTR_RATE + st;
+        }
+        return n;
+}
+
+/* The file name of hctx/<n>/ entry arg2 into buf. */
+static const char *hctx_entry_name(int arg2, char *buf, size_t size) {
+        if (arg2 >= HCTX_ATTR_RATE) {
+                snprintf(buf, size, "%s_rate", stat_id_to_string(arg2 - HCTX_ATTR_RATE));
+                return buf;
+        }
+        if (arg2 >= HCTX_ATTR_STAT)
+                return stat_id_to_string(arg2 - HCTX_ATTR_STAT);
+        return hctx_attr_to_string(arg2);
+}
+
+/* hctx/<n>/<name>: the existing node, or a new one (LOOKUP creates, FORGET frees). NULL: no such file or ENOMEM. */
+static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name) {
+        Node *c = node_child(h, name);
+        if (c)
+                return c;
+        int e[HCTX_INO_SPAN];
+        size_t n = hctx_entries(e, ELEMENTSOF(e));
+        for (size_t i = 0; i < n; i++) {
+                char buf[64];
+                if (streq(hctx_entry_name(e[i], buf, sizeof(buf)), name))
+                        return node_new(fs, h, NODE_HCTX_ATTR, name, h->device, h->arg, e[i]);
+        }
+        return NULL;
+}
+
+/*
+ * hctx/ gets its <n>/ directories on first use (lookup or readdir): a disk with 64 hctx has
+ * some 2,000 files below them, and most are never looked at; thousands of disks would
+ * otherwise spend most of the daemon's memory on them. The files themselves exist only
+ * while the kernel holds them (hctx_attr_node(), op_forget()). arg2 of a NODE_HCTX node
+ * records that it is populated.
  */
 static int populate(FuseFs *fs, Node *h) {
-        if ((h->type != NODE_HCTX && h->type != NODE_HCTX_N) || h->arg2)
+        if (h->type != NODE_HCTX || h->arg2)
                 return 0;
-        if (h->type == NODE_HCTX) {
-                const Device *d = registry_get(fs->ctx.registry, h->device);
-                return d && d->facts ? build_hctx(fs, h, d) : 0;
-        }
-        for (HctxAttr a = 0; a < _HCTX_ATTR_MAX; a++)
-                if (!node_new(fs, h, NODE_HCTX_ATTR, hctx_attr_to_string(a), h->device, h->arg, a))
-                        return -ENOMEM;
-        for (StatId st = 0; st < _STAT_MAX; st++) {
-                char rate[64];
-                if (!node_new(fs, h, NODE_HCTX_ATTR, stat_id_to_string(st), h->device, h->arg, HCTX_ATTR_STAT + st))
-                        return -ENOMEM;
-                if (!stat_id_is_counter(st))
-                        continue;
-                snprintf(rate, sizeof(rate), "%s_rate", stat_id_to_string(st));
-                if (!node_new(fs, h, NODE_HCTX_ATTR, rate, h->device, h->arg, HCTX_ATTR_RATE + st))
-                        return -ENOMEM;
-        }
-        h->arg2 = 1;
-        return 0;
+        const Device *d = registry_get(fs->ctx.registry, h->device);
+        return d && d->facts ? build_hctx(fs, h, d) : 0;
 }
 
 /* True when the hctx/ children match the device's current hctx numbers. */

@@ -121,7 +121,15 @@ struct Node {
         int arg, arg2;
         Node *parent, *children, *next;
         Node *last_child;       /* tail of children: appending stays O(1) in devices/ of thousands of disks */
+        uint64_t nlookup;       /* kernel references (LOOKUP minus FORGET); hctx/<n>/<attr> is freed at 0 */
 };
+
+/*
+ * hctx/<n>/<attr> files have fixed inode numbers: the hctx/<n> directory's plus 1 + arg2.
+ * Each hctx/<n> directory reserves HCTX_INO_SPAN numbers, so a file can be listed by readdir
+ * without existing, created by LOOKUP and freed by FORGET, and comes back with the same number.
+ */
+#define HCTX_INO_SPAN 192       /* > HCTX_ATTR_RATE + STATS_MAX_VALUES */
 
 static inline bool node_is_dir(const Node *n) {
         switch (n->type) {

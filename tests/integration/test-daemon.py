@@ -32,6 +32,24 @@ APPEAR_DEADLINE = 1.0          # the brief: a hot-added disk shows within 1 s
 
 # ---- cases ---------------------------------------------------------------------------------
 
+def hctx_files_survive_forget(d, name):
+    """hctx/<n>/<attr> nodes are made by LOOKUP and freed by FORGET: after the kernel drops
+    its inode cache they come back with the same inode numbers and contents, and readdir
+    lists each with the number stat reports."""
+    h = d.path("devices", name, "hctx", "0")
+    listed = {e.name: e.inode() for e in os.scandir(h)}
+    stat_ino = {n: os.stat(os.path.join(h, n)).st_ino for n in listed}
+    before = d.read("devices", name, "hctx", "0", "cpu_list")
+    check(len(listed) > 20 and listed == stat_ino, f"(a) hctx/0: {len(listed)} files, readdir inode = stat inode")
+    subprocess.run(["sync"])
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2\n")                  # dentries and inodes: the kernel FORGETs our nodes
+    again = {n: os.stat(os.path.join(h, n)).st_ino for n in listed}
+    check(again == stat_ino, "(a) hctx/0 files keep their inode numbers across FORGET")
+    check(d.read("devices", name, "hctx", "0", "cpu_list") == before, "(a) hctx/0/cpu_list reads the same after FORGET")
+    check(all(open(os.path.join(h, n)).read().endswith("\n") for n in listed), "(a) every hctx/0 file reads after FORGET")
+
+
 def case_a_hotplug_and_facts(d, loops, tmp):
     """(a) a loop attached while the daemon runs appears within 1 s, with its facts."""
     for attempt in range(3):
@@ -63,6 +81,7 @@ def case_a_hotplug_and_facts(d, loops, tmp):
             check(d.read("devices", name, "facts", "size") == f"{size}\n", f"(a) facts/size = {size}")
             check(sorted(os.listdir(d.path("devices"))) == [name], "(a) only the --devices loop is shown")
             check(os.listdir(d.path("devices", name, "hctx")) == ["0"], "(a) hctx/ has exactly 0")
+            hctx_files_survive_forget(d, name)
             return
         finally:
             d.stop()
