@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-bench/scale.py [--blkmqd PATH] [--tree DIR] [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64] [--quick]
+bench/scale.py [--blkmqd PATH] [--tree DIR] [--rounds 2] [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64] [--quick]
 
 P3 scale: blkmqd --root on a synthetic machine (bench/gen-scale.py: 4,096 disks x 64 hctx on
 64 megaraid_sas hosts with 65 MSI-X vectors each, 64 CPUs, /proc/interrupts, scheduler lists,
@@ -84,6 +84,7 @@ def main():
     ap.add_argument("--tmpfs-size", default="16G")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-read", action="store_true", help="skip the full-tree read")
+    ap.add_argument("--rounds", type=int, default=2, help="read rounds: 1 = cold only, 2 = cold then warm")
     ap.add_argument("--tree", help="use this already generated tree (gen-scale.py output; on tmpfs) "
                     "instead of generating one; it is left in place")
     a = ap.parse_args()
@@ -158,7 +159,7 @@ def main():
             print()
             print("full-tree read (find -type f -print0 | xargs -0 cat > /dev/null):")
             res = {}
-            for rnd in ("cold", "warm"):
+            for rnd in ("cold", "warm")[:max(1, min(2, a.rounds))]:
                 for name, d in (("src", root), ("mnt", mnt)):
                     el, nf, nb = read_tree(d)
                     res[(rnd, name)] = el
