@@ -156,15 +156,30 @@ static Node *node_get(FuseFs *fs, uint64_t ino) {
         return n ? *n : NULL;
 }
 
-static Node *node_new(FuseFs *fs, Node *parent, NodeType type, const char *name, const char *device, int arg, int arg2) {
+static void node_free_strings(Node *n) {
+        if (n->own_name)
+                free(n->name);
+        if (n->own_device)
+                free(n->device);
+}
+
+/*
+ * A node below parent. static_name: name is a string that outlives the node (a constant or
+ * a static table entry) and is not copied. device is not copied either when it is the
+ * parent's: everything below devices/<disk>/ shares the disk node's string, which outlives
+ * its children. A tree of thousands of disks has hundreds of thousands of nodes.
+ */
+static Node *node_new_full(FuseFs *fs, Node *parent, NodeType type, const char *name, bool static_name,
+                           const char *device, int arg, int arg2) {
         Node *n = calloc(1, sizeof(Node));
         if (!n)
                 return NULL;
-        n->name = strdup(name);
-        n->device = device ? strdup(device) : NULL;
+        n->own_name = !static_name;
+        n->name = static_name ? (char *) name : strdup(name);
+        n->own_device = device && !(parent && streq_ptr(parent->device, device));
+        n->device = !device ? NULL : n->own_device ? strdup(device) : parent->device;
         if (!n->name || (device && !n->device)) {
-                free(n->name);
-                free(n->device);
+                node_free_strings(n);
                 free(n);
                 return NULL;
         }
@@ -180,8 +195,7 @@ static Node *node_new(FuseFs *fs, Node *parent, NodeType type, const char *name,
         n->arg2 = arg2;
         n->parent = parent;
         if (!tsearch(n, &fs->nodes, node_compare)) {
-                free(n->name);
-                free(n->device);
+                node_free_strings(n);
                 free(n);
                 return NULL;
         }
@@ -198,6 +212,15 @@ static Node *node_new(FuseFs *fs, Node *parent, NodeType type, const char *name,
                 return NULL;
         }
         return n;
+}
+
+static Node *node_new(FuseFs *fs, Node *parent, NodeType type, const char *name, const char *device, int arg, int arg2) {
+        return node_new_full(fs, parent, type, name, false, device, arg, arg2);
+}
+
+/* node_new() for a name that is a constant or static table entry. */
+static Node *node_new_static(FuseFs *fs, Node *parent, NodeType type, const char *name, const char *device, int arg, int arg2) {
+        return node_new_full(fs, parent, type, name, true, device, arg, arg2);
 }
 
 /* Free n and its subtree; unlinks n from its parent. */
@@ -217,8 +240,7 @@ static void node_free(FuseFs *fs, Node *n) {
         if (n->type == NODE_DEVICE)
                 tdelete(n, &fs->device_nodes, node_name_compare);
         tdelete(n, &fs->nodes, node_compare);
-        free(n->name);
-        free(n->device);
+        node_free_strings(n);
         free(n);
 }
 
@@ -263,7 +285,7 @@ static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
 static int populate(FuseFs *fs, Node *h);
 static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name);
 static size_t hctx_entries(int *out, size_t max);
-static const char *hctx_entry_name(int arg2, char *buf, size_t size);
+static const char *hctx_entry_name(int arg2);
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         FuseFs *fs = fuse_req_userdata(req);
@@ -376,7 +398,6 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
         size_t n_entries = n->type == NODE_HCTX_N ? hctx_entries(entries, ELEMENTSOF(entries)) : 0;
         for (;; i++) {
                 const char *name;
-                char namebuf[64];
                 struct stat st = {};
                 if (i == 0) {
                         name = ".";
@@ -390,7 +411,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
                         /* listed from the table: the files need not exist to be listed */
                         if ((size_t) i - 2 >= n_entries)
                                 break;
-                        name = hctx_entry_name(entries[i - 2], namebuf, sizeof(namebuf));
+                        name = hctx_entry_name(entries[i - 2]);
                         st.st_ino = n->ino + 1 + entries[i - 2];
                         st.st_mode = S_IFREG | 0444;
                 } else {
@@ -689,11 +710,16 @@ static size_t hctx_entries(int *out, size_t max) {
         return n;
 }
 
-/* The file name of hctx/<n>/ entry arg2 into buf. */
-static const char *hctx_entry_name(int arg2, char *buf, size_t size) {
+/* The file name of hctx/<n>/ entry arg2: a static string ("<stat>_rate" from a table made once). */
+static const char *hctx_entry_name(int arg2) {
+        static char rate_names[_STAT_MAX][64];
         if (arg2 >= HCTX_ATTR_RATE) {
-                snprintf(buf, size, "%s_rate", stat_id_to_string(arg2 - HCTX_ATTR_RATE));
-                return buf;
+                StatId st = arg2 - HCTX_ATTR_RATE;
+                if (st < 0 || st >= _STAT_MAX)
+                        return NULL;
+                if (!rate_names[st][0])
+                        snprintf(rate_names[st], sizeof(rate_names[st]), "%s_rate", stat_id_to_string(st));
+                return rate_names[st];
         }
         if (arg2 >= HCTX_ATTR_STAT)
                 return stat_id_to_string(arg2 - HCTX_ATTR_STAT);
@@ -708,9 +734,9 @@ static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name) {
         int e[HCTX_INO_SPAN];
         size_t n = hctx_entries(e, ELEMENTSOF(e));
         for (size_t i = 0; i < n; i++) {
-                char buf[64];
-                if (streq(hctx_entry_name(e[i], buf, sizeof(buf)), name))
-                        return node_new(fs, h, NODE_HCTX_ATTR, name, h->device, h->arg, e[i]);
+                const char *entry = hctx_entry_name(e[i]);
+                if (streq_ptr(entry, name))
+                        return node_new_static(fs, h, NODE_HCTX_ATTR, entry, h->device, h->arg, e[i]);
         }
         return NULL;
 }
@@ -748,17 +774,17 @@ static int build_device(FuseFs *fs, const Device *d) {
         if (!dev)
                 return -ENOMEM;
 
-        if (!node_new(fs, dev, NODE_CLASS, FUSE_FS_CLASS, d->name, 0, 0) ||
-            !node_new(fs, dev, NODE_EXPLAIN, FUSE_FS_EXPLAIN, d->name, 0, 0) ||
-            !node_new(fs, dev, NODE_STAT, FUSE_FS_STAT, d->name, 0, 0) ||
-            !node_new(fs, dev, NODE_COMPLETIONS, FUSE_FS_COMPLETIONS, d->name, 0, 0) ||
-            !node_new(fs, dev, NODE_STATS_SOURCE, FUSE_FS_STATS_SOURCE, d->name, 0, 0))
+        if (!node_new_static(fs, dev, NODE_CLASS, FUSE_FS_CLASS, d->name, 0, 0) ||
+            !node_new_static(fs, dev, NODE_EXPLAIN, FUSE_FS_EXPLAIN, d->name, 0, 0) ||
+            !node_new_static(fs, dev, NODE_STAT, FUSE_FS_STAT, d->name, 0, 0) ||
+            !node_new_static(fs, dev, NODE_COMPLETIONS, FUSE_FS_COMPLETIONS, d->name, 0, 0) ||
+            !node_new_static(fs, dev, NODE_STATS_SOURCE, FUSE_FS_STATS_SOURCE, d->name, 0, 0))
                 return -ENOMEM;
 
-        if (!(dir = node_new(fs, dev, NODE_FACTS, FUSE_FS_FACTS, d->name, 0, 0)))
+        if (!(dir = node_new_static(fs, dev, NODE_FACTS, FUSE_FS_FACTS, d->name, 0, 0)))
                 return -ENOMEM;
         for (Fact f = 0; f < _FACT_MAX; f++)
-                if (!node_new(fs, dir, NODE_FACT, fact_to_string(f), d->name, f, 0))
+                if (!node_new_static(fs, dir, NODE_FACT, fact_to_string(f), d->name, f, 0))
                         return -ENOMEM;
 
         static const struct {
@@ -770,17 +796,17 @@ static int build_device(FuseFs *fs, const Device *d) {
                 { NODE_POLICY,  NODE_POLICY_KNOB,  FUSE_FS_POLICY },
         };
         for (size_t i = 0; i < ELEMENTSOF(knob_dirs); i++) {
-                if (!(dir = node_new(fs, dev, knob_dirs[i].dir, knob_dirs[i].name, d->name, 0, 0)))
+                if (!(dir = node_new_static(fs, dev, knob_dirs[i].dir, knob_dirs[i].name, d->name, 0, 0)))
                         return -ENOMEM;
                 for (Knob k = 0; k < _KNOB_MAX; k++)
-                        if (!node_new(fs, dir, knob_dirs[i].file, knob_to_string(k), d->name, k, 0))
+                        if (!node_new_static(fs, dir, knob_dirs[i].file, knob_to_string(k), d->name, k, 0))
                                 return -ENOMEM;
         }
         /* dir is policy/ now */
-        if (!node_new(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, _KNOB_MAX, 0))
+        if (!node_new_static(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, _KNOB_MAX, 0))
                 return -ENOMEM;
 
-        return node_new(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0) ? 0 : -ENOMEM;    /* filled by populate() */
+        return node_new_static(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0) ? 0 : -ENOMEM;    /* filled by populate() */
 }
 
 int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
@@ -875,7 +901,7 @@ int fuse_fs_hosts_updated(FuseFs *fs) {
                 if (!h)
                         return -ENOMEM;
                 for (HostAttr a = 0; a < _HOST_ATTR_MAX; a++)
-                        if (!node_new(fs, h, NODE_HOST_ATTR, host_attr_to_string(a), NULL, a, 0))
+                        if (!node_new_static(fs, h, NODE_HOST_ATTR, host_attr_to_string(a), NULL, a, 0))
                                 return -ENOMEM;
         }
         return 0;

@@ -116,6 +116,8 @@ typedef struct Node Node;
 struct Node {
         uint64_t ino;
         NodeType type;
+        bool own_name;          /* name is allocated (else a static string) */
+        bool own_device;        /* device is allocated (else the parent's) */
         char *name;
         char *device;           /* disk name for nodes below devices/<disk>/ */
         int arg, arg2;
