@@ -50,8 +50,9 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
 
         const char *want = o->irq_affinity ?: (cp->irq_follow_hctx ? "hctx" : NULL);
         if (!want)
-                return plan_explain(plan, "%s: class=%s queue vectors=%zu -> irq_affinity left alone (rule irq-affinity-%s)",
-                                    f->name, cls, queue, cls);
+                return plan_explain(plan, "%s: class=%s queue vectors=%zu -> irq_affinity left alone: the class does not place IRQs "
+                                    "(IrqAffinity=keep for [Class:%s]) (rule irq-affinity-%s)",
+                                    f->name, cls, queue, cls, cls);
 
         if (managed == queue)
                 return plan_explain(plan, "%s: queue vectors=%zu managed=%zu -> irq_affinity left alone: managed by kernel (rule irq-affinity-managed)",

@@ -386,6 +386,16 @@ static void test_irq_managed_per_hctx(void) {
         c->irqs[0].managed = TRISTATE_UNKNOWN;
         CHECK(irq_affinity_needs_map(c));
 
+        /* a class that keeps IRQs says so, and names the setting */
+        Disk one = d;
+        one.n_hctx = 1;
+        one.shared_tags = TRISTATE_NO;
+        _cleanup_(disk_facts_freep) DiskFacts *k = with_vectors(&one, 1, 0);
+        CHECK_INT(policy_evaluate(k, &config, NULL, &p), 0);
+        CHECK_STR(irq_line(&p), "sdm: class=single-queue-rotational queue vectors=1 -> irq_affinity left alone: the class does not "
+                                "place IRQs (IrqAffinity=keep for [Class:single-queue-rotational]) (rule irq-affinity-single-queue-rotational)");
+        plan_done(&p);
+
         /* no hctx: never "all managed" */
         Disk none = d;
         none.n_hctx = 0;
