@@ -214,6 +214,24 @@ static int basename_of_link(HostFs *h, const char *path, char **ret) {
         return 0;
 }
 
+/* class/scsi_host/<host>/<attr> as a number into *v (left alone on error). Returns 0 or -errno. */
+static int read_host_i64(HostFs *h, const char *host, const char *attr, int64_t *v) {
+        char path[PATH_MAX];
+        uint64_t u;
+        snprintf(path, sizeof(path), "class/scsi_host/%s/%s", host, attr);
+        int r = hostfs_read_u64(h, HOSTFS_SYSFS, path, &u);
+        if (r >= 0)
+                *v = (int64_t) u;
+        return r;
+}
+
+/* Mark fact unknown when reading host attribute attr failed with error. Returns 0 or -ENOMEM. */
+static int host_attr_unknown(DiskFacts *f, Fact fact, const char *attr, int error) {
+        if (error >= 0)
+                return 0;
+        return disk_facts_set_unknown(f, fact, "class/scsi_host/%s/%s: %s", f->scsi_host, attr, errno_reason(error));
+}
+
 /* The host's attributes, from the batch cache or read now (and cached). NULL on ENOMEM. */
 static const GatherHost *scsi_host_attributes(HostFs *h, const char *host, GatherCache *cache) {
         for (size_t i = 0; i < cache->n_hosts; i++)
@@ -230,19 +248,12 @@ static const GatherHost *scsi_host_attributes(HostFs *h, const char *host, Gathe
                 return NULL;
 
         char path[PATH_MAX];
-        uint64_t u;
         snprintf(path, sizeof(path), "class/scsi_host/%s/proc_name", host);
         g->proc_name_error = hostfs_read(h, HOSTFS_SYSFS, path, &g->proc_name);
         if (g->proc_name_error >= 0)
                 strip_newline(g->proc_name);
-        snprintf(path, sizeof(path), "class/scsi_host/%s/nr_hw_queues", host);
-        g->nr_hw_queues_error = hostfs_read_u64(h, HOSTFS_SYSFS, path, &u);
-        if (g->nr_hw_queues_error >= 0)
-                g->nr_hw_queues = u;
-        snprintf(path, sizeof(path), "class/scsi_host/%s/can_queue", host);
-        g->can_queue_error = hostfs_read_u64(h, HOSTFS_SYSFS, path, &u);
-        if (g->can_queue_error >= 0)
-                g->can_queue = u;
+        g->nr_hw_queues_error = read_host_i64(h, host, "nr_hw_queues", &g->nr_hw_queues);
+        g->can_queue_error = read_host_i64(h, host, "can_queue", &g->can_queue);
         if (g->proc_name_error == -ENOMEM || g->nr_hw_queues_error == -ENOMEM || g->can_queue_error == -ENOMEM) {
                 free(g->name);
                 free(g->proc_name);
@@ -258,23 +269,14 @@ static int gather_scsi_host(HostFs *h, DiskFacts *f, GatherCache *cache) {
 
         if (!g)
                 return -ENOMEM;
-        if (g->proc_name_error >= 0) {
-                if (!(f->driver = strdup(g->proc_name)))
-                        return -ENOMEM;
-        } else if ((r = disk_facts_set_unknown(f, FACT_DRIVER, "class/scsi_host/%s/proc_name: %s", f->scsi_host,
-                                               errno_reason(g->proc_name_error))) < 0)
-                return r;
-
+        if (g->proc_name_error >= 0 && !(f->driver = strdup(g->proc_name)))
+                return -ENOMEM;
         f->host_nr_hw_queues = g->nr_hw_queues;
-        if (g->nr_hw_queues_error < 0 &&
-            (r = disk_facts_set_unknown(f, FACT_HOST_NR_HW_QUEUES, "class/scsi_host/%s/nr_hw_queues: %s", f->scsi_host,
-                                        errno_reason(g->nr_hw_queues_error))) < 0)
-                return r;
         f->host_can_queue = g->can_queue;
-        if (g->can_queue_error < 0)
-                return disk_facts_set_unknown(f, FACT_HOST_CAN_QUEUE, "class/scsi_host/%s/can_queue: %s", f->scsi_host,
-                                              errno_reason(g->can_queue_error));
-        return 0;
+        if ((r = host_attr_unknown(f, FACT_DRIVER, "proc_name", g->proc_name_error)) < 0 ||
+            (r = host_attr_unknown(f, FACT_HOST_NR_HW_QUEUES, "nr_hw_queues", g->nr_hw_queues_error)) < 0)
+                return r;
+        return host_attr_unknown(f, FACT_HOST_CAN_QUEUE, "can_queue", g->can_queue_error);
 }
 
 /* Walk up from devpath to the first directory that has child; returns its path or NULL. */

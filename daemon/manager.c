@@ -408,6 +408,13 @@ static void on_device_event(void *userdata, DeviceAction action, const char *sys
         manager_device_event(userdata, sysname, action == DEVICE_ACTION_REMOVE);
 }
 
+/* After a coldplug or reload batch: machine-wide inputs are no longer shared; hosts/ once for all. */
+static void manager_batch_end(Manager *m) {
+        m->batch = NULL;
+        if (m->fuse)
+                (void) fuse_fs_hosts_updated(m->fuse);
+}
+
 /* Every disk again: re-gather (a SIGHUP or reload may follow hardware changes too). */
 static void manager_reevaluate_all(Manager *m) {
         _cleanup_strv_free_ char **names = NULL;
@@ -418,9 +425,7 @@ static void manager_reevaluate_all(Manager *m) {
         m->batch = &batch;
         STRV_FOREACH(n, names)
                 manager_device_event(m, *n, false);
-        m->batch = NULL;
-        if (m->fuse)
-                (void) fuse_fs_hosts_updated(m->fuse);
+        manager_batch_end(m);
 }
 
 int manager_reload(Manager *m) {
@@ -795,9 +800,7 @@ int manager_startup(Manager *m) {
         _cleanup_(gather_cache_done) GatherCache batch = {};
         m->batch = &batch;
         r = m->monitor ? udev_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);
-        m->batch = NULL;
-        if (m->fuse)
-                (void) fuse_fs_hosts_updated(m->fuse);
+        manager_batch_end(m);
         if (r < 0)
                 return log_error_errno(r, "Coldplug failed: %m");
 
