@@ -284,6 +284,16 @@ static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
 
 static int populate(FuseFs *fs, Node *h);
 static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name);
+
+/*
+ * Free an hctx/<n>/<attr> node the kernel holds no reference to: gone from the kernel's
+ * caches (FORGET), so from ours (they are ~95 % of a fully read tree); a later LOOKUP makes
+ * it again with the same inode number. Other nodes live as long as their device.
+ */
+static void free_unreferenced(FuseFs *fs, Node *n) {
+        if (n->nlookup == 0 && n->type == NODE_HCTX_ATTR)
+                node_free(fs, n);
+}
 static size_t hctx_entries(int *out, size_t max);
 static const char *hctx_entry_name(int arg2);
 
@@ -308,11 +318,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         int r = node_stat(fs, n, &e.attr);
         if (r < 0) {
                 fuse_reply_err(req, -r);
+                free_unreferenced(fs, n);       /* made for this lookup, which failed */
                 return;
         }
         e.ino = n->ino;
         if (fuse_reply_entry(req, &e) == 0)
                 n->nlookup++;
+        else
+                free_unreferenced(fs, n);
 }
 
 static void forget_one(FuseFs *fs, fuse_ino_t ino, uint64_t nlookup) {
@@ -320,11 +333,7 @@ static void forget_one(FuseFs *fs, fuse_ino_t ino, uint64_t nlookup) {
         if (!n)
                 return;         /* freed with its device already */
         n->nlookup -= MIN(nlookup, n->nlookup);
-        /* hctx/<n>/<attr>: gone from the kernel's caches, so from ours (they are ~95 % of a
-         * fully read tree); a later LOOKUP makes it again with the same inode number. Other
-         * nodes live as long as their device. */
-        if (n->nlookup == 0 && n->type == NODE_HCTX_ATTR)
-                node_free(fs, n);
+        free_unreferenced(fs, n);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
