@@ -63,11 +63,45 @@ static int64_t boot_time(HostFs *h) {
         return b && sscanf(b + 7, "%lld", &t) == 1 ? t : -1;
 }
 
+bool modprobe_file_is_blkmqd(const char *text) {
+        const char *p = startswith(text, MODPROBE_D_HEADER "\n");
+        bool wanted_by = false;
+
+        if (!p)
+                return false;
+        /* only what modprobe_content() writes: pairs of "# wanted by ..." and "options M P=V" */
+        while (*p) {
+                size_t l = strcspn(p, "\n");
+                char m[128], pv[256], rest;
+                if (p[l] != '\n')
+                        return false;           /* a torn or hand-appended last line */
+                if (!wanted_by && startswith(p, "# wanted by "))
+                        wanted_by = true;
+                else if (wanted_by && startswith(p, "options ") && l < 384 &&
+                         sscanf(p, "options %127s %255s%c", m, pv, &rest) == 3 && rest == '\n' && strchr(pv, '='))
+                        wanted_by = false;
+                else
+                        return false;
+                p += l + 1;
+        }
+        return !wanted_by;
+}
+
 void modules_init(HostFs *h, Modules *m) {
+        _cleanup_free_ char *text = NULL;
         int64_t mtime, btime = boot_time(h);
+
+        /* Who wrote it is in the file itself: a blkmqd.conf left by an earlier run is blkmqd's
+         * to update and remove, a file anyone else wrote or edited never is. */
+        if (hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &text) < 0)
+                return;
+        m->file_written = modprobe_file_is_blkmqd(text);
+        if (!m->file_written)
+                log_warning("/etc/modprobe.d/" MODPROBE_D_FILE " exists and is not blkmqd's (no blkmqd header, or edited "
+                            "since): blkmqd will neither change nor remove it");
         if (hostfs_mtime(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &mtime) < 0 || btime < 0 || mtime >= btime)
                 return;
-        (void) hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &m->boot_file);
+        m->boot_file = TAKE_PTR(text);
 }
 
 /* "options <module> <param>=<value>" present in text? */
@@ -156,7 +190,7 @@ static char *modprobe_content(const Modules *m) {
         bool any = false;
         if (!f)
                 return NULL;
-        fputs("# Written by blkmqd: blk-mq queue layout parameters. Removed by `echo 1 > /run/blkmqd/restore`.\n", f);
+        fputs(MODPROBE_D_HEADER "\n", f);
         for (size_t i = 0; i < m->n_params; i++) {
                 const ModuleParam *p = &m->params[i];
                 if (!p->wanted || !p->current || p->state == MODPARAM_CONFLICT)
@@ -241,14 +275,37 @@ int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfi
         (void) hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &have);
         if (streq_ptr(want, have))
                 return 0;
+        if (have && !modprobe_file_is_blkmqd(have)) {
+                /* someone else's file (or blkmqd's, edited by hand): never overwritten nor removed */
+                m->file_written = false;
+                if (!want)
+                        return 0;
+                if (!m->foreign_logged)
+                        log_warning("/etc/modprobe.d/" MODPROBE_D_FILE " is not blkmqd's (no blkmqd header, or edited "
+                                    "since): not overwriting it; move it away to let blkmqd write its own");
+                m->foreign_logged = true;
+                for (size_t i = 0; i < m->n_params; i++)
+                        if (m->params[i].state == MODPARAM_PENDING_REBOOT) {
+                                m->params[i].state = MODPARAM_ERROR;
+                                set_note(&m->params[i], "/etc/modprobe.d/" MODPROBE_D_FILE " exists and is not blkmqd's "
+                                         "(no blkmqd header, or edited since): left alone, nothing written");
+                        }
+                return 0;
+        }
+        m->foreign_logged = false;
         if (want) {
                 r = hostfs_replace_file(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, want);
                 if (r >= 0) {
                         m->file_written = true;
                         log_info("Wrote /etc/modprobe.d/" MODPROBE_D_FILE);
                 }
-        } else if (have && m->file_written)
+        } else if (have) {              /* blkmqd's (checked above), and nothing is wanted any more */
                 r = hostfs_unlink(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE);
+                if (r >= 0) {
+                        m->file_written = false;
+                        log_info("Removed /etc/modprobe.d/" MODPROBE_D_FILE ": no disk wants a module parameter any more");
+                }
+        }
         if (r < 0) {
                 log_warning_errno(r, "Failed to update /etc/modprobe.d/" MODPROBE_D_FILE ": %m");
                 for (size_t i = 0; i < m->n_params; i++)
@@ -264,7 +321,13 @@ int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfi
 int modules_restore(HostFs *h, Modules *m) {
         int n = 0, ret = 0, r;
 
-        if (m->file_written) {
+        _cleanup_free_ char *have = NULL;
+        r = hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &have);
+        if (r >= 0 && !modprobe_file_is_blkmqd(have)) {
+                if (m->file_written)
+                        log_warning("/etc/modprobe.d/" MODPROBE_D_FILE " was edited since blkmqd wrote it: leaving it in place");
+                m->file_written = false;
+        } else if (r >= 0) {
                 r = hostfs_unlink(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE);
                 if (r < 0)
                         ret = log_warning_errno(r, "Failed to remove /etc/modprobe.d/" MODPROBE_D_FILE ": %m");

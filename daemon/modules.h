@@ -19,6 +19,8 @@
 #include "registry.h"
 
 #define MODPROBE_D_FILE "blkmqd.conf"
+/* First line of every blkmqd.conf blkmqd writes: how a later run knows the file is blkmqd's. */
+#define MODPROBE_D_HEADER "# Written by blkmqd: blk-mq queue layout parameters. Removed by `echo 1 > /run/blkmqd/restore`."
 
 typedef enum ModuleParamState {
         MODPARAM_PROPOSED,        /* wanted, not written (ModuleParams=propose, or dry-run/off) */
@@ -49,7 +51,9 @@ typedef struct ModuleParam {
 typedef struct Modules {
         ModuleParam *params;
         size_t n_params;
-        bool file_written;      /* blkmqd wrote modprobe.d/blkmqd.conf in this run */
+        bool file_written;      /* modprobe.d/blkmqd.conf is blkmqd's: written in this run, or found at
+                                 * start in blkmqd's own form (modprobe_file_is_blkmqd()) */
+        bool foreign_logged;    /* "not blkmqd's, not overwriting" said once */
         char *boot_file;        /* content of blkmqd.conf at start, if it predates this boot */
 } Modules;
 
@@ -60,6 +64,14 @@ void modules_done(Modules *m);
  * start; "at boot" = its mtime is older than /proc/stat btime).
  */
 void modules_init(HostFs *h, Modules *m);
+
+/*
+ * Is text (the content of modprobe.d/blkmqd.conf) blkmqd's? True when its first line is
+ * MODPROBE_D_HEADER and every other line is one blkmqd writes ("# wanted by ...",
+ * "options <module> <param>=<value>"): ownership survives restarts without the state
+ * directory, and a file an administrator wrote or edited is never overwritten or removed.
+ */
+bool modprobe_file_is_blkmqd(const char *text);
 
 /*
  * Recompute from the registry's plans and carry out. write: ModuleParams=write and mode
