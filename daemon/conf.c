@@ -123,6 +123,37 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
         return 1;
 }
 
+/*
+ * Elevator names of the legacy (single-queue) block layer, removed in 5.0 with the legacy
+ * request path: no blk-mq kernel lists them in queue/scheduler, so a config naming one would
+ * never match what a disk runs. Refused at load with the blk-mq name to use instead (no
+ * silent mapping: cfq and bfq, deadline and mq-deadline are different code).
+ */
+static const struct {
+        const char *legacy, *instead;
+} legacy_elevators[] = {
+        { "noop",         "none" },
+        { "deadline",     "mq-deadline" },
+        { "cfq",          "bfq" },
+        { "anticipatory", "mq-deadline" },
+        { "as",           "mq-deadline" },
+};
+
+/* Check every word of an Elevator= value; 1 when fine, else fail()'s 0 with the line. */
+static int check_elevator_names(ParseContext *p, const char *v) {
+        _cleanup_free_ char *copy = strdup(v);
+        char *save = NULL;
+        if (!copy)
+                return fail(p, "out of memory");
+        for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+                for (size_t i = 0; i < ELEMENTSOF(legacy_elevators); i++)
+                        if (streq(t, legacy_elevators[i].legacy))
+                                return fail(p, "Elevator=%s: \"%s\" is a legacy single-queue elevator name that no blk-mq kernel (5.0 and later) offers; "
+                                            "use \"%s\" (or another name listed in /sys/block/*/queue/scheduler)",
+                                            v, t, legacy_elevators[i].instead);
+        return 1;
+}
+
 static int parse_class(ParseContext *p, DiskClass cls, const char *key, const char *v) {
         ClassPolicy *cp = &p->config->policy.classes[cls];
 
@@ -131,6 +162,8 @@ static int parse_class(ParseContext *p, DiskClass cls, const char *key, const ch
                         cp->elevators = strv_free(cp->elevators);
                 if (streq(v, "keep") && !p->continuation)
                         return 1;
+                if (!check_elevator_names(p, v))
+                        return 0;
                 if (append_words(v, &cp->elevators) < 0)
                         return fail(p, "out of memory");
                 if (!cp->elevators)
@@ -235,7 +268,9 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
                 _cleanup_(cpuset_done) CpuSet set = {};
                 if (cpuset_parse(v, &set) < 0 || cpuset_count(&set) == 0)
                         return fail(p, "IrqAffinity=%s: expected hctx or a CPU list", v);
-        } else if (k == KNOB_ELEVATOR && strpbrk(v, " \t"))
+        } else if (k == KNOB_ELEVATOR && !check_elevator_names(p, v))
+                return 0;
+        else if (k == KNOB_ELEVATOR && strpbrk(v, " \t"))
                 return fail(p, "Elevator=%s: one elevator name", v);
         return set_rule_knob(p, k, v);
 }

@@ -1,24 +1,37 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Shipped defaults, as data. Each class lists acceptable elevators in preference
- * order; a disk already running one of them is left as it is.
+ * Shipped defaults, as data. Each class lists acceptable elevators in preference order; a
+ * disk already running one of them is left as it is, otherwise the first one the disk can
+ * take is set, otherwise the elevator is left alone and explain says why. Every entry, and
+ * every elevator left out on purpose, names its evidence (elevator_evidence[] below; the
+ * same text reaches explain). An explicit policy/elevator or [Device:] Elevator= may still
+ * choose any elevator the device can take; a [Class:] Elevator= replaces the list.
  *
- *  many-hctx-slow           mq-deadline, bfq: a rotating disk wants sorting and merging;
- *                           the many-hctx cost itself is fixed by the queue count
- *                           (module parameters), not by dropping the elevator.
- *                           mq-deadline first: the kernel's own choice for shared
- *                           tagsets (580dca8143d2) and the cheapest per request.
+ *  many-hctx-slow           mq-deadline only. A rotating disk wants sorting and merging, and
+ *                           mq-deadline is the kernel's own choice for shared tagsets
+ *                           (580dca8143d2, 5.13). bfq is not kept or chosen (see below): the
+ *                           set-up this project exists for is exactly where it hurts.
  *  fast-multiqueue          none, kyber: the multi-queue-aware choices; mq-deadline/bfq
- *                           serialise every hctx on one lock (null_blk 128 queues under
- *                           mq-deadline: ~263k IOPS, far higher under none).
- *  shared-tags              keep: the kernel picks mq-deadline for shared tagsets on
- *                           purpose (megaraid_sas write regression, 580dca8143d2).
- *  single-queue-rotational  mq-deadline, bfq: the kernel default; "none" on a disk
- *                           with seek cost loses sorting and merging.
- *  single-queue-fast        keep: the kernel default (mq-deadline) is reasonable.
- *  stacked                  none: loop/dm/md pass I/O to a device with its own
- *                           elevator; scheduling twice only adds latency
- *                           (openSUSE 60-io-scheduler.rules forces none for loop).
+ *                           serialise every hctx on one lock (QUEUE_FLAG_SQ_SCHED,
+ *                           4d337cebcb1c, 5.19; null_blk 128 queues under mq-deadline:
+ *                           ~263k IOPS, far higher under none). none is the kernel default
+ *                           for nr_hw_queues > 1 (block/elevator.c elevator_set_default()).
+ *  shared-tags              mq-deadline, none, kyber: mq-deadline is the kernel default for a
+ *                           shared tagset (580dca8143d2, written for a megaraid_sas write
+ *                           regression under none); none and kyber never take the single
+ *                           queue-wide lock. bfq is replaced (host-tagset stalls, below).
+ *  single-queue-rotational  mq-deadline, bfq: the kernel default and BFQ, which openSUSE
+ *                           (60-io-scheduler.rules, 48d4b83) and Fedora pick for
+ *                           single-queue HDDs; one hctx has neither the many-hctx cost nor a
+ *                           host tagset. none/kyber lose sorting and merging on a seeking disk.
+ *  single-queue-fast        keep: any elevator is reasonable on one hctx without a shared
+ *                           tagset (kernel default mq-deadline; distributions set bfq or none).
+ *  stacked                  none: a loop device passes I/O to a device with its own elevator;
+ *                           scheduling twice only adds latency (openSUSE 60-io-scheduler.rules
+ *                           forces none for loop).
+ *
+ * Zoned disks on kernels before zone write plugging (6.10) keep or get mq-deadline whatever
+ * the list says: policies/elevator.c.
  */
 #include <errno.h>
 
@@ -27,11 +40,47 @@
 #include "strv.h"
 
 static const char * const default_elevators[_DISK_CLASS_MAX][4] = {
-        [DISK_CLASS_MANY_HCTX_SLOW]          = { "mq-deadline", "bfq" },
+        [DISK_CLASS_MANY_HCTX_SLOW]          = { "mq-deadline" },
         [DISK_CLASS_FAST_MULTIQUEUE]         = { "none", "kyber" },
+        [DISK_CLASS_SHARED_TAGS]             = { "mq-deadline", "none", "kyber" },
         [DISK_CLASS_SINGLE_QUEUE_ROTATIONAL] = { "mq-deadline", "bfq" },
         [DISK_CLASS_STACKED]                 = { "none" },
 };
+
+#define BFQ_HOST_TAGSET \
+        "BFQ on a many-hctx host tagset: 14-40 % slower in dbench on a 64-hctx megaraid_sas HDD " \
+        "(Jan Kara, \"blk-mq: Improve performance of non-mq IO schedulers with multiple HW queues\", " \
+        "linux-block 2021-01-11, b6e68ee82585), and BFQ stalls on megaraid_sas with host tagsets on 5.12-5.18"
+#define SQ_LOCK \
+        "a single-queue elevator serialises every hctx on one lock (QUEUE_FLAG_SQ_SCHED, 4d337cebcb1c)"
+#define NO_SORTING "a seeking disk loses sorting and merging"
+
+/* Elevators the shipped defaults leave out of a class on purpose, and why. */
+static const struct {
+        DiskClass class;
+        const char *elevator;
+        const char *why;
+} elevator_evidence[] = {
+        { DISK_CLASS_MANY_HCTX_SLOW,          "bfq",         BFQ_HOST_TAGSET },
+        { DISK_CLASS_MANY_HCTX_SLOW,          "none",        NO_SORTING },
+        { DISK_CLASS_MANY_HCTX_SLOW,          "kyber",       NO_SORTING " (kyber only throttles by latency)" },
+        { DISK_CLASS_SHARED_TAGS,             "bfq",         BFQ_HOST_TAGSET },
+        { DISK_CLASS_FAST_MULTIQUEUE,         "mq-deadline", SQ_LOCK },
+        { DISK_CLASS_FAST_MULTIQUEUE,         "bfq",         SQ_LOCK },
+        { DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, "none",        NO_SORTING },
+        { DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, "kyber",       NO_SORTING " (kyber only throttles by latency)" },
+};
+
+const char *policy_elevator_evidence(DiskClass c, const char *elevator) {
+        if (!elevator)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(elevator_evidence); i++)
+                if (elevator_evidence[i].class == c && streq(elevator_evidence[i].elevator, elevator))
+                        return elevator_evidence[i].why;
+        if (c == DISK_CLASS_STACKED && !streq(elevator, "none"))
+                return "the lower device schedules; scheduling twice only adds latency";
+        return NULL;
+}
 
 /* Vectors follow their hctx where blk-mq spreads queues over CPUs. */
 static const bool default_irq_follow_hctx[_DISK_CLASS_MAX] = {

@@ -17,6 +17,32 @@
 #include "policy-internal.h"
 #include "strv.h"
 
+/*
+ * After a decision that moves away from (or cannot replace) the current elevator: one line per
+ * offered elevator the shipped defaults leave out of this class on purpose, with the evidence
+ * (policies/defaults.c). set: the elevator the plan sets, NULL when left alone.
+ */
+static int explain_evidence(const DiskFacts *f, Plan *plan, const char *set) {
+        const char *cls = disk_class_to_string(plan->class);
+        STRV_FOREACH(e, f->elevators) {
+                const char *why = policy_elevator_evidence(plan->class, *e);
+                int r;
+                if (!why)
+                        continue;
+                if (streq(*e, f->elevator))
+                        r = plan_explain(plan, "%s: class=%s elevator=%s -> not wanted here: %s (rule elevator-evidence)",
+                                         f->name, cls, *e, why);
+                else if (!set)
+                        r = plan_explain(plan, "%s: class=%s offered=%s -> not chosen: %s (rule elevator-evidence)",
+                                         f->name, cls, *e, why);
+                else
+                        continue;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
         _cleanup_free_ char *available = NULL, *wanted = NULL;
         const char *cls = disk_class_to_string(plan->class);
@@ -65,15 +91,24 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                                     f->name, cls, f->elevator, wanted, f->elevator, cls);
         }
 
+        /* the current elevator is not wanted: the decision, then why (when the defaults leave it out on purpose) */
+        const char *e_set = NULL;
+        int r;
         STRV_FOREACH(e, cp->elevators)
                 if (strv_contains(f->elevators, *e)) {
-                        plan->elevator = strdup(*e);
-                        if (!plan->elevator)
-                                return -ENOMEM;
-                        return plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator=%s (rule elevator-%s)",
-                                            f->name, cls, f->elevator, wanted, available, *e, cls);
+                        e_set = *e;
+                        break;
                 }
-
-        return plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator left alone, none of the wanted elevators is offered (rule elevator-%s)",
-                            f->name, cls, f->elevator, wanted, available, cls);
+        if (e_set) {
+                plan->elevator = strdup(e_set);
+                if (!plan->elevator)
+                        return -ENOMEM;
+                r = plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator=%s (rule elevator-%s)",
+                                 f->name, cls, f->elevator, wanted, available, e_set, cls);
+        } else
+                r = plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator left alone, none of the wanted elevators is offered (rule elevator-%s)",
+                                 f->name, cls, f->elevator, wanted, available, cls);
+        if (r < 0)
+                return r;
+        return explain_evidence(f, plan, e_set);
 }

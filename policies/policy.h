@@ -146,6 +146,12 @@ typedef struct PolicyConfig {
  * reasoning behind each entry). Returns 0 or -ENOMEM; on failure config is left empty.
  */
 int policy_config_init_defaults(PolicyConfig *config);
+
+/*
+ * Why the shipped defaults leave elevator out of class c (evidence: kernel commit, thread or
+ * distribution rule; see policies/defaults.c), or NULL when they do not. Static string. Pure.
+ */
+const char *policy_elevator_evidence(DiskClass c, const char *elevator);
 void policy_config_done(PolicyConfig *config);
 
 

@@ -170,6 +170,21 @@ static void test_class(void) {
         BAD("[Class:no-mq]\nElevator=none\n", "test.conf:2: [Class:no-mq]: not a class blkmqd tunes");
         BAD("[Class:unknown]\nElevator=none\n", "test.conf:2: [Class:unknown]: not a class blkmqd tunes");
         BAD("[Class:ssd]\nElevator=none\n", "test.conf:2: [Class:ssd]: not a class blkmqd tunes");
+
+        /* legacy single-queue elevator names: refused at load, with the line and the blk-mq name */
+        BAD("[Class:many-hctx-slow]\nElevator=noop deadline\n",
+            "test.conf:2: Elevator=noop deadline: \"noop\" is a legacy single-queue elevator name that no blk-mq kernel"
+            " (5.0 and later) offers; use \"none\"*");
+        BAD("# c\n[Class:single-queue-rotational]\n\nElevator=mq-deadline cfq\n",
+            "test.conf:4: Elevator=mq-deadline cfq: \"cfq\" is a legacy single-queue elevator name that no blk-mq kernel (5.0 and later) offers; use \"bfq\" (or another name listed in /sys/block/*/queue/scheduler)");
+        BAD("[Class:stacked]\nElevator=deadline\n", "test.conf:2: Elevator=deadline: \"deadline\" is a legacy single-queue elevator name that no blk-mq kernel (5.0 and later) offers; use \"mq-deadline\"*");
+        BAD("[Class:stacked]\nElevator=anticipatory\n", "test.conf:2: Elevator=anticipatory: \"anticipatory\" is a legacy*");
+        BAD("[Device:x]\nMatchName=sda\nElevator=cfq\n", "test.conf:3: Elevator=cfq: \"cfq\" is a legacy*");
+        BAD("[Device:x]\nElevator=noop deadline\n", "test.conf:2: Elevator=noop deadline: \"noop\" is a legacy*");
+        /* names that only contain a legacy name are fine */
+        Config ok;
+        OK("[Class:many-hctx-slow]\nElevator=mq-deadline\n[Class:fast-multiqueue]\nElevator=none kyber\n[Device:y]\nElevator=mq-deadline\n", &ok);
+        config_done(&ok);
 }
 
 static void test_module(void) {

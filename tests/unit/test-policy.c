@@ -95,6 +95,14 @@ static const char *line(const Plan *p, size_t i) {
         return i < strv_length(p->explain) ? p->explain[i] : "(missing line)";
 }
 
+/* Some explanation line starts with prefix. */
+static bool plan_has(const Plan *p, const char *prefix) {
+        STRV_FOREACH(l, p->explain)
+                if (startswith(*l, prefix))
+                        return true;
+        return false;
+}
+
 static void test_class_boundaries(void) {
         const char *sched = "[none] mq-deadline kyber bfq";
         struct {
@@ -152,16 +160,44 @@ static void test_seed_setups(void) {
         eval(&mega, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "mq-deadline", &p);
         CHECK_STR(line(&p, 0), "sda: nr_hw_queues=64 rotational=1 shared_tags=1 stacked=0 transport=scsi driver=megaraid_sas"
                                " -> class many-hctx-slow (rule many-hctx-slow)");
-        CHECK_STR(line(&p, 1), "sda: class=many-hctx-slow elevator=mq-deadline wanted=mq-deadline,bfq"
+        CHECK_STR(line(&p, 1), "sda: class=many-hctx-slow elevator=mq-deadline wanted=mq-deadline"
                                " -> elevator=mq-deadline, kept (rule elevator-many-hctx-slow)");
         plan_done(&p);
 
         /* ... the same disk after someone set none (Ubuntu-style rule): mq-deadline comes back */
         mega.scheduler = "[none] mq-deadline kyber bfq\n";
         eval(&mega, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "mq-deadline", NULL);
-        /* ... bfq is acceptable (second in the list): kept, not churned */
-        mega.scheduler = "none mq-deadline kyber [bfq]\n";
-        eval(&mega, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "bfq", NULL);
+        /* ... under bfq (Fedora's 60-block-scheduler.rules sets it on every sd*): never kept,
+         * mq-deadline instead, and explain names the evidence */
+        mega.scheduler = "mq-deadline kyber [bfq] none\n";
+        eval(&mega, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "mq-deadline", &p);
+        CHECK_STR(line(&p, 1), "sda: class=many-hctx-slow elevator=bfq wanted=mq-deadline available=mq-deadline,kyber,bfq,none"
+                               " -> elevator=mq-deadline (rule elevator-many-hctx-slow)");
+        CHECK(startswith(line(&p, 2), "sda: class=many-hctx-slow elevator=bfq -> not wanted here: BFQ on a many-hctx host tagset:"));
+        CHECK(strstr(line(&p, 2), "b6e68ee82585") && strstr(line(&p, 2), "5.12-5.18") && strstr(line(&p, 2), "(rule elevator-evidence)"));
+        plan_done(&p);
+        /* ... none current, bfq offered, mq-deadline not offered: bfq is never picked, left alone */
+        mega.scheduler = "[none] kyber bfq\n";
+        eval(&mega, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, NULL, &p);
+        CHECK_STR(line(&p, 1), "sda: class=many-hctx-slow elevator=none wanted=mq-deadline available=none,kyber,bfq"
+                               " -> elevator left alone, none of the wanted elevators is offered (rule elevator-many-hctx-slow)");
+        CHECK(plan_has(&p, "sda: class=many-hctx-slow offered=bfq -> not chosen: BFQ on a many-hctx host tagset"));
+        CHECK(plan_has(&p, "sda: class=many-hctx-slow elevator=none -> not wanted here: a seeking disk loses sorting and merging"));
+        plan_done(&p);
+        /* ... an explicit override may still choose bfq */
+        {
+                _cleanup_(policy_overrides_done) PolicyOverrides o = {};
+                CHECK_INT(policy_overrides_set(&o, KNOB_ELEVATOR, "bfq"), 0);
+                eval(&mega, &o, DISK_CLASS_MANY_HCTX_SLOW, true, "bfq", NULL);
+        }
+        /* ... and so may a [Class:] list that names it (config is explicit) */
+        {
+                PolicyConfig saved = config;
+                char *bfq[] = { (char *) "bfq", NULL };
+                config.classes[DISK_CLASS_MANY_HCTX_SLOW].elevators = bfq;
+                eval(&mega, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "bfq", NULL);
+                config = saved;
+        }
 
         /* 2. null_blk, 128 queues, non-rotational, under mq-deadline: fast-multiqueue, none */
         Disk nullb = { .name = "nullb0", .has_mq = true, .n_hctx = 128, .rotational = TRISTATE_NO,
@@ -172,6 +208,8 @@ static void test_seed_setups(void) {
                                " -> class fast-multiqueue (rule fast-multiqueue)");
         CHECK_STR(line(&p, 1), "nullb0: class=fast-multiqueue elevator=mq-deadline wanted=none,kyber"
                                " available=none,mq-deadline,kyber,bfq -> elevator=none (rule elevator-fast-multiqueue)");
+        CHECK_STR(line(&p, 2), "nullb0: class=fast-multiqueue elevator=mq-deadline -> not wanted here: a single-queue"
+                               " elevator serialises every hctx on one lock (QUEUE_FLAG_SQ_SCHED, 4d337cebcb1c) (rule elevator-evidence)");
         plan_done(&p);
         /* kyber is acceptable for fast-multiqueue: kept */
         nullb.scheduler = "none mq-deadline [kyber] bfq";
@@ -239,8 +277,17 @@ static void test_seed_setups(void) {
                             .shared_tags = TRISTATE_YES, .scheduler = "[mq-deadline] kyber bfq none",
                             .transport = "scsi", .driver = "megaraid_sas" };
         eval(&ssd_shared, NULL, DISK_CLASS_SHARED_TAGS, true, "mq-deadline", &p);
-        CHECK_STR(line(&p, 1), "sdf: class=shared-tags elevator=mq-deadline -> elevator=mq-deadline, kept:"
-                               " any elevator is fine for this class (rule elevator-shared-tags)");
+        CHECK_STR(line(&p, 1), "sdf: class=shared-tags elevator=mq-deadline wanted=mq-deadline,none,kyber"
+                               " -> elevator=mq-deadline, kept (rule elevator-shared-tags)");
+        plan_done(&p);
+        /* shared-tags: none and kyber are kept, bfq (host-tagset stalls) is replaced */
+        ssd_shared.scheduler = "mq-deadline kyber bfq [none]";
+        eval(&ssd_shared, NULL, DISK_CLASS_SHARED_TAGS, true, "none", NULL);
+        ssd_shared.scheduler = "mq-deadline [kyber] bfq none";
+        eval(&ssd_shared, NULL, DISK_CLASS_SHARED_TAGS, true, "kyber", NULL);
+        ssd_shared.scheduler = "mq-deadline kyber [bfq] none";
+        eval(&ssd_shared, NULL, DISK_CLASS_SHARED_TAGS, true, "mq-deadline", &p);
+        CHECK(plan_has(&p, "sdf: class=shared-tags elevator=bfq -> not wanted here: BFQ on a many-hctx host tagset"));
         plan_done(&p);
         Disk vda = { .name = "vda", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_NO,
                      .shared_tags = TRISTATE_NO, .scheduler = "none [mq-deadline] kyber bfq ",
@@ -249,14 +296,16 @@ static void test_seed_setups(void) {
 }
 
 static void test_many_hctx_slow_never_unlisted(void) {
-        /* wanted mq-deadline,bfq: a device offering neither is left alone */
+        /* wanted mq-deadline: a device not offering it is left alone */
         static const struct {
                 const char *sched, *plan;
         } t[] = {
                 { "[none]", NULL },
                 { "[none] kyber", NULL },
                 { "none [kyber]", NULL },
-                { "[none] bfq", "bfq" },
+                { "[none] bfq", NULL },         /* bfq is never picked for many-hctx-slow */
+                { "[bfq] none", NULL },         /* ... nor kept; none is not wanted either */
+                { "[bfq] none mq-deadline", "mq-deadline" },
                 { "[kyber] bfq mq-deadline", "mq-deadline" },
                 { "[none] mq-deadline kyber bfq", "mq-deadline" },
         };
@@ -266,8 +315,8 @@ static void test_many_hctx_slow_never_unlisted(void) {
                 Plan p;
                 eval(&d, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, t[i].plan, &p);
                 if (!t[i].plan)
-                        CHECK(strstr(line(&p, 1), "-> elevator left alone, none of the wanted elevators is offered"
-                                                  " (rule elevator-many-hctx-slow)") != NULL);
+                        CHECK(strstr(line(&p, 1), "-> elevator left alone, none of the wanted elevators is offered") &&
+                              strstr(line(&p, 1), "(rule elevator-many-hctx-slow)"));
                 plan_done(&p);
         }
 
@@ -420,10 +469,24 @@ static void test_defaults(void) {
         _cleanup_free_ char *a = strv_join(config.classes[DISK_CLASS_MANY_HCTX_SLOW].elevators, ",");
         _cleanup_free_ char *b = strv_join(config.classes[DISK_CLASS_FAST_MULTIQUEUE].elevators, ",");
         _cleanup_free_ char *c = strv_join(config.classes[DISK_CLASS_STACKED].elevators, ",");
-        CHECK_STR(a, "mq-deadline,bfq");
+        _cleanup_free_ char *d = strv_join(config.classes[DISK_CLASS_SHARED_TAGS].elevators, ",");
+        _cleanup_free_ char *e = strv_join(config.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].elevators, ",");
+        CHECK_STR(a, "mq-deadline");
         CHECK_STR(b, "none,kyber");
         CHECK_STR(c, "none");
-        CHECK_NULL(config.classes[DISK_CLASS_SHARED_TAGS].elevators);
+        CHECK_STR(d, "mq-deadline,none,kyber");
+        CHECK_STR(e, "mq-deadline,bfq");
+        /* no class's default list may contain bfq where a host tagset or many hctx is possible */
+        CHECK(!strv_contains(config.classes[DISK_CLASS_MANY_HCTX_SLOW].elevators, "bfq"));
+        CHECK(!strv_contains(config.classes[DISK_CLASS_SHARED_TAGS].elevators, "bfq"));
+        /* every elevator a class leaves out on purpose has evidence, and none that it wants does */
+        for (DiskClass k = 0; k < _DISK_CLASS_MAX; k++)
+                STRV_FOREACH(w, config.classes[k].elevators)
+                        CHECK_NULL(policy_elevator_evidence(k, *w));
+        CHECK(policy_elevator_evidence(DISK_CLASS_MANY_HCTX_SLOW, "bfq") != NULL);
+        CHECK(policy_elevator_evidence(DISK_CLASS_SHARED_TAGS, "bfq") != NULL);
+        CHECK(policy_elevator_evidence(DISK_CLASS_FAST_MULTIQUEUE, "mq-deadline") != NULL);
+        CHECK(policy_elevator_evidence(DISK_CLASS_STACKED, "mq-deadline") != NULL);
         CHECK_NULL(config.classes[DISK_CLASS_SINGLE_QUEUE_FAST].elevators);
         CHECK_NULL(config.classes[DISK_CLASS_NO_MQ].elevators);
         CHECK_NULL(config.classes[DISK_CLASS_UNKNOWN].elevators);
