@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <search.h>
 #include <stdio.h>
@@ -60,6 +61,10 @@ struct HostFs {
         uint64_t kept_clock;
         hostfs_write_hook_t write_hook;
         void *write_hook_userdata;
+        char *hold;                     /* $BLKMQD_TEST_HOLD_WRITE as given */
+        HostFsKind hold_kind;
+        char *hold_glob;
+        uint64_t hold_usec;
         uint64_t debugfs_checked_usec;  /* debugfs availability, re-checked at most once a second */
         const char *debugfs_reason;
 };
@@ -73,6 +78,29 @@ static uint64_t now_usec(void) {
 void hostfs_set_write_hook(HostFs *h, hostfs_write_hook_t hook, void *userdata) {
         h->write_hook = hook;
         h->write_hook_userdata = userdata;
+}
+
+/* "<kind>:<glob>=<seconds>"; anything else leaves no hold (and hostfs_test_hold() NULL). */
+static void parse_test_hold(HostFs *h, const char *spec) {
+        const char *colon, *eq;
+        char kind[16];
+        unsigned sec;
+
+        if (isempty(spec) || !(colon = strchr(spec, ':')) || !(eq = strrchr(colon, '=')) ||
+            (size_t) (colon - spec) >= sizeof(kind) || sscanf(eq + 1, "%u", &sec) != 1)
+                return;
+        snprintf(kind, sizeof(kind), "%.*s", (int) (colon - spec), spec);
+        for (HostFsKind k = 0; k < _HOSTFS_KIND_MAX; k++)
+                if (streq(kind, kind_name[k]) && k != HOSTFS_DEBUGFS) {
+                        h->hold_kind = k;
+                        h->hold_glob = strndup(colon + 1, eq - colon - 1);
+                        h->hold = strdup(spec);
+                        h->hold_usec = (uint64_t) sec * 1000000;
+                }
+}
+
+const char *hostfs_test_hold(const HostFs *h) {
+        return h->hold_glob ? h->hold : NULL;
 }
 
 const char *hostfs_kind_to_string(HostFsKind k) {
@@ -114,6 +142,7 @@ int hostfs_new(const char *root, HostFs **ret) {
         for (size_t i = 0; i < _HOSTFS_KIND_MAX; i++)
                 h->fd[i] = openat(h->root_fd, kind_dir[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
+        parse_test_hold(h, getenv("BLKMQD_TEST_HOLD_WRITE"));
         *ret = h;
         return 0;
 }
@@ -127,6 +156,8 @@ HostFs *hostfs_free(HostFs *h) {
                 closep(&h->fd[i]);
         closep(&h->root_fd);
         strv_free(h->writes);
+        free(h->hold);
+        free(h->hold_glob);
         free(h->root);
         free(h);
         return NULL;
@@ -395,26 +426,44 @@ static void record_write(HostFs *h, HostFsKind kind, const char *path, const cha
                 h->n_writes++;
 }
 
-int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value) {
-        int dfd = kind_fd_for(h, kind, path), r;
+int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *value) {
+        int r;
+
+        if (kind == HOSTFS_DEBUGFS)
+                return -EOPNOTSUPP;     /* its dirfd may change under a worker; never written */
+        int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;
 
-        r = h->write_hook ? h->write_hook(h->write_hook_userdata, kind, dfd, path, value) : 0;
-        if (r != 0) {
-                record_write(h, kind, path, value, r < 0 ? r : 0);
-                return r < 0 ? r : 0;
+        if (h->hold_glob && kind == h->hold_kind && fnmatch(h->hold_glob, path, FNM_PATHNAME) == 0) {
+                struct timespec ts = { .tv_sec = h->hold_usec / 1000000, .tv_nsec = h->hold_usec % 1000000 * 1000 };
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
         }
+
+        r = h->write_hook ? h->write_hook(h->write_hook_userdata, kind, dfd, path, value) : 0;
+        if (r != 0)
+                return r < 0 ? r : 0;
 
         _cleanup_close_ int fd = openat(dfd, path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                r = negative_errno();
-        else {
-                size_t l = strlen(value);
-                ssize_t k = write(fd, value, l);
-                r = k < 0 ? negative_errno() : (size_t) k != l ? -EIO : 0;
-        }
-        record_write(h, kind, path, value, r);
+                return negative_errno();
+        size_t l = strlen(value);
+        ssize_t k = write(fd, value, l);
+        return k < 0 ? negative_errno() : (size_t) k != l ? -EIO : 0;
+}
+
+void hostfs_write_record(HostFs *h, HostFsKind kind, const char *path, const char *value, int result) {
+        if (kind >= 0 && kind < _HOSTFS_KIND_MAX)
+                record_write(h, kind, path, value, result);
+}
+
+int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value) {
+        int dfd = kind_fd_for(h, kind, path);
+        if (dfd < 0)
+                return dfd;     /* refused before anything was tried: not recorded */
+        int r = hostfs_write_raw(h, kind, path, value);
+        hostfs_write_record(h, kind, path, value, r);
         return r;
 }
 

@@ -103,8 +103,32 @@ int hostfs_read_int(HostFs *h, HostFsKind kind, const char *path, int *ret);
  * Write value to an existing file: open(O_WRONLY|O_TRUNC|O_CLOEXEC), one write() of
  * value as given. Never creates. Records "write:<kind>:<path>=<value>" with the result.
  * Returns 0, -errno of open or write, -EIO on a short write.
+ * Same as hostfs_write_raw() followed by hostfs_write_record().
  */
 int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value);
+
+/*
+ * The two halves of hostfs_write(), for writes done on a worker thread (daemon/writer.h):
+ *
+ * hostfs_write_raw() does the write (through the write hook, after the test hold below) and
+ * records nothing. It is safe to call from any thread, concurrently with anything else on h,
+ * for every kind but HOSTFS_DEBUGFS (whose dirfd is re-opened when debugfs gets mounted): it
+ * only reads fields hostfs_new() set. hostfs_read() of HOSTFS_SYSFS/HOSTFS_PROCFS is thread-safe
+ * in the same way (a read-back). It may block as long as the kernel takes (an elevator switch
+ * freezes the queue and may load a module). Returns as hostfs_write().
+ *
+ * hostfs_write_record() records a write done by hostfs_write_raw() (result: its return value);
+ * call it on the thread that owns h (it is what hostfs_writes() and hostfs_write_count() show).
+ *
+ * Test hold (fault injection, like a stuck kernel): when $BLKMQD_TEST_HOLD_WRITE is set at
+ * hostfs_new() to "<kind>:<path glob>=<seconds>" (e.g. "sysfs:block/loop7/queue/scheduler=8"),
+ * every matching hostfs_write_raw() sleeps that long before it writes. Never set in production.
+ */
+int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *value);
+void hostfs_write_record(HostFs *h, HostFsKind kind, const char *path, const char *value, int result);
+
+/* The test hold in force ("sysfs:block/loop7/queue/scheduler=8"), NULL when none. */
+const char *hostfs_test_hold(const HostFs *h);
 
 /* readlink() relative to the kind; ret is newly allocated. Returns 0 or -errno (-EINVAL: not a link). */
 int hostfs_readlink(HostFs *h, HostFsKind kind, const char *path, char **ret);
@@ -172,6 +196,8 @@ int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name);
  * Production code never sets one.
  */
 typedef int (*hostfs_write_hook_t)(void *userdata, HostFsKind kind, int dirfd, const char *path, const char *value);
+/* (The hook runs where the write runs: on a writer worker thread in the daemon, so a hook that
+ * sleeps stands for a kernel write that blocks. It must be thread-safe there.) */
 void hostfs_set_write_hook(HostFs *h, hostfs_write_hook_t hook, void *userdata);
 
 /* Modification time of a file in seconds since the epoch. Returns 0 or -errno. */

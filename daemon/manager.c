@@ -50,7 +50,32 @@ struct Manager {
         bool cli_dry_run;
         ManagerMode mode;
         bool started;
+        Writer *writer;                 /* kernel writes, off this thread (daemon/writer.h) */
+        Applier applier;
+        struct Waiter *waiters;         /* FUSE writes answered when their disks' writes returned */
+        unsigned restore_count;         /* values put back by the restore in progress */
+        bool restore_failed;
+        bool stopping;                  /* SIGTERM/SIGINT: restoring, then exit */
+        bool ready_pending;             /* coldplug done, its writes not settled: not mounted, no READY yet */
+        bool stop_done;                 /* the stop restore ran (manager_free does not repeat it) */
+        sd_event_source *stop_timer;
 };
+
+/*
+ * A FUSE write (policy/<knob>, mode, reload, restore) whose kernel writes are in flight: its
+ * writer gets the answer when every disk it touched has settled (its run ended, or its write
+ * passed the deadline: applied/ then says "timeout (still pending)").
+ */
+typedef struct Waiter {
+        struct Waiter *next;
+        FuseFsWrite *pending;
+        char **disks;
+        bool restore;                   /* the answer is the restore's outcome */
+} Waiter;
+
+/* Seconds a stop waits for restores (writes in flight included) before it exits anyway:
+ * well inside TimeoutStopSec= (30 s in units/blkmqd.service.in). */
+#define MANAGER_STOP_BUDGET_USEC (15 * UINT64_C(1000000))
 
 const Registry *manager_registry(const Manager *m) {
         return &m->registry;
@@ -128,15 +153,29 @@ int manager_restore_all(Manager *m) {
         return ret;
 }
 
+static void waiters_release_all(Manager *m);
+
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        if (m->started) {
+        if (m->started && !m->stop_done) {
+                /* not stopped by a signal (an error): restore here, synchronously */
                 (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring original values");
                 int r = manager_restore_all(m);
                 log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_STOP, NULL, __FILE__, __LINE__, __func__,
                          "Stopping: %d original value(s) restored%s", r < 0 ? 0 : r, r < 0 ? ", some restores failed" : "");
+        } else if (m->stop_done) {
+                size_t left = 0;
+                for (size_t i = 0; i < m->registry.n_devices; i++)
+                        left += m->registry.devices[i]->run.active;
+                log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_STOP, NULL, __FILE__, __LINE__, __func__,
+                         "Stopping: %u original value(s) restored%s%s", m->restore_count,
+                         m->restore_failed ? ", some restores failed" : "",
+                         left ? ", a disk's write to the kernel did not return in time" : "");
         }
+        waiters_release_all(m);
+        sd_event_source_disable_unref(m->stop_timer);
+        m->writer = writer_free(m->writer);     /* a write that never returns is abandoned */
         fuse_fs_free(m->fuse);
         udev_monitor_free(m->monitor);
         registry_done(&m->registry);
@@ -304,6 +343,138 @@ static void load_originals(Manager *m, Device *d) {
         }
 }
 
+static void waiters_check(Manager *m);
+static void stop_check(Manager *m);
+static int manager_ready_check(Manager *m);
+
+/*
+ * Apply d's plan: decided here, written by the writer's workers; the run ends in
+ * on_apply_finished(). A disk whose run is in progress applies again when it ends.
+ */
+static void manager_apply(Manager *m, Device *d) {
+        if (m->mode == MODE_OFF || m->stopping)
+                return;
+        if (d->run.active) {
+                d->run.again = true;
+                return;
+        }
+        ApplyOptions o = { .dry_run = m->mode == MODE_DRY_RUN, .reassert = m->config.reassert };
+        (void) apply_start(&m->applier, d, &o);
+}
+
+/* Put d's originals back (now, or when its run in progress ends). */
+static void manager_restore_device(Manager *m, Device *d) {
+        if (d->run.active)
+                d->run.restore_after = true;
+        else if (apply_has_originals(d))
+                (void) apply_restore_start(&m->applier, d);
+}
+
+static void on_apply_finished(Device *d, void *userdata) {
+        Manager *m = userdata;
+        bool again = d->run.again, event = d->run.event_pending, restore_after = d->run.restore_after;
+
+        d->run.again = d->run.event_pending = d->run.restore_after = false;
+        if (d->run.restore) {
+                m->restore_count += d->run.written;
+                m->restore_failed = m->restore_failed || d->run.error < 0;
+        }
+        if (d->run.written > 0 || d->run.restore)
+                persist_originals(m, d);
+        if (m->started && !m->batch)
+                manager_update_status(m);
+
+        /* what came in while the disk's write was in flight; d may be gone after it */
+        if ((m->stopping || restore_after) && !d->run.restore)
+                manager_restore_device(m, d);   /* (the plan is not applied again when stopping) */
+        else if (event) {
+                _cleanup_free_ char *name = strdup(d->name);
+                if (name)
+                        manager_device_event(m, name, false);
+        } else if (again)
+                manager_apply(m, d);
+
+        waiters_check(m);
+        (void) manager_ready_check(m);
+        stop_check(m);
+}
+
+static void on_apply_submit(Device *d, void *userdata) {
+        Manager *m = userdata;
+        if (!d->run.restore)
+                persist_originals(m, d);
+}
+
+static void on_apply_timeout(Device *d, void *userdata) {
+        Manager *m = userdata;
+        if (m->started)
+                manager_update_status(m);
+        waiters_check(m);
+        (void) manager_ready_check(m);
+}
+
+/* True when name has no run in progress, or only one whose write passed its deadline. */
+static bool disk_settled(Manager *m, const char *name) {
+        Device *d = registry_get(&m->registry, name);
+        return !d || !d->run.active || d->run.timed_out;
+}
+
+static int waiter_result(Manager *m, const Waiter *w) {
+        if (!w->restore)
+                return 0;
+        m->restored = m->restore_count;
+        return m->restore_failed ? -EIO : 0;
+}
+
+static void waiters_check(Manager *m) {
+        for (Waiter **p = &m->waiters, *w; (w = *p);) {
+                bool settled = true;
+                STRV_FOREACH(n, w->disks)
+                        settled = settled && disk_settled(m, *n);
+                if (!settled) {
+                        p = &w->next;
+                        continue;
+                }
+                *p = w->next;
+                fuse_fs_write_done(w->pending, waiter_result(m, w));
+                strv_free(w->disks);
+                free(w);
+        }
+}
+
+static void waiters_release_all(Manager *m) {
+        while (m->waiters) {
+                Waiter *w = m->waiters;
+                m->waiters = w->next;
+                fuse_fs_write_done(w->pending, waiter_result(m, w));
+                strv_free(w->disks);
+                free(w);
+        }
+}
+
+/*
+ * Answer a FUSE write now (returns r) or when every disk (one, or all when device is NULL)
+ * has settled (returns FUSE_FS_WRITE_DEFERRED; the waiter owns pending).
+ */
+static int reply_when_settled(Manager *m, FuseFsWrite *pending, const char *device, bool restore, int r) {
+        _cleanup_strv_free_ char **disks = NULL;
+        if (r < 0 || !pending)
+                return r;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                const char *n = m->registry.devices[i]->name;
+                if ((!device || streq(device, n)) && !disk_settled(m, n) && strv_extend(&disks, n) < 0)
+                        return r;       /* ENOMEM: answer now */
+        }
+        if (!disks)
+                return restore ? waiter_result(m, &(Waiter) { .restore = true }) : r;
+        Waiter *w = calloc(1, sizeof(Waiter));
+        if (!w)
+                return r;
+        *w = (Waiter) { .pending = pending, .disks = TAKE_PTR(disks), .restore = restore, .next = m->waiters };
+        m->waiters = w;
+        return FUSE_FS_WRITE_DEFERRED;
+}
+
 /* Evaluate and apply d with the facts it has. */
 static void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
         Plan plan;
@@ -328,11 +499,7 @@ static void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
         plan_done(&d->plan);
         d->plan = plan;
 
-        if (m->mode != MODE_OFF) {
-                ApplyOptions o = { .dry_run = m->mode == MODE_DRY_RUN, .reassert = m->config.reassert };
-                if (apply_device(m->hostfs, d, &o) > 0)
-                        persist_originals(m, d);
-        }
+        manager_apply(m, d);
         if (m->fuse) {
                 r = fuse_fs_device_updated(m->fuse, d);
                 if (r < 0)
@@ -346,6 +513,16 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
         int r;
 
         if (!manager_matches(m, name))
+                return;
+
+        /* A disk whose write is in flight is not read again until it returns (its queue
+         * attributes may wait for the same lock): the event is taken up then. */
+        d = registry_get(&m->registry, name);
+        if (d && apply_busy(d) && !removed) {
+                d->run.event_pending = true;
+                return;
+        }
+        if (m->stopping && !removed)
                 return;
 
         if (removed) {
@@ -536,7 +713,8 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
         return 0;
 }
 
-static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len, off_t offset) {
+static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len, off_t offset,
+                         FuseFsWrite *pending) {
         Manager *m = userdata;
         char v[32];
         int r;
@@ -550,7 +728,7 @@ static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, i
         }
 
         if (type == NODE_POLICY_KNOB)
-                return write_policy(m, device, knob, data, len);
+                return reply_when_settled(m, pending, device, false, write_policy(m, device, knob, data, len));
 
         r = control_value(data, len, v, sizeof(v));
         if (r < 0)
@@ -567,27 +745,29 @@ static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, i
                 m->mode = mode;
                 manager_reevaluate_all(m);
                 manager_update_status(m);
-                return 0;
+                return reply_when_settled(m, pending, NULL, false, 0);
         }
         case NODE_RELOAD:
                 if (!streq(v, "1"))
                         return log_warning_errno(EINVAL, "reload: rejected \"%s\": write 1", v);
-                return manager_reload(m);
-        case NODE_RESTORE:
+                return reply_when_settled(m, pending, NULL, false, manager_reload(m));
+        case NODE_RESTORE: {
                 if (!streq(v, "1"))
                         return log_warning_errno(EINVAL, "restore: rejected \"%s\": write 1", v);
-                r = manager_restore_all(m);
                 int k = modules_restore(m->hostfs, &m->modules);
-                if (r >= 0 && k > 0)
-                        r += k;
-                else if (r >= 0 && k < 0)
-                        r = k;
-                m->restored = r > 0 ? r : 0;
+                m->restore_count = k > 0 ? k : 0;
+                m->restore_failed = k < 0;
                 m->mode = MODE_OFF;
-                log_info("restore: %d original value(s) put back; mode is now off", r > 0 ? r : 0);
+                /* every disk: now, or when its write in flight returned (restore_after) */
+                for (size_t i = 0; i < m->registry.n_devices; i++)
+                        manager_restore_device(m, m->registry.devices[i]);
+                m->restored = m->restore_count;
+                log_info("restore: %u original value(s) put back%s; mode is now off", m->restore_count,
+                         writer_pending(m->writer) ? " so far, the rest when their writes return" : "");
                 manager_reevaluate_all(m);
                 manager_update_status(m);
-                return r < 0 ? -EIO : 0;
+                return reply_when_settled(m, pending, NULL, true, 0);
+        }
         default:
                 return -EACCES;
         }
@@ -706,6 +886,7 @@ static void on_verify(void *userdata, const char *device) {
         Device *d = registry_get(&m->registry, device);
         ApplyOptions o = { .verify_only = true };
 
+        /* (never while the disk's own write is in flight: apply_device() leaves a disk with a run alone) */
         if (d && d->facts && d->plan.manage && m->mode != MODE_OFF && apply_device(m->hostfs, d, &o) > 0)
                 persist_originals(m, d);
 }
@@ -730,6 +911,53 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* Stopping and no disk has a run in progress: leave the loop (manager_free() does the rest). */
+static void stop_check(Manager *m) {
+        if (!m->stopping)
+                return;
+        for (size_t i = 0; i < m->registry.n_devices; i++)
+                if (m->registry.devices[i]->run.active)
+                        return;
+        (void) sd_event_exit(m->event, 0);
+}
+
+static int on_stop_budget(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *d = m->registry.devices[i];
+                if (d->run.active)
+                        log_device_warning_errno(d->name, ETIMEDOUT, "Stopping: a write to the kernel has not returned after %.0f s; "
+                                           "exiting without restoring this disk (its originals stay recorded for the next start)",
+                                           (double) MANAGER_STOP_BUDGET_USEC / 1e6);
+        }
+        return sd_event_exit(m->event, 0);
+}
+
+/*
+ * SIGTERM/SIGINT: put originals back on every disk, with the writes on the workers as usual, so
+ * the tree stays served and a write that hangs holds up only its own disk; exit when every disk
+ * is done, or after MANAGER_STOP_BUDGET_USEC with what could be restored.
+ */
+static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->stopping)
+                return 0;
+        m->stopping = true;
+        m->stop_done = true;
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring original values");
+        m->restore_count = 0;
+        m->restore_failed = false;
+        for (size_t i = 0; i < m->registry.n_devices; i++)
+                manager_restore_device(m, m->registry.devices[i]);
+        if (sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC, MANAGER_STOP_BUDGET_USEC, 0,
+                                       on_stop_budget, m) < 0)
+                return sd_event_exit(m->event, 0);
+        waiters_check(m);
+        stop_check(m);
+        return 0;
+}
+
 static int coldplug_from_hostfs(Manager *m) {
         _cleanup_strv_free_ char **disks = NULL;
         int r = device_list_disks(m->hostfs, &disks);
@@ -749,14 +977,30 @@ int manager_startup(Manager *m) {
         sigaddset(&ss, SIGINT);
         sigaddset(&ss, SIGHUP);
         sigprocmask(SIG_BLOCK, &ss, NULL);
-        r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_stop_signal, m);
         if (r >= 0)
-                r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
+                r = sd_event_add_signal(m->event, NULL, SIGINT, on_stop_signal, m);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up signal handling: %m");
         (void) sd_event_set_watchdog(m->event, true);
+
+        r = writer_new(m->event, m->hostfs, 0, &m->writer);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the kernel writer: %m");
+        m->applier = (Applier) {
+                .hostfs = m->hostfs,
+                .writer = m->writer,
+                .registry = &m->registry,
+                .on_finished = on_apply_finished,
+                .on_submit = on_apply_submit,
+                .on_timeout = on_apply_timeout,
+                .userdata = m,
+        };
+        if (hostfs_test_hold(m->hostfs))
+                log_warning("BLKMQD_TEST_HOLD_WRITE=%s: matching kernel writes are held (fault injection for tests)",
+                            hostfs_test_hold(m->hostfs));
 
         if (hostfs_is_live(m->hostfs)) {
                 bool udevd = hostfs_udevd_running(m->hostfs);
@@ -784,11 +1028,12 @@ int manager_startup(Manager *m) {
                         .providers = on_providers,
                         .userdata = m,
                 };
-                r = fuse_fs_new(m->event, m->mountpoint, &ctx, &m->fuse);
+                /* mounted by manager_ready_check(), once coldplug is done */
+                r = fuse_fs_new(m->mountpoint, &ctx, &m->fuse);
                 if (r == -EBUSY)
                         return log_error_errno(r, "\"%s\" is already a live FUSE mount (is another blkmqd running?)", m->mountpoint);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to mount the FUSE tree at \"%s\": %m", m->mountpoint);
+                        return log_error_errno(r, "Failed to set up the FUSE tree at \"%s\": %m", m->mountpoint);
         }
 
         (void) hostfs_kernel_release(m->hostfs, &m->kernel_release);
@@ -806,6 +1051,33 @@ int manager_startup(Manager *m) {
 
         m->started = true;
         manager_update_modules(m);
+        m->ready_pending = true;
+        return manager_ready_check(m);
+}
+
+/*
+ * Ready when coldplug's writes have settled (returned, or passed their deadline: then the tree
+ * says "timeout (still pending)"): mount the tree, log the start, READY=1. Before, the loop runs
+ * but nothing is mounted, so nobody can wait on a tree that cannot answer yet.
+ * Returns 0 or -errno of the mount (logged).
+ */
+static int manager_ready_check(Manager *m) {
+        int r;
+
+        if (!m->ready_pending)
+                return 0;
+        for (size_t i = 0; i < m->registry.n_devices; i++)
+                if (!disk_settled(m, m->registry.devices[i]->name))
+                        return 0;
+        m->ready_pending = false;
+        if (m->fuse) {
+                r = fuse_fs_mount(m->fuse, m->event);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to mount the FUSE tree at \"%s\": %m", m->mountpoint);
+                        (void) sd_event_exit(m->event, r);
+                        return r;
+                }
+        }
         log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_START, NULL, __FILE__, __LINE__, __func__,
                  "blkmqd %s started: %zu disk(s), mode %s%s%s, state in %s", BLKMQD_VERSION, m->registry.n_devices,
                  manager_mode_to_string(m->mode), m->mountpoint ? ", tree at " : "", m->mountpoint ?: "",

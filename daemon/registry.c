@@ -15,6 +15,8 @@ static const char * const apply_state_table[_APPLY_STATE_MAX] = {
         [APPLY_UNSUPPORTED] = "unsupported",
         [APPLY_EXTERNAL]    = "changed externally",
         [APPLY_MANAGED]     = "managed by kernel",
+        [APPLY_PENDING]     = "pending",
+        [APPLY_TIMEOUT]     = "timeout (still pending)",
 };
 
 const char *apply_state_to_string(ApplyState s) {

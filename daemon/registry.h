@@ -24,6 +24,8 @@ typedef enum ApplyState {
         APPLY_UNSUPPORTED,      /* the kernel refused in a way retrying cannot fix; not retried */
         APPLY_EXTERNAL,         /* someone else changed a value blkmqd had written; not fought */
         APPLY_MANAGED,          /* irq_affinity: every queue vector is kernel-managed */
+        APPLY_PENDING,          /* a write is in flight (on a writer worker, daemon/writer.h) */
+        APPLY_TIMEOUT,          /* a write in flight has passed its deadline; still pending */
         _APPLY_STATE_MAX,
         _APPLY_STATE_INVALID = -EINVAL,
 } ApplyState;
@@ -48,6 +50,28 @@ typedef struct IrqApplied {
         bool managed;           /* learned: a write failed with EIO/EPERM (managed IRQ); never retried */
 } IrqApplied;
 
+/*
+ * An apply (or restore) in progress on one disk (daemon/apply.c). The knobs are decided in
+ * order on the loop thread; a knob that needs a write hands it to a writer worker and the run
+ * goes on with the next knob when the write returned. So at most one write per disk is in
+ * flight, and no queue attribute of the disk is read while it is.
+ */
+typedef struct ApplyRun {
+        bool active;
+        bool restore;           /* putting originals back, not applying the plan */
+        bool dry_run, reassert, verify_only;
+        int next;               /* the Knob decided next (or whose write is in flight) */
+        void *job;              /* the WriteJob in flight, NULL when none */
+        bool timed_out;         /* ... and it passed its deadline */
+        int written;            /* values written (or originals dropped) so far */
+        int error;              /* restore: the first -errno */
+        size_t irq_total, irq_kept, irq_managed, irq_would;     /* irq_affinity, decided before its write */
+        /* set by the manager while a write is in flight, acted upon when the run ends */
+        bool again;             /* the plan changed: apply again */
+        bool event_pending;     /* a uevent came: gather again (not while the disk's write is in flight) */
+        bool restore_after;     /* a restore was asked for */
+} ApplyRun;
+
 typedef struct Device {
         char *name;
         DiskFacts *facts;
@@ -60,6 +84,7 @@ typedef struct Device {
         size_t n_history_hctx;
         StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */
         uint64_t generation;    /* bumped on every re-gather */
+        ApplyRun run;
 } Device;
 
 typedef struct Registry {

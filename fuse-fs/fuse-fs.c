@@ -56,6 +56,11 @@ typedef struct Inval {
         char name[];
 } Inval;
 
+struct FuseFsWrite {
+        fuse_req_t req;
+        size_t size;
+};
+
 /* The content of one open file, rendered at open(). */
 typedef struct Snapshot {
         uint64_t ino;
@@ -474,6 +479,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         s->ino = ino;
         fi->fh = (uintptr_t) s;
         fi->direct_io = 1;      /* sizes change between opens; never serve stale page cache */
+        fi->noflush = 1;        /* close() sends no FUSE_FLUSH (FOPEN_NOFLUSH, Linux >= 5.16): see probe_main() */
         if (fuse_reply_open(req, fi) < 0) {
                 free(s->data);
                 free(s);
@@ -535,12 +541,27 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
                 fuse_reply_err(req, EACCES);
                 return;
         }
+        FuseFsWrite *w = calloc(1, sizeof(FuseFsWrite));
+        if (!w) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        *w = (FuseFsWrite) { .req = req, .size = size };
         /* Like sysfs: one value per write(), at offset 0; the manager refuses (and logs) others. */
-        int r = fs->ctx.write(fs->ctx.userdata, n->type, n->device, n->arg, buf, size, off);
+        int r = fs->ctx.write(fs->ctx.userdata, n->type, n->device, n->arg, buf, size, off, w);
+        if (r == FUSE_FS_WRITE_DEFERRED)
+                return;         /* answered by fuse_fs_write_done() */
+        fuse_fs_write_done(w, r);
+}
+
+void fuse_fs_write_done(FuseFsWrite *w, int r) {
+        if (!w)
+                return;
         if (r < 0)
-                fuse_reply_err(req, -r);
+                fuse_reply_err(w->req, -r);
         else
-                fuse_reply_write(req, size);
+                fuse_reply_write(w->req, w->size);
+        free(w);
 }
 
 static const struct fuse_lowlevel_ops fuse_fs_ops = {
@@ -617,7 +638,7 @@ static int build_static(FuseFs *fs) {
         return 0;
 }
 
-int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret) {
+int fuse_fs_new(const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret) {
         FuseFs *fs;
         int r;
 
@@ -647,28 +668,110 @@ int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ct
         }
         fs->created_mountpoint = r == 2;
 
+        *ret = fs;
+        return 0;
+}
+
+/* The loop thread answers requests (for at most timeout_ms) until *done: a helper thread's
+ * requests, before the sd-event loop runs. Returns 0, -ETIMEDOUT, -ENOTCONN. */
+static int serve_until(FuseFs *fs, const bool *done, pthread_mutex_t *lock, int timeout_ms) {
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+                pthread_mutex_lock(lock);
+                bool d = *done;
+                pthread_mutex_unlock(lock);
+                if (d)
+                        return 0;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                int64_t left = timeout_ms - ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                struct pollfd p = { .fd = fuse_session_fd(fs->session), .events = POLLIN };
+                if (poll(&p, 1, MIN(left, 10)) <= 0)
+                        continue;
+                int r = fuse_session_receive_buf(fs->session, &fs->buf);
+                if (r == -EINTR || r == -EAGAIN)
+                        continue;
+                if (r <= 0)
+                        return -ENOTCONN;
+                fuse_session_process_buf(fs->session, &fs->buf);
+        }
+}
+
+typedef struct Probe {
+        const char *path;
+        pthread_mutex_t lock;
+        bool done;
+        int poll_error, close_error;
+} Probe;
+
+/*
+ * One poll() and one close() on a file of the fresh mount: the kernel sends FUSE_POLL and
+ * FUSE_FLUSH, gets ENOSYS (no .poll, no .flush in fuse_fs_ops) and stops sending either for the
+ * connection (fs/fuse/file.c fuse_file_poll(): fc->no_poll; fuse_flush(): fc->no_flush). From
+ * then on poll()/select() and close() on the tree never wait for this daemon: a stopped
+ * (SIGSTOP, frozen) daemon leaves no poller in a wait and no closer in D state (FLUSH is sent
+ * with args.force, i.e. an uninterruptible wait). Opens also say FOPEN_NOFLUSH (op_open(),
+ * Linux >= 5.16); this teaches older kernels too.
+ */
+static void *probe_main(void *userdata) {
+        Probe *p = userdata;
+        int fd = open(p->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0) {
+                struct pollfd q = { .fd = fd, .events = POLLIN };
+                p->poll_error = poll(&q, 1, 0) < 0 ? -errno : 0;
+                p->close_error = close(fd) < 0 ? -errno : 0;
+        } else
+                p->poll_error = p->close_error = -errno;
+        pthread_mutex_lock(&p->lock);
+        p->done = true;
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+}
+
+int fuse_fs_mount(FuseFs *fs, sd_event *event) {
+        int r;
+
+        if (fs->session)
+                return -EALREADY;
         char *argv[] = { (char *) "blkmqd", (char *) "-o",
                          (char *) "allow_other,default_permissions,fsname=blkmqd,subtype=blkmqd", NULL };
         struct fuse_args args = FUSE_ARGS_INIT(3, argv);
         fs->session = fuse_session_new(&args, &fuse_fs_ops, sizeof(fuse_fs_ops), fs);
         fuse_opt_free_args(&args);      /* fuse_session_new() replaced argv with a malloc'ed copy */
-        if (!fs->session) {
-                fuse_fs_free(fs);
+        if (!fs->session)
                 return -EINVAL;
-        }
-        if (fuse_session_mount(fs->session, mountpoint) != 0) {
-                fuse_fs_free(fs);
+        if (fuse_session_mount(fs->session, fs->mountpoint) != 0) {
+                fuse_session_destroy(fs->session);
+                fs->session = NULL;
                 return -EPERM;
         }
         fs->mounted = true;
 
+        /* Answer FUSE_INIT now: until it is answered every request waits in fuse_get_req()
+         * (killable only: D state). Then teach the kernel "no poll, no flush". */
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/" FUSE_FS_VERSION, fs->mountpoint) < 0)
+                path = NULL;
+        Probe p = { .path = path };
+        pthread_t t;
+        pthread_mutex_init(&p.lock, NULL);
+        if (path && pthread_create(&t, NULL, probe_main, &p) == 0) {
+                /* (only this loop can answer the probe: serve until it is done; -ENOTCONN: the
+                 * mount went away, and the kernel fails the probe's requests) */
+                while (serve_until(fs, &p.done, &p.lock, 1000) == -ETIMEDOUT)
+                        ;
+                pthread_join(t, NULL);
+                if (p.poll_error < 0 || p.close_error < 0)
+                        fprintf(stderr, "<7>FUSE probe: poll %s, close %s\n", strerror(-p.poll_error), strerror(-p.close_error));
+        }
+        pthread_mutex_destroy(&p.lock);
+
         int fd = fuse_session_fd(fs->session);
         r = sd_event_add_io(event, &fs->io, fd, EPOLLIN, on_fuse_io, fs);
-        if (r < 0) {
-                fuse_fs_free(fs);
+        if (r < 0)
                 return r;
-        }
-        *ret = fs;
         return 0;
 }
 

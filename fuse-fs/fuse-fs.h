@@ -30,6 +30,13 @@ typedef struct HctxReading {
 void hctx_reading_done(HctxReading *r);
 typedef int NodeTypeRef;        /* a NodeType (fuse-fs/node.h) */
 
+/* A FUSE write not answered yet (FuseFsContext.write returned FUSE_FS_WRITE_DEFERRED). */
+typedef struct FuseFsWrite FuseFsWrite;
+#define FUSE_FS_WRITE_DEFERRED 1
+
+/* Answer a deferred write: r < 0 fails it with -r, else the whole write succeeded. Frees w. */
+void fuse_fs_write_done(FuseFsWrite *w, int r);
+
 /* What the tree shows besides the registry; supplied by the manager. */
 typedef struct FuseFsContext {
         const Registry *registry;
@@ -41,9 +48,12 @@ typedef struct FuseFsContext {
          * offset (a value must come in one write() at offset 0, like sysfs). device is the
          * disk for policy files, NULL at the root; knob: the Knob for policy files
          * (_KNOB_MAX = enabled). Returns 0 or -errno (EINVAL, ERANGE, ENOENT ...), which the
-         * writer gets.
+         * writer gets; or FUSE_FS_WRITE_DEFERRED: the answer comes later, through
+         * fuse_fs_write_done(pending, r) (the writer waits, interruptibly, while the loop
+         * serves everyone else: a write whose kernel writes are still in flight).
          */
-        int (*write)(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len, off_t offset);
+        int (*write)(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len, off_t offset,
+                     FuseFsWrite *pending);
         /*
          * Make sure device's per-hctx details are read (DiskFacts.hctx_details; gathering
          * leaves them out where policy does not need them). Returns 0, -ENOENT, -ENOMEM.
@@ -71,12 +81,21 @@ typedef struct FuseFsContext {
 } FuseFsContext;
 
 /*
- * Mount at mountpoint (created if missing) and serve requests from event.
- * A stale mount left by a crashed daemon ("Transport endpoint is not connected") is
- * lazily unmounted first. Returns 0, or -errno (-EPERM without CAP_SYS_ADMIN, -ENODEV
- * without /dev/fuse, ...).
+ * The tree for mountpoint (created if missing), not mounted yet: devices can be added
+ * (coldplug) before anyone can look. A stale mount left by a crashed daemon ("Transport
+ * endpoint is not connected") is lazily unmounted first. Returns 0, -EBUSY when mountpoint
+ * is a live FUSE mount (another blkmqd), -ENOMEM, -errno.
  */
-int fuse_fs_new(sd_event *event, const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret);
+int fuse_fs_new(const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret);
+
+/*
+ * Mount and serve requests from event (the loop thread). Before it returns, FUSE_INIT is
+ * answered (until then every request would wait in fuse_get_req(), in D state) and the kernel
+ * has learnt that this file system has no poll and no flush (probe_main() in fuse-fs.c), so
+ * nobody's poll()/close() ever waits for this daemon, even when it is stopped.
+ * Returns 0, -EPERM without CAP_SYS_ADMIN, -EALREADY, -errno.
+ */
+int fuse_fs_mount(FuseFs *fs, sd_event *event);
 
 /* Unmount (if mounted) and free. Returns NULL. */
 FuseFs *fuse_fs_free(FuseFs *fs);
