@@ -1,9 +1,13 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""blkmqd VM test harness: boot Debian's 6.1 kernel under QEMU/TCG and run one scenario.
+"""blkmqd VM test harness: boot Debian's 6.1 or 6.12 kernel under QEMU/TCG, run one scenario.
 
-    harness.py prepare --cache DIR
-    harness.py run --cache DIR --scenario tests/vm/scenarios/NAME.sh [options]
+    harness.py prepare --cache DIR [--kernel 6.1|6.12]
+    harness.py run --cache DIR --scenario tests/vm/scenarios/NAME.sh [--kernel 6.1|6.12] [options]
+
+Reusable from other flavours (import harness): kernel_series(), resolve_kernel_package(),
+fetch_kernel() (.deb download + vmlinux), stage_modules() (module subset, decompressed,
+depmod'ed), prepare() (the busybox flavour's cached parts).
 
 Python 3 standard library only.  See docs/VM-HARNESS.md for the scenario header format,
 the serial-console protocol (end marker, @@HMP requests) and measured wall times.
@@ -34,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CACHE = os.environ.get("BLKMQD_VM_CACHE", "/var/tmp/blkmqd-vm-cache")
-PREPARE_VERSION = 3          # bump when the layout of the cached parts changes
+PREPARE_VERSION = 4          # bump when the layout of the cached parts changes
 
 EXIT_SKIP = 77
 EXIT_HARD = 99
@@ -182,21 +186,73 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
-def resolve_kernel_package():
-    override = os.environ.get("BLKMQD_VM_KERNEL_PKG")
+# Kernel series the harness can boot: Debian 12's own kernel and the 6.12 backport that
+# bookworm-security carries (linux-image-6.12.*+deb12-amd64).  The package is resolved with
+# apt-cache (newest with an install candidate) and fetched with `apt-get download`; it is
+# never installed on the host.
+KERNELS = ("6.1", "6.12")
+DEFAULT_KERNEL = os.environ.get("BLKMQD_VM_KERNEL", "6.1")
+
+
+def kernel_series(value):
+    """Validate a --kernel / `# kernel:` / $BLKMQD_VM_KERNEL value ("6.1" or "6.12")."""
+    v = (value or DEFAULT_KERNEL).strip()
+    if v not in KERNELS:
+        raise ValueError("unknown kernel series %r (known: %s)" % (v, ", ".join(KERNELS)))
+    return v
+
+
+def _apt_candidates(names):
+    """{package: candidate version} for the names that have an install candidate."""
+    out = subprocess.run(["apt-cache", "policy"] + names, capture_output=True,
+                         text=True).stdout
+    cand, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^(\S+):$", line)
+        if m:
+            cur = m.group(1)
+            continue
+        m = re.match(r"^\s+Candidate:\s*(\S+)", line)
+        if m and cur and m.group(1) != "(none)":
+            cand[cur] = m.group(1)
+    return cand
+
+
+def resolve_kernel_package(series=None):
+    """Debian package name of the kernel to boot for `series`.  $BLKMQD_VM_KERNEL_PKG
+    overrides (for the 6.1 series only, as before; $BLKMQD_VM_KERNEL_PKG_6_12 for 6.12).
+    Raises Missing when apt knows no such package (no apt lists: run apt-get update)."""
+    series = kernel_series(series)
+    override = os.environ.get("BLKMQD_VM_KERNEL_PKG" if series == "6.1" else
+                              "BLKMQD_VM_KERNEL_PKG_" + series.replace(".", "_"))
     if override:
         return override
     try:
-        out = subprocess.run(["apt-cache", "depends", "linux-image-amd64"],
+        if series == "6.1":
+            out = subprocess.run(["apt-cache", "depends", "linux-image-amd64"],
+                                 capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                m = re.match(r"\s*Depends:\s*(linux-image-6\.1\.0-[0-9]+-amd64)\s*$", line)
+                if m:
+                    return m.group(1)
+            raise Missing("a linux-image-6.1.0-*-amd64 package (apt-cache depends "
+                          "linux-image-amd64 names none; run apt-get update?)")
+        # 6.12: bookworm-security, one package per upload: take the newest installable one
+        out = subprocess.run(["apt-cache", "pkgnames", "linux-image-%s." % series],
                              capture_output=True, text=True).stdout
+        rx = re.compile(r"^linux-image-%s\.([0-9]+)\+deb12-amd64$" % re.escape(series))
+        names = sorted((n for n in out.split() if rx.match(n)),
+                       key=lambda n: int(rx.match(n).group(1)))
+        cand = _apt_candidates(names) if names else {}
+        for n in reversed(names):
+            if n in cand:
+                return n
     except FileNotFoundError:
-        raise Missing("apt-cache (cannot resolve linux-image-amd64)")
-    for line in out.splitlines():
-        m = re.match(r"\s*Depends:\s*(linux-image-6\.1\.0-[0-9]+-amd64)\s*$", line)
-        if m:
-            return m.group(1)
-    raise Missing("a linux-image-6.1.0-*-amd64 package (apt-cache depends linux-image-amd64 "
-                  "names none; run apt-get update?)")
+        raise Missing("apt-cache (cannot resolve the %s kernel package)" % series)
+    raise Missing("a linux-image-%s.*+deb12-amd64 package (bookworm-security; "
+                  "apt-cache policy 'linux-image-%s*' lists none installable: add "
+                  "bookworm-security to the apt sources and run apt-get update)"
+                  % (series, series))
 
 
 def extract_vmlinux(vmlinuz, out):
@@ -231,19 +287,31 @@ def extract_vmlinux(vmlinuz, out):
     raise RuntimeError("no ELF payload found in %s (%s)" % (vmlinuz, "; ".join(tried[:5])))
 
 
+MODULE_SUFFIXES = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")   # 6.1: plain; 6.12: .ko.xz
+
+
+def _module_name(fname):
+    for suf in MODULE_SUFFIXES[::-1]:
+        if fname.endswith(suf):
+            return fname[:-len(suf)].replace("-", "_")
+    return None
+
+
 def module_closure(kroot, kver, names):
-    """Map module names to .ko paths (relative to lib/modules/KVER) with dependencies."""
+    """Map module names to module files (relative to lib/modules/KVER, .ko or compressed)
+    with their dependencies; built-in ones (modules.builtin) are dropped."""
     mdir = os.path.join(kroot, "lib/modules", kver)
     builtin = set()
     bfile = os.path.join(mdir, "modules.builtin")
     if os.path.exists(bfile):
         for line in open(bfile):
-            builtin.add(os.path.basename(line.strip())[:-3].replace("-", "_"))
+            builtin.add(_module_name(os.path.basename(line.strip())))
     index = {}
     for dp, _, files in os.walk(os.path.join(mdir, "kernel")):
         for f in files:
-            if f.endswith(".ko"):
-                index[f[:-3].replace("-", "_")] = os.path.relpath(os.path.join(dp, f), mdir)
+            n = _module_name(f)
+            if n:
+                index[n] = os.path.relpath(os.path.join(dp, f), mdir)
     todo = [n.replace("-", "_") for n in names]
     seen = {}
     while todo:
@@ -261,6 +329,85 @@ def module_closure(kroot, kver, names):
     return mdir, sorted(v for v in seen.values() if v)
 
 
+def decompress_module(src, dst):
+    """Copy one module file to dst (a path ending in .ko), decompressing .xz/.gz/.zst: busybox
+    modprobe/insmod need not understand compressed modules, and the kernel's own
+    decompression (CONFIG_MODULE_DECOMPRESS) is not in every config."""
+    if src.endswith(".xz"):
+        data = lzma.decompress(open(src, "rb").read())
+    elif src.endswith(".gz"):
+        data = gzip.decompress(open(src, "rb").read())
+    elif src.endswith(".zst"):
+        if not shutil.which("zstd"):
+            raise Missing("zstd (zstd-compressed kernel modules)")
+        data = subprocess.run(["zstd", "-dc", src], capture_output=True, check=True).stdout
+    else:
+        shutil.copy2(src, dst)
+        return
+    with open(dst, "wb") as f:
+        f.write(data)
+
+
+def stage_modules(kroot, kver, names, dest):
+    """Put `names` and their dependencies, decompressed, under DEST/lib/modules/KVER/ with
+    modules.builtin*/modules.order and a fresh `depmod -b DEST` index.  Returns the list of
+    staged paths relative to that directory.  (Also for other harness flavours.)"""
+    mdir, kos = module_closure(kroot, kver, names)
+    sdir = os.path.join(dest, "lib/modules", kver)
+    staged = []
+    for ko in kos:
+        rel = ko
+        for suf in (".xz", ".gz", ".zst"):
+            if rel.endswith(".ko" + suf):
+                rel = rel[:-len(suf)]
+        os.makedirs(os.path.dirname(os.path.join(sdir, rel)), exist_ok=True)
+        decompress_module(os.path.join(mdir, ko), os.path.join(sdir, rel))
+        staged.append(rel)
+    for f in ("modules.builtin", "modules.builtin.modinfo", "modules.order"):
+        if os.path.exists(os.path.join(mdir, f)):
+            shutil.copy2(os.path.join(mdir, f), os.path.join(sdir, f))
+    sh(["depmod", "-b", dest, kver])
+    return staged
+
+
+def fetch_kernel(cache, series=None):
+    """Download (once) the Debian kernel package of `series` into CACHE/debs, unpack it into a
+    temporary tree and extract the ELF vmlinux into CACHE/kernel-SERIES/.  Returns
+    (info, kroot): info = {"series", "package", "deb", "kver", "vmlinux"} (absolute paths),
+    kroot = the unpacked package (lib/modules/KVER, boot/config-KVER); the caller removes
+    kroot when done (shutil.rmtree).  Never installs anything on the host."""
+    series = kernel_series(series)
+    pkg = resolve_kernel_package(series)
+    debdir = os.path.join(cache, "debs")
+    os.makedirs(debdir, exist_ok=True)
+    debs = [f for f in os.listdir(debdir) if f.startswith(pkg + "_") and f.endswith(".deb")]
+    if not debs:
+        r = subprocess.run(["apt-get", "download", pkg], cwd=debdir, capture_output=True,
+                           text=True)
+        debs = [f for f in os.listdir(debdir) if f.startswith(pkg + "_") and f.endswith(".deb")]
+        if r.returncode != 0 or not debs:
+            raise Missing("kernel package %s could not be downloaded: %s"
+                          % (pkg, (r.stderr or r.stdout).strip().splitlines()[-1:]))
+    deb = os.path.join(debdir, sorted(debs)[-1])
+    kdir = os.path.join(cache, "kernel-" + series)
+    os.makedirs(kdir, exist_ok=True)
+    kroot = tempfile.mkdtemp(prefix="kernel-root-", dir=cache)
+    sh(["dpkg", "-x", deb, kroot])
+    kvers = os.listdir(os.path.join(kroot, "lib/modules"))
+    if len(kvers) != 1:
+        raise RuntimeError("expected one kernel in %s, found %s" % (deb, kvers))
+    kver = kvers[0]
+    vmlinux = os.path.join(kdir, "vmlinux-" + kver)
+    if not os.path.exists(vmlinux):
+        codec = extract_vmlinux(os.path.join(kroot, "boot", "vmlinuz-" + kver), vmlinux)
+        log("vmlinux extracted (%s payload), %d MB" % (codec, os.path.getsize(vmlinux) >> 20))
+    cfg = os.path.join(kroot, "boot", "config-" + kver)
+    if os.path.exists(cfg):
+        shutil.copy2(cfg, os.path.join(kdir, "config-" + kver))
+    return ({"series": series, "package": pkg, "deb": deb, "kver": kver,
+             "vmlinux": vmlinux}, kroot)
+
+
 INIT = r"""#!/bin/sh
 # /init of the blkmqd VM test initramfs (generated by tests/vm/harness.py)
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -275,7 +422,9 @@ mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /tmp
 mount -t debugfs debugfs /sys/kernel/debug
 . /opt/vmtest/env
-for m in $VMTEST_BOOT_MODULES; do modprobe "$m" || echo "init: modprobe $m failed"; done
+for m in $VMTEST_BOOT_MODULES; do
+    [ -d "/sys/module/$(echo "$m" | tr - _)" ] || modprobe "$m" || echo "init: modprobe $m failed"
+done
 mount -t configfs configfs /sys/kernel/config
 [ -c /dev/fuse ] || mknod -m 0666 /dev/fuse c 10 229
 echo /sbin/modprobe > /proc/sys/kernel/modprobe 2>/dev/null
@@ -302,21 +451,27 @@ sleep 5
 """
 
 
-def prepare(cache, force=False):
-    """Download, unpack and build the cached pieces; idempotent and serialised by a lock
-    (parallel test runs share one cache).  Returns the state dict."""
+def prepare(cache, force=False, kernel=None):
+    """Download, unpack and build the cached pieces for one kernel series (default
+    $BLKMQD_VM_KERNEL or 6.1); idempotent and serialised by a lock (parallel test runs share
+    one cache).  Returns the state dict: {"series", "package", "kver", "vmlinux", "parts":
+    {"base", "fio"?, "udev"?}} with paths relative to CACHE.  Layout:
+    CACHE/debs/*.deb, CACHE/kernel-SERIES/{state.json,vmlinux-KVER,config-KVER,base.cpio.gz},
+    CACHE/common/{fio,udev}.cpio.gz (kernel-independent)."""
+    series = kernel_series(kernel)
     os.makedirs(cache, exist_ok=True)
     import fcntl
     with open(os.path.join(cache, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _prepare(cache, force)
+        return _prepare(cache, force, series)
 
 
-def _prepare(cache, force):
-    state_file = os.path.join(cache, "state.json")
+def _prepare(cache, force, series):
+    kdir = os.path.join(cache, "kernel-" + series)
+    state_file = os.path.join(kdir, "state.json")
     st = json.load(open(state_file)) if os.path.exists(state_file) else {}
     try:
-        pkg = resolve_kernel_package()
+        pkg = resolve_kernel_package(series)
     except Missing:
         if not st.get("package"):
             raise
@@ -341,29 +496,21 @@ def _prepare(cache, force):
         raise Missing(", ".join(missing))
 
     t0 = time.time()
-    debdir = os.path.join(cache, "debs")
-    os.makedirs(debdir, exist_ok=True)
-    debs = [f for f in os.listdir(debdir) if f.startswith(pkg + "_") and f.endswith(".deb")]
-    if not debs:
-        r = subprocess.run(["apt-get", "download", pkg], cwd=debdir, capture_output=True,
-                           text=True)
-        debs = [f for f in os.listdir(debdir) if f.startswith(pkg + "_") and f.endswith(".deb")]
-        if r.returncode != 0 or not debs:
-            raise Missing("kernel package %s could not be downloaded: %s"
-                          % (pkg, (r.stderr or r.stdout).strip().splitlines()[-1:]))
-    deb = os.path.join(debdir, sorted(debs)[-1])
-    kroot = os.path.join(cache, "kernel-root")
-    if os.path.exists(kroot):
-        shutil.rmtree(kroot)
-    sh(["dpkg", "-x", deb, kroot])
-    kvers = os.listdir(os.path.join(kroot, "lib/modules"))
-    if len(kvers) != 1:
-        raise RuntimeError("expected one kernel in %s, found %s" % (deb, kvers))
-    kver = kvers[0]
-    vmlinux = os.path.join(cache, "vmlinux-" + kver)
-    codec = extract_vmlinux(os.path.join(kroot, "boot", "vmlinuz-" + kver), vmlinux)
-    log("vmlinux extracted (%s payload), %d MB" % (codec, os.path.getsize(vmlinux) >> 20))
+    info, kroot = fetch_kernel(cache, series)
+    try:
+        st = _prepare_parts(cache, force, info, kroot, busybox)
+    finally:
+        shutil.rmtree(kroot)        # the modules and vmlinux we need are cached; save 400 MB
+    os.makedirs(kdir, exist_ok=True)
+    with open(state_file + ".tmp", "w") as f:
+        json.dump(st, f, indent=1)
+    os.replace(state_file + ".tmp", state_file)
+    log("prepare done in %.1f s: kernel %s" % (time.time() - t0, st["kver"]))
+    return st
 
+
+def _prepare_parts(cache, force, info, kroot, busybox):
+    kver, series = info["kver"], info["series"]
     # ---- base: busybox + modules + /dev/console
     base = Cpio()
     for d, t in (("lib", "usr/lib"), ("lib64", "usr/lib64"), ("bin", "usr/bin"),
@@ -387,17 +534,10 @@ def _prepare(cache, force):
     base.add_file("etc/mtab", b"")
     base.entries["etc/mtab"] = (stat.S_IFLNK | 0o777, b"/proc/self/mounts", (0, 0))
 
-    mdir, kos = module_closure(kroot, kver, MODULES)
     stage = tempfile.mkdtemp(prefix="depmod-", dir=cache)
     try:
+        kos = stage_modules(kroot, kver, MODULES, stage)
         sdir = os.path.join(stage, "lib/modules", kver)
-        for ko in kos:
-            os.makedirs(os.path.dirname(os.path.join(sdir, ko)), exist_ok=True)
-            shutil.copy2(os.path.join(mdir, ko), os.path.join(sdir, ko))
-        for f in ("modules.builtin", "modules.builtin.modinfo", "modules.order"):
-            if os.path.exists(os.path.join(mdir, f)):
-                shutil.copy2(os.path.join(mdir, f), os.path.join(sdir, f))
-        sh(["depmod", "-b", stage, kver])
         for dp, _, files in os.walk(sdir):
             for f in files:
                 p = os.path.join(dp, f)
@@ -405,51 +545,56 @@ def _prepare(cache, force):
     finally:
         shutil.rmtree(stage)
     log("base: busybox (%d applets), %d modules" % (len(applets), len(kos)))
-    parts = {"base": "base.cpio.gz"}
+    parts = {"base": os.path.join("kernel-" + series, "base.cpio.gz")}
     base.write_gz(os.path.join(cache, parts["base"]))
+    parts.update(_prepare_common(cache, force))
+    return {"version": PREPARE_VERSION, "series": series, "package": info["package"],
+            "deb": os.path.basename(info["deb"]), "kver": kver,
+            "vmlinux": os.path.relpath(info["vmlinux"], cache), "parts": parts}
+
+
+def _prepare_common(cache, force):
+    """The kernel-independent parts (fio, udev), built once for all kernels."""
+    cdir = os.path.join(cache, "common")
+    os.makedirs(cdir, exist_ok=True)
+    parts = {}
 
     # ---- fio (optional)
     fio = shutil.which("fio")
     if fio:
         c = Cpio()
-        add_binary(c, fio)
-        parts["fio"] = "fio.cpio.gz"
-        c.write_gz(os.path.join(cache, parts["fio"]))
+        parts["fio"] = os.path.join("common", "fio.cpio.gz")
+        if force or not os.path.exists(os.path.join(cache, parts["fio"])):
+            add_binary(c, fio)
+            c.write_gz(os.path.join(cache, parts["fio"]))
     else:
         log("fio not on the host: --fio will be unavailable (apt-get install fio)")
 
     # ---- udev (optional): udevadm doubles as systemd-udevd (argv[0])
     udevadm = shutil.which("udevadm")
     if udevadm and os.path.isdir("/lib/udev"):
-        c = Cpio()
-        add_binary(c, udevadm)
-        c.add_symlink(guest_path("/lib/systemd/systemd-udevd"), guest_path(udevadm))
-        for top in ("/lib/udev", "/etc/udev"):
-            for dp, dns, files in os.walk(top):
-                for f in files:
-                    p = os.path.join(dp, f)
-                    g = guest_path(p)
-                    if os.path.islink(p):
-                        c.add_symlink(g, os.readlink(p))
-                        continue
-                    c.add_host_file(p, g)
-                    if os.access(p, os.X_OK) and open(p, "rb").read(4) == b"\x7fELF":
-                        for lib in ldd_closure(p):
-                            if not c.has(guest_path(lib)):
-                                c.add_host_file(os.path.realpath(lib), guest_path(lib))
-        parts["udev"] = "udev.cpio.gz"
-        c.write_gz(os.path.join(cache, parts["udev"]))
+        parts["udev"] = os.path.join("common", "udev.cpio.gz")
+        if force or not os.path.exists(os.path.join(cache, parts["udev"])):
+            c = Cpio()
+            add_binary(c, udevadm)
+            c.add_symlink(guest_path("/lib/systemd/systemd-udevd"), guest_path(udevadm))
+            for top in ("/lib/udev", "/etc/udev"):
+                for dp, dns, files in os.walk(top):
+                    for f in files:
+                        p = os.path.join(dp, f)
+                        g = guest_path(p)
+                        if os.path.islink(p):
+                            c.add_symlink(g, os.readlink(p))
+                            continue
+                        c.add_host_file(p, g)
+                        if os.access(p, os.X_OK) and open(p, "rb").read(4) == b"\x7fELF":
+                            for lib in ldd_closure(p):
+                                if not c.has(guest_path(lib)):
+                                    c.add_host_file(os.path.realpath(lib), guest_path(lib))
+            c.write_gz(os.path.join(cache, parts["udev"]))
     else:
         log("udevadm not on the host: --udev will be unavailable (apt-get install udev)")
-
-    st = {"version": PREPARE_VERSION, "package": pkg, "deb": os.path.basename(deb),
-          "kver": kver, "vmlinux": os.path.basename(vmlinux), "parts": parts}
-    with open(state_file + ".tmp", "w") as f:
-        json.dump(st, f, indent=1)
-    os.replace(state_file + ".tmp", state_file)
-    shutil.rmtree(kroot)        # the modules and vmlinux we need are cached; save 400 MB
-    log("prepare done in %.1f s: kernel %s" % (time.time() - t0, kver))
-    return st
+    return parts
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -465,6 +610,7 @@ def parse_header(path):
     """Leading comment block of a scenario: `# key: value` lines.
     Keys: qemu (repeatable, appended), smp, mem, timeout, disk (repeatable: NAME SIZE [fmt]),
     needs (fio, udev, share), cmdline (extra kernel args), modules (extra boot modules),
+    kernel (6.1 or 6.12: the series booted unless --kernel says otherwise),
     binary (repeatable: HOST[:GUEST] packed with its ldd closure when HOST exists on the host;
     a missing one is only logged, the scenario checks for it and skips what needs it)."""
     h = {"qemu": [], "disk": [], "needs": [], "cmdline": [], "modules": [], "binary": []}
@@ -486,6 +632,8 @@ def parse_header(path):
                 h["disk"].append(v.split())
             elif k in ("smp", "mem", "timeout"):
                 h[k] = int(v)
+            elif k == "kernel":
+                h[k] = kernel_series(v)
     return h
 
 
@@ -559,6 +707,7 @@ def build_run_cpio(args, header, st):
         "VMTEST_UDEV": "1" if args.udev else "",
         "VMTEST_FIO": "1" if args.fio else "",
         "VMTEST_KERNEL_ONLY": "1" if args.kernel_only else "",
+        "VMTEST_KERNEL_SERIES": args.kernel,
         "BLKMQD": "/opt/blkmqd/blkmqd",
         "BLKMQD_MOUNT": "/run/blkmqd",
     }
@@ -687,8 +836,9 @@ def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt):
 def run(args):
     if not shutil.which(QEMU):
         raise Missing("%s (apt-get install qemu-system-x86)" % QEMU)
-    st = prepare(args.cache)
     header = parse_header(args.scenario)
+    args.kernel = kernel_series(args.kernel or header.get("kernel"))
+    st = prepare(args.cache, kernel=args.kernel)
     for n in header["needs"]:
         if n == "fio":
             args.fio = True
@@ -776,6 +926,8 @@ def main():
     p = sub.add_parser("prepare", help="download the kernel, build the cached initramfs parts")
     p.add_argument("--cache", default=DEFAULT_CACHE)
     p.add_argument("--force", action="store_true", help="rebuild even if cached")
+    p.add_argument("--kernel", choices=KERNELS, default=None,
+                   help="kernel series (default $BLKMQD_VM_KERNEL or 6.1)")
     r = sub.add_parser("run", help="boot the VM and run one scenario")
     r.add_argument("--cache", default=DEFAULT_CACHE)
     r.add_argument("--scenario", required=True)
@@ -783,6 +935,9 @@ def main():
                    help="pack a host binary with its ldd closure (default: same path)")
     r.add_argument("--blkmqd", metavar="PATH",
                    help="shorthand for --binary PATH:/opt/blkmqd/blkmqd")
+    r.add_argument("--kernel", choices=KERNELS, default=None,
+                   help="kernel series to boot: Debian 12's 6.1 or bookworm-security's 6.12 "
+                   "(default: the scenario's '# kernel:' line, else $BLKMQD_VM_KERNEL, else 6.1)")
     r.add_argument("--smp", type=int)
     r.add_argument("--mem", type=int)
     r.add_argument("--qemu-extra", help="extra QEMU arguments (shell-quoted string)")
@@ -801,7 +956,7 @@ def main():
     args = ap.parse_args()
     try:
         if args.cmd == "prepare":
-            st = prepare(args.cache, args.force)
+            st = prepare(args.cache, args.force, args.kernel)
             print(json.dumps(st, indent=1))
             return 0
         if args.blkmqd:

@@ -13,7 +13,8 @@ assert_file "sysfs /sys/block" /sys/block
 assert_file "debugfs block/" /sys/kernel/debug/block
 assert_file "configfs mounted" /sys/kernel/config
 assert_file "/dev/fuse" /dev/fuse
-assert_match "kernel release" '^6\.1\.' "$(uname -r)"
+assert_match "kernel release is the $VMTEST_KERNEL_SERIES series asked for" \
+    "^$(printf '%s' "$VMTEST_KERNEL_SERIES" | sed 's/\./\\./g')\." "$(uname -r)"
 assert_ok "a scsi disk (sda) is present" wait_for_file /sys/block/sda 10
 assert_eq "sda is blk-mq (mq/0 exists)" yes "$([ -d /sys/block/sda/mq/0 ] && echo yes || echo no)"
 assert_file "debugfs block/sda/hctx0" /sys/kernel/debug/block/sda/hctx0
