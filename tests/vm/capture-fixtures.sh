@@ -1,10 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Boot one VM per tests/vm/scenarios/capture-*.sh and unpack the captured trees into
-# tests/fixtures/<name>/ (replacing what was there).
-#   tests/vm/capture-fixtures.sh [SCENARIO...]     (default: all capture-*.sh)
+# tests/fixtures/<name>/ (replacing what was there); <name> is vm-<kernel series>-<device>.
+#   tests/vm/capture-fixtures.sh [--kernel 6.1|6.12] [SCENARIO...]   (default: 6.1, all capture-*.sh)
 # Environment: BLKMQD_VM_CACHE (default /var/tmp/blkmqd-vm-cache), PYTHON (/usr/bin/python3)
 set -eu
+kernel=${BLKMQD_VM_KERNEL:-6.1}
+if [ "${1:-}" = --kernel ]; then kernel=$2; shift 2; fi
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${BLKMQD_VM_CACHE:-/var/tmp/blkmqd-vm-cache}
 py=${PYTHON:-/usr/bin/python3}
@@ -13,8 +15,8 @@ share=$(mktemp -d /tmp/blkmqd-capture.XXXXXX)
 trap 'rm -rf "$share"' EXIT
 rc=0
 for s in "$@"; do
-    log="$share/$(basename "$s" .sh).log"
-    if ! "$py" "$top/tests/vm/harness.py" run --cache "$cache" --scenario "$s" \
+    log="$share/$(basename "$s" .sh)-$kernel.log"
+    if ! "$py" "$top/tests/vm/harness.py" run --cache "$cache" --kernel "$kernel" --scenario "$s" \
             --share "$share" --log "$log"; then
         echo "capture-fixtures: $s failed (console log follows)" >&2
         tail -n 40 "$log" >&2

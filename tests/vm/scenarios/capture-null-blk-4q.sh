@@ -1,6 +1,6 @@
 #!/bin/sh
 # Fixture capture: null_blk created through configfs (nullb0) with submit_queues=4
-# poll_queues=0 memory_backed=0 irqmode=1, 4 vCPUs.  Output: --share DIR/vm-6.1-null-blk-4q
+# poll_queues=0 memory_backed=0 irqmode=1, 4 vCPUs.  Output: --share DIR/vm-<kernel series>-null-blk-4q
 # needs: share
 # smp: 4
 # timeout: 180
@@ -19,4 +19,4 @@ for cpu in 0 1 2 3; do
     taskset -c $cpu dd if=/dev/nullb0 of=/dev/null bs=4k count=100 iflag=direct 2>/dev/null
 done
 export CAPTURE_NOTE="modprobe null_blk nr_devices=0; configfs nullb0 submit_queues=4 poll_queues=0 memory_backed=0 irqmode=1 size=1024 power=1, -smp 4; 4x100 direct 4k reads"
-capture_fixture vm-6.1-null-blk-4q nullb0
+capture_fixture vm-$VMTEST_KERNEL_SERIES-null-blk-4q nullb0

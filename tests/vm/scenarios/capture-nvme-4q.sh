@@ -1,6 +1,6 @@
 #!/bin/sh
 # Fixture capture: QEMU nvme with max_ioqpairs=4, 4 vCPUs (managed MSI-X vectors nvme0q0..4).
-# Output: --share DIR/vm-6.1-nvme-4q
+# Output: --share DIR/vm-<kernel series>-nvme-4q
 # needs: share
 # smp: 4
 # disk: d0 64M
@@ -13,4 +13,4 @@ for cpu in 0 1 2 3; do
     taskset -c $cpu dd if=/dev/nvme0n1 of=/dev/null bs=4k count=40 skip=$((cpu * 1000)) iflag=direct 2>/dev/null
 done
 export CAPTURE_NOTE="QEMU -device nvme,max_ioqpairs=4, -smp 4; 4x40 direct 4k reads under the default none"
-capture_fixture vm-6.1-nvme-4q nvme0n1
+capture_fixture vm-$VMTEST_KERNEL_SERIES-nvme-4q nvme0n1

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Fixture capture: virtio-blk with num-queues=4, 4 vCPUs.  Output: --share DIR/vm-6.1-virtio-blk-4q
+# Fixture capture: virtio-blk with num-queues=4, 4 vCPUs.  Output: --share DIR/vm-<kernel series>-virtio-blk-4q
 # needs: share
 # smp: 4
 # disk: d0 64M
@@ -12,4 +12,4 @@ for cpu in 0 1 2 3; do
     taskset -c $cpu dd if=/dev/vda of=/dev/null bs=4k count=40 skip=$((cpu * 1000)) iflag=direct 2>/dev/null
 done
 export CAPTURE_NOTE="QEMU -device virtio-blk-pci,num-queues=4, -smp 4; 4x40 direct 4k reads under the default none"
-capture_fixture vm-6.1-virtio-blk-4q vda
+capture_fixture vm-$VMTEST_KERNEL_SERIES-virtio-blk-4q vda

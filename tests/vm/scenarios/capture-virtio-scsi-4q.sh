@@ -1,7 +1,7 @@
 #!/bin/sh
 # Fixture capture: a rotating, throttled disk behind a 4-queue virtio-scsi HBA, 4 vCPUs.
 # After some direct reads under mq-deadline (so debugfs hctxN/run is non-zero) the elevator is
-# set back to the default none.  Output: --share DIR/vm-6.1-virtio-scsi-4q
+# set back to the default none.  Output: --share DIR/vm-<kernel series>-virtio-scsi-4q
 # needs: share
 # smp: 4
 # disk: d0 64M
@@ -18,4 +18,4 @@ done
 echo none > /sys/block/sda/queue/scheduler
 note "hctx run: $(cat /sys/kernel/debug/block/sda/hctx*/run | tr '\n' ' ')"
 export CAPTURE_NOTE="QEMU virtio-scsi-pci num_queues=4, scsi-hd rotation_rate=7200, throttling.iops-total=150, -smp 4; 4x40 direct 4k reads (one per CPU) under mq-deadline, then elevator none"
-capture_fixture vm-6.1-virtio-scsi-4q sda
+capture_fixture vm-$VMTEST_KERNEL_SERIES-virtio-scsi-4q sda
