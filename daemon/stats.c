@@ -308,20 +308,60 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, co
 #define RATE_MIN_AGE_USEC 200000
 #define SAMPLE_MIN_SPACING_USEC 100000
 
+/*
+ * The slot a new sample replaces: an empty one, else the oldest sample no value needs.
+ * Samples may hold different values (irq_count is only read when asked for), so "oldest"
+ * alone would let reads of other files push out the only sample of a value. For every
+ * counter a sample holds, the samples that give (or will give) its best rate are kept:
+ * the newest one at least window_usec old (the rate's base now) and the oldest one younger
+ * than that (the base once it has aged).
+ */
+static StatSample *ring_victim(StatSample ring[STATS_HISTORY], uint64_t now, uint32_t counters, uint64_t window_usec) {
+        bool keep[STATS_HISTORY] = {};
+
+        for (size_t i = 0; i < STATS_HISTORY; i++)
+                if (!ring[i].usec)
+                        return &ring[i];
+        for (unsigned v = 0; v < STATS_MAX_VALUES; v++) {
+                uint32_t bit = UINT32_C(1) << v;
+                int anchor = -1, young = -1;
+                if (!(counters & bit))
+                        continue;
+                for (size_t i = 0; i < STATS_HISTORY; i++) {
+                        const StatSample *x = &ring[i];
+                        if (!(x->valid & bit) || x->usec > now)
+                                continue;
+                        if (now - x->usec >= window_usec) {
+                                if (anchor < 0 || x->usec > ring[anchor].usec)
+                                        anchor = (int) i;
+                        } else if (young < 0 || x->usec < ring[young].usec)
+                                young = (int) i;
+                }
+                if (anchor >= 0)
+                        keep[anchor] = true;
+                if (young >= 0)
+                        keep[young] = true;
+        }
+
+        StatSample *victim = NULL, *oldest = NULL;
+        for (size_t i = 0; i < STATS_HISTORY; i++) {
+                StatSample *x = &ring[i];
+                if (!oldest || x->usec < oldest->usec)
+                        oldest = x;
+                if (!keep[i] && (!victim || x->usec < victim->usec))
+                        victim = x;
+        }
+        return victim ?: oldest;
+}
+
 void stats_rates(StatSample ring[STATS_HISTORY], const StatSample *cur, size_t n, uint32_t counters,
                  uint64_t window_usec, StatRates *ret) {
-        StatSample *newest = NULL, *oldest = &ring[0];
+        StatSample *newest = NULL;
 
         *ret = (StatRates) {};
         for (size_t i = 0; i < STATS_HISTORY; i++) {
                 StatSample *x = &ring[i];
-                if (!x->usec) {
-                        oldest = x;     /* an empty slot is the best place for the new sample */
-                        continue;
-                }
-                if (oldest->usec && x->usec < oldest->usec)
-                        oldest = x;
-                if (!newest || x->usec > newest->usec)
+                if (x->usec && (!newest || x->usec > newest->usec))
                         newest = x;
         }
 
@@ -355,7 +395,7 @@ void stats_rates(StatSample ring[STATS_HISTORY], const StatSample *cur, size_t n
         ret->window_sec = window_sec;
 
         if (!newest || cur->usec >= newest->usec + SAMPLE_MIN_SPACING_USEC)
-                *oldest = *cur;
+                *ring_victim(ring, cur->usec, counters & (n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1), window_usec) = *cur;
 }
 
 void hctx_stats_to_sample(const HctxStats *s, StatSample *ret) {

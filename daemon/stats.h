@@ -105,6 +105,10 @@ uint64_t stats_now_usec(void);
  * against the sample whose age is closest to the window (at least 0.2 s old). So the
  * first read after a quiet period has no rate ("unavailable: read again"), and a reader
  * polling every second (blkmqctl watch) gets per-second rates over its own interval.
+ * Samples may hold different values (irq_count is read only when asked for); a full ring
+ * drops its oldest sample that no value needs, never the samples that give a value its
+ * rate (the newest one older than the window, the oldest one younger than it): a rate
+ * stays available whatever else was read in between.
  */
 #define STATS_HISTORY 16
 #define STATS_MAX_VALUES 20

@@ -4,7 +4,8 @@
  *
  * Unit tests for the statistics pure code:
  *   - stats_rates() (daemon/stats.c): window choice, first read has no rate, counter reset
- *     gives no rate, gauges get none, the ring keeps the newest samples, no future samples;
+ *     gives no rate, gauges get none, a full ring keeps the samples each value needs (a
+ *     value read rarely keeps its rate however many other reads come between), no future samples;
  *   - lib/blkstat.c: /sys/block/X/stat with 17, 15 and 11 fields (truncated -> EINVAL),
  *     debugfs hctx tags (the real 6.1 and 6.18 fixture files), the dispatched histogram
  *     (KERNEL-FACTS.md §1.1 format), /proc/softirqs BLOCK;
@@ -146,16 +147,66 @@ static void test_rates(void) {
         stats_rates(ring, &b, 1, 1, SEC, &r);
         CHECK_INT(r.valid, 0);
 
-        /* the ring keeps the newest STATS_HISTORY samples: 20 reads 0.2 s apart */
+        /* a full ring drops the oldest sample no value needs: 20 reads 0.2 s apart with a
+         * 100 s window keep the first read (the oldest younger than the window: the best
+         * base as it ages), and drop i = 1..4 */
         memset(ring, 0, sizeof(ring));
         for (unsigned i = 0; i < 20; i++) {
                 s = sample(T0 + i * SEC / 5, i * 100, 0, 0);
                 stats_rates(ring, &s, 1, 1, 100 * SEC, &r);
         }
         CHECK_INT(ring_used(ring), STATS_HISTORY);
-        /* the last read (i = 19, 3.8 s) found i = 3 (0.6 s) as the oldest kept */
-        CHECK_NEAR(r.window_sec, 3.2);
+        /* the last read (i = 19, 3.8 s) found i = 0 still kept */
+        CHECK_NEAR(r.window_sec, 3.8);
         CHECK_NEAR(r.per_sec[0], 500.0);
+        /* with a 1 s window the newest sample at least 1 s old is the base: i = 14 for i = 19 */
+        memset(ring, 0, sizeof(ring));
+        for (unsigned i = 0; i < 20; i++) {
+                s = sample(T0 + i * SEC / 5, i * 100, 0, 0);
+                stats_rates(ring, &s, 1, 1, SEC, &r);
+        }
+        CHECK_NEAR(r.window_sec, 1.0);
+        CHECK_NEAR(r.per_sec[0], 500.0);
+
+        /* issue 13 item 19: irq_count (v1) read once, then 20 reads of other counters 3 s
+         * apart (window 1 s): the irq_count sample is the only one holding v1 and must stay,
+         * so the next irq_count read still has a rate (the old ring dropped it after 16) */
+        memset(ring, 0, sizeof(ring));
+        a = sample(T0, 0, 5000, 0);
+        a.valid = 3;
+        stats_rates(ring, &a, 3, 3, SEC, &r);
+        for (unsigned i = 1; i <= 20; i++) {
+                s = sample(T0 + i * 3 * SEC, i * 10, 0, 0);
+                s.valid = 1;
+                stats_rates(ring, &s, 3, 3, SEC, &r);
+                CHECK(r.valid & 1);
+        }
+        CHECK_INT(ring_used(ring), STATS_HISTORY);
+        b = sample(T0 + 63 * SEC, 210, 5000 + 63 * 40, 0);
+        b.valid = 3;
+        stats_rates(ring, &b, 3, 3, SEC, &r);
+        CHECK(r.valid & 2);
+        CHECK_NEAR(r.per_sec[1], 40.0);                 /* against the first read, 63 s old */
+        CHECK_NEAR(r.per_sec[0], 10.0 / 3.0);           /* against i = 20, 3 s old */
+        /* the same with reads 0.2 s apart: the other counters' reads fill the ring in 3 s */
+        memset(ring, 0, sizeof(ring));
+        stats_rates(ring, &a, 3, 3, SEC, &r);
+        for (unsigned i = 1; i <= 40; i++) {
+                s = sample(T0 + i * SEC / 5, i, 0, 0);
+                s.valid = 1;
+                stats_rates(ring, &s, 3, 3, SEC, &r);
+        }
+        b = sample(T0 + 9 * SEC, 50, 5000 + 900, 0);
+        b.valid = 3;
+        stats_rates(ring, &b, 3, 3, SEC, &r);
+        CHECK(r.valid & 2);
+        CHECK_NEAR(r.per_sec[1], 100.0);
+        /* and the next irq_count read 1 s later uses the one before, 1 s old */
+        c = sample(T0 + 10 * SEC, 55, 5900 + 70, 0);
+        c.valid = 3;
+        stats_rates(ring, &c, 3, 3, SEC, &r);
+        CHECK(r.valid & 2);
+        CHECK_NEAR(r.per_sec[1], 70.0);
 
         /* all STATS_MAX_VALUES values */
         memset(ring, 0, sizeof(ring));
