@@ -13,6 +13,9 @@
 #include "strv.h"
 
 #define IN_SET_OK_EXTERNAL(s) ((s) == APPLY_OK || (s) == APPLY_EXTERNAL)
+#define IN_SET_FAILED(s) ((s) == APPLY_ERROR || (s) == APPLY_UNSUPPORTED)
+/* WriteJob.tag bit: the job puts a recorded original back within an apply run */
+#define TAG_RESTORE 0x100
 
 static inline const char *strempty(const char *s) {
         return s ?: "";
@@ -43,16 +46,25 @@ WriteErrorClass apply_classify_error(int error) {
         }
 }
 
-static int set_message(Applied *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int set_message(Applied *a, const char *fmt, ...) {
-        va_list ap;
+/*
+ * Every change of an Applied's state goes through here, so state, error and message always
+ * agree: error is 0 unless the state is a failure, message is the given text or NULL (an
+ * "ok" after an error does not keep the error's text). value and original are not touched.
+ */
+static void applied_set(Applied *a, ApplyState state, int error, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void applied_set(Applied *a, ApplyState state, int error, const char *fmt, ...) {
         char *s = NULL;
-        va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
-        va_end(ap);
+        if (fmt) {
+                va_list ap;
+                va_start(ap, fmt);
+                if (vasprintf(&s, fmt, ap) < 0)
+                        s = NULL;
+                va_end(ap);
+        }
         free(a->message);
-        a->message = r < 0 ? NULL : s;
-        return r < 0 ? -ENOMEM : 0;
+        a->message = s;
+        a->state = state;
+        a->error = IN_SET_FAILED(state) ? error : 0;
 }
 
 /* A queue knob's value from the text of its sysfs file (elevator: the bracketed name). */
@@ -118,6 +130,67 @@ static void log_write_failed(const Device *d, const char *knob, int r, WriteErro
                         c == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : "");
 }
 
+/* A job putting the recorded original of queue knob k back (within an apply run). */
+static int restore_job(const Device *d, Knob k, WriteJob **ret) {
+        int r = knob_job(d, k, d->applied[k].original, NULL, false, ret);
+        if (r >= 0)
+                (*ret)->tag |= TAG_RESTORE;
+        return r;
+}
+
+/*
+ * The plan has no wish for k (policy keeps it, the override went back to "auto", or the
+ * disk is not managed: policy/enabled=0): a value blkmqd wrote is put back now, not at stop
+ * (a job, finished by restore_in_run_finish()). nr_requests recorded only because blkmqd
+ * switched the elevator (the switch resets it) is the elevator's to put back: it stays
+ * recorded while that switch is in force. Returns originals dropped, or -ENOMEM.
+ */
+static int queue_knob_no_wish(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob **ret_job) {
+        Applied *a = &d->applied[k];
+        _cleanup_free_ char *current = NULL;
+
+        if (!a->original) {
+                a->value = mfree_str(a->value);
+                if (a->state != APPLY_UNMANAGED || a->message)
+                        applied_set(a, APPLY_UNMANAGED, 0, NULL);
+                return 0;
+        }
+        if (k == KNOB_NR_REQUESTS && d->applied[KNOB_ELEVATOR].original) {
+                if (a->value) {
+                        /* blkmqd's nr_requests under blkmqd's elevator: the recorded value belongs
+                         * to the elevator before the switch and may not even be valid now */
+                        applied_set(a, APPLY_UNMANAGED, 0,
+                                    "%s stays: %s belongs to the elevator before blkmqd's switch and comes back with it",
+                                    a->value, a->original);
+                        a->value = mfree_str(a->value);
+                }
+                return 0;
+        }
+        int r = read_knob(h, d->name, k, &current);
+        if (r >= 0 && streq(current, a->original)) {
+                /* nothing of blkmqd's left to undo */
+                a->original = mfree_str(a->original);
+                a->value = mfree_str(a->value);
+                applied_set(a, APPLY_UNMANAGED, 0, NULL);
+                return 1;
+        }
+        if (r >= 0 && a->value && !streq(current, a->value)) {
+                /* only a value that still is blkmqd's goes back: someone else's stays theirs */
+                applied_set(a, APPLY_UNMANAGED, 0, "changed externally to %s since blkmqd wrote %s: not blkmqd's to put back",
+                            current, a->value);
+                a->original = mfree_str(a->original);
+                a->value = mfree_str(a->value);
+                return 1;
+        }
+        if (o->verify_only)
+                return 0;
+        if (o->dry_run) {
+                applied_set(a, APPLY_DRY_RUN, 0, "would put back %s, the value before blkmqd changed it", a->original);
+                return 0;
+        }
+        return restore_job(d, k, ret_job) < 0 ? -ENOMEM : 0;
+}
+
 /*
  * Decide one queue knob on the loop thread: read the current value, compare, record the
  * original. Returns the number of originals dropped (the caller persists them) or -ENOMEM;
@@ -125,23 +198,19 @@ static void log_write_failed(const Device *d, const char *knob, int r, WriteErro
  */
 static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob **ret_job) {
         Applied *a = &d->applied[k];
-        const char *wanted = plan_get(&d->plan, k), *knob = knob_to_string(k);
+        Applied *nr = &d->applied[KNOB_NR_REQUESTS];
+        const char *wanted = d->plan.manage ? plan_get(&d->plan, k) : NULL, *knob = knob_to_string(k);
         _cleanup_free_ char *current = NULL;
         int r;
 
-        if (!d->plan.manage || !wanted) {
-                if (!a->original)
-                        a->state = APPLY_UNMANAGED;
-                return 0;
-        }
+        if (!wanted)
+                return queue_knob_no_wish(h, d, k, o, ret_job);
         if (a->state == APPLY_UNSUPPORTED && streq_ptr(a->value, wanted))
                 return 0;               /* said once; never retried */
 
         r = read_knob(h, d->name, k, &current);
         if (r < 0) {
-                a->state = APPLY_ERROR;
-                a->error = r;
-                set_message(a, "cannot read queue/%s: %s", queue_attr[k], strerror(-r));
+                applied_set(a, APPLY_ERROR, r, "cannot read queue/%s: %s", queue_attr[k], strerror(-r));
                 return 0;
         }
 
@@ -157,11 +226,15 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                                         "%s changed externally to %s (blkmqd wrote %s); leaving it (reassert=no)",
                                         knob, current, wanted);
                 }
-                a->state = APPLY_EXTERNAL;
-                set_message(a, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
+                applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
                             current, wanted);
-                /* Someone else owns the value now: restoring our original would clobber it. */
+                /* Someone else owns the value now: restoring our original would clobber it.
+                 * So is the nr_requests their elevator switch reset. */
                 a->original = mfree_str(a->original);
+                if (k == KNOB_ELEVATOR && !nr->value && nr->original) {
+                        nr->original = mfree_str(nr->original);
+                        applied_set(nr, APPLY_UNMANAGED, 0, NULL);
+                }
                 return transition;      /* originals changed: the caller persists them */
         }
         if (o->verify_only)
@@ -169,34 +242,45 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
 
         if (streq(current, wanted)) {
                 /* "ok" when the value is blkmqd's doing (an original is recorded, possibly by
-                 * an earlier run); otherwise nothing was needed. */
-                a->state = a->original ? APPLY_OK : APPLY_KEPT;
-                a->error = 0;
+                 * an earlier run); otherwise nothing was needed. The original itself wanted
+                 * again is no longer blkmqd's doing. */
+                bool dropped = a->original && streq(a->original, wanted);
+                if (dropped)
+                        a->original = mfree_str(a->original);
+                applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
                 free_and_strdup(&a->value, wanted);
-                return 0;
+                return dropped;
         }
 
         if (o->dry_run) {
                 if (a->state != APPLY_DRY_RUN || !streq_ptr(a->value, wanted))
                         log_device_info(d->name, "dry-run: would set %s %s -> %s", knob, current, wanted);
-                a->state = APPLY_DRY_RUN;
+                applied_set(a, APPLY_DRY_RUN, 0, "would write %s (now %s)", wanted, current);
                 free_and_strdup(&a->value, wanted);
-                set_message(a, "would write %s (now %s)", wanted, current);
                 return 0;
         }
+
+        /* Policy wants the recorded original back ("auto" after an override whose class plan
+         * keeps the value the disk had): a restore, after which the knob is not blkmqd's. */
+        if (a->original && streq(a->original, wanted))
+                return restore_job(d, k, ret_job) < 0 ? -ENOMEM : 0;
 
         if (!a->original && free_and_strdup(&a->original, current) < 0)
                 return -ENOMEM;
         free_and_strdup(&a->value, wanted);
 
-        /* An elevator switch resets nr_requests (blk_mq_init_sched(): 2 * min(depth, 128)):
-         * record nr_requests as it is now, before the switch, so a restore (elevator first)
-         * finds the value that belongs to the original elevator. */
-        Applied *nr = &d->applied[KNOB_NR_REQUESTS];
-        if (k == KNOB_ELEVATOR && !nr->original) {
+        /* An elevator switch resets nr_requests (blk_mq_init_sched(): 2 * min(depth, 128);
+         * to none: the tag set depth): record nr_requests as it is now, before the switch,
+         * so a restore (elevator first) finds the value that belongs to the original
+         * elevator, and say what the switch did to it (queue_knob_finish()). */
+        d->run.nr_before[0] = 0;
+        if (k == KNOB_ELEVATOR) {
                 _cleanup_free_ char *depth = NULL;
-                if (read_knob(h, d->name, KNOB_NR_REQUESTS, &depth) >= 0)
-                        nr->original = TAKE_PTR(depth);
+                if (read_knob(h, d->name, KNOB_NR_REQUESTS, &depth) >= 0) {
+                        snprintf(d->run.nr_before, sizeof(d->run.nr_before), "%s", depth);
+                        if (!nr->original)
+                                nr->original = TAKE_PTR(depth);
+                }
         }
 
         /* the write (and its read back) goes to a worker: see queue_knob_finish() */
@@ -204,7 +288,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
 }
 
 /* The write of queue_knob_decide() returned: triage it. Returns 1 when the value was set. */
-static int queue_knob_finish(Device *d, Knob k, const WriteJob *j) {
+static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
         Applied *a = &d->applied[k];
         const WriteOp *op = &j->ops[0];
         const char *wanted = op->value, *current = op->before, *knob = knob_to_string(k);
@@ -223,18 +307,30 @@ static int queue_knob_finish(Device *d, Knob k, const WriteJob *j) {
         }
         if (r < 0) {
                 WriteErrorClass c = apply_classify_error(r);
-                a->state = c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR;
-                a->error = r;
-                set_message(a, "%s writing %s to queue/%s%s%s%s", strerrorname_np(-r) ?: "error", wanted,
+                applied_set(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, r,
+                            "%s writing %s to queue/%s%s%s%s", strerrorname_np(-r) ?: "error", wanted,
                             queue_attr[k], after ? ", read back " : "", after ?: "", strempty(late));
                 log_write_failed(d, knob, r, c, "Failed to set %s %s (now %s)%s", knob, wanted, after ?: strna(current), strempty(late));
                 return 0;
         }
 
-        a->state = APPLY_OK;
-        a->error = 0;
-        a->message = mfree_str(a->message);
+        applied_set(a, APPLY_OK, 0, NULL);
         log_device_info(d->name, "%s %s -> %s%s", knob, strna(current), wanted, strempty(late));
+
+        /* the switch reset nr_requests (the write returned: the disk's attributes may be read) */
+        _cleanup_free_ char *nr_after = NULL;
+        if (k == KNOB_ELEVATOR && h && d->run.nr_before[0] && read_knob(h, d->name, KNOB_NR_REQUESTS, &nr_after) >= 0 &&
+            !streq(d->run.nr_before, nr_after)) {
+                Applied *nr = &d->applied[KNOB_NR_REQUESTS];
+                const char *want_nr = d->plan.manage ? plan_get(&d->plan, KNOB_NR_REQUESTS) : NULL;
+                log_device_info(d->name, "nr_requests %s -> %s: reset by the kernel on the elevator switch to %s%s%s%s",
+                                d->run.nr_before, nr_after, wanted, want_nr ? "; writing " : "", strempty(want_nr),
+                                want_nr ? " again" : "");
+                if (!want_nr)
+                        applied_set(nr, APPLY_UNMANAGED, 0,
+                                    "reset by the kernel from %s to %s when blkmqd switched the elevator %s -> %s; %s comes back when the elevator is restored",
+                                    d->run.nr_before, nr_after, strna(current), wanted, strna(nr->original));
+        }
         return 1;
 }
 
@@ -277,16 +373,43 @@ static void irq_affinity_summarize(Device *d, size_t placed, size_t failed, int 
         size_t total = run->irq_total, kept = run->irq_kept, managed = run->irq_managed, would = run->irq_would;
 
         free_and_strdup(&a->value, d->plan.irq_affinity);
-        a->error = first_error;
-        a->state = failed ? APPLY_ERROR :
+        ApplyState state = failed ? APPLY_ERROR :
                    total > 0 && managed == total ? APPLY_MANAGED :
                    would ? APPLY_DRY_RUN :
                    placed || (a->state == APPLY_OK) ? APPLY_OK : APPLY_KEPT;
         if (would)
-                set_message(a, "would place %zu vector(s) on %s, %zu already placed, %zu managed by kernel", would, strna(a->value), kept, managed);
+                applied_set(a, state, first_error, "would place %zu vector(s) on %s, %zu already placed, %zu managed by kernel", would, strna(a->value), kept, managed);
         else
-                set_message(a, "%zu vector(s): %zu placed, %zu already placed, %zu managed by kernel, %zu failed",
+                applied_set(a, state, first_error, "%zu vector(s): %zu placed, %zu already placed, %zu managed by kernel, %zu failed",
                             total, placed, kept, managed, failed);
+}
+
+static int irq_restore_decide(Device *d, WriteJob **ret_job);
+
+/* irq_affinity of a disk the plan does not place vectors on: managed, or unmanaged, and
+ * what was put back. */
+static void irq_no_wish_summarize(Device *d, size_t restored, size_t failed) {
+        Applied *a = &d->applied[KNOB_IRQ_AFFINITY];
+        const DiskFacts *f = d->facts;
+        size_t total = 0, managed = 0;
+
+        for (size_t i = 0; i < f->n_irqs; i++)
+                if (f->irqs[i].queue) {
+                        total++;
+                        managed += f->irqs[i].managed == TRISTATE_YES;
+                }
+        bool all_managed = total > 0 && (managed == total || irq_affinity_hctx_all_managed(f));
+        a->value = mfree_str(a->value);
+        if (failed)
+                applied_set(a, APPLY_ERROR, -EIO, "%zu vector(s) put back, %zu could not be put back", restored, failed);
+        else if (all_managed && managed == total)
+                applied_set(a, APPLY_MANAGED, 0, "%zu queue vector(s) managed by kernel", total);
+        else if (all_managed)
+                applied_set(a, APPLY_MANAGED, 0, "%zu of %zu queue vector(s) managed by kernel, one per hctx", managed, total);
+        else if (restored)
+                applied_set(a, APPLY_UNMANAGED, 0, "%zu vector(s) put back to their affinity before blkmqd changed it", restored);
+        else if (a->state != APPLY_UNMANAGED || a->message)
+                applied_set(a, APPLY_UNMANAGED, 0, NULL);
 }
 
 /*
@@ -295,7 +418,6 @@ static void irq_affinity_summarize(Device *d, size_t placed, size_t failed, int 
  * irq_affinity_finish()). Returns 0 or -ENOMEM.
  */
 static int irq_affinity_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob **ret_job) {
-        Applied *a = &d->applied[KNOB_IRQ_AFFINITY];
         const char *want = d->plan.irq_affinity;
         const DiskFacts *f = d->facts;
         ApplyRun *run = &d->run;
@@ -303,19 +425,17 @@ static int irq_affinity_decide(HostFs *h, Device *d, const ApplyOptions *o, Writ
 
         run->irq_total = run->irq_kept = run->irq_managed = run->irq_would = 0;
         if (!d->plan.manage || !want) {
-                size_t total = 0, managed = 0;
-                bool all_managed = false;
-                for (size_t i = 0; i < f->n_irqs; i++)
-                        if (f->irqs[i].queue) {
-                                total++;
-                                managed += f->irqs[i].managed == TRISTATE_YES;
+                /* no wish (any more): vectors blkmqd placed go back now (irq_no_wish_finish()) */
+                if (!o->dry_run && !o->verify_only) {
+                        int r = irq_restore_decide(d, ret_job);
+                        if (r < 0)
+                                return r;
+                        if (*ret_job) {
+                                (*ret_job)->tag |= TAG_RESTORE;
+                                return 0;
                         }
-                all_managed = total > 0 && (managed == total || irq_affinity_hctx_all_managed(f));
-                a->state = all_managed ? APPLY_MANAGED : APPLY_UNMANAGED;
-                if (all_managed && managed == total)
-                        set_message(a, "%zu queue vector(s) managed by kernel", total);
-                else if (all_managed)
-                        set_message(a, "%zu of %zu queue vector(s) managed by kernel, one per hctx", managed, total);
+                }
+                irq_no_wish_summarize(d, 0, 0);
                 return 0;
         }
 
@@ -430,7 +550,7 @@ bool apply_has_originals(const Device *d) {
 static void forget_applied(Applied *a) {
         a->original = mfree_str(a->original);
         a->value = mfree_str(a->value);
-        a->state = APPLY_UNMANAGED;
+        applied_set(a, APPLY_UNMANAGED, 0, NULL);
 }
 
 /* A queue knob with an original: a job putting it back (*ret_job), or nothing to write. */
@@ -453,9 +573,7 @@ static int restore_knob_finish(Device *d, Knob k, const WriteJob *j) {
 
         if (r < 0) {
                 log_device_warning_errno(d->name, r, "Failed to restore %s %s: %m", knob_to_string(k), a->original);
-                a->state = APPLY_ERROR;
-                a->error = r;
-                set_message(a, "%s restoring %s", strerrorname_np(-r) ?: "error", strna(a->original));
+                applied_set(a, APPLY_ERROR, r, "%s restoring %s", strerrorname_np(-r) ?: "error", strna(a->original));
                 if (d->run.error >= 0)
                         d->run.error = r;
                 return 0;
@@ -481,8 +599,8 @@ static int irq_restore_decide(Device *d, WriteJob **ret_job) {
         }
         if (j)
                 *ret_job = TAKE_PTR(j);
-        else if (d->applied[KNOB_IRQ_AFFINITY].state != APPLY_MANAGED)
-                d->applied[KNOB_IRQ_AFFINITY].state = APPLY_UNMANAGED;
+        else if (d->applied[KNOB_IRQ_AFFINITY].state != APPLY_MANAGED && d->run.restore)
+                applied_set(&d->applied[KNOB_IRQ_AFFINITY], APPLY_UNMANAGED, 0, NULL);
         return 0;
 }
 
@@ -504,11 +622,43 @@ static int irq_restore_finish(Device *d, const WriteJob *j) {
                 }
                 log_device_info(d->name, "IRQ %u affinity restored to %s", irq, op->value);
                 ia->original = mfree_str(ia->original);
+                ia->value = mfree_str(ia->value);
                 n++;
         }
-        if (d->applied[KNOB_IRQ_AFFINITY].state != APPLY_MANAGED)
-                d->applied[KNOB_IRQ_AFFINITY].state = APPLY_UNMANAGED;
+        if (!(j->tag & TAG_RESTORE) && d->applied[KNOB_IRQ_AFFINITY].state != APPLY_MANAGED) {
+                d->applied[KNOB_IRQ_AFFINITY].value = mfree_str(d->applied[KNOB_IRQ_AFFINITY].value);
+                applied_set(&d->applied[KNOB_IRQ_AFFINITY], APPLY_UNMANAGED, 0, NULL);
+        }
         return n;
+}
+
+/*
+ * A restore within an apply run returned (queue_knob_no_wish(), or the plan wanting the
+ * original back): the knob is no longer blkmqd's. Returns 1 when written.
+ */
+static int restore_in_run_finish(Device *d, Knob k, const WriteJob *j) {
+        if (k == KNOB_IRQ_AFFINITY) {
+                size_t failed = 0;
+                for (size_t i = 0; i < j->n_ops; i++)
+                        failed += j->ops[i].result < 0;
+                int n = irq_restore_finish(d, j);
+                irq_no_wish_summarize(d, n > 0 ? n : 0, failed);
+                return n;
+        }
+        Applied *a = &d->applied[k];
+        const char *wanted = d->plan.manage ? plan_get(&d->plan, k) : NULL;
+        _cleanup_free_ char *was = strdup(j->ops[0].value);
+        if (!was)
+                return -ENOMEM;
+        int r = restore_knob_finish(d, k, j);
+        if (r <= 0)
+                return r;
+        if (wanted && streq(wanted, was)) {
+                free_and_strdup(&a->value, was);
+                applied_set(a, APPLY_KEPT, 0, "put back: the value before blkmqd changed it");
+        } else
+                applied_set(a, APPLY_UNMANAGED, 0, "put back to %s, the value before blkmqd changed it", was);
+        return 1;
 }
 
 /* ---- runs: decide on the loop, write on a worker, go on when it returned ------------------------ */
@@ -522,14 +672,16 @@ static Device *job_device(Applier *a, const WriteJob *j) {
 }
 
 /* The write of the knob d->run.next returned: record its outcome. */
-static void knob_finish(Device *d, const WriteJob *j) {
+static void knob_finish(Applier *a, Device *d, const WriteJob *j) {
         Knob k = d->run.next;
         int r;
 
         if (d->run.restore)
                 r = k == KNOB_IRQ_AFFINITY ? irq_restore_finish(d, j) : restore_knob_finish(d, k, j);
+        else if (j->tag & TAG_RESTORE)
+                r = restore_in_run_finish(d, k, j);
         else
-                r = k == KNOB_IRQ_AFFINITY ? irq_affinity_finish(d, j) : queue_knob_finish(d, k, j);
+                r = k == KNOB_IRQ_AFFINITY ? irq_affinity_finish(d, j) : queue_knob_finish(a->hostfs, d, k, j);
         if (r > 0)
                 d->run.written += r;
 }
@@ -541,7 +693,7 @@ static void on_job_done(WriteJob *j, void *userdata) {
                 return;
         d->run.job = NULL;
         d->run.timed_out = false;
-        knob_finish(d, j);
+        knob_finish(a, d, j);
         d->run.next++;
         (void) run_step(a, d);
 }
@@ -556,12 +708,12 @@ static void on_job_timeout(WriteJob *j, void *userdata) {
         double sec = (double) writer_timeout_usec(a->writer) / 1e6;
 
         d->run.timed_out = true;
-        ap->state = APPLY_TIMEOUT;
+        const char *what = d->run.restore || (j->tag & TAG_RESTORE) ? "restoring" : "writing";
         if (j->n_ops == 1)
-                set_message(ap, "%s %s to %s: no answer from the kernel after %.0f s", d->run.restore ? "restoring" : "writing",
+                applied_set(ap, APPLY_TIMEOUT, 0, "%s %s to %s: no answer from the kernel after %.0f s", what,
                             j->ops[0].value, j->ops[0].path, sec);
         else
-                set_message(ap, "%s %zu vector(s): no answer from the kernel after %.0f s", d->run.restore ? "restoring" : "writing",
+                applied_set(ap, APPLY_TIMEOUT, 0, "%s %zu vector(s): no answer from the kernel after %.0f s", what,
                             j->n_ops, sec);
         log_device_full(LOG_WARNING, ETIMEDOUT, d->name, BLKMQD_MESSAGE_WRITE_FAILED, NULL,
                         "%s: the write of \"%s\" to \"%s\" has not returned after %.0f s; the rest is served, "
@@ -573,11 +725,11 @@ static void on_job_timeout(WriteJob *j, void *userdata) {
 /* The knob d->run.next waits for its write: say so in applied/. */
 static void mark_pending(Device *d, const WriteJob *j) {
         Applied *ap = &d->applied[d->run.next];
-        ap->state = APPLY_PENDING;
+        const char *what = d->run.restore || (j->tag & TAG_RESTORE) ? "restoring" : "writing";
         if (j->n_ops == 1)
-                set_message(ap, "%s %s to %s", d->run.restore ? "restoring" : "writing", j->ops[0].value, j->ops[0].path);
+                applied_set(ap, APPLY_PENDING, 0, "%s %s to %s", what, j->ops[0].value, j->ops[0].path);
         else
-                set_message(ap, "%s %zu vector(s)", d->run.restore ? "restoring" : "writing", j->n_ops);
+                applied_set(ap, APPLY_PENDING, 0, "%s %zu vector(s)", what, j->n_ops);
 }
 
 /*
@@ -614,7 +766,7 @@ static int run_step(Applier *a, Device *d) {
                 if (!a->writer) {
                         writer_run_inline(a->hostfs, j);
                         run->job = j;
-                        knob_finish(d, j);
+                        knob_finish(a, d, j);
                         run->job = NULL;
                         write_job_free(j);
                         continue;
@@ -628,9 +780,7 @@ static int run_step(Applier *a, Device *d) {
                         /* no worker thread: nothing was written; like a transient write error */
                         Applied *ap = &d->applied[k];
                         run->job = NULL;
-                        ap->state = APPLY_ERROR;
-                        ap->error = r;
-                        set_message(ap, "cannot start a writer thread: %s", strerror(-r));
+                        applied_set(ap, APPLY_ERROR, r, "cannot start a writer thread: %s", strerror(-r));
                         log_device_warning_errno(d->name, r, "%s: cannot start a writer thread, will retry: %m", knob_to_string(k));
                         if (run->error >= 0)
                                 run->error = r;

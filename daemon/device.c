@@ -141,6 +141,8 @@ int device_gather_hctx_details(HostFs *h, DiskFacts *f) {
         return 0;
 }
 
+static int gather_queue_knobs(HostFs *h, DiskFacts *f);
+
 static int gather_queue(HostFs *h, DiskFacts *f) {
         char path[PATH_MAX];
         _cleanup_free_ char *s = NULL;
@@ -153,6 +155,22 @@ static int gather_queue(HostFs *h, DiskFacts *f) {
                 f->rotational = rot ? TRISTATE_YES : TRISTATE_NO;
         else if ((r = disk_facts_set_unknown(f, FACT_ROTATIONAL, "%s: %s", path, errno_reason(r < 0 ? r : -ERANGE))) < 0)
                 return r;
+
+        r = gather_queue_knobs(h, f);
+        if (r < 0)
+                return r;
+
+        snprintf(path, sizeof(path), "block/%s/device/queue_depth", f->name);
+        if (hostfs_exists(h, HOSTFS_SYSFS, path))
+                return gather_i64(h, f, FACT_QUEUE_DEPTH, path, &f->queue_depth);
+        return disk_facts_set_unknown(f, FACT_QUEUE_DEPTH, "no device/queue_depth (not a SCSI device)");
+}
+
+/* The queue attributes blkmqd writes: scheduler (elevator, elevators), rq_affinity, nr_requests. */
+static int gather_queue_knobs(HostFs *h, DiskFacts *f) {
+        char path[PATH_MAX];
+        _cleanup_free_ char *s = NULL;
+        int r;
 
         snprintf(path, sizeof(path), "block/%s/queue/scheduler", f->name);
         r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
@@ -176,14 +194,7 @@ static int gather_queue(HostFs *h, DiskFacts *f) {
                 disk_facts_set_unknown(f, FACT_RQ_AFFINITY, "%s: %s", path, errno_reason(r));
 
         snprintf(path, sizeof(path), "block/%s/queue/nr_requests", f->name);
-        r = gather_i64(h, f, FACT_NR_REQUESTS, path, &f->nr_requests);
-        if (r < 0)
-                return r;
-
-        snprintf(path, sizeof(path), "block/%s/device/queue_depth", f->name);
-        if (hostfs_exists(h, HOSTFS_SYSFS, path))
-                return gather_i64(h, f, FACT_QUEUE_DEPTH, path, &f->queue_depth);
-        return disk_facts_set_unknown(f, FACT_QUEUE_DEPTH, "no device/queue_depth (not a SCSI device)");
+        return gather_i64(h, f, FACT_NR_REQUESTS, path, &f->nr_requests);
 }
 
 /* The "hostN" component of a SCSI device path, or NULL. */
@@ -851,6 +862,47 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         }
 
         *ret = TAKE_PTR(f);
+        return 0;
+}
+
+int device_refresh_knobs(HostFs *h, DiskFacts *f) {
+        const char *why = NULL;
+        int r;
+
+        /* queue/scheduler, rq_affinity, nr_requests */
+        f->elevator = mfree_str(f->elevator);
+        f->elevators = strv_free(f->elevators);
+        f->elevator_configurable = false;
+        f->rq_affinity = -1;
+        f->nr_requests = -1;
+        static const Fact refreshed[] = { FACT_ELEVATOR, FACT_ELEVATORS, FACT_RQ_AFFINITY, FACT_NR_REQUESTS, FACT_SQ_SCHED };
+        for (size_t i = 0; i < ELEMENTSOF(refreshed); i++)
+                f->unknown[refreshed[i]] = mfree_str(f->unknown[refreshed[i]]);
+        r = gather_queue_knobs(h, f);
+        if (r < 0)
+                return r;
+
+        /* SQ_SCHED follows the elevator (set by mq-deadline and bfq, cleared by none) */
+        f->sq_sched = TRISTATE_UNKNOWN;
+        if (!f->has_mq)
+                r = disk_facts_set_unknown(f, FACT_SQ_SCHED, "no blk-mq queue");
+        else
+                r = gather_debugfs_state(h, f, hostfs_debugfs_available(h, &why), why);
+        if (r < 0)
+                return r;
+
+        /* queue vectors' affinity */
+        for (size_t i = 0; i < f->n_irqs; i++) {
+                IrqFacts *q = &f->irqs[i];
+                _cleanup_free_ char *aff = NULL;
+                char path[64];
+                snprintf(path, sizeof(path), "irq/%u/smp_affinity_list", q->irq);
+                q->affinity_list = mfree_str(q->affinity_list);
+                cpuset_done(&q->affinity);
+                if (hostfs_read(h, HOSTFS_PROCFS, path, &aff) >= 0 && cpuset_parse(aff, &q->affinity) >= 0 &&
+                    !(q->affinity_list = cpuset_format(&q->affinity)))
+                        return -ENOMEM;
+        }
         return 0;
 }
 

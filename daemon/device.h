@@ -77,6 +77,16 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
 int device_gather_hctx_details(HostFs *h, DiskFacts *f);
 
 /*
+ * Read again every fact a blkmqd write can change: queue/scheduler (elevator, elevators),
+ * rq_affinity, nr_requests (an elevator switch resets it), debugfs SQ_SCHED (follows the
+ * elevator) and the queue vectors' smp_affinity_list. After an apply that wrote, a
+ * verify that found a change, and before an override is evaluated, so facts/, explain
+ * and metrics show what the kernel has now. A value that cannot be read becomes unknown.
+ * Returns 0 or -ENOMEM.
+ */
+int device_refresh_knobs(HostFs *h, DiskFacts *f);
+
+/*
  * Names of the whole disks in sysfs block/ (coldplug without libudev, e.g. on a fixture root).
  * Returns 0 with a strv, or -errno.
  */

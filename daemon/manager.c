@@ -270,9 +270,10 @@ static void load_overrides(Manager *m, Device *d) {
                         log_device_warning_errno(d->name, r, "Stored override %s=%s no longer valid, ignoring: %m", kv[i], kv[i + 1]);
                         continue;
                 }
-                if (k == _KNOB_MAX)
-                        d->overrides.disabled = streq(v, "0");
-                else
+                if (k == _KNOB_MAX) {
+                        d->overrides.enabled_set = v;
+                        d->overrides.disabled = v && streq(v, "0");
+                } else
                         (void) policy_overrides_set(&d->overrides, k, v);
                 log_device_info(d->name, "Restored override %s=%s (identity %s)", kv[i], kv[i + 1], d->facts->identity);
         }
@@ -344,6 +345,7 @@ static void load_originals(Manager *m, Device *d) {
 }
 
 static void waiters_check(Manager *m);
+static void manager_refresh(Manager *m, Device *d);
 static void stop_check(Manager *m);
 static int manager_ready_check(Manager *m);
 
@@ -381,6 +383,8 @@ static void on_apply_finished(Device *d, void *userdata) {
         }
         if (d->run.written > 0 || d->run.restore)
                 persist_originals(m, d);
+        if (d->run.written > 0 && d->facts)
+                manager_refresh(m, d);          /* facts/, explain: what the kernel has now */
         if (m->started && !m->batch)
                 manager_update_status(m);
 
@@ -475,10 +479,38 @@ static int reply_when_settled(Manager *m, FuseFsWrite *pending, const char *devi
         return FUSE_FS_WRITE_DEFERRED;
 }
 
+/* Policy for d's facts, deciding the elevator from the one blkmqd found (its recorded original). */
+static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
+        int r = free_and_strdup(&d->facts->elevator_before, d->applied[KNOB_ELEVATOR].original);
+        if (r < 0)
+                return r;
+        return policy_evaluate(d->facts, &m->config.policy, &d->overrides, ret);
+}
+
+/*
+ * After blkmqd wrote, put something back, or noticed someone else's change: the facts are
+ * read again (every fact a write can change, device_refresh_knobs()) and the explain lines
+ * computed again from them, so facts/, explain, metrics and blkmqctl show what the kernel
+ * has now. The decisions are the same (the elevator is decided from the one blkmqd found):
+ * nothing is applied and nothing logged again.
+ */
+static void manager_refresh(Manager *m, Device *d) {
+        Plan plan;
+        int r = device_refresh_knobs(m->hostfs, d->facts);
+        if (r >= 0)
+                r = evaluate_policy(m, d, &plan);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Failed to read the disk's state again after a change, ignoring: %m");
+                return;
+        }
+        plan_done(&d->plan);
+        d->plan = plan;
+}
+
 /* Evaluate and apply d with the facts it has. */
 static void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
         Plan plan;
-        int r = policy_evaluate(d->facts, &m->config.policy, &d->overrides, &plan);
+        int r = evaluate_policy(m, d, &plan);
         if (r < 0) {
                 log_device_warning_errno(d->name, r, "Failed to evaluate policy, ignoring: %m");
                 return;
@@ -693,14 +725,22 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
                                        shown > 64 ? "..." : "", strna(expected));
         }
 
-        if (knob == _KNOB_MAX)
-                d->overrides.disabled = streq(v, "0");
-        else {
+        if (knob == _KNOB_MAX) {
+                d->overrides.enabled_set = v;
+                d->overrides.disabled = v && streq(v, "0");
+        } else {
                 r = policy_overrides_set(&d->overrides, knob, v);
                 if (r < 0)
                         return r;
         }
         log_device_info(device, "policy/%s set to %s by the administrator", kname, v ?: "auto");
+        /* decide from what the kernel has now (a scheduler write sends no uevent); not while
+         * the disk's own write is in flight: its run ends in a refresh anyway */
+        if (!apply_busy(d)) {
+                r = device_refresh_knobs(m->hostfs, d->facts);
+                if (r < 0)
+                        return r;
+        }
 
         if (m->state && d->facts->identity) {
                 r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
@@ -887,8 +927,10 @@ static void on_verify(void *userdata, const char *device) {
         ApplyOptions o = { .verify_only = true };
 
         /* (never while the disk's own write is in flight: apply_device() leaves a disk with a run alone) */
-        if (d && d->facts && d->plan.manage && m->mode != MODE_OFF && apply_device(m->hostfs, d, &o) > 0)
+        if (d && d->facts && d->plan.manage && m->mode != MODE_OFF && apply_device(m->hostfs, d, &o) > 0) {
                 persist_originals(m, d);
+                manager_refresh(m, d);
+        }
 }
 
 static const char *on_kernel_release(void *userdata) {

@@ -66,6 +66,7 @@ typedef struct ApplyRun {
         int written;            /* values written (or originals dropped) so far */
         int error;              /* restore: the first -errno */
         size_t irq_total, irq_kept, irq_managed, irq_would;     /* irq_affinity, decided before its write */
+        char nr_before[32];     /* nr_requests before the elevator write in flight ("" unknown): the switch resets it */
         /* set by the manager while a write is in flight, acted upon when the run ends */
         bool again;             /* the plan changed: apply again */
         bool event_pending;     /* a uevent came: gather again (not while the disk's write is in flight) */

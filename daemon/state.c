@@ -220,7 +220,8 @@ int state_save_overrides(State *s, const char *identity, const PolicyOverrides *
                 if (v && (strv_extend(&kv, knob_to_string(k)) < 0 || strv_extend(&kv, v) < 0))
                         return -ENOMEM;
         }
-        if (o->disabled && (strv_extend(&kv, "enabled") < 0 || strv_extend(&kv, "0") < 0))
+        if ((o->disabled || o->enabled_set) &&
+            (strv_extend(&kv, "enabled") < 0 || strv_extend(&kv, o->disabled ? "0" : "1") < 0))
                 return -ENOMEM;
         return state_save(s, STATE_OVERRIDES, identity, kv);
 }

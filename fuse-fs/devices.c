@@ -13,10 +13,11 @@ int render_applied(const Applied *a, char **ret) {
 
         switch (a->state) {
         case APPLY_UNMANAGED:
-                r = asprintf(ret, "%s\n", state);
+                r = asprintf(ret, "%s%s%s\n", state, a->message ? ": " : "", a->message ?: "");
                 break;
         case APPLY_KEPT:
-                r = asprintf(ret, "%s: %s\n", state, strna(a->value));
+                r = asprintf(ret, "%s: %s%s%s%s\n", state, strna(a->value),
+                             a->message ? " (" : "", a->message ?: "", a->message ? ")" : "");
                 break;
         case APPLY_OK:
                 r = asprintf(ret, "%s: %s%s%s%s%s%s\n", state, strna(a->value),
@@ -68,7 +69,7 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return render_applied(&d->applied[n->arg], ret);
         case NODE_POLICY_KNOB:
                 if (n->arg == _KNOB_MAX)
-                        return asprintf(ret, "%s\n", d->overrides.disabled ? "0" : "1") < 0 ? -ENOMEM : 0;
+                        return asprintf(ret, "%s\n", d->overrides.disabled ? "0" : d->overrides.enabled_set ? "1" : "auto") < 0 ? -ENOMEM : 0;
                 return asprintf(ret, "%s\n", policy_overrides_get(&d->overrides, n->arg) ?: "auto") < 0 ? -ENOMEM : 0;
         default:
                 return -EISDIR;

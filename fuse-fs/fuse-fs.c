@@ -267,14 +267,24 @@ static mode_t node_mode(const Node *n) {
         return node_is_dir(n) ? S_IFDIR | 0555 : node_is_writable(n) ? S_IFREG | 0644 : S_IFREG | 0444;
 }
 
-/* Fill st for n; renders files to learn their size. Returns 0 or -errno. */
+/*
+ * Fill st for n; renders files to learn their size. Returns 0 or -errno.
+ * Times: a live file (node_is_live()) and applied/<knob> (verified against the kernel at
+ * render) are rendered from what the kernel has at the moment they are read, so their
+ * mtime/ctime is now, like /proc's; a monitor of file ages (node_exporter's
+ * node_textfile_mtime_seconds on prometheus/blkmqd.prom) then sees them fresh. Every other
+ * file has the mount time.
+ */
 static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
+        struct timespec t = fs->start;
+        if (node_is_live(n) || n->type == NODE_APPLIED_KNOB)
+                (void) clock_gettime(CLOCK_REALTIME, &t);
         *st = (struct stat) {
                 .st_ino = n->ino,
                 .st_mode = node_mode(n),
                 .st_nlink = node_is_dir(n) ? 2 : 1,
                 .st_blksize = 4096,
-                .st_atim = fs->start, .st_mtim = fs->start, .st_ctim = fs->start,
+                .st_atim = t, .st_mtim = t, .st_ctim = t,
         };
         if (!node_is_dir(n) && !node_is_live(n)) {
                 _cleanup_free_ char *s = NULL;

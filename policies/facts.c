@@ -96,6 +96,7 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         free(f->hctx);
         free(f->name);
         free(f->elevator);
+        free(f->elevator_before);
         strv_free(f->elevators);
         free(f->driver);
         free(f->transport);

@@ -105,6 +105,14 @@ typedef struct DiskFacts {
 
         Tristate rotational;
         char *elevator;                 /* current; NULL if unknown or not configurable */
+        /*
+         * Not gathered: set by the manager from what apply recorded. The elevator the disk had
+         * before blkmqd's first switch (the recorded original); NULL when blkmqd has not
+         * switched it. The elevator policy decides from it, so a decision does not change
+         * because blkmqd carried it out, and "auto" means what blkmqd would do had it never
+         * written (the original comes back when the class keeps it); explain shows both.
+         */
+        char *elevator_before;
         char **elevators;               /* available (strv) */
         bool elevator_configurable;     /* false: scheduler reads "none" without brackets */
         int rq_affinity;                /* -1 unknown */

@@ -8,7 +8,7 @@
 
 #include "macro.h"
 #include "parse.h"
-#include "policy.h"
+#include "policy-internal.h"
 #include "strv.h"
 
 #define OVERRIDE_MAX 4096
@@ -18,9 +18,9 @@
 
 /* queue/nr_requests store (block/blk-sysfs.c): > reserved tags, >= BLKDEV_MIN_RQ,
  * <= MAX_SCHED_RQ with an elevator, <= the tag set depth without one. */
-static void nr_requests_range(const DiskFacts *f, uint64_t *ret_min, uint64_t *ret_max) {
+void nr_requests_limits(const DiskFacts *f, const char *elevator, uint64_t *ret_min, uint64_t *ret_max) {
         uint64_t max = MAX_SCHED_RQ;
-        if (f->elevator && streq(f->elevator, "none") && f->n_hctx > 0 && f->hctx[0].nr_tags > 0)
+        if (elevator && streq(elevator, "none") && f->n_hctx > 0 && f->hctx[0].nr_tags > 0)
                 max = f->hctx[0].nr_tags;
         uint64_t min = BLKDEV_MIN_RQ;
         if (f->n_hctx > 0 && f->hctx[0].nr_reserved_tags >= 0 && (uint64_t) f->hctx[0].nr_reserved_tags + 1 > min)
@@ -35,7 +35,7 @@ static int validate_nr_requests(const char *v, const DiskFacts *f, char **ret) {
         if (r < 0)
                 return r;
 
-        nr_requests_range(f, &min, &max);
+        nr_requests_limits(f, f->elevator, &min, &max);
         if (n < min || n > max)
                 return -ERANGE;
         return asprintf(ret, "%" PRIu64, n) < 0 ? -ENOMEM : 0;
@@ -74,7 +74,7 @@ int policy_override_validate(Knob knob, const char *input, size_t len, const Dis
         if (strpbrk(v, "\n\t "))
                 return -EINVAL;
 
-        if (streq(v, "auto") && knob != _KNOB_MAX) {
+        if (streq(v, "auto") && knob >= 0 && knob <= _KNOB_MAX) {
                 *ret = NULL;
                 return 0;
         }
@@ -126,7 +126,7 @@ char *policy_override_expected(Knob knob, const DiskFacts *f, const CpuSet *onli
         case KNOB_RQ_AFFINITY:
                 return strdup("0, 1 or 2, or \"auto\"");
         case KNOB_NR_REQUESTS:
-                nr_requests_range(f, &min, &max);
+                nr_requests_limits(f, f->elevator, &min, &max);
                 if (asprintf(&r, "a number from %" PRIu64 " to %" PRIu64 " with elevator %s, or \"auto\"",
                              min, max, f->elevator ?: "unknown") < 0)
                         r = NULL;
@@ -138,7 +138,7 @@ char *policy_override_expected(Knob knob, const DiskFacts *f, const CpuSet *onli
                         r = NULL;
                 return r;
         case _KNOB_MAX:
-                return strdup("1 (manage this disk) or 0 (leave it alone)");
+                return strdup("1 (manage this disk) or 0 (leave it alone), or \"auto\" (the configuration decides)");
         default:
                 return NULL;
         }

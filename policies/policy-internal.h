@@ -16,6 +16,11 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
 /* rq_affinity (policies/rq-affinity.c), nr_requests and irq_affinity (policies/irq-affinity.c). 0 or -ENOMEM. */
 int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan);
+
+/* What queue/nr_requests accepts under elevator (block/blk-sysfs.c queue_requests_store()):
+ * at least BLKDEV_MIN_RQ and more than the reserved tags; at most MAX_SCHED_RQ (2048) with
+ * an elevator, the tag set depth (hctx 0 nr_tags) with none. */
+void nr_requests_limits(const DiskFacts *f, const char *elevator, uint64_t *ret_min, uint64_t *ret_max);
 int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 
 #include <stdio.h>

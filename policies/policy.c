@@ -91,7 +91,8 @@ static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const
                 }
         m.disabled = admin->disabled;
         m.origin[_KNOB_MAX] = admin->origin[_KNOB_MAX];
-        bool admin_enabled_set = admin->disabled;
+        m.enabled_set = admin->enabled_set;
+        bool admin_enabled_set = admin->disabled || admin->enabled_set;
 
         for (size_t i = config->n_rules; i > 0; i--) {
                 const DeviceRule *rule = &config->rules[i - 1];

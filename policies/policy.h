@@ -107,6 +107,7 @@ typedef struct PolicyOverrides {
         char *nr_requests;      /* decimal */
         char *irq_affinity;     /* "hctx" or a normalised cpulist */
         bool disabled;          /* policy/enabled = 0: leave this disk alone */
+        bool enabled_set;       /* policy/enabled was written 0 or 1 (not "auto"): wins over config */
         /* Where each value came from, for explain: NULL = the admin's policy/<knob> file,
          * else e.g. "config [Device:hba]". Not owned. */
         const char *origin[_KNOB_MAX + 1];
@@ -171,7 +172,8 @@ int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value);
  * unknown elevator, "0x2", a cpulist naming an offline CPU, ...), -ERANGE (a number
  * outside the knob's range: rq_affinity 3 or -1; nr_requests outside the kernel's
  * limits, KERNEL-FACTS.md §4.2), -ENOMEM. Pure.
- * enabled is validated with knob == _KNOB_MAX: "0" or "1" -> ret "0"/"1".
+ * enabled is validated with knob == _KNOB_MAX: "0" or "1" -> ret "0"/"1"; "auto" -> NULL
+ * like every other knob (one grammar for every policy file).
  */
 int policy_override_validate(Knob knob, const char *input, size_t len, const DiskFacts *facts,
                              const CpuSet *online, char **ret);

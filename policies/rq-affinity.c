@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "macro.h"
+#include "parse.h"
 #include "policy-internal.h"
 
 int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
@@ -47,19 +48,53 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
 
 /*
  * nr_requests has no automatic policy: the kernel sizes it from the tag set
- * (2 * min(queue_depth, 128) with an elevator, blk_mq_init_sched()). Only overrides set it.
+ * (2 * min(queue_depth, 128) with an elevator, blk_mq_init_sched(); the tag set depth
+ * without one). Only overrides set it. An elevator switch resets it to the new elevator's
+ * default (KERNEL-FACTS.md §3), so a switch blkmqd plans or made is explained here; an
+ * override is written after the switch, within what the new elevator accepts.
  */
 int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan) {
-        if (!o->nr_requests)
-                return 0;
-        plan->nr_requests = strdup(o->nr_requests);
-        if (!plan->nr_requests)
-                return -ENOMEM;
+        const char *target = plan->elevator ?: f->elevator;
+        bool planned_switch = plan->elevator && f->elevator && !streq(plan->elevator, f->elevator);
+        bool made_switch = !planned_switch && f->elevator_before && f->elevator && !streq(f->elevator_before, f->elevator);
+        char now[32] = "unknown";
+
         if (disk_facts_known(f, FACT_NR_REQUESTS))
-                return plan_explain(plan, "%s: %s=%s nr_requests=%" PRIi64 " -> nr_requests=%s (rule %s)",
-                                    f->name, override_label(o, KNOB_NR_REQUESTS), o->nr_requests,
-                                    f->nr_requests, o->nr_requests, o->origin[KNOB_NR_REQUESTS] ? "config" : "override");
-        return plan_explain(plan, "%s: %s=%s -> nr_requests=%s (rule %s)",
-                            f->name, override_label(o, KNOB_NR_REQUESTS), o->nr_requests,
-                            o->nr_requests, o->origin[KNOB_NR_REQUESTS] ? "config" : "override");
+                snprintf(now, sizeof(now), "%" PRIi64, f->nr_requests);
+
+        if (!o->nr_requests) {
+                if (planned_switch)
+                        return plan_explain(plan, "%s: nr_requests=%s elevator %s -> %s: the switch resets nr_requests to %s's default; "
+                                            "no override, so it is not written (the value comes back when the elevator is restored) "
+                                            "(rule nr-requests-elevator-switch)",
+                                            f->name, now, f->elevator, plan->elevator, plan->elevator);
+                if (made_switch)
+                        return plan_explain(plan, "%s: nr_requests=%s: reset by the kernel when blkmqd switched the elevator %s -> %s; "
+                                            "no override, so it is not written (the value before comes back when the elevator is restored) "
+                                            "(rule nr-requests-elevator-switch)",
+                                            f->name, now, f->elevator_before, f->elevator);
+                return 0;
+        }
+
+        uint64_t want, min, max;
+        if (parse_u64(o->nr_requests, &want) < 0)
+                return plan_explain(plan, "%s: %s=%s -> nr_requests left alone: not a number (rule %s)", f->name,
+                                    override_label(o, KNOB_NR_REQUESTS), o->nr_requests, o->origin[KNOB_NR_REQUESTS] ? "config" : "override");
+        nr_requests_limits(f, target, &min, &max);
+        uint64_t v = want < min ? min : want > max ? max : want;
+        if (asprintf(&plan->nr_requests, "%" PRIu64, v) < 0) {
+                plan->nr_requests = NULL;
+                return -ENOMEM;
+        }
+        char capped[160] = "";
+        if (v != want)
+                snprintf(capped, sizeof(capped), ", %s: the kernel takes %" PRIu64 "..%" PRIu64 " with elevator %s",
+                         want > max ? "capped" : "raised", min, max, strna(target));
+        char after[96] = "";
+        if (planned_switch || made_switch)
+                snprintf(after, sizeof(after), ", written after the elevator switch %s -> %s (which resets it)",
+                         planned_switch ? f->elevator : f->elevator_before, planned_switch ? plan->elevator : f->elevator);
+        return plan_explain(plan, "%s: %s=%s nr_requests=%s -> nr_requests=%" PRIu64 "%s%s (rule %s)",
+                            f->name, override_label(o, KNOB_NR_REQUESTS), o->nr_requests, now, v, capped, after,
+                            o->origin[KNOB_NR_REQUESTS] ? "config" : "override");
 }

@@ -135,7 +135,7 @@ def case_h_bad_writes(d, loops, tmp):
         (P("irq_affinity"), b"0, 1", EINVAL, 1, "write"),
         (P("irq_affinity"), b"8192", ERANGE, 1, "write"),
         (P("enabled"), b"2", EINVAL, 1, "write"),
-        (P("enabled"), b"auto", EINVAL, 1, "write"),
+        (P("enabled"), b"AUTO", EINVAL, 1, "write"),
         (d.path("mode"), b"fast", EINVAL, 1, "write"),
         (d.path("mode"), b"auto\0", EINVAL, 1, "write"),
         (d.path("reload"), b"2", EINVAL, 1, "write"),

@@ -322,6 +322,21 @@ def ctl_checks(mp, disk):
               "reset: policy/elevator reads auto")
         r = ctl(mp, "set", disk, "no_such_knob", "1")
         check(r.returncode == 2 and "Unknown knob" in r.stderr, "set an unknown knob: exit 2")
+        # reset DISK writes auto to every policy file, enabled included (issue 13 item 7:
+        # policy/enabled refused auto and reset always exited 2)
+        for knob, value in (("elevator", "mq-deadline"), ("rq_affinity", "2"), ("enabled", "0")):
+            r = ctl(mp, "set", disk, knob, value)
+            check(r.returncode == 0, "set %s %s: exit 0 (%s)" % (knob, value, r.stderr.strip()))
+        r = ctl(mp, "reset", disk)
+        check(r.returncode == 0, "reset DISK: exit 0 (%s)" % r.stderr.strip())
+        files = sorted(os.listdir(policy))
+        values = {f: open(policy + "/" + f).read().strip() for f in files}
+        check("enabled" in files and all(v == "auto" for v in values.values()),
+              "reset DISK: every policy file reads auto: %r" % values)
+        r = ctl(mp, "set", disk, "enabled", "1")
+        check(r.returncode == 0 and open(policy + "/enabled").read().strip() == "1", "set enabled 1: reads 1")
+        r = ctl(mp, "reset", disk, "enabled")
+        check(r.returncode == 0 and open(policy + "/enabled").read().strip() == "auto", "reset DISK enabled: reads auto")
     else:
         print("note: this blkmqd serves no policy/ files: set/reset round-trip not tested")
         r = ctl(mp, "set", disk, "elevator", "mq-deadline")
@@ -335,6 +350,15 @@ def ctl_checks(mp, disk):
         check(r.returncode == 0, "restore: exit 0")
     else:
         check(r.returncode == 2 and "restore" in r.stderr, "restore without /restore: exit 2, says so")
+
+    # every subcommand (and option) against the live tree exits 0: none may depend on a
+    # file this blkmqd does not serve or refuse a value the grammar documents
+    for args in (["status"], ["status", "--json"], ["--json", "status"], ["explain", disk], ["explain", disk, "--json"],
+                 ["watch", "-n", "1", disk], ["set", disk, "nr_requests", "auto"], ["set", disk, "enabled", "auto"],
+                 ["reset", disk, "irq_affinity"], ["reset", disk], ["restore"], ["--version"], ["--help"]):
+        r = ctl(mp, *args, timeout=10)
+        check(r.returncode == 0 and "Traceback" not in r.stderr,
+              "blkmqctl %s: exit 0 (got %d: %s)" % (" ".join(args), r.returncode, r.stderr.strip()[:200]))
 
     r = ctl(mp, "watch", "--iterations", "2", disk, timeout=10)
     check(r.returncode == 0 and r.stdout.count("HCTX") == 2, "watch -n 2: two frames, exit 0")

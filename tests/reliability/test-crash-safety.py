@@ -41,7 +41,7 @@ def valid_override_file(text, identity):
             return False, f"line {line!r}"
         k, v = m.groups()
         if k == "enabled":
-            if v != "0":
+            if v not in ("0", "1"):
                 return False, f"line {line!r}"
         elif k not in VALUES or v not in VALUES[k] or v == "auto":
             return False, f"line {line!r}"

@@ -82,8 +82,12 @@ static void test_common(void) {
                 TL(k, f, "auto\0junk", 9, -EINVAL, NULL);
                 TL(k, f, "\0", 1, -EINVAL, NULL);
         }
-        /* enabled is not "auto"-able: 0 or 1 only */
-        T(_KNOB_MAX, f, "auto", -EINVAL, NULL);
+        /* enabled: 0, 1 or "auto" like every policy file (issue 13 item 7: blkmqctl reset
+         * wrote auto to every file and enabled refused it) */
+        T(_KNOB_MAX, f, "auto", 0, NULL);
+        T(_KNOB_MAX, f, "auto\n", 0, NULL);
+        T(_KNOB_MAX, f, "AUTO", -EINVAL, NULL);
+        T(_KNOB_MAX, f, "auto\nauto", -EINVAL, NULL);
         T(_KNOB_MAX, f, "0", 0, "0");
         T(_KNOB_MAX, f, "1\n", 0, "1");
         T(_KNOB_MAX, f, "2", -EINVAL, NULL);

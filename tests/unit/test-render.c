@@ -22,6 +22,11 @@ static void check_applied(ApplyState st, const char *original, const char *value
 static void test_render_applied(void) {
         check_applied(APPLY_UNMANAGED, NULL, NULL, NULL, "unmanaged\n");
         check_applied(APPLY_KEPT, NULL, "mq-deadline", NULL, "kept: mq-deadline\n");
+        /* what blkmqd did last, when it has something to say (issue 13: restores, resets) */
+        check_applied(APPLY_UNMANAGED, "256", NULL, "reset by the kernel from 256 to 128",
+                      "unmanaged: reset by the kernel from 256 to 128\n");
+        check_applied(APPLY_KEPT, NULL, "mq-deadline", "put back: the value before blkmqd changed it",
+                      "kept: mq-deadline (put back: the value before blkmqd changed it)\n");
         check_applied(APPLY_OK, "mq-deadline", "none", NULL, "ok: none (was mq-deadline)\n");
         check_applied(APPLY_DRY_RUN, NULL, "none", "would write none (now mq-deadline)",
                       "dry-run: would write none (now mq-deadline)\n");
