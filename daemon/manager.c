@@ -853,7 +853,7 @@ static int on_read_hctx(void *userdata, const char *device, size_t pos, bool irq
         }
 
         HctxReading rd = {};
-        r = stats_read_hctx(m->stats, d->facts, pos, irq_count, irq_count ? manager_interrupts(m) : NULL, &rd.stats);
+        r = stats_read_hctx(m->stats, d->facts, pos, irq_count, apply_busy(d), irq_count ? manager_interrupts(m) : NULL, &rd.stats);
         if (r < 0)
                 return r;
         if (d->history) {

@@ -164,7 +164,8 @@ static const char *debugfs_why(int r, const char *removed) {
                r == -ENOENT ? removed : "debugfs file unreadable";
 }
 
-int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, const ProcInterrupts *pi, HctxStats *ret) {
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bool elevator_busy, const ProcInterrupts *pi,
+                    HctxStats *ret) {
         const HctxFacts *x = &f->hctx[pos];
         HctxStats st = { .usec = stats_now_usec() };
         uint64_t u;
@@ -197,13 +198,18 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, co
         }
 
         _cleanup_free_ char *tags = NULL, *sched_tags = NULL, *disp = NULL;
-        r = read_debugfs(s, f, x->index, "tags", &tags);
-        if (r >= 0 && debugfs_tags_parse(tags, NULL, &u) >= 0)
+        static const char busy_why[] = "elevator switch in progress (its lock would hold this read)";
+        r = elevator_busy ? -EBUSY : read_debugfs(s, f, x->index, "tags", &tags);
+        if (r == -EBUSY)
+                set_unavailable(&st.v[STAT_TAGS_BUSY], "%s", busy_why);
+        else if (r >= 0 && debugfs_tags_parse(tags, NULL, &u) >= 0)
                 set_value(&st.v[STAT_TAGS_BUSY], u, "debugfs");
         else
                 set_unavailable(&st.v[STAT_TAGS_BUSY], "%s", r < 0 ? debugfs_why(r, "no hctx tags file") : "unparsable debugfs tags");
-        r = read_debugfs(s, f, x->index, "sched_tags", &sched_tags);
-        if (r >= 0 && debugfs_tags_parse(sched_tags, NULL, &u) >= 0)
+        r = elevator_busy ? -EBUSY : read_debugfs(s, f, x->index, "sched_tags", &sched_tags);
+        if (r == -EBUSY)
+                set_unavailable(&st.v[STAT_SCHED_TAGS_BUSY], "%s", busy_why);
+        else if (r >= 0 && debugfs_tags_parse(sched_tags, NULL, &u) >= 0)
                 set_value(&st.v[STAT_SCHED_TAGS_BUSY], u, "debugfs");
         else
                 set_unavailable(&st.v[STAT_SCHED_TAGS_BUSY], "%s",

@@ -92,7 +92,13 @@ const char *stats_bpf_unavailable(Stats *s);
  * machine, so only when asked; otherwise that value is marked "not read".
  * Returns 0 or -ENOMEM; missing values are marked in ret.
  */
-int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, const ProcInterrupts *pi, HctxStats *ret);
+/* elevator_busy: blkmqd has a write in flight on the disk (an elevator switch, say): the
+ * debugfs tags and sched_tags files are not read then ("unavailable: elevator switch in
+ * progress"): their .show takes the queue lock the switch holds while the queue is frozen
+ * (block/blk-mq-debugfs.c hctx_tags_show(): mutex_lock_interruptible(&q->sysfs_lock) on 6.1,
+ * where queue_attr_store() holds q->sysfs_lock across elv_iosched_store()). */
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bool elevator_busy, const ProcInterrupts *pi,
+                    HctxStats *ret);
 
 /* Drop BPF map entries of a removed disk. */
 void stats_forget_disk(Stats *s, unsigned major, unsigned minor);
