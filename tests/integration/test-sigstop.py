@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-sigstop.py [BLKMQD]   (default: $BLKMQD, else ./build/blkmqd)
+
+Nobody touching the tree enters D state because of blkmqd (issue 14), on a private loop device.
+
+(t) a stopped daemon (SIGSTOP): readers that opened their files before do select(), poll(),
+    close(), tail -f and an inotify watch while it is stopped: select/poll/close return at once,
+    no reader thread is ever in D state (/proc/<pid>/task/*/stat sampled for 3 s), SIGTERM ends
+    each of them; after SIGCONT every file answers again. The kernel only stops sending
+    FUSE_POLL/FUSE_FLUSH once it had ENOSYS for each: blkmqd teaches it right after mounting.
+(u) a reader started at the same instant as the daemon, whose coldplug is held for the write
+    deadline (BLKMQD_TEST_HOLD_WRITE), is never in D state for long: the mount appears only when
+    the tree can answer, and FUSE_INIT is answered at once (longest D run < 1 s, coldplug >= 5 s).
+"""
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+from blkmqd_test import check, wait_for  # noqa: E402
+
+# A reader: opens its files now, waits for "go" on stdin, then does its op and reports on stdout.
+READER = r"""
+import ctypes, os, select, sys, time
+op, paths = sys.argv[1], sys.argv[2:]
+fds = [os.open(p, os.O_RDONLY | os.O_NONBLOCK) for p in paths]
+if op == "inotify":
+    libc = ctypes.CDLL(None, use_errno=True)
+    ifd = libc.inotify_init1(os.O_NONBLOCK)
+    for p in paths:
+        libc.inotify_add_watch(ifd, p.encode(), 0x00000fff)
+print("ready", flush=True)
+sys.stdin.readline()
+t = time.monotonic()
+if op == "select":
+    for _ in range(20):
+        select.select(fds, [], [], 0.05)
+elif op == "poll":
+    p = select.poll()
+    for fd in fds:
+        p.register(fd, select.POLLIN)
+    for _ in range(20):
+        p.poll(50)
+elif op == "close":
+    for fd in fds:
+        os.close(fd)
+    fds = []
+elif op == "inotify":
+    for _ in range(20):
+        select.select([ifd], [], [], 0.05)
+print("done %.3f" % (time.monotonic() - t), flush=True)
+time.sleep(3600)
+"""
+
+
+def states(pid):
+    """State letters of every thread of pid ('' when gone)."""
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    out.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return "".join(out)
+
+
+def case_t_sigstop(exe, tmp, loops):
+    """(t) SIGSTOP: select/poll/close/tail -f/inotify on the tree never enter D state."""
+    d = bt.Daemon(exe, os.path.join(tmp, "mnt"), tmp, announce=True)
+    name = loops.attach(0)
+    d.start("--devices", name)
+    procs = {}
+    try:
+        files = [d.path("version"), d.path("devices", name, "class"), d.path("devices", name, "stat"),
+                 d.path("devices", name, "applied", "elevator")]
+        for op in ("select", "poll", "close", "inotify"):
+            p = subprocess.Popen([sys.executable, "-c", READER, op, *files], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            check(p.stdout.readline().strip() == "ready", f"(t) {op} reader opened its files")
+            procs[op] = p
+        tail = subprocess.Popen(["tail", "-f", d.path("devices", name, "stat")], stdout=subprocess.DEVNULL)
+        procs["tail -f"] = tail
+        time.sleep(0.3)
+
+        os.kill(d.pid, signal.SIGSTOP)
+        wait_for(lambda: states(d.pid) and set(states(d.pid)) <= {"T", "t"}, 2.0)
+        check(set(states(d.pid)) <= {"T", "t"}, f"(t) the daemon is stopped ({states(d.pid)})")
+        for op in ("select", "poll", "close", "inotify"):
+            procs[op].stdin.write("go\n")
+            procs[op].stdin.flush()
+        seen = {op: "" for op in procs}
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3.0:
+            for op, p in procs.items():
+                seen[op] += states(p.pid)
+            time.sleep(0.01)
+        for op in procs:
+            check("D" not in seen[op], f"(t) {op}: never in D state while the daemon is stopped "
+                  f"({seen[op].count('D')} of {len(seen[op])} samples D)")
+        for op in ("select", "poll", "close", "inotify"):
+            line = procs[op].stdout.readline().split() if "D" not in seen[op] else []
+            check(line[:1] == ["done"] and float(line[1]) < 2.0, f"(t) {op} returned while the daemon is stopped ({line})")
+        # a signal ends every one of them, daemon still stopped
+        for op, p in procs.items():
+            p.send_signal(signal.SIGTERM)
+        for op, p in procs.items():
+            try:
+                p.wait(3)
+            except subprocess.TimeoutExpired:
+                pass
+            check(p.poll() is not None, f"(t) {op}: SIGTERM ends it while the daemon is stopped ({states(p.pid)})")
+        os.kill(d.pid, signal.SIGCONT)
+        ok = True
+        for f in files:
+            t = time.monotonic()
+            try:
+                with open(f) as fh:
+                    fh.read()
+            except OSError as e:
+                ok = False
+                print(f"   {f}: {e}")
+            ok = ok and time.monotonic() - t < 1.0
+        check(ok, "(t) after SIGCONT every file answers")
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        try:
+            os.kill(d.pid, signal.SIGCONT)
+        except (OSError, TypeError):
+            pass
+        d.stop()
+        bt.cleanup_mount(d.mnt)
+
+
+def case_u_start_instant(exe, tmp, loops):
+    """(u) a reader started with the daemon: no long D state while coldplug is held."""
+    mnt = os.path.join(tmp, "mnt")
+    name = loops.attach(1)
+    bt.set_elevator(name, "none")
+    conf = os.path.join(tmp, "u.conf")
+    with open(conf, "w") as f:
+        f.write("[Class:stacked]\nElevator=mq-deadline\n")
+    reader = subprocess.Popen(["sh", "-c", f"while :; do cat {mnt}/version >/dev/null 2>&1; done"])
+    env = dict(os.environ, BLKMQD_TEST_HOLD_WRITE=f"sysfs:block/{name}/queue/scheduler=8")
+    log = open(os.path.join(tmp, "u.log"), "w")
+    t0 = time.monotonic()
+    daemon = subprocess.Popen([exe, "--mountpoint", mnt, "--state-dir", os.path.join(tmp, "state-u"), "-c", conf,
+                               "--devices", name, "-v"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    longest = run = 0.0
+    last = time.monotonic()
+    ready_at = None
+    try:
+        while time.monotonic() - t0 < 9.0:
+            now = time.monotonic()
+            pids = [reader.pid] + [int(x) for x in subprocess.run(["pgrep", "-P", str(reader.pid)], capture_output=True,
+                                                                  text=True).stdout.split()]
+            if any("D" in states(p) for p in pids):
+                run += now - last
+                longest = max(longest, run)
+            else:
+                run = 0.0
+            last = now
+            if ready_at is None and bt.mount_ready(mnt):
+                ready_at = now - t0
+            time.sleep(0.002)
+        check(ready_at is not None and ready_at >= 4.0, f"(u) coldplug held: the mount answered after {ready_at} s (>= 4 s)")
+        check(longest < 1.0, f"(u) the reader started with the daemon was in D state for at most {longest * 1e3:.0f} ms in a row "
+              f"(< 1 s; coldplug {ready_at} s)")
+    finally:
+        reader.kill()
+        reader.wait()
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        log.close()
+        bt.cleanup_mount(mnt)
+
+
+def main():
+    exe = bt.exe_arg()
+    rc = bt.preflight(exe, tools=("losetup", "tail", "pgrep"))
+    if rc is not None:
+        return rc
+    tmp = tempfile.mkdtemp(prefix="blkmqd-stop-")
+    os.mkdir(os.path.join(tmp, "mnt"))
+    loops = bt.PrivateLoops(tmp, 2, size=8 << 20)
+    try:
+        for case in (case_t_sigstop, case_u_start_instant):
+            print(f"== {case.__doc__.strip().splitlines()[0]}")
+            try:
+                case(exe, tmp, loops)
+            except Exception as e:
+                check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
+    finally:
+        for n in loops.names:
+            try:
+                if bt.current_elevator(n) not in (None, "none"):
+                    bt.set_elevator(n, "none")
+            except OSError:
+                pass
+        loops.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return bt.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
