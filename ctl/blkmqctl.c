@@ -317,7 +317,8 @@ typedef struct Row {
 
 static int state_rank(const char *s) {
         static const char *const order[] = {
-                "error", "pending-reboot", "unsupported", "dry-run", "ok", "kept", "unmanaged",
+                "error", "timeout (still pending)", "pending-reboot", "unsupported", "dry-run", "pending", "ok", "kept",
+                "unmanaged",
         };
         for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
                 if (strcmp(s, order[i]) == 0)
