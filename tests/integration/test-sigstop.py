@@ -15,8 +15,8 @@ Nobody touching the tree enters D state because of blkmqd (issue 14), on a priva
     the tree can answer, and FUSE_INIT is answered at once (longest D run < 1 s, coldplug >= 5 s).
 """
 
-import ctypes
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -62,6 +62,12 @@ time.sleep(3600)
 """
 
 
+def readline(p, timeout):
+    """A line of p's stdout, or "" after timeout seconds (a reader stuck in the tree)."""
+    r, _, _ = select.select([p.stdout], [], [], timeout)
+    return p.stdout.readline() if r else ""
+
+
 def states(pid):
     """State letters of every thread of pid ('' when gone)."""
     out = []
@@ -89,7 +95,7 @@ def case_t_sigstop(exe, tmp, loops):
         for op in ("select", "poll", "close", "inotify"):
             p = subprocess.Popen([sys.executable, "-c", READER, op, *files], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, text=True)
-            check(p.stdout.readline().strip() == "ready", f"(t) {op} reader opened its files")
+            check(readline(p, 5).strip() == "ready", f"(t) {op} reader opened its files")
             procs[op] = p
         tail = subprocess.Popen(["tail", "-f", d.path("devices", name, "stat")], stdout=subprocess.DEVNULL)
         procs["tail -f"] = tail
@@ -111,7 +117,7 @@ def case_t_sigstop(exe, tmp, loops):
             check("D" not in seen[op], f"(t) {op}: never in D state while the daemon is stopped "
                   f"({seen[op].count('D')} of {len(seen[op])} samples D)")
         for op in ("select", "poll", "close", "inotify"):
-            line = procs[op].stdout.readline().split() if "D" not in seen[op] else []
+            line = readline(procs[op], 1).split()
             check(line[:1] == ["done"] and float(line[1]) < 2.0, f"(t) {op} returned while the daemon is stopped ({line})")
         # a signal ends every one of them, daemon still stopped
         for op, p in procs.items():
