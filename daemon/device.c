@@ -865,7 +865,7 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         return 0;
 }
 
-int device_refresh_knobs(HostFs *h, DiskFacts *f) {
+int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
         const char *why = NULL;
         int r;
 
@@ -892,7 +892,7 @@ int device_refresh_knobs(HostFs *h, DiskFacts *f) {
                 return r;
 
         /* queue vectors' affinity */
-        for (size_t i = 0; i < f->n_irqs; i++) {
+        for (size_t i = 0; irqs && i < f->n_irqs; i++) {
                 IrqFacts *q = &f->irqs[i];
                 _cleanup_free_ char *aff = NULL;
                 char path[64];

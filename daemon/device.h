@@ -82,9 +82,10 @@ int device_gather_hctx_details(HostFs *h, DiskFacts *f);
  * elevator) and the queue vectors' smp_affinity_list. After an apply that wrote, a
  * verify that found a change, and before an override is evaluated, so facts/, explain
  * and metrics show what the kernel has now. A value that cannot be read becomes unknown.
+ * irqs: the vectors too (one read each; a verify of an unchanged disk skips them).
  * Returns 0 or -ENOMEM.
  */
-int device_refresh_knobs(HostFs *h, DiskFacts *f);
+int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs);
 
 /*
  * Names of the whole disks in sysfs block/ (coldplug without libudev, e.g. on a fixture root).

@@ -345,7 +345,7 @@ static void load_originals(Manager *m, Device *d) {
 }
 
 static void waiters_check(Manager *m);
-static void manager_refresh(Manager *m, Device *d);
+static void manager_refresh(Manager *m, Device *d, bool irqs);
 static void stop_check(Manager *m);
 static int manager_ready_check(Manager *m);
 
@@ -384,7 +384,7 @@ static void on_apply_finished(Device *d, void *userdata) {
         if (d->run.written > 0 || d->run.restore)
                 persist_originals(m, d);
         if (d->run.written > 0 && d->facts)
-                manager_refresh(m, d);          /* facts/, explain: what the kernel has now */
+                manager_refresh(m, d, true);    /* facts/, explain: what the kernel has now */
         if (m->started && !m->batch)
                 manager_update_status(m);
 
@@ -494,9 +494,9 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
  * has now. The decisions are the same (the elevator is decided from the one blkmqd found):
  * nothing is applied and nothing logged again.
  */
-static void manager_refresh(Manager *m, Device *d) {
+static void manager_refresh(Manager *m, Device *d, bool irqs) {
         Plan plan;
-        int r = device_refresh_knobs(m->hostfs, d->facts);
+        int r = device_refresh_knobs(m->hostfs, d->facts, irqs);
         if (r >= 0)
                 r = evaluate_policy(m, d, &plan);
         if (r < 0) {
@@ -737,7 +737,7 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
         /* decide from what the kernel has now (a scheduler write sends no uevent); not while
          * the disk's own write is in flight: its run ends in a refresh anyway */
         if (!apply_busy(d)) {
-                r = device_refresh_knobs(m->hostfs, d->facts);
+                r = device_refresh_knobs(m->hostfs, d->facts, true);
                 if (r < 0)
                         return r;
         }
@@ -926,11 +926,15 @@ static void on_verify(void *userdata, const char *device) {
         Device *d = registry_get(&m->registry, device);
         ApplyOptions o = { .verify_only = true };
 
-        /* (never while the disk's own write is in flight: apply_device() leaves a disk with a run alone) */
-        if (d && d->facts && d->plan.manage && m->mode != MODE_OFF && apply_device(m->hostfs, d, &o) > 0) {
+        /* never while the disk's own write is in flight (its run ends in a refresh) */
+        if (!d || !d->facts || apply_busy(d))
+                return;
+        int n = d->plan.manage && m->mode != MODE_OFF ? apply_device(m->hostfs, d, &o) : 0;
+        if (n > 0)
                 persist_originals(m, d);
-                manager_refresh(m, d);
-        }
+        /* a verify is a look at the kernel: facts/ and explain follow what it has now, also
+         * when someone changed a value blkmqd never wrote (no uevent comes for that) */
+        manager_refresh(m, d, n > 0);
 }
 
 static const char *on_kernel_release(void *userdata) {

@@ -129,6 +129,15 @@ def case_n_facts_now(d, loops, tmp):
         check(fact(d, name, "elevator") == "kyber", f"(n) facts/elevator is kyber after the verify ({fact(d, name, 'elevator')!r})")
         check(fact(d, name, "nr_requests") == sysfs(name, "nr_requests"), "(n) facts/nr_requests follows the external switch")
         check(metrics_elevator(d, name) == "kyber", f"(n) metrics elevator= kyber ({metrics_elevator(d, name)!r})")
+
+        # a value blkmqd never wrote, changed by someone else (no uevent comes for it): a
+        # verify (a read of applied/) is a look at the kernel, facts follow
+        check(policy(d, name, "rq_affinity", "auto") == 0, "(n) rq_affinity back to auto")
+        set_sysfs(name, "rq_affinity", "0")
+        applied(d, name, "rq_affinity")
+        check(fact(d, name, "rq_affinity") == "0", f"(n) facts/rq_affinity 0 after someone else's write ({fact(d, name, 'rq_affinity')!r})")
+        check("rq_affinity=0 ->" in explain(d, name), "(n) explain shows rq_affinity=0")
+        set_sysfs(name, "rq_affinity", "1")
     finally:
         d.stop()
     set_elevator(name, "none")
