@@ -17,10 +17,6 @@
 /* WriteJob.tag bit: the job puts a recorded original back within an apply run */
 #define TAG_RESTORE 0x100
 
-static inline const char *strempty(const char *s) {
-        return s ?: "";
-}
-
 /* The sysfs queue attribute behind each queue knob (block/blk-sysfs.c). */
 static const char * const queue_attr[_KNOB_MAX] = {
         [KNOB_ELEVATOR]    = "scheduler",

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,6 +376,8 @@ void gather_cache_done(GatherCache *c) {
                 irq_facts_free_array(c->functions[i].irqs, c->functions[i].n_irqs);
         }
         free(c->functions);
+        strv_free(c->elevators_builtin);
+        strv_free(c->elevators_loadable);
         *c = (GatherCache) {};
 }
 
@@ -616,7 +619,7 @@ static int gather_debugfs_state(HostFs *h, DiskFacts *f, bool debugfs, const cha
  * never set it (nvme, virtio, loop) are "no". Others stay unknown.
  */
 static int gather_shared_tags_fallback(HostFs *h, DiskFacts *f) {
-        static const char * const never[] = { "nvme", "virtio_blk", "virtio_scsi", "loop", "null_blk", "sd" };
+        static const char * const never[] = { "nvme", "virtio_blk", "virtio_scsi", "loop", "null_blk", "sd", "device-mapper" };
         _cleanup_free_ char *v = NULL;
         char path[PATH_MAX];
         Tristate t = TRISTATE_UNKNOWN;
@@ -770,6 +773,229 @@ static int gather_identity(HostFs *h, DiskFacts *f, const char *devpath) {
         return disk_facts_set_unknown(f, FACT_IDENTITY, "no WWID, serial, backing file or device path: overrides are not persisted");
 }
 
+
+/* ---- zoned, multipath, elevator modules ------------------------------------------------------ */
+
+static int gather_zoned(HostFs *h, DiskFacts *f) {
+        _cleanup_free_ char *s = NULL;
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "block/%s/queue/zoned", f->name);
+        int r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return disk_facts_set_unknown(f, FACT_ZONED, "%s: %s", path, errno_reason(r));
+        Zoned z = zoned_from_string(strip_newline(s));
+        if (z < 0)
+                return disk_facts_set_unknown(f, FACT_ZONED, "%s: unknown zoned model \"%s\"", path, s);
+        f->zoned = z;
+        return 0;
+}
+
+/* Elevator name a module file provides ("kernel/block/kyber-iosched.ko.zst" -> "kyber"), or NULL. */
+static char *elevator_of_module(const char *path, size_t len) {
+        static const char * const known[] = { "mq-deadline", "bfq" };   /* block/Makefile: mq-deadline.o, bfq.o */
+        const char *b = path;
+        for (const char *p = path; p < path + len; p++)
+                if (*p == '/')
+                        b = p + 1;
+        size_t l = path + len - b;
+        const char *ko = memmem(b, l, ".ko", 3);
+        if (!ko)
+                return NULL;
+        l = ko - b;
+        for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                if (l == strlen(known[i]) && strncmp(b, known[i], l) == 0)
+                        return strdup(known[i]);
+        /* "<name>-iosched": the module alias request_module() asks for, as a file name */
+        if (l > 8 && (strncmp(b + l - 8, "-iosched", 8) == 0 || strncmp(b + l - 8, "_iosched", 8) == 0))
+                return strndup(b, l - 8);
+        return NULL;
+}
+
+/* Elevators provided by the modules listed in text, one per line up to ':' (modules.dep) or EOL. */
+static int elevators_of_module_list(const char *text, char ***ret) {
+        for (const char *line = text; line && *line; ) {
+                const char *nl = strchr(line, '\n');
+                size_t l = nl ? (size_t) (nl - line) : strlen(line);
+                const char *colon = memchr(line, ':', l);
+                _cleanup_free_ char *e = elevator_of_module(line, colon ? (size_t) (colon - line) : l);
+                if (e && !strv_contains(*ret, e) && strv_extend(ret, e) < 0)
+                        return -ENOMEM;
+                line = nl ? nl + 1 : NULL;
+        }
+        return 0;
+}
+
+/*
+ * The elevators of the running release's module tree, once per batch: modules.builtin (built
+ * in) and modules.dep (loadable), plus modules.alias lines "alias <name>-iosched <module>"
+ * for a module whose file name does not say it (the kernel asks for "<name>-iosched").
+ */
+static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *c) {
+        _cleanup_free_ char *dep = NULL, *builtin = NULL, *alias = NULL;
+        char path[PATH_MAX];
+        int r;
+
+        if (c->have_elevator_modules)
+                return 0;
+        c->have_elevator_modules = true;
+        if (!release) {
+                c->elevator_modules_error = -ENOENT;
+                return 0;
+        }
+        snprintf(path, sizeof(path), "%s/modules.dep", release);
+        r = hostfs_read(h, HOSTFS_MODULES, path, &dep);
+        if (r == -ENOMEM)
+                return r;
+        c->elevator_modules_error = r < 0 ? r : 0;
+        snprintf(path, sizeof(path), "%s/modules.builtin", release);
+        r = hostfs_read(h, HOSTFS_MODULES, path, &builtin);
+        if (r == -ENOMEM)
+                return r;
+        if (builtin && elevators_of_module_list(builtin, &c->elevators_builtin) < 0)
+                return -ENOMEM;
+        if (dep && elevators_of_module_list(dep, &c->elevators_loadable) < 0)
+                return -ENOMEM;
+
+        snprintf(path, sizeof(path), "%s/modules.alias", release);
+        if (dep && hostfs_read(h, HOSTFS_MODULES, path, &alias) >= 0)
+                for (char *line = alias; line && *line; ) {
+                        char *nl = strchr(line, '\n');
+                        if (nl)
+                                *nl = 0;
+                        char a[128], m[128];
+                        if (sscanf(line, "alias %127s %127s", a, m) == 2 && strlen(a) > 8 &&
+                            streq(a + strlen(a) - 8, "-iosched")) {
+                                a[strlen(a) - 8] = 0;
+                                if (!strv_contains(c->elevators_loadable, a) && !strv_contains(c->elevators_builtin, a) &&
+                                    strv_extend(&c->elevators_loadable, a) < 0)
+                                        return -ENOMEM;
+                        }
+                        line = nl ? nl + 1 : NULL;
+                }
+        /* built in wins: the same name in both lists is registered at boot */
+        char **loadable = NULL;
+        STRV_FOREACH(e, c->elevators_loadable)
+                if (!strv_contains(c->elevators_builtin, *e) && strv_extend(&loadable, *e) < 0) {
+                        strv_free(loadable);
+                        return -ENOMEM;
+                }
+        strv_free(c->elevators_loadable);
+        c->elevators_loadable = loadable;
+        return 0;
+}
+
+/* Copy the cache's lists into f, leaving out what queue/scheduler lists already. */
+static int gather_elevators_available(HostFs *h, DiskFacts *f, GatherCache *c) {
+        int r = gather_elevator_modules(h, f->kernel_release, c);
+        if (r < 0)
+                return r;
+        if (c->elevator_modules_error < 0 && !c->elevators_builtin)
+                return disk_facts_set_unknown(f, FACT_ELEVATORS_LOADABLE, "lib/modules/%s/modules.dep: %s",
+                                              f->kernel_release ?: "(release unknown)", errno_reason(c->elevator_modules_error));
+        char **from[] = { c->elevators_builtin, c->elevators_loadable };
+        char ***to[] = { &f->elevators_builtin, &f->elevators_loadable };
+        for (size_t i = 0; i < ELEMENTSOF(from); i++)
+                STRV_FOREACH(e, from[i])
+                        if (!strv_contains(f->elevators, *e) && strv_extend(to[i], *e) < 0)
+                                return -ENOMEM;
+        return 0;
+}
+
+/* block/<d>/<rel> stripped of its newline, or NULL (ENOMEM included: callers treat it as absent). */
+static char *read_attr(HostFs *h, const char *disk, const char *rel) {
+        char path[PATH_MAX];
+        char *s = NULL;
+        snprintf(path, sizeof(path), "block/%s/%s", disk, rel);
+        if (hostfs_read(h, HOSTFS_SYSFS, path, &s) < 0)
+                return NULL;
+        return strip_newline(s);
+}
+
+static int set_multipath(DiskFacts *f, Multipath m, const char *of, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int set_multipath(DiskFacts *f, Multipath m, const char *of, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+        va_start(ap, fmt);
+        int r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        free(f->multipath_source);
+        f->multipath_source = s;
+        f->multipath = m;
+        return free_and_strdup(&f->multipath_of, of);
+}
+
+/*
+ * dm-multipath and NVMe multipath roles:
+ *  - a map: this disk's dm/uuid starts with "mpath-" (multipath-tools names its maps so);
+ *    request-based when it has a blk-mq queue (queue_mode rq/mq), bio-based otherwise;
+ *  - a leg: a holder in holders/ is such a map, or udev's database has
+ *    DM_MULTIPATH_DEVICE_PATH=1 (multipath-tools' 11-dm-mpath/62-multipath rules claim paths
+ *    before the map exists);
+ *  - an NVMe path device: hidden (block/<d>/hidden = 1, or the nvme<s>c<c>n<n> name) with a
+ *    head nvme<s>n<n> whose multipath/ lists it.
+ */
+static int gather_multipath(HostFs *h, DiskFacts *f) {
+        _cleanup_free_ char *uuid = read_attr(h, f->name, "dm/uuid");
+        _cleanup_strv_free_ char **holders = NULL;
+        char path[PATH_MAX];
+        int r;
+
+        if (uuid && startswith(uuid, "mpath-")) {
+                if (!f->has_mq)
+                        return 0;       /* bio-based map: no-mq, nothing to tune */
+                _cleanup_free_ char *name = read_attr(h, f->name, "dm/name");
+                return set_multipath(f, MULTIPATH_MAP, NULL, "dm/uuid %s%s%s", uuid, name ? ", dm/name " : "", strempty(name));
+        }
+
+        unsigned s, c, n;
+        int end = 0;
+        _cleanup_free_ char *hidden = read_attr(h, f->name, "hidden");
+        if (sscanf(f->name, "nvme%uc%un%u%n", &s, &c, &n, &end) == 3 && f->name[end] == 0) {
+                char head[64];
+                snprintf(head, sizeof(head), "nvme%un%u", s, n);
+                snprintf(path, sizeof(path), "block/%s/multipath/%s", head, f->name);
+                bool listed = hostfs_exists(h, HOSTFS_SYSFS, path);
+                if (listed || streq_ptr(hidden, "1"))
+                        return set_multipath(f, MULTIPATH_NVME_PATH, listed ? head : NULL, "%s%s%s",
+                                             streq_ptr(hidden, "1") ? "hidden=1" : "name nvme<subsys>c<ctrl>n<ns>",
+                                             listed ? ", listed in block/" : "", listed ? path + 6 : "");
+        }
+
+        snprintf(path, sizeof(path), "block/%s/holders", f->name);
+        r = hostfs_list(h, HOSTFS_SYSFS, path, &holders);
+        if (r == -ENOMEM)
+                return r;
+        STRV_FOREACH(x, holders) {
+                _cleanup_free_ char *hu = read_attr(h, *x, "dm/uuid");
+                if (!hu || !startswith(hu, "mpath-"))
+                        continue;
+                _cleanup_free_ char *name = read_attr(h, *x, "dm/name");
+                snprintf(path, sizeof(path), "block/%s/mq", *x);
+                bool rq = hostfs_exists(h, HOSTFS_SYSFS, path);
+                return set_multipath(f, rq ? MULTIPATH_LEG : MULTIPATH_LEG_BIO, *x, "holders/%s dm/uuid %s%s%s, %s",
+                                     *x, hu, name ? " dm/name " : "", strempty(name),
+                                     rq ? "request-based (mq/)" : "bio-based (no mq/)");
+        }
+
+        _cleanup_free_ char *db = NULL;
+        snprintf(path, sizeof(path), "udev/data/b%u:%u", f->major, f->minor);
+        if (hostfs_read(h, HOSTFS_RUN, path, &db) >= 0)
+                for (char *l = db; l && *l; ) {
+                        char *nl = strchr(l, '\n');
+                        if (nl)
+                                *nl = 0;
+                        if (streq(l, "E:DM_MULTIPATH_DEVICE_PATH=1"))
+                                return set_multipath(f, MULTIPATH_LEG, NULL, "udev DM_MULTIPATH_DEVICE_PATH=1 (run/%s)", path);
+                        l = nl ? nl + 1 : NULL;
+                }
+        return 0;
+}
+
 int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
         _cleanup_(gather_cache_done) GatherCache cache = {};
         return device_gather_cached(h, name, &cache, ret);
@@ -825,6 +1051,15 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         if (r < 0)
                 return r;
         r = gather_transport(h, f, cache, &devpath);
+        if (r < 0)
+                return r;
+        r = gather_zoned(h, f);
+        if (r < 0)
+                return r;
+        r = gather_multipath(h, f);
+        if (r < 0)
+                return r;
+        r = gather_elevators_available(h, f, cache);
         if (r < 0)
                 return r;
         r = gather_debugfs_state(h, f, debugfs, why);

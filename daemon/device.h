@@ -10,7 +10,11 @@
  *   block/<d>/device/queue_depth (SCSI), class/scsi_host/hostN/{proc_name,nr_hw_queues,can_queue}
  *   (drivers/scsi/hosts.c; nr_hw_queues since 5.10), the PCI function's msi_irqs/ and numa_node,
  *   debugfs block/<d>/hctxN/flags (TAG_HCTX_SHARED) and block/<d>/state (SQ_SCHED, ≥ 5.19,
- *   4d337cebcb1c), procfs sys/kernel/osrelease.
+ *   4d337cebcb1c), procfs sys/kernel/osrelease; block/<d>/queue/zoned, block/<d>/hidden,
+ *   block/<d>/holders/ and block/<holder>/dm/{uuid,name} (dm-multipath legs), block/<d>/dm/uuid
+ *   (maps), block/<head>/multipath/ (NVMe multipath), run/udev/data/b<maj>:<min>
+ *   (DM_MULTIPATH_DEVICE_PATH), lib/modules/<release>/modules.{builtin,dep,alias} (elevators
+ *   the kernel can load: block/elevator.c elv_iosched_load_module()).
  */
 
 #include "facts.h"
@@ -51,6 +55,10 @@ typedef struct GatherCache {
         size_t n_hosts;
         GatherFunction *functions;
         size_t n_functions;
+        /* elevators of the running release's module tree (gather_elevator_modules()) */
+        bool have_elevator_modules;
+        int elevator_modules_error;     /* reading modules.dep failed: -errno */
+        char **elevators_builtin, **elevators_loadable;
 } GatherCache;
 
 void gather_cache_done(GatherCache *c);

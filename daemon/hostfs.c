@@ -21,6 +21,7 @@
 #include "strv.h"
 
 #define HOSTFS_READ_MAX (1024 * 1024)
+#define HOSTFS_MODULES_READ_MAX (64 * 1024 * 1024)
 /*
  * Files hostfs_read_kept() keeps open at most. Each costs an fd and, for seq_file, the
  * kernel's buffer of a page or more; systemd starts services with a soft RLIMIT_NOFILE of
@@ -38,6 +39,7 @@ static const char * const kind_dir[_HOSTFS_KIND_MAX] = {
         [HOSTFS_DEBUGFS]    = "sys/kernel/debug",
         [HOSTFS_RUN]        = "run",
         [HOSTFS_MODPROBE_D] = "etc/modprobe.d",
+        [HOSTFS_MODULES]    = "lib/modules",
 };
 
 static const char * const kind_name[_HOSTFS_KIND_MAX] = {
@@ -46,6 +48,7 @@ static const char * const kind_name[_HOSTFS_KIND_MAX] = {
         [HOSTFS_DEBUGFS]    = "debugfs",
         [HOSTFS_RUN]        = "run",
         [HOSTFS_MODPROBE_D] = "modprobe.d",
+        [HOSTFS_MODULES]    = "modules",
 };
 
 struct HostFs {
@@ -222,7 +225,7 @@ static int kind_fd_for(HostFs *h, HostFsKind kind, const char *path) {
  * Read all of fd from offset 0 (pread: a kept file is re-read from the start; at offset 0
  * sysfs and seq_file render the content anew, fs/seq_file.c seq_read_iter()).
  */
-static int read_fd(int fd, bool one_record, char **ret) {
+static int read_fd_max(int fd, bool one_record, size_t max, char **ret) {
         size_t size = 4096, n = 0;
         _cleanup_free_ char *buf = malloc(size + 1);
         if (!buf)
@@ -250,7 +253,7 @@ static int read_fd(int fd, bool one_record, char **ret) {
                 if (one_record && n < size)
                         break;
                 if (n == size) {
-                        if (size >= HOSTFS_READ_MAX)
+                        if (size >= max)
                                 return -EFBIG;
                         size *= 2;
                         char *b = realloc(buf, size + 1);
@@ -270,6 +273,10 @@ static int read_fd(int fd, bool one_record, char **ret) {
         return 0;
 }
 
+static int read_fd(int fd, bool one_record, char **ret) {
+        return read_fd_max(fd, one_record, HOSTFS_READ_MAX, ret);
+}
+
 int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
@@ -278,7 +285,8 @@ int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
         _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
-        return read_fd(fd, kind == HOSTFS_SYSFS, ret);
+        /* modules.dep of a distribution kernel is ~1 MiB (6,000 modules) */
+        return read_fd_max(fd, kind == HOSTFS_SYSFS, kind == HOSTFS_MODULES ? HOSTFS_MODULES_READ_MAX : HOSTFS_READ_MAX, ret);
 }
 
 /* ---- files kept open for statistics ---------------------------------------------------------- */
@@ -431,6 +439,8 @@ int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *v
 
         if (kind == HOSTFS_DEBUGFS)
                 return -EOPNOTSUPP;     /* its dirfd may change under a worker; never written */
+        if (kind == HOSTFS_MODULES)
+                return -EPERM;          /* read only: blkmqd never changes the module tree */
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;

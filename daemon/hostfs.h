@@ -2,8 +2,8 @@
 #pragma once
 
 /*
- * hostfs: the only code in blkmqd that touches /sys, /proc, debugfs, /dev, /run
- * and /etc/modprobe.d.
+ * hostfs: the only code in blkmqd that touches /sys, /proc, debugfs, /dev, /run,
+ * /etc/modprobe.d and /lib/modules.
  *
  * Every path is relative to the directory of its kind, and every kind lives below
  * one root: --root DIR, else $BLKMQD_ROOT, else "/". Tests point the root at a fixture
@@ -26,6 +26,7 @@ typedef enum HostFsKind {
         HOSTFS_DEBUGFS,         /* <root>/sys/kernel/debug; absent when debugfs is not mounted */
         HOSTFS_RUN,             /* <root>/run */
         HOSTFS_MODPROBE_D,      /* <root>/etc/modprobe.d */
+        HOSTFS_MODULES,         /* <root>/lib/modules: modules.dep/modules.builtin per release (read only) */
         _HOSTFS_KIND_MAX,
         _HOSTFS_KIND_INVALID = -EINVAL,
 } HostFsKind;

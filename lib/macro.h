@@ -70,6 +70,10 @@ static inline const char *strna(const char *s) {
         return s ?: "n/a";
 }
 
+static inline const char *strempty(const char *s) {
+        return s ?: "";
+}
+
 static inline bool isempty(const char *s) {
         return !s || !*s;
 }

@@ -29,6 +29,13 @@
  *  stacked                  none: a loop device passes I/O to a device with its own elevator;
  *                           scheduling twice only adds latency (openSUSE 60-io-scheduler.rules
  *                           forces none for loop).
+ *  multipath-leg            none: request-based dm-multipath sends clones of the map's
+ *                           requests straight to the leg's hardware queue
+ *                           (block/blk-mq.c blk_insert_cloned_request() issues them directly,
+ *                           past the leg's elevator), so the map schedules and the leg's
+ *                           elevator only serves path checkers; distributions set legs to
+ *                           none (openSUSE 60-io-scheduler.rules: multipath components).
+ *                           A request-based map itself is classified by its own queue.
  *
  * Zoned disks on kernels before zone write plugging (6.10) keep or get mq-deadline whatever
  * the list says: policies/elevator.c.
@@ -45,6 +52,7 @@ static const char * const default_elevators[_DISK_CLASS_MAX][4] = {
         [DISK_CLASS_SHARED_TAGS]             = { "mq-deadline", "none", "kyber" },
         [DISK_CLASS_SINGLE_QUEUE_ROTATIONAL] = { "mq-deadline", "bfq" },
         [DISK_CLASS_STACKED]                 = { "none" },
+        [DISK_CLASS_MULTIPATH_LEG]           = { "none" },
 };
 
 #define BFQ_HOST_TAGSET \
@@ -79,6 +87,8 @@ const char *policy_elevator_evidence(DiskClass c, const char *elevator) {
                         return elevator_evidence[i].why;
         if (c == DISK_CLASS_STACKED && !streq(elevator, "none"))
                 return "the lower device schedules; scheduling twice only adds latency";
+        if (c == DISK_CLASS_MULTIPATH_LEG && !streq(elevator, "none"))
+                return "the map's requests are issued to a leg past its elevator (blk_insert_cloned_request()); the map schedules";
         return NULL;
 }
 

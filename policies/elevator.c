@@ -8,7 +8,12 @@
  *  - Single-queue elevators (mq-deadline, bfq) set QUEUE_FLAG_SQ_SCHED (4d337cebcb1c,
  *    5.19) and take one queue-wide lock: on a fast many-queue device that lock caps IOPS.
  *  - A queue whose scheduler file reads "none" without brackets cannot take an elevator.
- * We never choose an elevator the device does not list in queue/scheduler.
+ *  - queue/scheduler lists only registered elevators; writing another name makes the kernel
+ *    load "<name>-iosched" (elv_iosched_store() -> request_module()), so an elevator is
+ *    available when listed, built in or a module of the running release
+ *    (disk_facts_elevator_source()). We never choose one that is none of these.
+ *  - Zoned disks before zone write plugging (6.10, dd291d77cc90) order writes by
+ *    mq-deadline's zone write locking: mq-deadline is kept or set, overrides included.
  * Decisions are made from the elevator the disk had before blkmqd switched it
  * (DiskFacts.elevator_before) when blkmqd did: a class that keeps what it finds keeps that
  * one, so taking an override back ("auto") puts it back; explain shows what the kernel has.
@@ -48,12 +53,87 @@ static int explain_evidence(const DiskFacts *f, Plan *plan, const char *cur, con
         return 0;
 }
 
+/* "none,mq-deadline,bfq(module),kyber(built in)": what this disk can take, listed ones first. NULL on ENOMEM. */
+static char *available_list(const DiskFacts *f) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *out = open_memstream(&buf, &size);
+        if (!out)
+                return NULL;
+        const char *sep = "";
+        STRV_FOREACH(e, f->elevators) {
+                fprintf(out, "%s%s", sep, *e);
+                sep = ",";
+        }
+        char **lists[] = { f->elevators_builtin, f->elevators_loadable };
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+                STRV_FOREACH(e, lists[i]) {
+                        ElevatorSource src = disk_facts_elevator_source(f, *e);
+                        if (src != ELEVATOR_BUILTIN && src != ELEVATOR_LOADABLE)
+                                continue;
+                        fprintf(out, "%s%s(%s)", sep, *e, src == ELEVATOR_BUILTIN ? "built in" : "module");
+                        sep = ",";
+                }
+        if (fclose(out) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+/* Set plan->elevator = name; when it is not listed, one more line says where it comes from. */
+static int plan_set(const DiskFacts *f, Plan *plan, const char *name) {
+        plan->elevator = strdup(name);
+        if (!plan->elevator)
+                return -ENOMEM;
+        return 0;
+}
+
+static int explain_source(const DiskFacts *f, Plan *plan) {
+        ElevatorSource src = disk_facts_elevator_source(f, plan->elevator);
+        if (!plan->elevator || src == ELEVATOR_LISTED || src == ELEVATOR_UNAVAILABLE)
+                return 0;
+        return plan_explain(plan, "%s: elevator=%s not listed in queue/scheduler -> available: %s%s%s (rule elevator-available)",
+                            f->name, plan->elevator, elevator_source_to_string(src),
+                            f->kernel_release ? ", release " : "", strempty(f->kernel_release));
+}
+
+/* Zoned disk on a kernel without zone write plugging: mq-deadline is never taken away. */
+static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, Plan *plan, const char *why) {
+        const char *z = zoned_to_string(f->zoned), *kernel = f->kernel_release ?: "unknown";
+        int r;
+
+        if (o->elevator && !streq(o->elevator, "mq-deadline")) {
+                r = plan_explain(plan, "%s: %s=%s zoned=%s kernel=%s -> override not applied: %s (rule elevator-zoned)",
+                                 f->name, override_label(o, KNOB_ELEVATOR), o->elevator, z, kernel, why);
+                if (r < 0)
+                        return r;
+        }
+        if (streq(f->elevator, "mq-deadline")) {
+                r = plan_set(f, plan, "mq-deadline");
+                if (r < 0)
+                        return r;
+                return plan_explain(plan, "%s: zoned=%s kernel=%s elevator=mq-deadline -> elevator=mq-deadline, kept: %s (rule elevator-zoned)",
+                                    f->name, z, kernel, why);
+        }
+        if (disk_facts_elevator_source(f, "mq-deadline") == ELEVATOR_UNAVAILABLE)
+                return plan_explain(plan, "%s: zoned=%s kernel=%s elevator=%s -> elevator left alone: mq-deadline is needed (%s) but neither listed, built in nor loadable (rule elevator-zoned)",
+                                    f->name, z, kernel, f->elevator, why);
+        r = plan_set(f, plan, "mq-deadline");
+        if (r < 0)
+                return r;
+        r = plan_explain(plan, "%s: zoned=%s kernel=%s elevator=%s -> elevator=mq-deadline: %s (rule elevator-zoned)",
+                         f->name, z, kernel, f->elevator, why);
+        return r < 0 ? r : explain_source(f, plan);
+}
+
 int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
         _cleanup_free_ char *available = NULL, *wanted = NULL, *shown = NULL;
-        const char *cls = disk_class_to_string(plan->class);
+        const char *cls = disk_class_to_string(plan->class), *zwhy;
         /* what the disk had before blkmqd switched it (decisions), and what it has (shown) */
         const char *base = f->elevator_before && strv_contains(f->elevators, f->elevator_before) ?
                            f->elevator_before : f->elevator;
+        int r;
 
         if (!f->elevator_configurable || !f->elevator) {
                 const char *why = f->unknown[FACT_ELEVATOR] ?: "queue/scheduler reads \"none\" without brackets";
@@ -61,7 +141,10 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                                     f->name, why);
         }
 
-        available = strv_join(f->elevators, ",");
+        if (disk_facts_zoned_needs_deadline(f, &zwhy))
+                return policy_elevator_zoned(f, o, plan, zwhy);
+
+        available = available_list(f);
         if (!available)
                 return -ENOMEM;
         if (!streq(base, f->elevator) ? asprintf(&shown, "%s (%s before blkmqd switched it)", f->elevator, base) < 0 :
@@ -69,23 +152,23 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                 return -ENOMEM;
 
         if (o->elevator) {
-                if (!strv_contains(f->elevators, o->elevator))
+                if (disk_facts_elevator_source(f, o->elevator) == ELEVATOR_UNAVAILABLE)
                         return plan_explain(plan, "%s: %s=%s available=%s -> elevator left alone, override not offered by the device (rule %s)",
                                             f->name, override_label(o, KNOB_ELEVATOR), o->elevator, available,
                                             o->origin[KNOB_ELEVATOR] ? "config" : "override");
-                plan->elevator = strdup(o->elevator);
-                if (!plan->elevator)
-                        return -ENOMEM;
-                return plan_explain(plan, "%s: %s=%s elevator=%s -> elevator=%s%s (rule %s)",
-                                    f->name, override_label(o, KNOB_ELEVATOR), o->elevator, shown, o->elevator,
-                                    streq(o->elevator, f->elevator) ? ", kept" : "",
-                                    o->origin[KNOB_ELEVATOR] ? "config" : "override");
+                r = plan_set(f, plan, o->elevator);
+                if (r >= 0)
+                        r = plan_explain(plan, "%s: %s=%s elevator=%s -> elevator=%s%s (rule %s)",
+                                         f->name, override_label(o, KNOB_ELEVATOR), o->elevator, shown, o->elevator,
+                                         streq(o->elevator, f->elevator) ? ", kept" : "",
+                                         o->origin[KNOB_ELEVATOR] ? "config" : "override");
+                return r < 0 ? r : explain_source(f, plan);
         }
 
         if (!cp->elevators) {
-                plan->elevator = strdup(base);
-                if (!plan->elevator)
-                        return -ENOMEM;
+                r = plan_set(f, plan, base);
+                if (r < 0)
+                        return r;
                 return plan_explain(plan, "%s: class=%s elevator=%s -> elevator=%s, kept: any elevator is fine for this class (rule elevator-%s)",
                                     f->name, cls, shown, base, cls);
         }
@@ -95,27 +178,27 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                 return -ENOMEM;
 
         if (strv_contains(cp->elevators, base)) {
-                plan->elevator = strdup(base);
-                if (!plan->elevator)
-                        return -ENOMEM;
+                r = plan_set(f, plan, base);
+                if (r < 0)
+                        return r;
                 return plan_explain(plan, "%s: class=%s elevator=%s wanted=%s -> elevator=%s, kept (rule elevator-%s)",
                                     f->name, cls, shown, wanted, base, cls);
         }
 
-        /* the current elevator is not wanted: the decision, then why (when the defaults leave it out on purpose) */
+        /* the current elevator is not wanted: the first wanted one the disk can take, then why */
         const char *e_set = NULL;
-        int r;
         STRV_FOREACH(e, cp->elevators)
-                if (strv_contains(f->elevators, *e)) {
+                if (disk_facts_elevator_source(f, *e) != ELEVATOR_UNAVAILABLE) {
                         e_set = *e;
                         break;
                 }
         if (e_set) {
-                plan->elevator = strdup(e_set);
-                if (!plan->elevator)
-                        return -ENOMEM;
-                r = plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator=%s (rule elevator-%s)",
-                                 f->name, cls, shown, wanted, available, e_set, cls);
+                r = plan_set(f, plan, e_set);
+                if (r >= 0)
+                        r = plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator=%s (rule elevator-%s)",
+                                         f->name, cls, shown, wanted, available, e_set, cls);
+                if (r >= 0)
+                        r = explain_source(f, plan);
         } else
                 r = plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator left alone, none of the wanted elevators is offered (rule elevator-%s)",
                                  f->name, cls, shown, wanted, available, cls);

@@ -32,7 +32,29 @@ static const char * const fact_table[_FACT_MAX] = {
         [FACT_KERNEL_RELEASE]    = "kernel_release",
         [FACT_STACKED]           = "stacked",
         [FACT_IDENTITY]          = "identity",
+        [FACT_ZONED]             = "zoned",
+        [FACT_ELEVATORS_LOADABLE] = "elevators_loadable",
+        [FACT_MULTIPATH]         = "multipath",
 };
+
+static const char * const zoned_table[_ZONED_MAX] = {
+        [ZONED_NONE]         = "none",
+        [ZONED_HOST_AWARE]   = "host-aware",
+        [ZONED_HOST_MANAGED] = "host-managed",
+};
+
+const char *zoned_to_string(Zoned z) {
+        if (z < 0 || z >= _ZONED_MAX)
+                return NULL;
+        return zoned_table[z];
+}
+
+Zoned zoned_from_string(const char *s) {
+        for (Zoned z = 0; z < _ZONED_MAX; z++)
+                if (streq(zoned_table[z], s))
+                        return z;
+        return _ZONED_INVALID;
+}
 
 const char *fact_to_string(Fact f) {
         if (f < 0 || f >= _FACT_MAX)
@@ -103,6 +125,10 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         free(f->scsi_host);
         free(f->kernel_release);
         free(f->identity);
+        strv_free(f->elevators_builtin);
+        strv_free(f->elevators_loadable);
+        free(f->multipath_of);
+        free(f->multipath_source);
         for (size_t i = 0; i < _FACT_MAX; i++)
                 free(f->unknown[i]);
         free(f);
@@ -208,6 +234,39 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                 case FACT_IDENTITY:
                         fputs(f->identity ?: "", out);
                         break;
+                case FACT_ZONED:
+                        fputs(strna(zoned_to_string(f->zoned)), out);
+                        break;
+                case FACT_ELEVATORS_LOADABLE: {
+                        const char *sep = "";
+                        STRV_FOREACH(e, f->elevators_builtin) {
+                                fprintf(out, "%s%s(built in)", sep, *e);
+                                sep = " ";
+                        }
+                        STRV_FOREACH(e, f->elevators_loadable) {
+                                fprintf(out, "%s%s(module)", sep, *e);
+                                sep = " ";
+                        }
+                        break;
+                }
+                case FACT_MULTIPATH:
+                        switch (f->multipath) {
+                        case MULTIPATH_LEG:
+                                fprintf(out, "leg of %s", f->multipath_of ?: "a dm-multipath map");
+                                break;
+                        case MULTIPATH_LEG_BIO:
+                                fprintf(out, "leg of bio-based %s", f->multipath_of ?: "dm-multipath map");
+                                break;
+                        case MULTIPATH_MAP:
+                                fputs("request-based dm-multipath map", out);
+                                break;
+                        case MULTIPATH_NVME_PATH:
+                                fprintf(out, "nvme path of %s", f->multipath_of ?: "a hidden head");
+                                break;
+                        default:
+                                fputs("none", out);
+                        }
+                        break;
                 default:
                         break;
                 }
@@ -221,15 +280,86 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
         return 0;
 }
 
+/* Leading decimal digits of *p as unsigned (no sign, no blanks, no overflow); advances *p. */
+static int parse_release_number(const char **p, unsigned *ret) {
+        unsigned long v = 0;
+        const char *s = *p;
+        if (*s < '0' || *s > '9')
+                return -EINVAL;
+        for (; *s >= '0' && *s <= '9'; s++) {
+                v = v * 10 + (unsigned) (*s - '0');
+                if (v > 1000000)
+                        return -EINVAL;
+        }
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
 int kernel_release_parse(const char *release, unsigned *ret_major, unsigned *ret_minor) {
         unsigned a, b;
-        int n = 0;
+        const char *p = release;
 
-        if (!release || sscanf(release, "%u.%u%n", &a, &b, &n) != 2 || n == 0)
+        /* "<major>.<minor>" then the end or anything that is not a digit ("6.10.0-rc1", "6.1-foo") */
+        if (!release || parse_release_number(&p, &a) < 0 || *p++ != '.' || parse_release_number(&p, &b) < 0)
                 return -EINVAL;
         *ret_major = a;
         *ret_minor = b;
         return 0;
+}
+
+Tristate kernel_release_at_least(const char *release, unsigned major, unsigned minor) {
+        unsigned a, b;
+        if (kernel_release_parse(release, &a, &b) < 0)
+                return TRISTATE_UNKNOWN;
+        return a > major || (a == major && b >= minor) ? TRISTATE_YES : TRISTATE_NO;
+}
+
+bool disk_facts_zoned_needs_deadline(const DiskFacts *f, const char **ret_why) {
+        const char *why = NULL;
+        if (f->unknown[FACT_ZONED] || (f->zoned != ZONED_HOST_AWARE && f->zoned != ZONED_HOST_MANAGED))
+                goto out;
+        switch (kernel_release_at_least(f->kernel_release, 6, 10)) {
+        case TRISTATE_YES:
+                break;
+        case TRISTATE_NO:
+                why = "kernel before zone write plugging (6.10, dd291d77cc90): zoned writes are ordered by mq-deadline's zone write locking (5700f69178e9)";
+                break;
+        default:
+                why = "kernel release unknown, so zone write plugging (6.10, dd291d77cc90) may be missing: zoned writes may need mq-deadline's zone write locking";
+        }
+out:
+        if (ret_why)
+                *ret_why = why;
+        return why != NULL;
+}
+
+static const char * const elevator_source_table[] = {
+        [ELEVATOR_UNAVAILABLE] = "unavailable",
+        [ELEVATOR_LISTED]      = "listed in queue/scheduler",
+        [ELEVATOR_BUILTIN]     = "built in (modules.builtin)",
+        [ELEVATOR_LOADABLE]    = "loadable module (modules.dep): the kernel loads it on the write",
+};
+
+const char *elevator_source_to_string(ElevatorSource s) {
+        if (s < 0 || (size_t) s >= ELEMENTSOF(elevator_source_table))
+                return NULL;
+        return elevator_source_table[s];
+}
+
+ElevatorSource disk_facts_elevator_source(const DiskFacts *f, const char *name) {
+        if (!f->elevator_configurable || !name)
+                return ELEVATOR_UNAVAILABLE;
+        if (strv_contains(f->elevators, name))
+                return ELEVATOR_LISTED;
+        /* before 6.10 a zoned queue requires ELEVATOR_F_ZBD_SEQ_WRITE: only mq-deadline has it */
+        if (disk_facts_zoned_needs_deadline(f, NULL) && !streq(name, "mq-deadline"))
+                return ELEVATOR_UNAVAILABLE;
+        if (strv_contains(f->elevators_builtin, name))
+                return ELEVATOR_BUILTIN;
+        if (strv_contains(f->elevators_loadable, name))
+                return ELEVATOR_LOADABLE;
+        return ELEVATOR_UNAVAILABLE;
 }
 
 const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq) {

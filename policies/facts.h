@@ -46,6 +46,9 @@ typedef enum Fact {
         FACT_KERNEL_RELEASE,      /* uname -r of the kernel the facts come from */
         FACT_STACKED,             /* 1 for loop, dm, md: I/O goes to another block device */
         FACT_IDENTITY,            /* stable key of persisted overrides: "wwid:…", "serial:…", "loop:<file>", "path:…" */
+        FACT_ZONED,               /* queue/zoned: none, host-aware, host-managed */
+        FACT_ELEVATORS_LOADABLE,  /* elevators not listed in queue/scheduler that the kernel can load or has built in */
+        FACT_MULTIPATH,           /* dm-multipath leg or map, NVMe multipath path device, or none */
         _FACT_MAX,
         _FACT_INVALID = -EINVAL,
 } Fact;
@@ -54,6 +57,38 @@ typedef enum Fact {
 const char *fact_to_string(Fact f);
 /* Inverse of fact_to_string(); _FACT_INVALID when unknown. */
 Fact fact_from_string(const char *s);
+
+/* queue/zoned (block/blk-sysfs.c queue_zoned_show()). */
+typedef enum Zoned {
+        ZONED_NONE,
+        ZONED_HOST_AWARE,
+        ZONED_HOST_MANAGED,
+        _ZONED_MAX,
+        _ZONED_INVALID = -EINVAL,
+} Zoned;
+
+/* "none", "host-aware", "host-managed"; NULL when out of range. */
+const char *zoned_to_string(Zoned z);
+Zoned zoned_from_string(const char *s);
+
+/* What a disk is in a multipath set-up. */
+typedef enum Multipath {
+        MULTIPATH_NONE,
+        MULTIPATH_LEG,          /* a path of a request-based dm-multipath map (or claimed by multipathd's udev rules) */
+        MULTIPATH_LEG_BIO,      /* a path of a bio-based dm-multipath map (queue_mode bio): bios go through its elevator */
+        MULTIPATH_MAP,          /* a request-based dm-multipath map (dm/uuid "mpath-", blk-mq queue) */
+        MULTIPATH_NVME_PATH,    /* a hidden NVMe multipath path device (nvme0c0n1) of a bio-based head (nvme0n1) */
+        _MULTIPATH_MAX,
+        _MULTIPATH_INVALID = -EINVAL,
+} Multipath;
+
+/* Where an elevator a disk could run comes from (disk_facts_elevator_source()). */
+typedef enum ElevatorSource {
+        ELEVATOR_UNAVAILABLE,
+        ELEVATOR_LISTED,        /* in queue/scheduler: registered and usable for this queue */
+        ELEVATOR_BUILTIN,       /* in lib/modules/<release>/modules.builtin, not listed */
+        ELEVATOR_LOADABLE,      /* a module in lib/modules/<release>/modules.dep: the kernel loads it on the write */
+} ElevatorSource;
 
 /* One hardware context (/sys/block/X/mq/N). */
 typedef struct HctxFacts {
@@ -144,6 +179,21 @@ typedef struct DiskFacts {
         /* Stable identity for persisted settings: "wwn-…", "serial-…", "loop-<backing file>", "path-…"; may be NULL */
         char *identity;
 
+        Zoned zoned;                    /* valid when unknown[FACT_ZONED] is NULL */
+        /*
+         * Elevators the kernel can run that queue/scheduler does not list (it lists only
+         * registered ones, block/elevator.c elv_iosched_show()): from modules.builtin and
+         * modules.dep of the running release (elevator name, e.g. "bfq" for bfq.ko, "kyber"
+         * for kyber-iosched.ko). elv_iosched_store() loads "<name>-iosched" on demand
+         * (request_module()). NULL = none (or unknown: unknown[FACT_ELEVATORS_LOADABLE]).
+         */
+        char **elevators_builtin;
+        char **elevators_loadable;
+
+        Multipath multipath;
+        char *multipath_of;             /* leg: the map ("dm-3"); nvme path: the head ("nvme0n1"); NULL */
+        char *multipath_source;         /* how it is known, for explain: "holders/dm-3 dm/uuid mpath-…", … */
+
         char *unknown[_FACT_MAX];       /* reason per fact; NULL = known */
 } DiskFacts;
 
@@ -176,6 +226,32 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret);
  * Returns 0 or -EINVAL.
  */
 int kernel_release_parse(const char *release, unsigned *ret_major, unsigned *ret_minor);
+
+/*
+ * Is the kernel release ("6.10.0-rc1", "5.10.0-28-amd64") at least major.minor? Parsed and
+ * compared numerically (6.9 < 6.10; an -rcN of 6.10 counts as 6.10). TRISTATE_UNKNOWN when
+ * release is NULL or unparsable. Pure.
+ */
+Tristate kernel_release_at_least(const char *release, unsigned major, unsigned minor);
+
+/*
+ * Where elevator name comes from for this disk: listed in queue/scheduler, built in, or a
+ * loadable module; unavailable otherwise, and for a queue that cannot take an elevator. A
+ * zoned disk on a kernel before zone write plugging (6.10) lists only elevators that
+ * support zoned writes (ELEVATOR_F_ZBD_SEQ_WRITE: mq-deadline); a built-in or loadable other
+ * one would be refused by elevator_find(), so only mq-deadline counts there. Pure.
+ */
+ElevatorSource disk_facts_elevator_source(const DiskFacts *f, const char *name);
+/* "listed in queue/scheduler", "built in (modules.builtin)", "loadable module (modules.dep)", "unavailable" */
+const char *elevator_source_to_string(ElevatorSource s);
+
+/*
+ * True when zoned writes to this disk rely on mq-deadline's zone write locking
+ * (5700f69178e9, 4.16): queue/zoned is host-managed or host-aware and the kernel predates
+ * zone write plugging ("block: Introduce zone write plugging", dd291d77cc90, 6.10), or its
+ * release is unknown. *ret_why (static or NULL) names the case for explain. Pure.
+ */
+bool disk_facts_zoned_needs_deadline(const DiskFacts *f, const char **ret_why);
 
 /* The IRQ facts of irq number, or NULL. */
 const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq);

@@ -81,7 +81,11 @@ int policy_override_validate(Knob knob, const char *input, size_t len, const Dis
 
         switch ((int) knob) {
         case KNOB_ELEVATOR:
-                if (!f->elevator_configurable || !strv_contains(f->elevators, v))
+                /* listed, built in or loadable (the kernel loads it on the write) */
+                if (disk_facts_elevator_source(f, v) == ELEVATOR_UNAVAILABLE)
+                        return -EINVAL;
+                /* a zoned disk without zone write plugging keeps mq-deadline */
+                if (disk_facts_zoned_needs_deadline(f, NULL) && !streq(v, "mq-deadline"))
                         return -EINVAL;
                 break;
         case KNOB_RQ_AFFINITY: {
@@ -116,13 +120,33 @@ char *policy_override_expected(Knob knob, const DiskFacts *f, const CpuSet *onli
         char *r = NULL;
 
         switch ((int) knob) {
-        case KNOB_ELEVATOR:
+        case KNOB_ELEVATOR: {
+                const char *why;
                 if (!f->elevator_configurable)
                         return strdup("\"auto\" only: this queue cannot take an elevator");
+                if (disk_facts_zoned_needs_deadline(f, &why)) {
+                        if (asprintf(&r, "\"mq-deadline\" or \"auto\": zoned=%s, %s", strna(zoned_to_string(f->zoned)), why) < 0)
+                                r = NULL;
+                        return r;
+                }
                 list = strv_join(f->elevators, " ");
-                if (list && asprintf(&r, "one of the elevators the device offers (%s), or \"auto\"", list) < 0)
+                if (!list)
+                        return NULL;
+                char **more[] = { f->elevators_builtin, f->elevators_loadable };
+                for (size_t i = 0; i < ELEMENTSOF(more); i++)
+                        STRV_FOREACH(e, more[i]) {
+                                char *n = NULL;
+                                if (strv_contains(f->elevators, *e))
+                                        continue;
+                                if (asprintf(&n, "%s %s(%s)", list, *e, i == 0 ? "built in" : "module, loaded on the write") < 0)
+                                        return NULL;
+                                free(list);
+                                list = n;
+                        }
+                if (asprintf(&r, "one of the elevators the device offers (%s), or \"auto\"", list) < 0)
                         r = NULL;
                 return r;
+        }
         case KNOB_RQ_AFFINITY:
                 return strdup("0, 1 or 2, or \"auto\"");
         case KNOB_NR_REQUESTS:

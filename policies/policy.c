@@ -16,6 +16,7 @@ static const char * const disk_class_table[_DISK_CLASS_MAX] = {
         [DISK_CLASS_SINGLE_QUEUE_ROTATIONAL] = "single-queue-rotational",
         [DISK_CLASS_SINGLE_QUEUE_FAST]       = "single-queue-fast",
         [DISK_CLASS_STACKED]                 = "stacked",
+        [DISK_CLASS_MULTIPATH_LEG]           = "multipath-leg",
         [DISK_CLASS_NO_MQ]                   = "no-mq",
         [DISK_CLASS_UNKNOWN]                 = "unknown",
 };
@@ -207,8 +208,16 @@ int plan_explain(Plan *p, const char *fmt, ...) {
 
 /*
  * Classification rules, first match wins:
- *   no-mq                    no mq/ directory: bio-based, nothing to tune
- *   stacked                  loop, dm, md: the lower device's queue does the scheduling
+ *   no-mq                    no mq/ directory: bio-based, nothing to tune (md, dm-linear,
+ *                            dm-crypt, LVM, bio-based multipath maps: they pass bios on, and
+ *                            each component's own elevator schedules them)
+ *   multipath-leg            a path of a request-based dm-multipath map (holders/, or udev's
+ *                            DM_MULTIPATH_DEVICE_PATH=1): the map's requests are cloned onto
+ *                            the leg past its elevator (blk_insert_cloned_request()), the map
+ *                            schedules
+ *   stacked                  loop (and a dm map that is not a request-based multipath map):
+ *                            the lower device's queue does the scheduling; a request-based
+ *                            dm-multipath map is classified by its own queue below, like a disk
  *   unknown                  rotational or the hctx count unknown
  *   many-hctx-slow           rotational and (nr_hw_queues > 1 or shared tags)
  *   shared-tags              non-rotational on a host-wide shared tagset
@@ -222,7 +231,9 @@ int plan_explain(Plan *p, const char *fmt, ...) {
 static DiskClass classify(const DiskFacts *f) {
         if (!f->has_mq)
                 return DISK_CLASS_NO_MQ;
-        if (f->stacked)
+        if (f->multipath == MULTIPATH_LEG)
+                return DISK_CLASS_MULTIPATH_LEG;
+        if (f->stacked && f->multipath != MULTIPATH_MAP)
                 return DISK_CLASS_STACKED;
         if (f->rotational == TRISTATE_UNKNOWN || f->n_hctx == 0)
                 return DISK_CLASS_UNKNOWN;
@@ -258,6 +269,45 @@ DiskClass policy_classify(const DiskFacts *f, char **ret_reason) {
         return c;
 }
 
+/* What the disk is in a multipath set-up, and whether it is zoned: one line each, when so. */
+static int explain_role(const DiskFacts *f, Plan *plan) {
+        const char *src = f->multipath_source ?: "unknown source";
+        int r = 0;
+
+        switch (f->multipath) {
+        case MULTIPATH_LEG:
+                r = plan_explain(plan, "%s: multipath=leg (%s) -> a path of a request-based dm-multipath map%s%s: "
+                                 "the map's requests reach it past its elevator (blk_insert_cloned_request()), "
+                                 "so the map schedules; distributions set legs to none (rule multipath-leg)",
+                                 f->name, src, f->multipath_of ? " " : "", strempty(f->multipath_of));
+                break;
+        case MULTIPATH_LEG_BIO:
+                r = plan_explain(plan, "%s: multipath=leg (%s) -> a path of a bio-based dm-multipath map: bios go through "
+                                 "this disk's own elevator, tuned as itself (rule multipath-leg-bio)", f->name, src);
+                break;
+        case MULTIPATH_MAP:
+                r = plan_explain(plan, "%s: multipath=map (%s) -> a request-based dm-multipath map schedules for all its legs: "
+                                 "tuned by its own queue like a disk, not as stacked (rule multipath-map)", f->name, src);
+                break;
+        case MULTIPATH_NVME_PATH:
+                r = plan_explain(plan, "%s: multipath=nvme-path (%s) -> hidden NVMe multipath path device%s%s: the head is "
+                                 "bio-based, this queue schedules; tuned as itself (rule multipath-nvme-path)",
+                                 f->name, src, f->multipath_of ? " of " : "", strempty(f->multipath_of));
+                break;
+        default:
+                break;
+        }
+        if (r < 0)
+                return r;
+        if (!f->unknown[FACT_ZONED] && f->zoned != ZONED_NONE)
+                r = plan_explain(plan, "%s: zoned=%s kernel=%s -> %s (rule zoned)", f->name, zoned_to_string(f->zoned),
+                                 f->kernel_release ?: "unknown",
+                                 disk_facts_zoned_needs_deadline(f, NULL) ?
+                                 "zoned writes need mq-deadline before zone write plugging (6.10, dd291d77cc90)" :
+                                 "zone write plugging (6.10, dd291d77cc90) orders zoned writes under any elevator");
+        return r;
+}
+
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret) {
         _cleanup_(plan_done) Plan plan = {};
@@ -272,6 +322,9 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         if (!reason)
                 return -ENOMEM;
         r = strv_extend(&plan.explain, reason);
+        if (r < 0)
+                return r;
+        r = explain_role(facts, &plan);
         if (r < 0)
                 return r;
 

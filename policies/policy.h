@@ -24,6 +24,7 @@ typedef enum DiskClass {
         DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, /* 1 hctx, rotational */
         DISK_CLASS_SINGLE_QUEUE_FAST,       /* 1 hctx, non-rotational */
         DISK_CLASS_STACKED,                 /* loop, dm, md: the lower device schedules the I/O */
+        DISK_CLASS_MULTIPATH_LEG,           /* a path of a request-based dm-multipath map: the map schedules */
         DISK_CLASS_NO_MQ,                   /* no blk-mq queue (zram, bio-based dm): never written */
         DISK_CLASS_UNKNOWN,                 /* facts too incomplete to decide: left alone */
         _DISK_CLASS_MAX,

@@ -21,7 +21,7 @@ static void test_names(void) {
                 "devnum", "size", "nr_hw_queues", "rotational", "elevator", "elevators", "rq_affinity",
                 "nr_requests", "queue_depth", "driver", "transport", "scsi_host", "host_nr_hw_queues",
                 "host_can_queue", "shared_tags", "sq_sched", "irq_vectors", "numa_node", "kernel_release",
-                "stacked", "identity",
+                "stacked", "identity", "zoned", "elevators_loadable", "multipath",
         };
         for (Fact f = 0; f < _FACT_MAX; f++) {
                 CHECK_STR(fact_to_string(f), expected[f]);      /* the README's file names */
@@ -150,6 +150,86 @@ static void test_kernel_release(void) {
         CHECK_INT(kernel_release_parse("", &a, &b), -EINVAL);
         CHECK_INT(kernel_release_parse("v6.1", &a, &b), -EINVAL);
         CHECK_INT(kernel_release_parse(NULL, &a, &b), -EINVAL);
+        CHECK_INT(kernel_release_parse("-6.1", &a, &b), -EINVAL);     /* sscanf("%u") took a sign */
+        CHECK_INT(kernel_release_parse(" 6.1", &a, &b), -EINVAL);
+        CHECK_INT(kernel_release_parse("6.-1", &a, &b), -EINVAL);
+        CHECK_INT(kernel_release_parse("6.", &a, &b), -EINVAL);
+        CHECK_INT(kernel_release_parse("6.10.0-rc1", &a, &b), 0);
+        CHECK_INT(b, 10);
+        CHECK_INT(kernel_release_parse("99999999999.1", &a, &b), -EINVAL);
+
+        /* numeric, not textual: 6.9 < 6.10 < 6.11, 5.19 < 6.0 */
+        static const struct {
+                const char *release;
+                Tristate at_least_6_10;
+        } t[] = {
+                { "6.9.12-amd64", TRISTATE_NO }, { "6.10.0-rc1", TRISTATE_YES }, { "6.10", TRISTATE_YES },
+                { "6.11.2", TRISTATE_YES }, { "6.1.0-28-amd64", TRISTATE_NO }, { "5.19.0", TRISTATE_NO },
+                { "7.0.0", TRISTATE_YES }, { "10.2", TRISTATE_YES }, { "6.100", TRISTATE_YES },
+                { "6", TRISTATE_UNKNOWN }, { "", TRISTATE_UNKNOWN }, { NULL, TRISTATE_UNKNOWN },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++)
+                if (kernel_release_at_least(t[i].release, 6, 10) != t[i].at_least_6_10)
+                        TAP_FAIL("kernel_release_at_least(\"%s\", 6, 10) != %s", strna(t[i].release),
+                                 tristate_to_string(t[i].at_least_6_10));
+        tap_checks++;
+}
+
+static DiskFacts *zdisk(const char *sched, Zoned z, const char *release) {
+        DiskFacts *f = disk_facts_new("nvme0n1");
+        if (!f || parse_scheduler(sched, &f->elevators, &f->elevator, &f->elevator_configurable) < 0)
+                abort();
+        f->zoned = z;
+        f->kernel_release = release ? strdup(release) : NULL;
+        return f;
+}
+
+static void test_zoned_and_sources(void) {
+        const char *why = NULL;
+        _cleanup_(disk_facts_freep) DiskFacts *hm = zdisk("[mq-deadline] none", ZONED_HOST_MANAGED, "6.1.0-28-amd64");
+        CHECK(disk_facts_zoned_needs_deadline(hm, &why));
+        CHECK(why && strstr(why, "6.10") && strstr(why, "dd291d77cc90"));
+        _cleanup_(disk_facts_freep) DiskFacts *ha = zdisk("[mq-deadline] none", ZONED_HOST_AWARE, "5.10.0");
+        CHECK(disk_facts_zoned_needs_deadline(ha, NULL));
+        _cleanup_(disk_facts_freep) DiskFacts *new = zdisk("[mq-deadline] none", ZONED_HOST_MANAGED, "6.10.3");
+        CHECK(!disk_facts_zoned_needs_deadline(new, &why));
+        CHECK_NULL(why);
+        _cleanup_(disk_facts_freep) DiskFacts *unk = zdisk("[mq-deadline] none", ZONED_HOST_MANAGED, NULL);
+        CHECK(disk_facts_zoned_needs_deadline(unk, &why));      /* release unknown: protect */
+        CHECK(why && strstr(why, "unknown"));
+        _cleanup_(disk_facts_freep) DiskFacts *plain = zdisk("[none] mq-deadline", ZONED_NONE, "6.1.0");
+        CHECK(!disk_facts_zoned_needs_deadline(plain, NULL));
+        CHECK_INT(disk_facts_set_unknown(plain, FACT_ZONED, "no queue/zoned"), 0);
+        CHECK(!disk_facts_zoned_needs_deadline(plain, NULL));
+
+        /* listed, built in, loadable */
+        CHECK_INT(strv_extend(&plain->elevators_loadable, "bfq"), 0);
+        CHECK_INT(strv_extend(&plain->elevators_builtin, "kyber"), 0);
+        CHECK_INT(disk_facts_elevator_source(plain, "mq-deadline"), ELEVATOR_LISTED);
+        CHECK_INT(disk_facts_elevator_source(plain, "none"), ELEVATOR_LISTED);
+        CHECK_INT(disk_facts_elevator_source(plain, "bfq"), ELEVATOR_LOADABLE);
+        CHECK_INT(disk_facts_elevator_source(plain, "kyber"), ELEVATOR_BUILTIN);
+        CHECK_INT(disk_facts_elevator_source(plain, "cfq"), ELEVATOR_UNAVAILABLE);
+        CHECK_STR(elevator_source_to_string(ELEVATOR_LOADABLE), "loadable module (modules.dep): the kernel loads it on the write");
+        /* rendered as a fact */
+        _cleanup_free_ char *r = NULL;
+        CHECK_INT(disk_facts_render(plain, FACT_ELEVATORS_LOADABLE, &r), 0);
+        CHECK_STR(r, "kyber(built in) bfq(module)\n");
+        /* a zoned disk before 6.10: only mq-deadline may come from a module */
+        CHECK_INT(strv_extend(&hm->elevators_loadable, "bfq"), 0);
+        CHECK_INT(disk_facts_elevator_source(hm, "bfq"), ELEVATOR_UNAVAILABLE);
+        _cleanup_(disk_facts_freep) DiskFacts *hm2 = zdisk("[none]", ZONED_HOST_MANAGED, "6.1.0");
+        CHECK_INT(strv_extend(&hm2->elevators_loadable, "mq-deadline"), 0);
+        CHECK_INT(disk_facts_elevator_source(hm2, "mq-deadline"), ELEVATOR_LOADABLE);
+        /* a queue that cannot take an elevator: nothing is available */
+        _cleanup_(disk_facts_freep) DiskFacts *nos = zdisk("none", ZONED_NONE, "6.1.0");
+        CHECK_INT(strv_extend(&nos->elevators_loadable, "bfq"), 0);
+        CHECK_INT(disk_facts_elevator_source(nos, "bfq"), ELEVATOR_UNAVAILABLE);
+        _cleanup_free_ char *zr = NULL;
+        CHECK_INT(disk_facts_render(hm, FACT_ZONED, &zr), 0);
+        CHECK_STR(zr, "host-managed\n");
+        CHECK_INT(zoned_from_string("host-aware"), ZONED_HOST_AWARE);
+        CHECK_INT(zoned_from_string("drive-managed"), _ZONED_INVALID);
 }
 
 int main(void) {
@@ -157,5 +237,6 @@ int main(void) {
         test_new_is_unknown_not_zero();
         test_render();
         test_kernel_release();
+        test_zoned_and_sources();
         return tap_finish("test-facts");
 }

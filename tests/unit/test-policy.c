@@ -18,6 +18,10 @@ typedef struct Disk {
         const char *scheduler;          /* queue/scheduler content */
         const char *transport, *driver;
         bool stacked;
+        Zoned zoned;
+        const char *kernel;             /* kernel release; NULL = "6.1.0-28-amd64" */
+        Multipath multipath;
+        const char *loadable, *builtin; /* one elevator each from modules.dep / modules.builtin */
 } Disk;
 
 static DiskFacts *make(const Disk *d) {
@@ -46,6 +50,17 @@ static DiskFacts *make(const Disk *d) {
         f->transport = d->transport ? strdup(d->transport) : NULL;
         f->driver = d->driver ? strdup(d->driver) : NULL;
         f->stacked = d->stacked;
+        f->zoned = d->zoned;
+        f->kernel_release = strdup(d->kernel ?: "6.1.0-28-amd64");
+        f->multipath = d->multipath;
+        if (d->multipath != MULTIPATH_NONE) {
+                f->multipath_of = strdup("dm-3");
+                f->multipath_source = strdup("holders/dm-3 dm/uuid mpath-3600508b4000156d700012000000b0000");
+        }
+        if (d->loadable && strv_extend(&f->elevators_loadable, d->loadable) < 0)
+                abort();
+        if (d->builtin && strv_extend(&f->elevators_builtin, d->builtin) < 0)
+                abort();
         return f;
 }
 
@@ -69,8 +84,8 @@ static void eval(const Disk *d, const PolicyOverrides *o, DiskClass cls, bool ma
         else if (p.elevator)
                 TAP_FAIL("%s: plan elevator %s, expected none", d->name, p.elevator);
         tap_checks++;
-        /* never an elevator the device does not list */
-        if (p.elevator && !strv_contains(f->elevators, p.elevator))
+        /* never an elevator the device cannot take (listed, built in or loadable) */
+        if (p.elevator && disk_facts_elevator_source(f, p.elevator) == ELEVATOR_UNAVAILABLE)
                 TAP_FAIL("%s: plan elevator %s is not offered", d->name, p.elevator);
         /* the explanation always starts with the classification line */
         CHECK(strv_length(p.explain) >= 1);
@@ -95,10 +110,10 @@ static const char *line(const Plan *p, size_t i) {
         return i < strv_length(p->explain) ? p->explain[i] : "(missing line)";
 }
 
-/* Some explanation line starts with prefix. */
-static bool plan_has(const Plan *p, const char *prefix) {
+/* Some explanation line contains needle. */
+static bool plan_has(const Plan *p, const char *needle) {
         STRV_FOREACH(l, p->explain)
-                if (startswith(*l, prefix))
+                if (strstr(*l, needle))
                         return true;
         return false;
 }
@@ -350,6 +365,169 @@ static void test_many_hctx_slow_never_unlisted(void) {
                                         }
 }
 
+/* Item 2: zoned disks keep mq-deadline before zone write plugging (6.10, dd291d77cc90). */
+static void test_zoned(void) {
+        Plan p;
+        _cleanup_(policy_overrides_done) PolicyOverrides o = {};
+
+        /* ZNS NVMe, 4 hctx (vm-6.1-nvme-4q with queue/zoned host-managed): fast-multiqueue wants none */
+        Disk zns = { .name = "nvme0n1", .has_mq = true, .n_hctx = 4, .rotational = TRISTATE_NO,
+                     .shared_tags = TRISTATE_NO, .scheduler = "[mq-deadline] none", .transport = "nvme", .driver = "nvme",
+                     .zoned = ZONED_HOST_MANAGED };
+        eval(&zns, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "mq-deadline", &p);
+        CHECK(plan_has(&p, "nvme0n1: zoned=host-managed kernel=6.1.0-28-amd64 elevator=mq-deadline -> elevator=mq-deadline, kept: "
+                           "kernel before zone write plugging (6.10, dd291d77cc90)"));
+        CHECK(plan_has(&p, "nvme0n1: zoned=host-managed kernel=6.1.0-28-amd64 -> zoned writes need mq-deadline"));
+        plan_done(&p);
+        /* host-aware exposed as zoned: the same (the kernel requires ELEVATOR_F_ZBD_SEQ_WRITE for both) */
+        zns.zoned = ZONED_HOST_AWARE;
+        eval(&zns, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "mq-deadline", NULL);
+        /* an override of none is not applied */
+        CHECK_INT(policy_overrides_set(&o, KNOB_ELEVATOR, "none"), 0);
+        zns.zoned = ZONED_HOST_MANAGED;
+        eval(&zns, &o, DISK_CLASS_FAST_MULTIQUEUE, true, "mq-deadline", &p);
+        CHECK(plan_has(&p, "nvme0n1: policy/elevator=none zoned=host-managed kernel=6.1.0-28-amd64 -> override not applied"));
+        plan_done(&p);
+        /* someone set none: mq-deadline is put back */
+        zns.scheduler = "mq-deadline [none]";
+        eval(&zns, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "mq-deadline", NULL);
+        /* mq-deadline not loaded yet but a module: loaded on the write */
+        zns.scheduler = "[none]";
+        zns.loadable = "mq-deadline";
+        eval(&zns, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "mq-deadline", &p);
+        CHECK(plan_has(&p, "nvme0n1: elevator=mq-deadline not listed in queue/scheduler -> available: loadable module"));
+        plan_done(&p);
+        /* ... and not available at all: left alone, said why */
+        zns.loadable = NULL;
+        eval(&zns, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, NULL, &p);
+        CHECK(plan_has(&p, "-> elevator left alone: mq-deadline is needed"));
+        plan_done(&p);
+        /* a zoned rotational SMR disk on many hctx: the zoned rule wins over the class too */
+        Disk smr = { .name = "sdb", .has_mq = true, .n_hctx = 8, .rotational = TRISTATE_YES,
+                     .shared_tags = TRISTATE_NO, .scheduler = "[mq-deadline] none", .transport = "scsi", .driver = "mpt3sas",
+                     .zoned = ZONED_HOST_MANAGED, .kernel = "5.15.0-100-generic" };
+        eval(&smr, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "mq-deadline", NULL);
+        /* release unknown: protected; release 6.10 and later: zoned disks are ordinary */
+        zns.scheduler = "[mq-deadline] none";
+        zns.kernel = "garbage";
+        eval(&zns, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "mq-deadline", NULL);
+        zns.kernel = "6.10.0";
+        eval(&zns, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "none", &p);
+        CHECK(plan_has(&p, "nvme0n1: zoned=host-managed kernel=6.10.0 -> zone write plugging (6.10, dd291d77cc90) orders zoned writes"));
+        plan_done(&p);
+        zns.kernel = "6.9.12";          /* 6.9 < 6.10: numeric, not textual */
+        eval(&zns, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "mq-deadline", NULL);
+        /* the hidden multipath path device of a ZNS namespace */
+        Disk path = zns;
+        path.name = "nvme0c0n1";
+        path.multipath = MULTIPATH_NVME_PATH;
+        path.kernel = NULL;
+        eval(&path, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "mq-deadline", &p);
+        CHECK(plan_has(&p, "nvme0c0n1: multipath=nvme-path"));
+        CHECK(plan_has(&p, "(rule elevator-zoned)"));
+        plan_done(&p);
+
+        /* policy/elevator validation: only mq-deadline or auto on such a disk */
+        _cleanup_(disk_facts_freep) DiskFacts *f = make(&zns);
+        free(f->kernel_release);
+        f->kernel_release = strdup("6.1.0");
+        _cleanup_free_ char *v = NULL, *exp = NULL;
+        CHECK_INT(policy_override_validate(KNOB_ELEVATOR, "none", 4, f, NULL, &v), -EINVAL);
+        CHECK_INT(policy_override_validate(KNOB_ELEVATOR, "mq-deadline", 11, f, NULL, &v), 0);
+        CHECK_STR(v, "mq-deadline");
+        exp = policy_override_expected(KNOB_ELEVATOR, f, NULL);
+        CHECK(exp && strstr(exp, "\"mq-deadline\" or \"auto\": zoned=host-managed"));
+}
+
+/* Item 3: an elevator is available when listed, built in or loadable. */
+static void test_loadable(void) {
+        Plan p;
+        /* config Elevator=bfq on a disk offering "[mq-deadline] none", bfq.ko in modules.dep */
+        Disk d = { .name = "sdc", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_YES,
+                   .shared_tags = TRISTATE_NO, .scheduler = "[mq-deadline] none", .transport = "scsi", .driver = "ahci",
+                   .loadable = "bfq" };
+        _cleanup_(policy_overrides_done) PolicyOverrides o = {};
+        CHECK_INT(policy_overrides_set(&o, KNOB_ELEVATOR, "bfq"), 0);
+        o.origin[KNOB_ELEVATOR] = "config [Device:hdd]";
+        eval(&d, &o, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, true, "bfq", &p);
+        CHECK(plan_has(&p, "sdc: config [Device:hdd] elevator=bfq elevator=mq-deadline -> elevator=bfq (rule config)"));
+        CHECK(plan_has(&p, "sdc: elevator=bfq not listed in queue/scheduler -> available: loadable module (modules.dep)"));
+        plan_done(&p);
+        /* not loadable: refused as before */
+        d.loadable = NULL;
+        eval(&d, &o, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, true, NULL, &p);
+        CHECK(plan_has(&p, "override not offered by the device"));
+        plan_done(&p);
+        /* built in (not listed) counts too */
+        d.builtin = "bfq";
+        eval(&d, &o, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, true, "bfq", &p);
+        CHECK(plan_has(&p, "-> available: built in (modules.builtin)"));
+        plan_done(&p);
+        /* the class list reaches for a loadable one: mq-deadline as a module on a disk showing [none] only */
+        Disk h = { .name = "sdd", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_YES, .shared_tags = TRISTATE_NO,
+                   .scheduler = "[none]", .loadable = "mq-deadline" };
+        eval(&h, NULL, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, true, "mq-deadline", &p);
+        CHECK(plan_has(&p, "available=none,mq-deadline(module) -> elevator=mq-deadline (rule elevator-single-queue-rotational)"));
+        plan_done(&p);
+
+        /* policy/elevator=bfq: accepted when loadable, EINVAL when not */
+        d.builtin = NULL;
+        d.loadable = "bfq";
+        _cleanup_(disk_facts_freep) DiskFacts *f = make(&d);
+        _cleanup_free_ char *v = NULL, *exp = NULL;
+        CHECK_INT(policy_override_validate(KNOB_ELEVATOR, "bfq\n", 4, f, NULL, &v), 0);
+        CHECK_STR(v, "bfq");
+        CHECK_INT(policy_override_validate(KNOB_ELEVATOR, "kyber", 5, f, NULL, &v), -EINVAL);
+        exp = policy_override_expected(KNOB_ELEVATOR, f, NULL);
+        CHECK_STR(exp, "one of the elevators the device offers (mq-deadline none bfq(module, loaded on the write)), or \"auto\"");
+}
+
+/* Item 4: dm-multipath legs and request-based maps. */
+static void test_multipath(void) {
+        Plan p;
+        /* the leg sda of dm-3 under mq-deadline: none (as distributions do), not mq-deadline */
+        Disk leg = { .name = "sda", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_YES, .shared_tags = TRISTATE_NO,
+                     .scheduler = "[mq-deadline] kyber bfq none", .transport = "scsi", .driver = "qla2xxx",
+                     .multipath = MULTIPATH_LEG };
+        eval(&leg, NULL, DISK_CLASS_MULTIPATH_LEG, true, "none", &p);
+        CHECK(plan_has(&p, "sda: multipath=leg (holders/dm-3 dm/uuid mpath-"));
+        CHECK(plan_has(&p, "(rule multipath-leg)"));
+        CHECK(plan_has(&p, "sda: class=multipath-leg elevator=mq-deadline wanted=none"));
+        plan_done(&p);
+        /* a leg already at none (distribution rule): kept, nothing written */
+        leg.scheduler = "mq-deadline kyber bfq [none]";
+        eval(&leg, NULL, DISK_CLASS_MULTIPATH_LEG, true, "none", NULL);
+        /* a many-hctx leg behind megaraid_sas is still a leg */
+        leg.n_hctx = 64;
+        leg.shared_tags = TRISTATE_YES;
+        eval(&leg, NULL, DISK_CLASS_MULTIPATH_LEG, true, "none", NULL);
+        /* a leg of a bio-based map: bios pass its elevator, tuned as itself */
+        leg.multipath = MULTIPATH_LEG_BIO;
+        leg.scheduler = "mq-deadline kyber bfq [none]";
+        eval(&leg, NULL, DISK_CLASS_MANY_HCTX_SLOW, true, "mq-deadline", &p);
+        CHECK(plan_has(&p, "(rule multipath-leg-bio)"));
+        plan_done(&p);
+        /* the request-based map dm-3: not forced to none as "stacked", tuned by its own queue */
+        Disk map = { .name = "dm-3", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_YES, .shared_tags = TRISTATE_NO,
+                     .scheduler = "[mq-deadline] kyber bfq none", .transport = "dm", .driver = "device-mapper",
+                     .stacked = true, .multipath = MULTIPATH_MAP };
+        eval(&map, NULL, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL, true, "mq-deadline", &p);
+        CHECK(plan_has(&p, "dm-3: multipath=map"));
+        CHECK(plan_has(&p, "(rule multipath-map)"));
+        plan_done(&p);
+        map.rotational = TRISTATE_NO;
+        eval(&map, NULL, DISK_CLASS_SINGLE_QUEUE_FAST, true, "mq-deadline", NULL);
+        /* any other request-based dm map and loop stay stacked */
+        map.multipath = MULTIPATH_NONE;
+        eval(&map, NULL, DISK_CLASS_STACKED, true, "none", NULL);
+        /* bio-based stacks (md, dm-linear): no blk-mq queue, never written */
+        Disk md = { .name = "md0", .has_mq = false, .rotational = TRISTATE_YES, .shared_tags = TRISTATE_UNKNOWN,
+                    .scheduler = "none", .transport = "md", .driver = "md", .stacked = true };
+        eval(&md, NULL, DISK_CLASS_NO_MQ, false, NULL, NULL);
+        /* [Class:multipath-leg] is a class of its own in config */
+        CHECK_INT(disk_class_from_string("multipath-leg"), DISK_CLASS_MULTIPATH_LEG);
+}
+
 static void test_overrides(void) {
         Disk d = { .name = "sdh", .has_mq = true, .n_hctx = 8, .rotational = TRISTATE_YES,
                    .shared_tags = TRISTATE_NO, .scheduler = "[none] mq-deadline kyber\n",
@@ -502,6 +680,9 @@ int main(void) {
         test_many_hctx_slow_never_unlisted();
         test_overrides();
         test_irq_managed_per_hctx();
+        test_zoned();
+        test_loadable();
+        test_multipath();
         policy_config_done(&config);
         return tap_finish("test-policy");
 }
