@@ -53,6 +53,10 @@ typedef struct Inval {
         struct Inval *next;
         fuse_ino_t ino;
         bool entry;             /* true: the entry name in directory ino; false: inode ino */
+        fuse_req_t open_req;    /* non-NULL: not an invalidation but an open to finish, see open_finish() */
+        struct fuse_file_info open_fi;
+        off_t store_offset;     /* ... after storing store_byte there (-1: nothing to store) */
+        char store_byte;
         char name[];
 } Inval;
 
@@ -73,6 +77,37 @@ static int node_compare(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+static void snapshot_free(Snapshot *s) {
+        if (s) {
+                free(s->data);
+                free(s);
+        }
+}
+
+/*
+ * The second half of an OPEN, on the notifier thread: make the kernel's i_size the snapshot's
+ * size, then answer. Why: splice()/sendfile()/copy_file_range() (busybox cat, uutils cat, ...)
+ * ignore direct_io on kernels whose fuse ->splice_read is filemap_splice_read(): they read
+ * through the page cache and stop at i_size. Seen on Debian 6.12.117 and 6.18.44: a live
+ * file (i_size 0) read empty, a static file grown since its LOOKUP read cut. 6.1.0-57 splices
+ * through ->read_iter and reads everything either way.
+ * Storing the snapshot's last byte at its offset raises i_size to the size
+ * (fs/fuse/dev.c fuse_notify_store(): i_size only grows, and only for a store of >= 1 byte);
+ * a larger i_size left by a longer, older rendering is cut back by the short read of the
+ * last page (fs/fuse/file.c fuse_short_read()), the open having dropped the page cache (no
+ * FOPEN_KEEP_CACHE). Not on the FUSE loop: the store locks a page-cache folio, which another
+ * reader's page read may hold while it waits for this loop to answer its READ.
+ */
+static void open_finish(FuseFs *fs, Inval *i) {
+        if (i->store_offset >= 0) {
+                struct fuse_bufvec b = FUSE_BUFVEC_INIT(1);
+                b.buf[0].mem = &i->store_byte;
+                (void) fuse_lowlevel_notify_store(fs->session, i->ino, i->store_offset, &b, 0);
+        }
+        if (fuse_reply_open(i->open_req, &i->open_fi) < 0)
+                snapshot_free((Snapshot *) (uintptr_t) i->open_fi.fh);
+}
+
 static void *notifier_main(void *userdata) {
         FuseFs *fs = userdata;
 
@@ -87,7 +122,9 @@ static void *notifier_main(void *userdata) {
                 if (!fs->notify_queue)
                         fs->notify_tail = &fs->notify_queue;
                 pthread_mutex_unlock(&fs->notify_lock);
-                if (i->entry)
+                if (i->open_req)
+                        open_finish(fs, i);
+                else if (i->entry)
                         (void) fuse_lowlevel_notify_inval_entry(fs->session, i->ino, i->name, strlen(i->name));
                 else
                         (void) fuse_lowlevel_notify_inval_inode(fs->session, i->ino, 0, 0);
@@ -100,6 +137,8 @@ static void *notifier_main(void *userdata) {
 
 /* Queue an invalidation for the notifier thread (started on first use). Best effort, like
  * the direct call it replaces: on failure the kernel's cache expires after FUSE_FS_TIMEOUT. */
+static bool notify_push(FuseFs *fs, Inval *i);
+
 static void notify_inval(FuseFs *fs, fuse_ino_t ino, const char *name) {
         if (!fs->mounted)
                 return;
@@ -110,6 +149,13 @@ static void notify_inval(FuseFs *fs, fuse_ino_t ino, const char *name) {
         i->entry = name;
         if (name)
                 strcpy(i->name, name);
+        if (!notify_push(fs, i))
+                free(i);
+}
+
+/* Hand i to the notifier thread (started on first use); false when it cannot run. */
+static bool notify_push(FuseFs *fs, Inval *i) {
+        bool queued = false;
         pthread_mutex_lock(&fs->notify_lock);
         if (!fs->notifier_started) {
                 fs->notify_tail = &fs->notify_queue;
@@ -119,10 +165,10 @@ static void notify_inval(FuseFs *fs, fuse_ino_t ino, const char *name) {
                 *fs->notify_tail = i;
                 fs->notify_tail = &i->next;
                 pthread_cond_signal(&fs->notify_cond);
-                i = NULL;
+                queued = true;
         }
         pthread_mutex_unlock(&fs->notify_lock);
-        free(i);
+        return queued;
 }
 
 /* Drop what is queued and join the notifier; while it is inside the kernel, keep answering
@@ -135,6 +181,8 @@ static void notifier_stop(FuseFs *fs) {
         while (fs->notify_queue) {
                 Inval *i = fs->notify_queue;
                 fs->notify_queue = i->next;
+                if (i->open_req && fuse_reply_open(i->open_req, &i->open_fi) < 0)
+                        snapshot_free((Snapshot *) (uintptr_t) i->open_fi.fh);
                 free(i);
         }
         pthread_cond_signal(&fs->notify_cond);
@@ -286,7 +334,12 @@ static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
                 .st_blksize = 4096,
                 .st_atim = t, .st_mtim = t, .st_ctim = t,
         };
-        if (!node_is_dir(n) && !node_is_live(n)) {
+        if (!node_is_dir(n) && n->n_open > 0) {
+                /* while open: what the newest open reads, so a splice reader that fstat()s
+                 * first (the kernel then drops the i_size open_finish() set) still reads it */
+                st->st_size = n->open_size;
+                st->st_blocks = (st->st_size + 511) / 512;
+        } else if (!node_is_dir(n) && !node_is_live(n)) {
                 _cleanup_free_ char *s = NULL;
                 int r = render_node(&fs->ctx, n, &s);
                 if (r < 0)
@@ -490,10 +543,23 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         fi->fh = (uintptr_t) s;
         fi->direct_io = 1;      /* sizes change between opens; never serve stale page cache */
         fi->noflush = 1;        /* close() sends no FUSE_FLUSH (FOPEN_NOFLUSH, Linux >= 5.16): see probe_main() */
-        if (fuse_reply_open(req, fi) < 0) {
-                free(s->data);
-                free(s);
+        n->n_open++;
+        n->open_size = s->size;
+
+        /* i_size = this snapshot's size before the open returns (open_finish()) */
+        Inval *i = fs->mounted ? calloc(1, sizeof(Inval) + 1) : NULL;
+        if (i) {
+                *i = (Inval) { .ino = ino, .open_req = req, .open_fi = *fi, .store_offset = -1 };
+                if (s->size > 0) {
+                        i->store_offset = (off_t) s->size - 1;
+                        i->store_byte = s->data[s->size - 1];
+                }
+                if (notify_push(fs, i))
+                        return;
+                free(i);
         }
+        if (fuse_reply_open(req, fi) < 0)
+                snapshot_free(s);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
@@ -513,11 +579,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        Snapshot *s = (Snapshot *) (uintptr_t) fi->fh;
-        if (s) {
-                free(s->data);
-                free(s);
-        }
+        FuseFs *fs = fuse_req_userdata(req);
+        Node *n = node_get(fs, ino);
+        if (n && n->n_open > 0)
+                n->n_open--;
+        snapshot_free((Snapshot *) (uintptr_t) fi->fh);
         fuse_reply_err(req, 0);
 }
 

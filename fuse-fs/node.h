@@ -124,6 +124,8 @@ struct Node {
         Node *parent, *children, *next;
         Node *last_child;       /* tail of children: appending stays O(1) in devices/ of thousands of disks */
         uint64_t nlookup;       /* kernel references (LOOKUP minus FORGET); hctx/<n>/<attr> is freed at 0 */
+        uint32_t n_open;        /* open file handles (OPEN minus RELEASE) */
+        uint64_t open_size;     /* size of the newest open handle's snapshot, reported while n_open > 0 */
 };
 
 /*

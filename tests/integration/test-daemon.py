@@ -10,7 +10,8 @@ Needs root, /dev/fuse and losetup: exits 77 (skip) with the reason otherwise.
 Cases: (a) hot-add appears within 1 s, facts; (b) mq-deadline -> none applied, SIGTERM
 restores and unmounts; (c) --dry-run writes nothing; (d) losetup -d removes the entry
 within 1 s; (e) read semantics of the tree; (f) an open file of a removed device reads
-EIO, the daemon survives; (g) kill -9 then restart on the same mount point.
+EIO, the daemon survives; (g) kill -9 then restart on the same mount point; (h) splice()
+and sendfile() readers read what read() reads.
 
 Every wait is a poll with a deadline. Loop devices are detached and mounts removed in
 finally blocks whatever happens (tests/pylib/blkmqd_test.py: Daemon, Loops, run_cases).
@@ -247,6 +248,73 @@ def is_live(path):
     return name in LIVE_NAMES or name.endswith("_rate")
 
 
+def splice_read(path, fstat_first=False):
+    """The file as splice()/sendfile() readers see it (busybox cat, uutils cat, cp): through
+    the kernel's page cache up to i_size on kernels whose fuse splice_read is
+    filemap_splice_read() (6.12, 6.18; not 6.1)."""
+    fd = os.open(path, os.O_RDONLY)
+    r, w = os.pipe()
+    out = b""
+    try:
+        if fstat_first:
+            os.fstat(fd)
+        while True:
+            k = os.splice(fd, w, 65536)
+            if k <= 0:
+                break
+            out += os.read(r, k)
+    finally:
+        os.close(fd)
+        os.close(r)
+        os.close(w)
+    return out
+
+
+def case_h_splice_readers(d, loops, tmp):
+    """(h) splice()/sendfile() read what read() reads: every file of the tree (live statistics
+    too, whose st_size is 0), a file that got shorter and then longer between opens, and a
+    live file fstat()ed before the splice."""
+    name = loops.attach("h")
+    d.start("--devices", name)
+    try:
+        wait_for(lambda: os.path.exists(d.path("devices", name, "explain")), 5.0)
+        n, bad = 0, []
+        for root, dirs, files in os.walk(d.mnt):
+            for f in sorted(files):
+                p = os.path.join(root, f)
+                try:
+                    want = bt.read_all(p)
+                except OSError:
+                    continue
+                got = splice_read(p)
+                n += 1
+                if is_live(p):
+                    # values move between two reads: same shape (non-empty, same line count)
+                    if not got or got.count(b"\n") != want.count(b"\n"):
+                        bad.append(f"{p}: splice read {got[:60]!r}, read() {want[:60]!r}")
+                elif got != want:
+                    bad.append(f"{p}: splice read {got[:60]!r}, read() {want[:60]!r}")
+        check(not bad and n >= 50, f"(h) all {n} files read the same through splice()"
+              + "".join("\n      " + b for b in bad[:8]))
+        # a static file that shrinks then grows between opens, stat() by path in between
+        mode = d.path("mode")
+        check(splice_read(mode) == b"auto\n", "(h) mode reads 'auto' through splice()")
+        check(d.write("off", "mode") == 0, "(h) echo off > mode")
+        check(splice_read(mode) == b"off\n", f"(h) shorter content through splice(): {splice_read(mode)!r}")
+        os.stat(mode)
+        check(d.write("auto", "mode") == 0, "(h) echo auto > mode")
+        got = splice_read(mode)
+        check(got == b"auto\n", f"(h) longer content through splice() after a stat(): {got!r}")
+        # a live file (st_size 0 by path) fstat()ed before the splice, as uutils cat does
+        stat = d.path("devices", name, "stat")
+        got = splice_read(stat, fstat_first=True)
+        check(got.startswith(b"read_ios ") and got.endswith(b"\n"),
+              f"(h) live devices/{name}/stat after fstat(): {got[:40]!r} ({len(got)} bytes)")
+        check(os.stat(stat).st_size == 0, "(h) a live file not open reports st_size 0")
+    finally:
+        d.stop()
+
+
 def case_g_kill9_restart(d, loops, tmp):
     """(g) kill -9 leaves a dead mount; a restart on the same mount point succeeds."""
     name = loops.attach("g")
@@ -285,7 +353,7 @@ def main():
     if rc is not None:
         return rc
     bt.run_cases(exe, "blkmqd-it-", (case_a_hotplug_and_facts, case_b_apply_and_restore, case_c_dry_run,
-                                     case_d_e_f, case_g_kill9_restart))
+                                     case_d_e_f, case_g_kill9_restart, case_h_splice_readers))
     return bt.finish()
 
 
