@@ -36,6 +36,7 @@ struct StatsBpf {
         int map_fd;
         int n_cpus;                 /* libbpf_num_possible_cpus(): per-CPU value count */
         bool has_runs;
+        const char *runs_attach;    /* "fentry", "kprobe"; NULL iff !has_runs */
         char *runs_reason;          /* NULL iff has_runs */
 };
 
@@ -218,8 +219,10 @@ int blkmqd_stats_bpf_new(StatsBpf **ret) {
 
         if (run_prog == 1) {
                 skel->links.on_dispatch_fentry = bpf_program__attach(skel->progs.on_dispatch_fentry);
-                if (skel->links.on_dispatch_fentry)
+                if (skel->links.on_dispatch_fentry) {
                         s->has_runs = true;
+                        s->runs_attach = "fentry";
+                }
                 else {
                         r = -errno;
                         free(fentry_why);
@@ -228,8 +231,10 @@ int blkmqd_stats_bpf_new(StatsBpf **ret) {
                 }
         } else if (run_prog == 2) {
                 skel->links.on_dispatch_kprobe = bpf_program__attach(skel->progs.on_dispatch_kprobe);
-                if (skel->links.on_dispatch_kprobe)
+                if (skel->links.on_dispatch_kprobe) {
                         s->has_runs = true;
+                        s->runs_attach = "kprobe";
+                }
                 else {
                         r = -errno;
                         if (asprintf(&kprobe_why, "kprobe: attach failed: %s%s", strerror(-r),
@@ -253,8 +258,8 @@ int blkmqd_stats_bpf_new(StatsBpf **ret) {
                 return s->n_cpus < 0 ? s->n_cpus : -EIO;
         s->skel = TAKE_PTR(skel);
 
-        log_debug("stats-bpf: attached (%d possible CPUs, runs %s)", s->n_cpus,
-                  s->has_runs ? "counted" : "not counted");
+        log_debug("stats-bpf: attached (%d possible CPUs, runs %s%s)", s->n_cpus,
+                  s->has_runs ? "counted through " : "not counted", s->runs_attach ?: "");
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -301,6 +306,10 @@ int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCount
 
 bool blkmqd_stats_bpf_has_runs(StatsBpf *s) {
         return s && s->has_runs;
+}
+
+const char *blkmqd_stats_bpf_runs_attach(StatsBpf *s) {
+        return s && s->has_runs ? s->runs_attach : NULL;
 }
 
 const char *blkmqd_stats_bpf_runs_unavailable_reason(StatsBpf *s) {
@@ -381,6 +390,10 @@ int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCount
 
 bool blkmqd_stats_bpf_has_runs(StatsBpf *s) {
         return false;
+}
+
+const char *blkmqd_stats_bpf_runs_attach(StatsBpf *s) {
+        return NULL;
 }
 
 const char *blkmqd_stats_bpf_runs_unavailable_reason(StatsBpf *s) {

@@ -117,6 +117,13 @@ int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCount
 bool blkmqd_stats_bpf_has_runs(StatsBpf *s);
 
 /*
+ * How runs are counted: "fentry" (BPF trampoline, needs the tracing program type:
+ * CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS; Debian 6.1 and 6.12 have it) or "kprobe"; NULL when
+ * they are not (then blkmqd_stats_bpf_runs_unavailable_reason() says why). Static string.
+ */
+const char *blkmqd_stats_bpf_runs_attach(StatsBpf *s);
+
+/*
  * Why runs are not counted, as one human-readable line for "unavailable: <reason>" files, e.g.
  * "no BPF attach point for blk_mq_sched_dispatch_requests on this kernel (fentry: BPF tracing
  * programs not supported; kprobe: attach failed: Operation not supported)".

@@ -94,8 +94,10 @@ int stats_new(HostFs *h, Stats **ret) {
                                 s->bpf_unavailable = NULL;
                         log_info("Statistics: %s", strna(s->bpf_unavailable));
                 } else
-                        log_info("Statistics: BPF provider loaded (dispatch and completion locality per hctx%s)",
-                                 blkmqd_stats_bpf_has_runs(s->bpf) ? ", queue runs" : "");
+                        log_info("Statistics: BPF provider loaded (dispatch and completion locality per hctx; queue runs %s%s)",
+                                 blkmqd_stats_bpf_has_runs(s->bpf) ? "through " : "not counted: ",
+                                 blkmqd_stats_bpf_has_runs(s->bpf) ? blkmqd_stats_bpf_runs_attach(s->bpf) :
+                                                                     strna(blkmqd_stats_bpf_runs_unavailable_reason(s->bpf)));
         } else
                 s->bpf_unavailable = strdup("BPF provider not loaded: fixture root");
         *ret = s;
