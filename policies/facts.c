@@ -239,14 +239,17 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                         break;
                 case FACT_ELEVATORS_LOADABLE: {
                         const char *sep = "";
-                        STRV_FOREACH(e, f->elevators_builtin) {
-                                fprintf(out, "%s%s(built in)", sep, *e);
-                                sep = " ";
-                        }
-                        STRV_FOREACH(e, f->elevators_loadable) {
-                                fprintf(out, "%s%s(module)", sep, *e);
-                                sep = " ";
-                        }
+                        /* not what queue/scheduler lists now (a module loaded since gathering) */
+                        STRV_FOREACH(e, f->elevators_builtin)
+                                if (!strv_contains(f->elevators, *e)) {
+                                        fprintf(out, "%s%s(built in)", sep, *e);
+                                        sep = " ";
+                                }
+                        STRV_FOREACH(e, f->elevators_loadable)
+                                if (!strv_contains(f->elevators, *e)) {
+                                        fprintf(out, "%s%s(module)", sep, *e);
+                                        sep = " ";
+                                }
                         break;
                 }
                 case FACT_MULTIPATH:

@@ -215,6 +215,12 @@ static void test_zoned_and_sources(void) {
         _cleanup_free_ char *r = NULL;
         CHECK_INT(disk_facts_render(plain, FACT_ELEVATORS_LOADABLE, &r), 0);
         CHECK_STR(r, "kyber(built in) bfq(module)\n");
+        /* once loaded (listed after a switch re-read the scheduler) it is no longer shown here */
+        CHECK_INT(strv_extend(&plain->elevators, "bfq"), 0);
+        free(r);
+        r = NULL;
+        CHECK_INT(disk_facts_render(plain, FACT_ELEVATORS_LOADABLE, &r), 0);
+        CHECK_STR(r, "kyber(built in)\n");
         /* a zoned disk before 6.10: only mq-deadline may come from a module */
         CHECK_INT(strv_extend(&hm->elevators_loadable, "bfq"), 0);
         CHECK_INT(disk_facts_elevator_source(hm, "bfq"), ELEVATOR_UNAVAILABLE);
