@@ -706,13 +706,13 @@ static void on_job_timeout(WriteJob *j, void *userdata) {
         d->run.timed_out = true;
         const char *what = d->run.restore || (j->tag & TAG_RESTORE) ? "restoring" : "writing";
         if (j->n_ops == 1)
-                applied_set(ap, APPLY_TIMEOUT, 0, "%s %s to %s: no answer from the kernel after %.0f s", what,
+                applied_set(ap, APPLY_TIMEOUT, 0, "%s %s to %s: no answer from the kernel after %g s", what,
                             j->ops[0].value, j->ops[0].path, sec);
         else
-                applied_set(ap, APPLY_TIMEOUT, 0, "%s %zu vector(s): no answer from the kernel after %.0f s", what,
+                applied_set(ap, APPLY_TIMEOUT, 0, "%s %zu vector(s): no answer from the kernel after %g s", what,
                             j->n_ops, sec);
         log_device_full(LOG_WARNING, ETIMEDOUT, d->name, BLKMQD_MESSAGE_WRITE_FAILED, NULL,
-                        "%s: the write of \"%s\" to \"%s\" has not returned after %.0f s; the rest is served, "
+                        "%s: the write of \"%s\" to \"%s\" has not returned after %g s; the rest is served, "
                         "its outcome is recorded when it returns", knob_to_string(k), j->ops[0].value, j->ops[0].path, sec);
         if (a->on_timeout)
                 a->on_timeout(d, a->userdata);
