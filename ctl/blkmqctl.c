@@ -255,8 +255,21 @@ static int check_running(void) {
         return 0;
 }
 
-static int check_disk(const char *disk) {
-        if (!*disk || strchr(disk, '/') || strcmp(disk, ".") == 0 || strcmp(disk, "..") == 0) {
+/*
+ * The disk as the tree names it, in place: "/dev/sda" -> "sda", the kernel's "cciss/c0d0"
+ * (or "/dev/cciss/c0d0") -> sysfs's "cciss!c0d0", the name under devices/.
+ */
+static void normalize_disk(char *disk) {
+        if (strncmp(disk, "/dev/", 5) == 0)
+                memmove(disk, disk + 5, strlen(disk + 5) + 1);
+        for (char *c = disk; *c; c++)
+                if (*c == '/')
+                        *c = '!';
+}
+
+static int check_disk(char *disk) {
+        normalize_disk(disk);
+        if (!*disk || strcmp(disk, ".") == 0 || strcmp(disk, "..") == 0) {
                 err("Invalid disk name \"%s\"", disk);
                 return -EXIT_USAGE;
         }

@@ -746,30 +746,166 @@ static void gather_root_disk(HostFs *h, DiskFacts *f, GatherCache *cache) {
         }
 }
 
-static int gather_identity(HostFs *h, DiskFacts *f, const char *devpath) {
-        static const struct {
-                const char *attr, *prefix;
-        } ids[] = {
-                { "device/wwid", "wwid" },      /* SCSI VPD 0x83 */
-                { "wwid", "wwid" },             /* NVMe namespace */
-                { "serial", "serial" },         /* virtio-blk */
-                { "device/serial", "serial" },  /* nvme controller, mmc */
-                { "loop/backing_file", "loop" },
-        };
+/* A sysfs attribute of the disk, blanks trimmed at both ends (NVMe pads serial numbers with
+ * spaces); NULL when absent, unreadable or blank. -ENOMEM only on allocation failure. */
+static int read_id_attr(HostFs *h, const char *name, const char *attr, char **ret) {
+        _cleanup_free_ char *s = NULL;
         char path[PATH_MAX];
 
-        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
-                _cleanup_free_ char *s = NULL;
-                snprintf(path, sizeof(path), "block/%s/%s", f->name, ids[i].attr);
-                if (hostfs_read(h, HOSTFS_SYSFS, path, &s) < 0)
+        *ret = NULL;
+        snprintf(path, sizeof(path), "block/%s/%s", name, attr);
+        int r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return 0;
+        size_t l = strlen(s);
+        while (l > 0 && strchr(" \t\n", s[l - 1]))
+                s[--l] = 0;
+        size_t skip = strspn(s, " \t");
+        if (s[skip] == 0)
+                return 0;
+        *ret = strdup(s + skip);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* "nvme0c1n2": an NVMe multipath path device (drivers/nvme/host/multipath.c nvme_set_disk_name()). */
+static bool nvme_path_device(const char *name) {
+        unsigned a, b, c;
+        int n = 0;
+        return sscanf(name, "nvme%uc%un%u%n", &a, &b, &c, &n) == 3 && name[n] == 0;
+}
+
+/*
+ * Does the disk's parent device hold other disks? SCSI, MMC and others list them in
+ * device/block/, NVMe namespaces sit in the controller's directory itself (device/nvme0n2).
+ * Returns 1, 0, or -ENOMEM.
+ */
+static int parent_has_other_disks(HostFs *h, const char *name) {
+        _cleanup_strv_free_ char **a = NULL, **b = NULL;
+        char path[PATH_MAX];
+        size_t n = 0;
+
+        snprintf(path, sizeof(path), "block/%s/device/block", name);
+        int r = hostfs_list(h, HOSTFS_SYSFS, path, &a);
+        if (r == -ENOMEM)
+                return r;
+        STRV_FOREACH(x, a)
+                n += !streq(*x, name);
+        snprintf(path, sizeof(path), "block/%s/device", name);
+        r = hostfs_list(h, HOSTFS_SYSFS, path, &b);
+        if (r == -ENOMEM)
+                return r;
+        STRV_FOREACH(x, b) {
+                char sub[PATH_MAX];
+                if (streq(*x, name) || streq(*x, "block") || streq(*x, "subsystem"))
                         continue;
-                strip_newline(s);
-                if (isempty(s))
-                        continue;
-                return asprintf(&f->identity, "%s:%s", ids[i].prefix, s) < 0 ? -ENOMEM : 0;
+                snprintf(sub, sizeof(sub), "block/%s/device/%s/dev", name, *x);
+                /* a disk: has dev and a queue/ (the controller's char device has dev but no queue) */
+                char q[PATH_MAX];
+                snprintf(q, sizeof(q), "block/%s/device/%s/queue", name, *x);
+                n += hostfs_exists(h, HOSTFS_SYSFS, sub) && hostfs_exists(h, HOSTFS_SYSFS, q);
         }
-        if (devpath)
-                return asprintf(&f->identity, "path:%s", devpath) < 0 ? -ENOMEM : 0;
+        return n > 0;
+}
+
+/*
+ * The disk's stable identity (the key of its files in the state directory). Each source
+ * names one thing; where several disks share that thing, what tells them apart is added, so
+ * that no two disks of one machine have one identity (issue 13 item 10):
+ *
+ *   wwid:<W>                SCSI device/wwid (VPD page 0x83): one per logical unit. The
+ *                           legs of a dm-multipath map are several disks of one LU and
+ *                           share it: the manager reports such collisions (no stable
+ *                           per-path key exists without udev's ID_PATH).
+ *   wwid:<W>                NVMe namespace wwid: one per namespace; a path device
+ *     .../cntlid:<C>        (nvmeXcYnZ, native multipath) shares it (or serial and nsid)
+ *                           with its head and the other paths: its controller's cntlid is
+ *                           added (gather_identity()).
+ *   serial:<S>              virtio-blk serial (set by whoever starts the VM: may repeat).
+ *   serial:<S>/nsid:<N>     NVMe controller serial, shared by the controller's namespaces:
+ *                           the namespace id tells them apart.
+ *   mmc:<CID>[/<area>]      an MMC/SD card (device/cid: manufacturer, OEM, product, serial).
+ *                           The card's user area (mmcblk0) and its hardware partitions
+ *                           (mmcblk0boot0, mmcblk0boot1, mmcblk0gp0..3, mmcblk0rpmb before
+ *                           it became a character device) are disks of one card: the area
+ *                           is the name after "mmcblk<N>" (drivers/mmc/core/block.c
+ *                           mmc_blk_alloc_part()), none for the user area.
+ *   serial:<S>/disk:<name>  any other device/serial whose parent has several disks.
+ *   loop:<F>[@<off>][+<size>] the backing file; offset and sizelimit when not 0 (two loop
+ *                           devices on one file at one offset still collide).
+ *   dm:<uuid>, dm-name:<n>  device-mapper map (dm/uuid: "mpath-...", "LVM-...", "CRYPT-...").
+ *   path:<devpath>[/<name>] the sysfs path of the parent device; the disk's name added
+ *                           when the parent holds other disks.
+ * Returns 0 or -ENOMEM; no source -> FACT_IDENTITY unknown.
+ */
+static int identity_source(HostFs *h, DiskFacts *f, const char *devpath) {
+        _cleanup_free_ char *v = NULL, *extra = NULL;
+        int r;
+
+        if ((r = read_id_attr(h, f->name, "device/wwid", &v)) < 0)     /* SCSI VPD 0x83 */
+                return r;
+        if (v)
+                return asprintf(&f->identity, "wwid:%s", v) < 0 ? -ENOMEM : 0;
+
+        if ((r = read_id_attr(h, f->name, "wwid", &v)) < 0)             /* NVMe namespace */
+                return r;
+        if (v)
+                return asprintf(&f->identity, "wwid:%s", v) < 0 ? -ENOMEM : 0;
+
+        if ((r = read_id_attr(h, f->name, "serial", &v)) < 0)           /* virtio-blk */
+                return r;
+        if (v)
+                return asprintf(&f->identity, "serial:%s", v) < 0 ? -ENOMEM : 0;
+
+        if ((r = read_id_attr(h, f->name, "device/cid", &v)) < 0)       /* MMC/SD card */
+                return r;
+        if (v && startswith(f->name, "mmcblk")) {
+                const char *area = f->name + 6 + strspn(f->name + 6, "0123456789");
+                return asprintf(&f->identity, "mmc:%s%s%s", v, *area ? "/" : "", area) < 0 ? -ENOMEM : 0;
+        }
+        v = mfree_str(v);
+
+        if ((r = read_id_attr(h, f->name, "device/serial", &v)) < 0)    /* NVMe controller, others */
+                return r;
+        if (v) {
+                if ((r = read_id_attr(h, f->name, "nsid", &extra)) < 0)
+                        return r;
+                if (extra)
+                        return asprintf(&f->identity, "serial:%s/nsid:%s", v, extra) < 0 ? -ENOMEM : 0;
+                r = parent_has_other_disks(h, f->name);
+                if (r < 0)
+                        return r;
+                return asprintf(&f->identity, "serial:%s%s%s", v, r ? "/disk:" : "", r ? f->name : "") < 0 ? -ENOMEM : 0;
+        }
+
+        if ((r = read_id_attr(h, f->name, "loop/backing_file", &v)) < 0)
+                return r;
+        if (v) {
+                _cleanup_free_ char *off = NULL, *limit = NULL;
+                if ((r = read_id_attr(h, f->name, "loop/offset", &off)) < 0 ||
+                    (r = read_id_attr(h, f->name, "loop/sizelimit", &limit)) < 0)
+                        return r;
+                bool o = off && !streq(off, "0"), l = limit && !streq(limit, "0");
+                return asprintf(&f->identity, "loop:%s%s%s%s%s", v, o ? "@" : "", o ? off : "", l ? "+" : "", l ? limit : "") < 0 ?
+                        -ENOMEM : 0;
+        }
+
+        if ((r = read_id_attr(h, f->name, "dm/uuid", &v)) < 0)
+                return r;
+        if (v)
+                return asprintf(&f->identity, "dm:%s", v) < 0 ? -ENOMEM : 0;
+        if ((r = read_id_attr(h, f->name, "dm/name", &v)) < 0)
+                return r;
+        if (v)
+                return asprintf(&f->identity, "dm-name:%s", v) < 0 ? -ENOMEM : 0;
+
+        if (devpath) {
+                r = parent_has_other_disks(h, f->name);
+                if (r < 0)
+                        return r;
+                return asprintf(&f->identity, "path:%s%s%s", devpath, r ? "/" : "", r ? f->name : "") < 0 ? -ENOMEM : 0;
+        }
         return disk_facts_set_unknown(f, FACT_IDENTITY, "no WWID, serial, backing file or device path: overrides are not persisted");
 }
 
@@ -996,6 +1132,24 @@ static int gather_multipath(HostFs *h, DiskFacts *f) {
         return 0;
 }
 
+static int gather_identity(HostFs *h, DiskFacts *f, const char *devpath) {
+        _cleanup_free_ char *cntlid = NULL;
+        char *id = NULL;
+
+        int r = identity_source(h, f, devpath);
+        if (r < 0 || !f->identity || !nvme_path_device(f->name))
+                return r;
+        /* a path device shares the namespace's wwid (or serial and nsid) with its head and the
+         * other paths: its controller (cntlid, unique in the subsystem) tells them apart */
+        if ((r = read_id_attr(h, f->name, "device/cntlid", &cntlid)) < 0)
+                return r;
+        if (asprintf(&id, "%s/%s%s", f->identity, cntlid ? "cntlid:" : "path:", cntlid ?: f->name) < 0)
+                return -ENOMEM;
+        free(f->identity);
+        f->identity = id;
+        return 0;
+}
+
 int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
         _cleanup_(gather_cache_done) GatherCache cache = {};
         return device_gather_cached(h, name, &cache, ret);
@@ -1150,7 +1304,7 @@ int device_list_disks(HostFs *h, char ***ret) {
         if (!disks)
                 return -ENOMEM;
         STRV_FOREACH(n, names)
-                if (disk_name_is_valid(*n) && (r = strv_extend(&disks, *n)) < 0)
+                if ((r = strv_extend(&disks, *n)) < 0)
                         return r;
         *ret = TAKE_PTR(disks);
         return 0;

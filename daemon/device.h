@@ -96,7 +96,8 @@ int device_gather_hctx_details(HostFs *h, DiskFacts *f);
 int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs);
 
 /*
- * Names of the whole disks in sysfs block/ (coldplug without libudev, e.g. on a fixture root).
- * Returns 0 with a strv, or -errno.
+ * Names of the whole disks in sysfs block/ (coldplug without libudev, e.g. on a fixture root),
+ * every entry as listed: the caller refuses names disk_name_is_valid() rejects, with a log
+ * line (the manager does). Returns 0 with a strv, or -errno.
  */
 int device_list_disks(HostFs *h, char ***ret);

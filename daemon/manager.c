@@ -194,12 +194,15 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
+/* --devices/Devices= globs match sysfs's name ("cciss!c0d0") or the kernel's ("cciss/c0d0"). */
 static bool manager_matches(const Manager *m, const char *name) {
         char * const *globs = m->cli_globs ?: m->config.devices;
+        char kernel[256];
+        bool bang = strchr(name, '!') && disk_name_to_kernel(name, kernel, sizeof(kernel));
         if (!globs)
                 return true;
         STRV_FOREACH(g, globs)
-                if (fnmatch(*g, name, 0) == 0)
+                if (fnmatch(*g, name, 0) == 0 || (bang && fnmatch(*g, kernel, 0) == 0))
                         return true;
         return false;
 }
@@ -546,6 +549,13 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
 
         if (!manager_matches(m, name))
                 return;
+        if (!disk_name_is_valid(name)) {
+                /* never silently: a disk the kernel has and blkmqd does not show needs a why */
+                if (!removed)
+                        log_warning_errno(EINVAL, "Disk \"%s\" not managed: its name is no usable file name (empty, \".\", "
+                                          "\"..\", longer than 31 bytes or containing \"/\"), ignoring", name);
+                return;
+        }
 
         /* A disk whose write is in flight is not read again until it returns (its queue
          * attributes may wait for the same lock): the event is taken up then. */

@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "parse.h"
 #include "udev-monitor.h"
 
 /* Room for bursts (hundreds of loop attach/detach events) while the loop is busy. */
@@ -19,6 +20,18 @@ struct UdevMonitor {
         void *userdata;
 };
 
+/*
+ * The disk's name as sysfs has it (block/<name>): libudev's sysname turns sysfs's '!' back
+ * into the '/' of the kernel's device name ("cciss/c0d0"), which is no path component.
+ * NULL when it does not fit a disk name (the manager refuses it with a log line).
+ */
+static const char *disk_name(struct udev_device *d, char *buf, size_t size) {
+        const char *sysname = udev_device_get_sysname(d);
+        if (!sysname)
+                return NULL;
+        return disk_name_from_kernel(sysname, buf, size) ?: sysname;
+}
+
 static bool is_disk(struct udev_device *d) {
         const char *devtype = udev_device_get_devtype(d);
         return devtype && streq(devtype, "disk");
@@ -31,7 +44,8 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
                 struct udev_device *d = udev_monitor_receive_device(m->monitor);
                 if (!d)
                         break;
-                const char *action = udev_device_get_action(d), *name = udev_device_get_sysname(d);
+                char buf[256];
+                const char *action = udev_device_get_action(d), *name = disk_name(d, buf, sizeof(buf));
                 if (action && name && is_disk(d)) {
                         DeviceAction a = streq(action, "remove") ? DEVICE_ACTION_REMOVE :
                                          streq(action, "add") ? DEVICE_ACTION_ADD : DEVICE_ACTION_CHANGE;
@@ -108,8 +122,10 @@ int udev_monitor_coldplug(UdevMonitor *m) {
                 struct udev_device *d = udev_device_new_from_syspath(m->udev, udev_list_entry_get_name(item));
                 if (!d)
                         continue;
-                if (is_disk(d)) {
-                        m->cb(m->userdata, DEVICE_ACTION_ADD, udev_device_get_sysname(d));
+                char buf[256];
+                const char *name = disk_name(d, buf, sizeof(buf));
+                if (name && is_disk(d)) {
+                        m->cb(m->userdata, DEVICE_ACTION_ADD, name);
                         n++;
                 }
                 udev_device_unref(d);

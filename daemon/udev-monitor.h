@@ -19,7 +19,8 @@ typedef enum DeviceAction {
         DEVICE_ACTION_REMOVE,
 } DeviceAction;
 
-/* Called for each whole-disk event. sysname: "sda". Return value is ignored. */
+/* Called for each whole-disk event. sysname: the name sysfs shows, "sda", "cciss!c0d0" (libudev's
+ * "cciss/c0d0" mapped back by disk_name_from_kernel()). Return value is ignored. */
 typedef void (*on_device_event_t)(void *userdata, DeviceAction action, const char *sysname);
 
 /*

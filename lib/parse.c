@@ -275,6 +275,23 @@ bool flags_has_token(const char *s, const char *token) {
         return false;
 }
 
+static char *name_map(const char *s, char from, char to, char *buf, size_t size) {
+        size_t l = strlen(s);
+        if (l >= size)
+                return NULL;
+        for (size_t i = 0; i <= l; i++)
+                buf[i] = s[i] == from ? to : s[i];
+        return buf;
+}
+
+char *disk_name_from_kernel(const char *kernel_name, char *buf, size_t size) {
+        return name_map(kernel_name, '/', '!', buf, size);
+}
+
+char *disk_name_to_kernel(const char *name, char *buf, size_t size) {
+        return name_map(name, '!', '/', buf, size);
+}
+
 bool disk_name_is_valid(const char *name) {
         size_t l = strlen(name);
         return l > 0 && l < 32 && !strchr(name, '/') && !streq(name, ".") && !streq(name, "..");

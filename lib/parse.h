@@ -89,3 +89,13 @@ bool flags_has_token(const char *s, const char *token);
  * at most 31 bytes: DISK_NAME_LEN 32 including NUL). Returns true if usable as a path component.
  */
 bool disk_name_is_valid(const char *name);
+
+/*
+ * The name blkmqd uses for a disk the kernel names kernel_name: sysfs's own (a '/' in a
+ * device name is a '!' in sysfs, lib/kobject.c kobject_set_name_vargs(): "cciss/c0d0" ->
+ * block/cciss!c0d0), which libudev turns back into '/' in udev_device_get_sysname().
+ * Writes at most size bytes (NUL included) into buf; returns buf, or NULL when it does not
+ * fit. disk_name_to_kernel() is the reverse ('!' -> '/', the /dev name below /dev).
+ */
+char *disk_name_from_kernel(const char *kernel_name, char *buf, size_t size);
+char *disk_name_to_kernel(const char *name, char *buf, size_t size);

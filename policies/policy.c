@@ -62,8 +62,15 @@ static bool glob_matches(const char *glob, const char *value) {
         return !glob || (value && fnmatch(glob, value, 0) == 0);
 }
 
+/* A disk name glob matches sysfs's name ("cciss!c0d0") or the kernel's ("cciss/c0d0"). */
+static bool name_matches(const char *glob, const char *name) {
+        char kernel[64];
+        return glob_matches(glob, name) ||
+               (name && strchr(name, '!') && disk_name_to_kernel(name, kernel, sizeof(kernel)) && glob_matches(glob, kernel));
+}
+
 bool device_rule_matches(const DeviceRule *rule, const DiskFacts *f) {
-        if (!glob_matches(rule->match_name, f->name) ||
+        if (!name_matches(rule->match_name, f->name) ||
             !glob_matches(rule->match_driver, f->driver) ||
             !glob_matches(rule->match_transport, f->transport) ||
             !glob_matches(rule->match_identity, f->identity))

@@ -268,6 +268,19 @@ static void test_misc(void) {
         CHECK(!disk_name_is_valid(".."));
         CHECK(!disk_name_is_valid("../sda"));
         CHECK(!disk_name_is_valid("a/b"));
+
+        /* issue 13 item 11: libudev's sysname "cciss/c0d0" is sysfs's block/cciss!c0d0 */
+        char buf[32];
+        CHECK_STR(disk_name_from_kernel("cciss/c0d0", buf, sizeof(buf)), "cciss!c0d0");
+        CHECK(disk_name_is_valid(buf));
+        CHECK_STR(disk_name_to_kernel(buf, buf, sizeof(buf)), "cciss/c0d0");
+        CHECK_STR(disk_name_from_kernel("rd/c0d0p1", buf, sizeof(buf)), "rd!c0d0p1");   /* DAC960 */
+        CHECK_STR(disk_name_from_kernel("ida/c1d15", buf, sizeof(buf)), "ida!c1d15");  /* cpqarray */
+        CHECK_STR(disk_name_from_kernel("sda", buf, sizeof(buf)), "sda");
+        CHECK_STR(disk_name_to_kernel("nvme0n1", buf, sizeof(buf)), "nvme0n1");
+        CHECK_STR(disk_name_from_kernel("a/b/c", buf, sizeof(buf)), "a!b!c");
+        CHECK_NULL(disk_name_from_kernel("cciss/c0d0", buf, 10));                        /* 10 bytes + NUL */
+        CHECK_STR(disk_name_from_kernel("cciss/c0d", buf, 10), "cciss!c0d");
 }
 
 int main(void) {
