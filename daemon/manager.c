@@ -44,6 +44,9 @@ struct Manager {
         uint64_t rate_window_usec;
         UdevMonitor *monitor;
         GatherCache *batch;             /* during coldplug and reload: machine-wide inputs read once */
+        char **batch_added;             /* disks new in the batch: stored state loaded at its end, when
+                                         * every disk's identity is known (identity collisions) */
+        char **originals_seen;          /* state keys whose originals this run loaded or wrote */
         FuseFs *fuse;
         char *mountpoint;
         char **cli_globs;               /* --devices: wins over Devices= */
@@ -188,6 +191,8 @@ Manager *manager_free(Manager *m) {
         hostfs_free(m->hostfs);
         sd_event_unref(m->event);
         strv_free(m->cli_globs);
+        strv_free(m->batch_added);
+        strv_free(m->originals_seen);
         free(m->config_path);
         free(m->mountpoint);
         free(m);
@@ -245,12 +250,47 @@ static void manager_remove_device(Manager *m, const char *name) {
 
 static void manager_update_modules(Manager *m);
 
+/*
+ * Two present disks with one identity (issue 13 item 10): stored settings cannot say which
+ * disk they were made on, so neither gets them, and neither's settings are stored under it.
+ * Marks d (and the disk it collides with); one warning per disk. See gather_identity() for
+ * where identities are made distinct and where they still can collide.
+ */
+static void check_identity(Manager *m, Device *d) {
+        if (!d->facts || !d->facts->identity)
+                return;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *e = m->registry.devices[i];
+                if (e == d || !e->facts || !streq_ptr(e->facts->identity, d->facts->identity))
+                        continue;
+                if (!d->identity_shared)
+                        log_device_full(LOG_WARNING, 0, d->name, NULL, NULL, "Identity %s is also %s's: stored settings are not applied to %s, "
+                                           "and its settings are not stored (they last until it is removed)",
+                                           d->facts->identity, e->name, d->name);
+                if (!e->identity_shared)
+                        log_device_full(LOG_WARNING, 0, e->name, NULL, NULL, "Identity %s is also %s's: %s's settings are not stored from now on",
+                                           e->facts->identity, d->name, e->name);
+                d->identity_shared = e->identity_shared = true;
+        }
+}
+
+/* The key of d's originals in the state directory (NULL: none, or ENOMEM). */
+static char *originals_key(const Device *d) {
+        char *k = NULL;
+        if (!d->facts || !d->facts->identity)
+                return NULL;
+        if (!d->identity_shared)
+                return strdup(d->facts->identity);
+        /* kernel names are unique at any moment: a restart in the same boot finds them */
+        return asprintf(&k, "%s#%s", d->facts->identity, d->name) < 0 ? NULL : k;
+}
+
 /* Load persisted overrides of a newly seen disk; values no longer valid are dropped with a log line. */
 static void load_overrides(Manager *m, Device *d) {
         _cleanup_strv_free_ char **kv = NULL;
         int r;
 
-        if (!m->state || !d->facts->identity)
+        if (!m->state || !d->facts->identity || d->identity_shared)
                 return;
         r = state_load_overrides(m->state, d->facts->identity, &kv);
         if (r == -EBADMSG) {
@@ -303,26 +343,34 @@ static int originals_to_kv(const Device *d, char ***ret) {
 /* Keep originals/<identity> in step with what is recorded in memory (crash safety). */
 static void persist_originals(Manager *m, Device *d) {
         _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *key = NULL;
         int r;
 
-        if (!m->state || !d->facts || !d->facts->identity)
+        if (!m->state || !(key = originals_key(d)))
                 return;
         r = originals_to_kv(d, &kv);
         if (r >= 0)
-                r = state_save(m->state, STATE_ORIGINALS, d->facts->identity, kv);
+                r = state_save(m->state, STATE_ORIGINALS, key, kv);
+        if (r >= 0 && kv && !strv_contains(m->originals_seen, key))
+                (void) strv_extend(&m->originals_seen, key);
         if (r < 0)
                 log_device_warning_errno(d->name, r, "Failed to persist original values, a crash would lose them: %m");
 }
 
-/* Originals recorded by an earlier run that did not get to restore them (crash, kill -9). */
+/*
+ * Originals recorded by an earlier run that did not get to restore them (crash, kill -9), or
+ * by this run before the disk was removed (said once, not on every re-add).
+ */
 static void load_originals(Manager *m, Device *d) {
         _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *key = NULL;
         unsigned irq;
         int r;
 
-        if (!m->state || !d->facts->identity)
+        if (!m->state || !(key = originals_key(d)))
                 return;
-        r = state_load(m->state, STATE_ORIGINALS, d->facts->identity, &kv);
+        bool earlier_run = !strv_contains(m->originals_seen, key);
+        r = state_load(m->state, STATE_ORIGINALS, key, &kv);
         if (r < 0) {
                 log_device_warning_errno(d->name, r, "Stored original values unreadable%s: %m",
                                          r == -EBADMSG ? ", set aside as .corrupt" : "");
@@ -342,9 +390,22 @@ static void load_originals(Manager *m, Device *d) {
                         log_device_warning_errno(d->name, EINVAL, "Stored original \"%s\" unknown, ignoring", kv[i]);
                         continue;
                 }
-                log_device_info(d->name, "Original %s=%s recorded by an earlier run will be restored on stop",
-                                kv[i], kv[i + 1]);
+                if (earlier_run)
+                        log_device_info(d->name, "Original %s=%s recorded by an earlier run will be restored on stop",
+                                        kv[i], kv[i + 1]);
+                else
+                        log_device_debug(d->name, "Original %s=%s recorded before the disk was last removed, kept",
+                                         kv[i], kv[i + 1]);
         }
+        if (kv && earlier_run)
+                (void) strv_extend(&m->originals_seen, key);
+}
+
+/* A disk just added: its identity checked against the others', then what is stored for it. */
+static void load_stored(Manager *m, Device *d) {
+        check_identity(m, d);
+        load_overrides(m, d);
+        load_originals(m, d);
 }
 
 static void waiters_check(Manager *m);
@@ -599,10 +660,14 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
         disk_facts_free(d->facts);
         d->facts = TAKE_PTR(facts);
         d->generation++;
-        if (added) {
-                load_overrides(m, d);
-                load_originals(m, d);
+        if (added && m->batch) {
+                /* stored settings wait for the batch's end: a disk later in it may have the same
+                 * identity, and then neither may get them */
+                if (strv_extend(&m->batch_added, name) >= 0)
+                        goto finish;
         }
+        if (added)
+                load_stored(m, d);
 
         manager_evaluate(m, d, added);
 finish:
@@ -629,7 +694,22 @@ static void on_device_event(void *userdata, DeviceAction action, const char *sys
 
 /* After a coldplug or reload batch: machine-wide inputs are no longer shared; hosts/ once for all. */
 static void manager_batch_end(Manager *m) {
+        _cleanup_strv_free_ char **added = TAKE_PTR(m->batch_added);
+
         m->batch = NULL;
+        STRV_FOREACH(n, added) {                /* every collision known before anything is loaded */
+                Device *d = registry_get(&m->registry, *n);
+                if (d)
+                        check_identity(m, d);
+        }
+        STRV_FOREACH(n, added) {
+                Device *d = registry_get(&m->registry, *n);
+                if (!d || !d->facts)
+                        continue;
+                load_overrides(m, d);
+                load_originals(m, d);
+                manager_evaluate(m, d, true);
+        }
         if (m->fuse)
                 (void) fuse_fs_hosts_updated(m->fuse);
 }
@@ -752,7 +832,10 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
                         return r;
         }
 
-        if (m->state && d->facts->identity) {
+        if (m->state && d->facts->identity && d->identity_shared)
+                log_device_full(LOG_NOTICE, 0, device, NULL, NULL, "policy/%s not stored: identity %s is shared with another disk, the setting "
+                                  "lasts until %s is removed", kname, d->facts->identity, device);
+        else if (m->state && d->facts->identity) {
                 r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
                 if (r < 0)
                         log_device_warning_errno(device, r, "Failed to persist overrides, they last until restart: %m");

@@ -85,6 +85,9 @@ typedef struct Device {
         size_t n_history_hctx;
         StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */
         uint64_t generation;    /* bumped on every re-gather */
+        bool identity_shared;   /* another present disk had the same identity when this one was
+                                 * added: nothing stored is applied to it, its overrides are
+                                 * not persisted, its originals go to "<identity>#<name>" */
         ApplyRun run;
 } Device;
 
