@@ -678,8 +678,10 @@ static void knob_finish(Applier *a, Device *d, const WriteJob *j) {
                 r = restore_in_run_finish(d, k, j);
         else
                 r = k == KNOB_IRQ_AFFINITY ? irq_affinity_finish(d, j) : queue_knob_finish(a->hostfs, d, k, j);
-        if (r > 0)
+        if (r > 0) {
                 d->run.written += r;
+                d->run.written_knobs |= 1u << k;
+        }
 }
 
 static void on_job_done(WriteJob *j, void *userdata) {

@@ -64,6 +64,7 @@ typedef struct ApplyRun {
         void *job;              /* the WriteJob in flight, NULL when none */
         bool timed_out;         /* ... and it passed its deadline */
         int written;            /* values written (or originals dropped) so far */
+        unsigned written_knobs; /* bit per Knob whose write returned written (facts to read again) */
         int error;              /* restore: the first -errno */
         size_t irq_total, irq_kept, irq_managed, irq_would;     /* irq_affinity, decided before its write */
         char nr_before[32];     /* nr_requests before the elevator write in flight ("" unknown): the switch resets it */
