@@ -670,6 +670,90 @@ static void test_defaults(void) {
         CHECK_NULL(config.classes[DISK_CLASS_UNKNOWN].elevators);
 }
 
+/*
+ * Issue 13: the elevator is decided from the one blkmqd found (elevator_before) and explain
+ * shows both; the nr_requests reset of an elevator switch is explained and an override capped
+ * to what the new elevator takes; an admin's enabled=1 wins over a config Enabled=no.
+ */
+static void test_state_after_writes(void) {
+        Disk sq = { .name = "vda", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_NO,
+                    .shared_tags = TRISTATE_NO, .scheduler = "[none] mq-deadline kyber bfq\n",
+                    .transport = "virtio", .driver = "virtio_blk" };
+        Plan p = {};
+
+        /* single-queue-fast keeps what it finds: with blkmqd's none over the disk's
+         * mq-deadline, "keep" means mq-deadline (an override that went back to auto) */
+        {
+                _cleanup_(disk_facts_freep) DiskFacts *f = make(&sq);
+                f->elevator_before = strdup("mq-deadline");
+                f->nr_requests = 64;
+                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                CHECK_INT(p.class, DISK_CLASS_SINGLE_QUEUE_FAST);
+                CHECK_STR(p.elevator, "mq-deadline");
+                CHECK_STR(line(&p, 1), "vda: class=single-queue-fast elevator=none (mq-deadline before blkmqd switched it) -> "
+                                       "elevator=mq-deadline, kept: any elevator is fine for this class (rule elevator-single-queue-fast)");
+                /* the planned switch back resets nr_requests: said */
+                CHECK(plan_has(&p, "vda: nr_requests=64 elevator none -> mq-deadline: the switch resets nr_requests to mq-deadline's default"));
+                plan_done(&p);
+        }
+        /* a class decision blkmqd carried out stays the decision: stacked wants none, it has it */
+        {
+                Disk lo = { .name = "loop0", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_YES,
+                            .shared_tags = TRISTATE_NO, .scheduler = "[none] mq-deadline kyber bfq\n",
+                            .transport = "loop", .driver = "loop", .stacked = true };
+                _cleanup_(disk_facts_freep) DiskFacts *f = make(&lo);
+                f->elevator_before = strdup("mq-deadline");
+                f->nr_requests = 64;
+                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                CHECK_STR(p.elevator, "none");
+                CHECK_STR(line(&p, 1), "loop0: class=stacked elevator=none (mq-deadline before blkmqd switched it) wanted=none "
+                                       "available=none,mq-deadline,kyber,bfq -> elevator=none (rule elevator-stacked)");
+                CHECK(plan_has(&p, "loop0: nr_requests=64: reset by the kernel when blkmqd switched the elevator mq-deadline -> none"));
+                plan_done(&p);
+        }
+        /* an nr_requests override above what none takes: capped, after the switch */
+        {
+                Disk dl = sq;
+                dl.scheduler = "none [mq-deadline] kyber bfq\n";
+                _cleanup_(disk_facts_freep) DiskFacts *f = make(&dl);
+                f->nr_requests = 256;
+                PolicyOverrides o = { .elevator = (char *) "none", .nr_requests = (char *) "1024" };
+                CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+                CHECK_STR(p.elevator, "none");
+                CHECK_STR(p.nr_requests, "64");         /* make(): nr_tags 64 */
+                CHECK(plan_has(&p, "vda: policy/nr_requests=1024 nr_requests=256 -> nr_requests=64, capped: the kernel takes "
+                                   "4..64 with elevator none, written after the elevator switch mq-deadline -> none (which resets it) (rule override)"));
+                plan_done(&p);
+                /* under an elevator the same override is taken as it is */
+                PolicyOverrides o2 = { .nr_requests = (char *) "1024" };
+                CHECK_INT(policy_evaluate(f, &config, &o2, &p), 0);
+                CHECK_STR(p.nr_requests, "1024");
+                plan_done(&p);
+        }
+        /* policy/enabled: an admin's 1 wins over a config Enabled=no; "auto" leaves it to the config */
+        {
+                PolicyConfig c = {};
+                CHECK_INT(policy_config_init_defaults(&c), 0);
+                c.rules = calloc(1, sizeof(DeviceRule));
+                c.n_rules = 1;
+                c.rules[0] = (DeviceRule) { .name = strdup("all"), .match_hwq_min = -1, .match_hwq_max = -1,
+                                            .match_rotational = TRISTATE_UNKNOWN, .has_enabled = true };
+                c.rules[0].settings.disabled = true;
+                _cleanup_(disk_facts_freep) DiskFacts *f = make(&sq);
+                PolicyOverrides automatic = {}, on = { .enabled_set = true }, off = { .enabled_set = true, .disabled = true };
+                CHECK_INT(policy_evaluate(f, &c, &automatic, &p), 0);
+                CHECK(!p.manage);
+                plan_done(&p);
+                CHECK_INT(policy_evaluate(f, &c, &on, &p), 0);
+                CHECK(p.manage);
+                plan_done(&p);
+                CHECK_INT(policy_evaluate(f, &c, &off, &p), 0);
+                CHECK(!p.manage);
+                plan_done(&p);
+                policy_config_done(&c);
+        }
+}
+
 int main(void) {
         if (policy_config_init_defaults(&config) < 0)
                 return 1;
@@ -683,6 +767,7 @@ int main(void) {
         test_zoned();
         test_loadable();
         test_multipath();
+        test_state_after_writes();
         policy_config_done(&config);
         return tap_finish("test-policy");
 }
