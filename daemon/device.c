@@ -378,6 +378,7 @@ void gather_cache_done(GatherCache *c) {
         free(c->functions);
         strv_free(c->elevators_builtin);
         strv_free(c->elevators_loadable);
+        strv_free(c->elevators_blocked);
         *c = (GatherCache) {};
 }
 
@@ -950,17 +951,138 @@ static char *elevator_of_module(const char *path, size_t len) {
         return NULL;
 }
 
-/* Elevators provided by the modules listed in text, one per line up to ':' (modules.dep) or EOL. */
-static int elevators_of_module_list(const char *text, char ***ret) {
+/* Module name of a module file path ("kernel/block/kyber-iosched.ko.zst" -> "kyber-iosched"); NULL on ENOMEM. */
+static char *module_of_path(const char *path, size_t len) {
+        const char *b = path;
+        for (const char *p = path; p < path + len; p++)
+                if (*p == '/')
+                        b = p + 1;
+        const char *ko = memmem(b, path + len - b, ".ko", 3);
+        return strndup(b, ko ? (size_t) (ko - b) : (size_t) (path + len - b));
+}
+
+/* modprobe treats '-' and '_' in module names alike. */
+static bool module_name_eq(const char *a, const char *b) {
+        for (; *a && *b; a++, b++)
+                if (*a != *b && !((*a == '-' || *a == '_') && (*b == '-' || *b == '_')))
+                        return false;
+        return *a == *b;
+}
+
+/*
+ * Elevators provided by the modules listed in text, one per line up to ':' (modules.dep) or
+ * EOL; with pairs, "<elevator>=<module>" for each is appended there too.
+ */
+static int elevators_of_module_list(const char *text, char ***ret, char ***pairs) {
         for (const char *line = text; line && *line; ) {
                 const char *nl = strchr(line, '\n');
                 size_t l = nl ? (size_t) (nl - line) : strlen(line);
                 const char *colon = memchr(line, ':', l);
-                _cleanup_free_ char *e = elevator_of_module(line, colon ? (size_t) (colon - line) : l);
-                if (e && !strv_contains(*ret, e) && strv_extend(ret, e) < 0)
-                        return -ENOMEM;
+                size_t pl = colon ? (size_t) (colon - line) : l;
+                _cleanup_free_ char *e = elevator_of_module(line, pl);
+                if (e && !strv_contains(*ret, e)) {
+                        if (strv_extend(ret, e) < 0)
+                                return -ENOMEM;
+                        _cleanup_free_ char *m = module_of_path(line, pl), *pair = NULL;
+                        if (pairs && (!m || asprintf(&pair, "%s=%s", e, m) < 0 || strv_extend(pairs, pair) < 0))
+                                return -ENOMEM;
+                }
                 line = nl ? nl + 1 : NULL;
         }
+        return 0;
+}
+
+/* The module of elevator e from "<elevator>=<module>" pairs, or NULL. */
+static const char *pair_module(char * const *pairs, const char *e) {
+        size_t l = strlen(e);
+        STRV_FOREACH(p, pairs)
+                if (strncmp(*p, e, l) == 0 && (*p)[l] == '=')
+                        return *p + l + 1;
+        return NULL;
+}
+
+/*
+ * Why modprobe would not load module for the kernel's request_module("<elevator>-iosched"),
+ * from one modprobe.d file (file names it), or NULL: "install <module> /bin/false" (or true:
+ * nothing is loaded either way), or "blacklist <module>" when the request goes through an
+ * alias (blacklist only ignores a module's aliases, modprobe.d(5)).
+ */
+static char *modprobe_blocks(const char *text, const char *file, const char *elevator, const char *module) {
+        char request[160];
+        snprintf(request, sizeof(request), "%s-iosched", elevator);
+        bool by_alias = !module_name_eq(module, request);
+        _cleanup_free_ char *copy = strdup(text);
+        if (!copy)
+                return NULL;
+        for (char *line = copy; line && *line; ) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                char cmd[32], m[128], prog[256];
+                int n = sscanf(line, " %31s %127s %255s", cmd, m, prog);
+                char *r = NULL;
+                if (n >= 2 && module_name_eq(m, module)) {
+                        const char *base = n == 3 ? (strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog) : "";
+                        if (streq(cmd, "blacklist") && by_alias) {
+                                if (asprintf(&r, "blacklist %s in %s (the kernel asks for the alias %s)", m, file, request) < 0)
+                                        r = NULL;
+                                return r;
+                        }
+                        if (streq(cmd, "install") && n == 3 && (streq(base, "false") || streq(base, "true"))) {
+                                if (asprintf(&r, "install %s %s in %s", m, prog, file) < 0)
+                                        r = NULL;
+                                return r;
+                        }
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        return NULL;
+}
+
+/* Loadable elevators whose module modprobe.d (etc/modprobe.d, run/modprobe.d) keeps from loading move to blocked. */
+static int apply_modprobe_d(HostFs *h, GatherCache *c, char * const *pairs) {
+        static const struct {
+                HostFsKind kind;
+                const char *dir, *label;
+        } dirs[] = {
+                { HOSTFS_MODPROBE_D, ".",          "/etc/modprobe.d/" },
+                { HOSTFS_RUN,        "modprobe.d", "/run/modprobe.d/" },
+        };
+        char **keep = NULL;
+
+        STRV_FOREACH(e, c->elevators_loadable) {
+                const char *module = pair_module(pairs, *e);
+                _cleanup_free_ char *why = NULL;
+                for (size_t d = 0; d < ELEMENTSOF(dirs) && module && !why; d++) {
+                        _cleanup_strv_free_ char **names = NULL;
+                        if (hostfs_list(h, dirs[d].kind, dirs[d].dir, &names) < 0)
+                                continue;
+                        STRV_FOREACH(n, names) {
+                                size_t l = strlen(*n);
+                                if (l < 6 || !streq(*n + l - 5, ".conf"))
+                                        continue;
+                                char path[PATH_MAX], file[PATH_MAX];
+                                _cleanup_free_ char *text = NULL;
+                                snprintf(path, sizeof(path), "%s/%s", dirs[d].dir, *n);
+                                snprintf(file, sizeof(file), "%s%s", dirs[d].label, *n);
+                                if (hostfs_read(h, dirs[d].kind, path, &text) < 0)
+                                        continue;
+                                why = modprobe_blocks(text, file, *e, module);
+                                if (why)
+                                        break;
+                        }
+                }
+                char *entry = NULL;
+                int r = why ? (asprintf(&entry, "%s: %s", *e, why) < 0 ? -ENOMEM : strv_extend(&c->elevators_blocked, entry)) :
+                              strv_extend(&keep, *e);
+                free(entry);
+                if (r < 0) {
+                        strv_free(keep);
+                        return -ENOMEM;
+                }
+        }
+        strv_free(c->elevators_loadable);
+        c->elevators_loadable = keep;
         return 0;
 }
 
@@ -971,6 +1093,7 @@ static int elevators_of_module_list(const char *text, char ***ret) {
  */
 static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *c) {
         _cleanup_free_ char *dep = NULL, *builtin = NULL, *alias = NULL;
+        _cleanup_strv_free_ char **pairs = NULL;
         char path[PATH_MAX];
         int r;
 
@@ -990,9 +1113,9 @@ static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *
         r = hostfs_read(h, HOSTFS_MODULES, path, &builtin);
         if (r == -ENOMEM)
                 return r;
-        if (builtin && elevators_of_module_list(builtin, &c->elevators_builtin) < 0)
+        if (builtin && elevators_of_module_list(builtin, &c->elevators_builtin, NULL) < 0)
                 return -ENOMEM;
-        if (dep && elevators_of_module_list(dep, &c->elevators_loadable) < 0)
+        if (dep && elevators_of_module_list(dep, &c->elevators_loadable, &pairs) < 0)
                 return -ENOMEM;
 
         snprintf(path, sizeof(path), "%s/modules.alias", release);
@@ -1005,8 +1128,10 @@ static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *
                         if (sscanf(line, "alias %127s %127s", a, m) == 2 && strlen(a) > 8 &&
                             streq(a + strlen(a) - 8, "-iosched")) {
                                 a[strlen(a) - 8] = 0;
+                                char pair[300];
+                                snprintf(pair, sizeof(pair), "%s=%s", a, m);
                                 if (!strv_contains(c->elevators_loadable, a) && !strv_contains(c->elevators_builtin, a) &&
-                                    strv_extend(&c->elevators_loadable, a) < 0)
+                                    (strv_extend(&c->elevators_loadable, a) < 0 || strv_extend(&pairs, pair) < 0))
                                         return -ENOMEM;
                         }
                         line = nl ? nl + 1 : NULL;
@@ -1020,7 +1145,7 @@ static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *
                 }
         strv_free(c->elevators_loadable);
         c->elevators_loadable = loadable;
-        return 0;
+        return apply_modprobe_d(h, c, pairs);
 }
 
 /* Copy the cache's lists into f, leaving out what queue/scheduler lists already. */
@@ -1031,8 +1156,8 @@ static int gather_elevators_available(HostFs *h, DiskFacts *f, GatherCache *c) {
         if (c->elevator_modules_error < 0 && !c->elevators_builtin)
                 return disk_facts_set_unknown(f, FACT_ELEVATORS_LOADABLE, "lib/modules/%s/modules.dep: %s",
                                               f->kernel_release ?: "(release unknown)", errno_reason(c->elevator_modules_error));
-        char **from[] = { c->elevators_builtin, c->elevators_loadable };
-        char ***to[] = { &f->elevators_builtin, &f->elevators_loadable };
+        char **from[] = { c->elevators_builtin, c->elevators_loadable, c->elevators_blocked };
+        char ***to[] = { &f->elevators_builtin, &f->elevators_loadable, &f->elevators_blocked };
         for (size_t i = 0; i < ELEMENTSOF(from); i++)
                 STRV_FOREACH(e, from[i])
                         if (!strv_contains(f->elevators, *e) && strv_extend(to[i], *e) < 0)

@@ -59,6 +59,7 @@ typedef struct GatherCache {
         bool have_elevator_modules;
         int elevator_modules_error;     /* reading modules.dep failed: -errno */
         char **elevators_builtin, **elevators_loadable;
+        char **elevators_blocked;       /* "bfq: blacklist bfq in /etc/modprobe.d/x.conf (...)" */
 } GatherCache;
 
 void gather_cache_done(GatherCache *c);

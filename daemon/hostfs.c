@@ -144,6 +144,9 @@ int hostfs_new(const char *root, HostFs **ret) {
 
         for (size_t i = 0; i < _HOSTFS_KIND_MAX; i++)
                 h->fd[i] = openat(h->root_fd, kind_dir[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* merged-/usr systems without the /lib symlink keep the module tree in /usr/lib/modules (kmod 34) */
+        if (h->fd[HOSTFS_MODULES] < 0)
+                h->fd[HOSTFS_MODULES] = openat(h->root_fd, "usr/lib/modules", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         parse_test_hold(h, getenv("BLKMQD_TEST_HOLD_WRITE"));
         *ret = h;

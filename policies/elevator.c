@@ -152,10 +152,13 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                 return -ENOMEM;
 
         if (o->elevator) {
-                if (disk_facts_elevator_source(f, o->elevator) == ELEVATOR_UNAVAILABLE)
-                        return plan_explain(plan, "%s: %s=%s available=%s -> elevator left alone, override not offered by the device (rule %s)",
+                if (disk_facts_elevator_source(f, o->elevator) == ELEVATOR_UNAVAILABLE) {
+                        const char *blocked = disk_facts_elevator_blocked(f, o->elevator);
+                        return plan_explain(plan, "%s: %s=%s available=%s -> elevator left alone, override not offered by the device%s%s (rule %s)",
                                             f->name, override_label(o, KNOB_ELEVATOR), o->elevator, available,
+                                            blocked ? ": its module is kept from loading: " : "", strempty(blocked),
                                             o->origin[KNOB_ELEVATOR] ? "config" : "override");
+                }
                 r = plan_set(f, plan, o->elevator);
                 if (r >= 0)
                         r = plan_explain(plan, "%s: %s=%s elevator=%s -> elevator=%s%s (rule %s)",

@@ -127,6 +127,7 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         free(f->identity);
         strv_free(f->elevators_builtin);
         strv_free(f->elevators_loadable);
+        strv_free(f->elevators_blocked);
         free(f->multipath_of);
         free(f->multipath_source);
         for (size_t i = 0; i < _FACT_MAX; i++)
@@ -250,6 +251,13 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                                         fprintf(out, "%s%s(module)", sep, *e);
                                         sep = " ";
                                 }
+                        STRV_FOREACH(e, f->elevators_blocked) {
+                                const char *colon = strchr(*e, ':');
+                                if (!colon)
+                                        continue;
+                                fprintf(out, "%s%.*s(module, not loadable:%s)", sep, (int) (colon - *e), *e, colon + 1);
+                                sep = " ";
+                        }
                         break;
                 }
                 case FACT_MULTIPATH:
@@ -348,6 +356,14 @@ const char *elevator_source_to_string(ElevatorSource s) {
         if (s < 0 || (size_t) s >= ELEMENTSOF(elevator_source_table))
                 return NULL;
         return elevator_source_table[s];
+}
+
+const char *disk_facts_elevator_blocked(const DiskFacts *f, const char *name) {
+        size_t l = name ? strlen(name) : 0;
+        STRV_FOREACH(e, f->elevators_blocked)
+                if (l && strncmp(*e, name, l) == 0 && (*e)[l] == ':')
+                        return *e + l + 2;
+        return NULL;
 }
 
 ElevatorSource disk_facts_elevator_source(const DiskFacts *f, const char *name) {

@@ -189,6 +189,8 @@ typedef struct DiskFacts {
          */
         char **elevators_builtin;
         char **elevators_loadable;
+        /* modules modprobe.d keeps from loading: "<name>: <why>" ("bfq: blacklist bfq in /etc/modprobe.d/x.conf (...)") */
+        char **elevators_blocked;
 
         Multipath multipath;
         char *multipath_of;             /* leg: the map ("dm-3"); nvme path: the head ("nvme0n1"); NULL */
@@ -242,6 +244,9 @@ Tristate kernel_release_at_least(const char *release, unsigned major, unsigned m
  * one would be refused by elevator_find(), so only mq-deadline counts there. Pure.
  */
 ElevatorSource disk_facts_elevator_source(const DiskFacts *f, const char *name);
+/* Why modprobe.d keeps elevator name's module from loading (elevators_blocked), or NULL. Pure. */
+const char *disk_facts_elevator_blocked(const DiskFacts *f, const char *name);
+
 /* "listed in queue/scheduler", "built in (modules.builtin)", "loadable module (modules.dep)", "unavailable" */
 const char *elevator_source_to_string(ElevatorSource s);
 
