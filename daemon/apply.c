@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "apply.h"
 #include "log.h"
@@ -122,9 +123,71 @@ static void log_write_failed(const Device *d, const char *knob, int r, WriteErro
         snprintf(f_knob, sizeof(f_knob), "BLKMQD_KNOB=%s", knob);
         const char *fields[] = { f_knob, NULL };
         log_device_full(LOG_WARNING, r, d->name, BLKMQD_MESSAGE_WRITE_FAILED, fields, "%s: %m%s", what,
-                        c == WRITE_ERROR_TRANSIENT ? ", will retry" :
-                        c == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : "");
+                        c == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : ", will retry with backoff");
 }
+static void log_external(const Device *d, const char *knob, int level, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void log_external(const Device *d, const char *knob, int level, const char *fmt, ...) {
+        char what[1024], f_knob[64];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        snprintf(f_knob, sizeof(f_knob), "BLKMQD_KNOB=%s", knob);
+        const char *fields[] = { f_knob, NULL };
+        log_device_full(level, 0, d->name, BLKMQD_MESSAGE_EXTERNAL_CHANGE, fields, "%s", what);
+}
+
+/* ---- backoff ---------------------------------------------------------------------------------- */
+
+uint64_t apply_backoff_delay(unsigned level) {
+        uint64_t d = APPLY_BACKOFF_FIRST_USEC;
+        for (unsigned i = 1; i < level && d < APPLY_BACKOFF_MAX_USEC; i++)
+                d *= 2;
+        return MIN(d, APPLY_BACKOFF_MAX_USEC);
+}
+
+static uint64_t clock_now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* One more failed write or overwritten rewrite at now: the next write waits. A level whose
+ * last event is older than twice the longest delay starts afresh. */
+static void backoff_bump(Backoff *b, uint64_t now) {
+        if (b->level > 0 && now - b->last_usec > 2 * APPLY_BACKOFF_MAX_USEC)
+                b->level = 0;
+        b->level++;
+        b->last_usec = now;
+        b->retry_usec = now + apply_backoff_delay(b->level);
+}
+
+static bool backoff_waiting(const Backoff *b, uint64_t now) {
+        return b->level > 0 && now < b->retry_usec;
+}
+
+/* Seconds (rounded up) until the next write is allowed. */
+static unsigned backoff_left_sec(const Backoff *b, uint64_t now) {
+        return b->retry_usec > now ? (unsigned) ((b->retry_usec - now + 999999) / 1000000) : 0;
+}
+
+/* blkmqd's value was found in place: a write war is over once it held for twice the last delay.
+ * Returns true when a war (level >= 2) ended now. */
+static bool war_held(Backoff *b, uint64_t now) {
+        if (b->level == 0 || now < b->last_usec + 2 * apply_backoff_delay(b->level))
+                return false;
+        bool war = b->level >= 2;
+        *b = (Backoff) {};
+        return war;
+}
+
+/* The time of d's run (ApplyOptions.now_usec, else when it started): every backoff decision
+ * of one pass uses it. */
+static uint64_t run_now_usec(const Device *d) {
+        return d->run.now_usec ?: clock_now_usec();
+}
+
 
 /* A job putting the recorded original of queue knob k back (within an apply run). */
 static int restore_job(const Device *d, Knob k, WriteJob **ret) {
@@ -195,10 +258,15 @@ static int queue_knob_no_wish(HostFs *h, Device *d, Knob k, const ApplyOptions *
 static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob **ret_job) {
         Applied *a = &d->applied[k];
         Applied *nr = &d->applied[KNOB_NR_REQUESTS];
+        ApplyRun *run = &d->run;
         const char *wanted = d->plan.manage ? plan_get(&d->plan, k) : NULL, *knob = knob_to_string(k);
         _cleanup_free_ char *current = NULL;
+        uint64_t now = o->now_usec ?: clock_now_usec();
+        bool reassert = false;
         int r;
 
+        run->knob_reassert = run->knob_new_original = run->knob_nr_recorded = false;
+        run->knob_prev_error = 0;
         if (!wanted)
                 return queue_knob_no_wish(h, d, k, o, ret_job);
         if (a->state == APPLY_UNSUPPORTED && streq_ptr(a->value, wanted))
@@ -210,28 +278,41 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 return 0;
         }
 
-        /* Someone else changed a value we wrote: report once, do not fight. */
-        if (IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted) &&
-            (!o->reassert || o->verify_only)) {
-                bool transition = a->state != APPLY_EXTERNAL;
-                if (transition) {
-                        char f_knob[64];
-                        snprintf(f_knob, sizeof(f_knob), "BLKMQD_KNOB=%s", knob);
-                        const char *fields[] = { f_knob, NULL };
-                        log_device_full(LOG_NOTICE, 0, d->name, BLKMQD_MESSAGE_EXTERNAL_CHANGE, fields,
-                                        "%s changed externally to %s (blkmqd wrote %s); leaving it (reassert=no)",
-                                        knob, current, wanted);
+        /* Someone else changed a value we wrote. */
+        if (IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted)) {
+                if (!o->reassert) {
+                        /* Report once, do not fight. */
+                        bool transition = a->state != APPLY_EXTERNAL;
+                        if (transition)
+                                log_external(d, knob, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)",
+                                             knob, current, wanted);
+                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
+                                    current, wanted);
+                        /* Someone else owns the value now: restoring our original would clobber it.
+                         * So is the nr_requests their elevator switch reset. */
+                        bool had = a->original;
+                        a->original = mfree_str(a->original);
+                        if (k == KNOB_ELEVATOR && !nr->value && nr->original) {
+                                nr->original = mfree_str(nr->original);
+                                applied_set(nr, APPLY_UNMANAGED, 0, NULL);
+                                had = true;
+                        }
+                        return had || transition;       /* originals changed: the caller persists them */
                 }
-                applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
-                            current, wanted);
-                /* Someone else owns the value now: restoring our original would clobber it.
-                 * So is the nr_requests their elevator switch reset. */
-                a->original = mfree_str(a->original);
-                if (k == KNOB_ELEVATOR && !nr->value && nr->original) {
-                        nr->original = mfree_str(nr->original);
-                        applied_set(nr, APPLY_UNMANAGED, 0, NULL);
+                if (o->verify_only) {
+                        /* Reassert=yes, but a verify writes nothing: the next evaluation rewrites it. */
+                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s); Reassert=yes: rewritten at the next evaluation",
+                                    current, wanted);
+                        return 0;
                 }
-                return transition;      /* originals changed: the caller persists them */
+                if (o->dry_run)
+                        return 0;
+                if (backoff_waiting(&a->war, now)) {
+                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s again (blkmqd wrote %s); write war: Reassert=yes rewrites it in %u s",
+                                    current, wanted, backoff_left_sec(&a->war, now));
+                        return 0;
+                }
+                reassert = true;
         }
         if (o->verify_only)
                 return 0;
@@ -244,7 +325,10 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 if (dropped)
                         a->original = mfree_str(a->original);
                 applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                a->retry = (Backoff) {};
                 free_and_strdup(&a->value, wanted);
+                if (war_held(&a->war, now))
+                        log_external(d, knob, LOG_INFO, "%s %s held since blkmqd's last rewrite: write war over", knob, wanted);
                 return dropped;
         }
 
@@ -261,9 +345,22 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         if (a->original && streq(a->original, wanted))
                 return restore_job(d, k, ret_job) < 0 ? -ENOMEM : 0;
 
-        if (!a->original && free_and_strdup(&a->original, current) < 0)
-                return -ENOMEM;
+        /* A failed write that may pass is retried with backoff, not at every evaluation. */
+        if (a->state == APPLY_ERROR && a->error && streq_ptr(a->value, wanted)) {
+                if (backoff_waiting(&a->retry, now))
+                        return 0;
+                run->knob_prev_error = a->error;
+        }
+
+        /* Recorded before the write is handed over (a crash while it hangs must not lose it);
+         * dropped again if the kernel refuses the write (then nothing changed). */
+        if (!a->original) {
+                if (free_and_strdup(&a->original, current) < 0)
+                        return -ENOMEM;
+                run->knob_new_original = true;
+        }
         free_and_strdup(&a->value, wanted);
+        run->knob_reassert = reassert;
 
         /* An elevator switch resets nr_requests (blk_mq_init_sched(): 2 * min(depth, 128);
          * to none: the tag set depth): record nr_requests as it is now, before the switch,
@@ -274,8 +371,10 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 _cleanup_free_ char *depth = NULL;
                 if (read_knob(h, d->name, KNOB_NR_REQUESTS, &depth) >= 0) {
                         snprintf(d->run.nr_before, sizeof(d->run.nr_before), "%s", depth);
-                        if (!nr->original)
+                        if (!nr->original) {
                                 nr->original = TAKE_PTR(depth);
+                                run->knob_nr_recorded = true;
+                        }
                 }
         }
 
@@ -286,10 +385,13 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
 /* The write of queue_knob_decide() returned: triage it. Returns 1 when the value was set. */
 static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
         Applied *a = &d->applied[k];
+        ApplyRun *run = &d->run;
         const WriteOp *op = &j->ops[0];
         const char *wanted = op->value, *current = op->before, *knob = knob_to_string(k);
         _cleanup_free_ char *after = NULL, *late = NULL;
+        uint64_t now = run_now_usec(d);
         int r = op->result;
+        bool written = r >= 0;
 
         if (j->timed_out &&
             asprintf(&late, " (the write took %.1f s)", (double) (j->done_usec - j->submitted_usec) / 1e6) < 0)
@@ -303,15 +405,45 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
         }
         if (r < 0) {
                 WriteErrorClass c = apply_classify_error(r);
+                bool dropped = false;
+                /* A refused write changed nothing: no original for a value blkmqd did not change. */
+                if (!written && run->knob_new_original) {
+                        a->original = mfree_str(a->original);
+                        dropped = true;
+                }
+                if (!written && run->knob_nr_recorded) {
+                        d->applied[KNOB_NR_REQUESTS].original = mfree_str(d->applied[KNOB_NR_REQUESTS].original);
+                        dropped = true;
+                }
                 applied_set(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, r,
                             "%s writing %s to queue/%s%s%s%s", strerrorname_np(-r) ?: "error", wanted,
                             queue_attr[k], after ? ", read back " : "", after ?: "", strempty(late));
-                log_write_failed(d, knob, r, c, "Failed to set %s %s (now %s)%s", knob, wanted, after ?: strna(current), strempty(late));
-                return 0;
+                if (c != WRITE_ERROR_UNSUPPORTED)
+                        backoff_bump(&a->retry, now);
+                if (run->knob_prev_error == r)  /* said at the first failure; the state did not change */
+                        log_device_debug(d->name, "Failed to set %s %s again: %s", knob, wanted, strerrorname_np(-r) ?: "error");
+                else
+                        log_write_failed(d, knob, r, c, "Failed to set %s %s (now %s)%s", knob, wanted, after ?: strna(current), strempty(late));
+                return written || dropped;      /* originals changed: the caller persists them */
         }
 
         applied_set(a, APPLY_OK, 0, NULL);
-        log_device_info(d->name, "%s %s -> %s%s", knob, strna(current), wanted, strempty(late));
+        a->retry = (Backoff) {};
+        if (run->knob_reassert) {
+                backoff_bump(&a->war, now);
+                if (a->war.level == 1)
+                        log_external(d, knob, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); rewritten (Reassert=yes)%s",
+                                     knob, strna(current), wanted, strempty(late));
+                else if (a->war.level == 2)
+                        log_external(d, knob, LOG_WARNING,
+                                     "%s changed externally to %s again after blkmqd rewrote %s: write war; rewritten, further rewrites "
+                                     "back off from %u s doubling up to %u s (Reassert=yes)", knob, strna(current), wanted,
+                                     (unsigned) (apply_backoff_delay(2) / 1000000), (unsigned) (APPLY_BACKOFF_MAX_USEC / 1000000));
+                else
+                        log_device_debug(d->name, "%s changed externally to %s again, rewritten (write war, level %u)",
+                                         knob, strna(current), a->war.level);
+        } else
+                log_device_info(d->name, "%s %s -> %s%s", knob, strna(current), wanted, strempty(late));
 
         /* the switch reset nr_requests (the write returned: the disk's attributes may be read) */
         _cleanup_free_ char *nr_after = NULL;
@@ -362,25 +494,200 @@ static int read_irq_affinity(HostFs *h, unsigned irq, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-/* The summary of irq_affinity once every vector was decided (and written). */
-static void irq_affinity_summarize(Device *d, size_t placed, size_t failed, int first_error) {
-        Applied *a = &d->applied[KNOB_IRQ_AFFINITY];
-        const ApplyRun *run = &d->run;
-        size_t total = run->irq_total, kept = run->irq_kept, managed = run->irq_managed, would = run->irq_would;
+/* ---- IRQ vectors ------------------------------------------------------------------------------- */
 
-        free_and_strdup(&a->value, d->plan.irq_affinity);
-        ApplyState state = failed ? APPLY_ERROR :
-                   total > 0 && managed == total ? APPLY_MANAGED :
-                   would ? APPLY_DRY_RUN :
-                   placed || (a->state == APPLY_OK) ? APPLY_OK : APPLY_KEPT;
-        if (would)
-                applied_set(a, state, first_error, "would place %zu vector(s) on %s, %zu already placed, %zu managed by kernel", would, strna(a->value), kept, managed);
-        else
-                applied_set(a, state, first_error, "%zu vector(s): %zu placed, %zu already placed, %zu managed by kernel, %zu failed",
-                            total, placed, kept, managed, failed);
+/* What one evaluation did with one queue vector (IrqApplied.outcome). Each is in exactly one count. */
+typedef enum IrqOutcome {
+        IRQ_KEPT,               /* already on its target */
+        IRQ_KEPT_WAR_OVER,      /* ... and a write war on it ended */
+        IRQ_MANAGED,            /* managed by the kernel (known before) */
+        IRQ_MANAGED_NEW,        /* learned now: EIO/EPERM on write */
+        IRQ_EXTERNAL,           /* changed by someone else, known before; left (Reassert=no) */
+        IRQ_EXTERNAL_NEW,       /* changed by someone else, seen now; left (Reassert=no) */
+        IRQ_EXTERNAL_WAIT,      /* changed by someone else; Reassert=yes rewrites it later (backoff, verify) */
+        IRQ_FAILED,             /* a write failed before; waiting for its backoff (or unreadable) */
+        IRQ_FAILED_NEW,         /* the write failed now */
+        IRQ_WAITING,            /* a verify: placed at the next evaluation */
+        IRQ_WOULD,              /* dry-run */
+        IRQ_WRITING,            /* write in flight */
+        IRQ_WRITING_REASSERT,   /* ... of a value someone else changed (Reassert=yes) */
+        IRQ_PLACED,             /* written */
+        IRQ_REASSERTED,         /* rewritten after someone else changed it, first time */
+        IRQ_WAR_START,          /* rewritten again: a write war begins */
+        IRQ_WAR_REWRITE,        /* rewritten in a write war already said */
+} IrqOutcome;
+
+/* Append ", item" to *l (at most 8 items, then "..."). */
+static void list_add(char **l, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void list_add(char **l, size_t *n, const char *fmt, ...) {
+        char item[256], *s = NULL;
+        va_list ap;
+        if (++*n > 8) {
+                if (*n == 9 && asprintf(&s, "%s, ...", strempty(*l)) >= 0) {
+                        free(*l);
+                        *l = s;
+                }
+                return;
+        }
+        va_start(ap, fmt);
+        vsnprintf(item, sizeof(item), fmt, ap);
+        va_end(ap);
+        if (asprintf(&s, "%s%s%s", strempty(*l), *l ? ", " : "", item) >= 0) {
+                free(*l);
+                *l = s;
+        }
 }
 
-static int irq_restore_decide(Device *d, WriteJob **ret_job);
+/* The part of the state that is logged when it changes (not placements, not times). */
+static char *irq_signature(const Device *d) {
+        _cleanup_free_ char *ext = NULL, *fail = NULL, *war = NULL;
+        size_t n_ext = 0, n_fail = 0, n_war = 0, managed = 0;
+        for (size_t i = 0; i < d->n_irq_applied; i++) {
+                const IrqApplied *ia = &d->irq_applied[i];
+                if (!ia->in_pass)
+                        continue;
+                managed += ia->outcome == IRQ_MANAGED || ia->outcome == IRQ_MANAGED_NEW;
+                if (ia->outcome == IRQ_EXTERNAL || ia->outcome == IRQ_EXTERNAL_NEW)
+                        list_add(&ext, &n_ext, "%u", ia->irq);
+                if (ia->outcome == IRQ_FAILED || ia->outcome == IRQ_FAILED_NEW)
+                        list_add(&fail, &n_fail, "%u:%d", ia->irq, ia->error);
+                if (ia->war.level >= 2)
+                        list_add(&war, &n_war, "%u", ia->irq);
+        }
+        char *s = NULL;
+        if (asprintf(&s, "managed=%zu external=%s failed=%s wars=%s", managed, strempty(ext), strempty(fail), strempty(war)) < 0)
+                return NULL;
+        return s;
+}
+
+/*
+ * The summary of irq_affinity once every vector was decided (and written): applied/irq_affinity
+ * with counts that add up to the total, and one log line for the disk when its state changed.
+ */
+static void irq_affinity_summarize(Device *d) {
+        Applied *a = &d->applied[KNOB_IRQ_AFFINITY];
+        const ApplyRun *run = &d->run;
+        const char *want = d->plan.irq_affinity;
+        size_t n[IRQ_WAR_REWRITE + 1] = {}, total = 0;
+        _cleanup_free_ char *ext_new = NULL, *failed = NULL, *reasserted = NULL, *war = NULL, *how = NULL;
+        size_t n_ext_new = 0, n_failed = 0, n_reasserted = 0, n_war = 0, n_how = 0;
+        int first_error = 0;
+        uint64_t now = run_now_usec(d);
+        bool ours = false;
+
+        for (size_t i = 0; i < d->n_irq_applied; i++) {
+                const IrqApplied *ia = &d->irq_applied[i];
+                ours = ours || ia->original;
+                if (!ia->in_pass)
+                        continue;
+                total++;
+                n[ia->outcome]++;
+                switch (ia->outcome) {
+                case IRQ_EXTERNAL_NEW:
+                        list_add(&ext_new, &n_ext_new, "IRQ %u to %s", ia->irq, strna(ia->current));
+                        break;
+                case IRQ_FAILED:
+                case IRQ_FAILED_NEW:
+                        if (!first_error)
+                                first_error = ia->error;
+                        if (ia->retry.level > 0)
+                                list_add(&failed, &n_failed, "IRQ %u: %s, retry in %u s", ia->irq,
+                                         strerrorname_np(-ia->error) ?: "error", backoff_left_sec(&ia->retry, now));
+                        else
+                                list_add(&failed, &n_failed, "IRQ %u: cannot read (%s)", ia->irq, strerrorname_np(-ia->error) ?: "error");
+                        break;
+                case IRQ_REASSERTED:
+                        list_add(&reasserted, &n_reasserted, "IRQ %u from %s", ia->irq, strna(ia->current));
+                        break;
+                case IRQ_WAR_START:
+                        list_add(&war, &n_war, "IRQ %u (to %s again)", ia->irq, strna(ia->current));
+                        break;
+                case IRQ_MANAGED_NEW:
+                        if (!how || !strstr(how, strerrorname_np(-ia->error) ?: "error"))
+                                list_add(&how, &n_how, "%s", strerrorname_np(-ia->error) ?: "error");
+                        break;
+                default:
+                        break;
+                }
+        }
+        size_t kept = n[IRQ_KEPT] + n[IRQ_KEPT_WAR_OVER], managed = n[IRQ_MANAGED] + n[IRQ_MANAGED_NEW],
+               external = n[IRQ_EXTERNAL] + n[IRQ_EXTERNAL_NEW] + n[IRQ_EXTERNAL_WAIT],
+               failed_n = n[IRQ_FAILED] + n[IRQ_FAILED_NEW], placed = n[IRQ_PLACED] + n[IRQ_REASSERTED] + n[IRQ_WAR_START] + n[IRQ_WAR_REWRITE],
+               would = n[IRQ_WOULD], waiting = n[IRQ_WAITING] + n[IRQ_WRITING] + n[IRQ_WRITING_REASSERT];
+
+        free_and_strdup(&a->value, want);
+        ApplyState state = failed_n ? APPLY_ERROR :
+                           total > 0 && managed == total ? APPLY_MANAGED :
+                           external ? APPLY_EXTERNAL :
+                           would ? APPLY_DRY_RUN :
+                           ours ? APPLY_OK : APPLY_KEPT;
+        if (would) {
+                applied_set(a, state, first_error, "would place %zu vector(s) on %s, %zu already placed, %zu managed by kernel%s",
+                            would, strna(want), kept, managed, external ? ", some changed externally" : "");
+                return;
+        }
+        /* Every vector is in exactly one count: they add up to the total. */
+        char extra[128] = "";
+        if (waiting)
+                snprintf(extra, sizeof(extra), ", %zu to place at the next evaluation", waiting);
+        applied_set(a, state, first_error, "%zu vector(s): %zu placed, %zu already placed, %zu managed by kernel, %zu changed externally%s%s, %zu failed%s%s%s",
+                    total, placed, kept, managed, external,
+                    external ? (run->reassert ? " (Reassert=yes: rewritten with backoff)" : " (left alone, Reassert=no)") : "",
+                    extra, failed_n, failed ? " (" : "", strempty(failed), failed ? ")" : "");
+
+        if (run->verify_only && !ext_new)
+                return;
+
+        /* One line per disk, when the state changes (not per vector, not at every evaluation). */
+        _cleanup_free_ char *sig = irq_signature(d);
+        if (!d->irq_logged && !placed && !n[IRQ_MANAGED_NEW] && !failed_n && !external) {
+                d->irq_logged = TAKE_PTR(sig);  /* nothing to say: every vector already where it belongs */
+                return;
+        }
+        bool news = placed > n[IRQ_WAR_REWRITE] || n[IRQ_MANAGED_NEW] || ext_new || war || n[IRQ_KEPT_WAR_OVER] ||
+                    !streq_ptr(sig, d->irq_logged);
+        if (!news)
+                return;
+        free(d->irq_logged);
+        d->irq_logged = TAKE_PTR(sig);
+
+        char line[2048];
+        size_t len = snprintf(line, sizeof(line), "irq_affinity=%s: %zu vector(s)", strna(want), total);
+#define ADD(...) do { if (len < sizeof(line)) len += snprintf(line + len, sizeof(line) - len, __VA_ARGS__); } while (0)
+        if (placed)
+                ADD(", %zu placed", placed);
+        if (reasserted)
+                ADD(" (rewritten: %s changed externally, Reassert=yes)", reasserted);
+        if (kept)
+                ADD(", %zu already placed", kept);
+        if (managed)
+                ADD(", %zu managed by kernel%s%s%s", managed, how ? " (" : "", strempty(how), how ? " on write, not retried)" : "");
+        if (ext_new)
+                ADD(", changed externally: %s, over the value blkmqd wrote; leaving %s (Reassert=no)", ext_new,
+                    n_ext_new > 1 ? "them" : "it");
+        else if (external)
+                ADD(", %zu changed externally%s", external, run->reassert ? " (Reassert=yes: rewritten with backoff)" : " (left alone)");
+        if (war)
+                ADD(", write war on %s: rewritten, further rewrites back off from %u s doubling up to %u s (Reassert=yes)", war,
+                    (unsigned) (apply_backoff_delay(2) / 1000000), (unsigned) (APPLY_BACKOFF_MAX_USEC / 1000000));
+        if (n[IRQ_KEPT_WAR_OVER])
+                ADD(", %zu write war(s) over", n[IRQ_KEPT_WAR_OVER]);
+        if (waiting)
+                ADD(", %zu to place at the next evaluation", waiting);
+        if (failed_n)
+                ADD(", %zu failed: %s", failed_n, strempty(failed));
+#undef ADD
+        if (failed_n) {
+                const char *fields[] = { "BLKMQD_KNOB=irq_affinity", NULL };
+                log_device_full(LOG_WARNING, first_error, d->name, BLKMQD_MESSAGE_WRITE_FAILED, fields,
+                                "%s (failed writes are retried with backoff)", line);
+        } else if (ext_new || war || reasserted)
+                log_external(d, "irq_affinity", war ? LOG_WARNING : LOG_NOTICE, "%s", line);
+        else
+                log_device_info(d->name, "%s", line);
+}
+
+static int irq_restore_decide(HostFs *h, Device *d, WriteJob **ret_job);
 
 /* irq_affinity of a disk the plan does not place vectors on: managed, or unmanaged, and
  * what was put back. */
@@ -409,21 +716,103 @@ static void irq_no_wish_summarize(Device *d, size_t restored, size_t failed) {
 }
 
 /*
+ * One vector: read, compare, decide. Sets ia->outcome; a write is added to *j.
+ * Returns 1 when originals were dropped (someone else owns the value now), 0, or -ENOMEM.
+ */
+static int irq_vector_decide(HostFs *h, Device *d, IrqApplied *ia, const char *target, uint64_t now,
+                             const ApplyOptions *o, WriteJob **j) {
+        _cleanup_free_ char *current = NULL;
+        bool reassert = false;
+        char path[64];
+
+        int r = read_irq_affinity(h, ia->irq, &current);
+        if (r < 0) {
+                ia->outcome = IRQ_FAILED;
+                ia->error = r;
+                ia->retry = (Backoff) {};
+                return 0;
+        }
+        free_and_strdup(&ia->current, current);
+
+        if (streq(current, target)) {
+                ia->outcome = war_held(&ia->war, now) ? IRQ_KEPT_WAR_OVER : IRQ_KEPT;
+                ia->external = false;
+                ia->error = 0;
+                ia->retry = (Backoff) {};
+                return 0;
+        }
+
+        /* Someone else changed the value blkmqd wrote. */
+        if (streq_ptr(ia->value, target)) {
+                if (!o->reassert) {
+                        ia->outcome = ia->external ? IRQ_EXTERNAL : IRQ_EXTERNAL_NEW;
+                        ia->external = true;
+                        /* Someone else owns the value now: restoring our original would clobber it. */
+                        bool had = ia->original;
+                        ia->original = mfree_str(ia->original);
+                        return had;
+                }
+                ia->external = true;
+                if (o->verify_only || o->dry_run || backoff_waiting(&ia->war, now)) {
+                        ia->outcome = IRQ_EXTERNAL_WAIT;
+                        return 0;
+                }
+                reassert = true;
+        }
+
+        if (ia->error && (o->verify_only || backoff_waiting(&ia->retry, now))) {
+                ia->outcome = IRQ_FAILED;
+                return 0;
+        }
+        if (o->verify_only) {
+                ia->outcome = IRQ_WAITING;
+                return 0;
+        }
+        if (o->dry_run) {
+                ia->outcome = IRQ_WOULD;
+                return 0;
+        }
+
+        /* Recorded before the write (crash safety), dropped if the kernel refuses it. */
+        ia->new_original = false;
+        if (!ia->original) {
+                if (!(ia->original = strdup(current)))
+                        return -ENOMEM;
+                ia->new_original = true;
+        }
+        irq_path(path, sizeof(path), ia->irq);
+        if (!*j && !(*j = write_job_new(d->name)))
+                return -ENOMEM;
+        if (write_job_add(*j, HOSTFS_PROCFS, path, target, false) < 0 ||
+            !((*j)->ops[(*j)->n_ops - 1].before = strdup(current)))
+                return -ENOMEM;
+        (*j)->stop_on_error = false;    /* one vector's failure does not stop the others */
+        (*j)->tag = KNOB_IRQ_AFFINITY;
+        ia->outcome = reassert ? IRQ_WRITING_REASSERT : IRQ_WRITING;
+        log_device_debug(d->name, "Writing \"%s\" to procfs \"%s\"", target, path);
+        return 0;
+}
+
+/*
  * Decide irq_affinity on the loop thread: every queue vector's current affinity is read and
  * compared; the vectors to place go into one job (*ret_job, finished by
- * irq_affinity_finish()). Returns 0 or -ENOMEM.
+ * irq_affinity_finish()). Returns the number of originals dropped, or -ENOMEM.
  */
 static int irq_affinity_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob **ret_job) {
         const char *want = d->plan.irq_affinity;
         const DiskFacts *f = d->facts;
         ApplyRun *run = &d->run;
         _cleanup_(write_job_freep) WriteJob *j = NULL;
+        uint64_t now = o->now_usec ?: clock_now_usec();
+        int dropped = 0;
 
         run->irq_total = run->irq_kept = run->irq_managed = run->irq_would = 0;
+        for (size_t i = 0; i < d->n_irq_applied; i++)
+                d->irq_applied[i].in_pass = false;
         if (!d->plan.manage || !want) {
                 /* no wish (any more): vectors blkmqd placed go back now (irq_no_wish_finish()) */
                 if (!o->dry_run && !o->verify_only) {
-                        int r = irq_restore_decide(d, ret_job);
+                        int r = irq_restore_decide(h, d, ret_job);
                         if (r < 0)
                                 return r;
                         if (*ret_job) {
@@ -448,41 +837,25 @@ static int irq_affinity_decide(HostFs *h, Device *d, const ApplyOptions *o, Writ
                 IrqApplied *ia = irq_applied_get(d, q->irq);
                 if (!ia)
                         return -ENOMEM;
+                ia->in_pass = true;
                 if (q->managed == TRISTATE_YES || ia->managed) {
+                        ia->outcome = IRQ_MANAGED;
                         run->irq_managed++;
                         continue;
                 }
-
-                _cleanup_free_ char *current = NULL;
-                int r = read_irq_affinity(h, q->irq, &current);
-                if (r >= 0 && streq(current, target)) {
-                        run->irq_kept++;
-                        continue;
-                }
-                if (o->dry_run) {
-                        run->irq_would++;
-                        continue;
-                }
-                if (r >= 0 && !ia->original && !(ia->original = strdup(current)))
-                        return -ENOMEM;
-
-                char path[64];
-                irq_path(path, sizeof(path), q->irq);
-                if (!j && !(j = write_job_new(d->name)))
-                        return -ENOMEM;
-                if (write_job_add(j, HOSTFS_PROCFS, path, target, false) < 0 ||
-                    (current && !(j->ops[j->n_ops - 1].before = strdup(current))))
-                        return -ENOMEM;
-                j->stop_on_error = false;       /* one vector's failure does not stop the others */
-                j->tag = KNOB_IRQ_AFFINITY;
-                log_device_debug(d->name, "Writing \"%s\" to procfs \"%s\"", target, path);
+                int r = irq_vector_decide(h, d, ia, target, now, o, &j);
+                if (r < 0)
+                        return r;
+                dropped += r;
+                run->irq_kept += ia->outcome == IRQ_KEPT || ia->outcome == IRQ_KEPT_WAR_OVER;
+                run->irq_would += ia->outcome == IRQ_WOULD;
         }
 
         if (j)
                 *ret_job = TAKE_PTR(j);
         else
-                irq_affinity_summarize(d, 0, 0, 0);
-        return 0;
+                irq_affinity_summarize(d);
+        return dropped;
 }
 
 static const char *irq_name(const Device *d, unsigned irq) {
@@ -492,10 +865,11 @@ static const char *irq_name(const Device *d, unsigned irq) {
         return NULL;
 }
 
-/* The writes of irq_affinity_decide() returned. Returns the number of vectors placed. */
+/* The writes of irq_affinity_decide() returned. Returns the number of vectors placed (plus
+ * originals dropped: the caller persists them). */
 static int irq_affinity_finish(Device *d, const WriteJob *j) {
-        size_t placed = 0, failed = 0;
-        int first_error = 0;
+        uint64_t now = run_now_usec(d);
+        int n = 0;
 
         for (size_t i = 0; i < j->n_ops; i++) {
                 const WriteOp *op = &j->ops[i];
@@ -505,30 +879,47 @@ static int irq_affinity_finish(Device *d, const WriteJob *j) {
                 IrqApplied *ia = irq_applied_get(d, irq);
                 if (!ia)
                         return -ENOMEM;
+                bool reassert = ia->outcome == IRQ_WRITING_REASSERT;
                 int r = op->result;
-                if (r == -EIO || r == -EPERM) {
-                        /* managed IRQ: -EIO <= 6.11, -EPERM >= 6.12 (eb29369fa543) */
-                        ia->managed = true;
-                        ia->original = mfree_str(ia->original);
-                        d->run.irq_managed++;
-                        log_device_info(d->name, "IRQ %u (%s) is managed by the kernel (%s on write), not retrying",
-                                        irq, strna(irq_name(d, irq)), strerrorname_np(-r));
-                        continue;
-                }
                 if (r < 0) {
-                        failed++;
-                        if (!first_error)
-                                first_error = r;
-                        log_write_failed(d, "irq_affinity", r, apply_classify_error(r),
-                                         "Failed to set IRQ %u affinity to %s", irq, op->value);
+                        /* Nothing changed: not an original. */
+                        if (ia->new_original) {
+                                ia->original = mfree_str(ia->original);
+                                n++;
+                        }
+                        ia->new_original = false;
+                        ia->error = r;
+                        if (r == -EIO || r == -EPERM) {
+                                /* managed IRQ: -EIO <= 6.11, -EPERM >= 6.12 (eb29369fa543) */
+                                ia->managed = true;
+                                ia->original = mfree_str(ia->original);
+                                ia->outcome = IRQ_MANAGED_NEW;
+                                d->run.irq_managed++;
+                                log_device_debug(d->name, "IRQ %u is managed by the kernel (%s on write)", irq, strerrorname_np(-r));
+                                continue;
+                        }
+                        /* ENOSPC (no free vector on those CPUs), EBUSY, ... may pass: retried with
+                         * backoff, not at every evaluation. */
+                        backoff_bump(&ia->retry, now);
+                        ia->outcome = IRQ_FAILED_NEW;
                         continue;
                 }
+                ia->new_original = false;
                 free_and_strdup(&ia->value, op->value);
-                placed++;
-                log_device_info(d->name, "IRQ %u (%s) affinity %s -> %s", irq, strna(irq_name(d, irq)), strna(op->before), op->value);
+                ia->external = false;
+                ia->error = 0;
+                ia->retry = (Backoff) {};
+                ia->outcome = IRQ_PLACED;
+                if (reassert) {
+                        backoff_bump(&ia->war, now);
+                        ia->outcome = ia->war.level == 1 ? IRQ_REASSERTED : ia->war.level == 2 ? IRQ_WAR_START : IRQ_WAR_REWRITE;
+                }
+                n++;
+                log_device_debug(d->name, "IRQ %u (%s) affinity %s -> %s%s", irq, strna(irq_name(d, irq)), strna(op->before), op->value,
+                                 reassert ? " (changed externally, Reassert=yes)" : "");
         }
-        irq_affinity_summarize(d, placed, failed, first_error);
-        return placed;
+        irq_affinity_summarize(d);
+        return n;
 }
 
 bool apply_has_originals(const Device *d) {
@@ -547,6 +938,28 @@ static void forget_applied(Applied *a) {
         a->original = mfree_str(a->original);
         a->value = mfree_str(a->value);
         applied_set(a, APPLY_UNMANAGED, 0, NULL);
+}
+
+/*
+ * Before any restore write of d (an elevator switch resets nr_requests): a queue knob whose value
+ * is neither what blkmqd wrote nor the original was changed by someone else after the last check.
+ * It is theirs: left, its original forgotten, counted in d->run.left.
+ */
+static void restore_check_external(HostFs *h, Device *d) {
+        for (Knob k = 0; k < _KNOB_MAX; k++) {
+                Applied *a = &d->applied[k];
+                _cleanup_free_ char *now = NULL;
+                if (k == KNOB_IRQ_AFFINITY || !a->original || !a->value || a->state == APPLY_DRY_RUN)
+                        continue;
+                if (read_knob(h, d->name, k, &now) < 0 || streq(now, a->value) || streq(now, a->original))
+                        continue;
+                log_external(d, knob_to_string(k), LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); not restoring %s over it",
+                             knob_to_string(k), now, a->value, a->original);
+                d->run.left++;
+                a->original = mfree_str(a->original);
+                applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
+                            now, a->value);
+        }
 }
 
 /* A queue knob with an original: a job putting it back (*ret_job), or nothing to write. */
@@ -572,6 +985,7 @@ static int restore_knob_finish(Device *d, Knob k, const WriteJob *j) {
                 applied_set(a, APPLY_ERROR, r, "%s restoring %s", strerrorname_np(-r) ?: "error", strna(a->original));
                 if (d->run.error >= 0)
                         d->run.error = r;
+                d->run.failed++;
                 return 0;
         }
         log_device_info(d->name, "%s restored to %s", knob_to_string(k), a->original);
@@ -579,20 +993,40 @@ static int restore_knob_finish(Device *d, Knob k, const WriteJob *j) {
         return 1;
 }
 
-static int irq_restore_decide(Device *d, WriteJob **ret_job) {
+/* Vectors with an original: put back, unless already there or someone else changed them since. */
+static int irq_restore_decide(HostFs *h, Device *d, WriteJob **ret_job) {
         _cleanup_(write_job_freep) WriteJob *j = NULL;
+        _cleanup_free_ char *left = NULL;
+        size_t n_left = 0;
 
         for (size_t i = 0; i < d->n_irq_applied; i++) {
                 IrqApplied *ia = &d->irq_applied[i];
+                _cleanup_free_ char *current = NULL;
                 char path[64];
                 if (!ia->original)
                         continue;
+                int r = read_irq_affinity(h, ia->irq, &current);
+                if (r >= 0 && streq(current, ia->original)) {
+                        ia->original = mfree_str(ia->original);
+                        ia->value = mfree_str(ia->value);
+                        continue;
+                }
+                if (r >= 0 && ia->value && !streq(current, ia->value)) {
+                        list_add(&left, &n_left, "IRQ %u at %s", ia->irq, current);
+                        d->run.left++;
+                        ia->original = mfree_str(ia->original);
+                        ia->external = true;
+                        continue;
+                }
                 irq_path(path, sizeof(path), ia->irq);
                 if ((!j && !(j = write_job_new(d->name))) || write_job_add(j, HOSTFS_PROCFS, path, ia->original, false) < 0)
                         return -ENOMEM;
                 j->stop_on_error = false;
                 j->tag = KNOB_IRQ_AFFINITY;
         }
+        if (n_left)
+                log_external(d, "irq_affinity", LOG_NOTICE, "irq_affinity: %zu vector(s) changed externally, not restored over: %s",
+                             n_left, left);
         if (j)
                 *ret_job = TAKE_PTR(j);
         else if (d->applied[KNOB_IRQ_AFFINITY].state != APPLY_MANAGED && d->run.restore)
@@ -601,7 +1035,10 @@ static int irq_restore_decide(Device *d, WriteJob **ret_job) {
 }
 
 static int irq_restore_finish(Device *d, const WriteJob *j) {
-        int n = 0;
+        _cleanup_free_ char *restored = NULL, *failed = NULL;
+        size_t n_failed = 0, n_restored = 0;
+        int n = 0, first_error = 0;
+
         for (size_t i = 0; i < j->n_ops; i++) {
                 const WriteOp *op = &j->ops[i];
                 unsigned irq;
@@ -611,16 +1048,25 @@ static int irq_restore_finish(Device *d, const WriteJob *j) {
                 if (!ia)
                         return -ENOMEM;
                 if (op->result < 0) {
-                        log_device_warning_errno(d->name, op->result, "Failed to restore IRQ %u affinity %s: %m", irq, op->value);
+                        list_add(&failed, &n_failed, "IRQ %u to %s: %s", irq, op->value, strerrorname_np(-op->result) ?: "error");
+                        if (!first_error)
+                                first_error = op->result;
                         if (d->run.error >= 0)
                                 d->run.error = op->result;
+                        d->run.failed++;
                         continue;
                 }
-                log_device_info(d->name, "IRQ %u affinity restored to %s", irq, op->value);
+                list_add(&restored, &n_restored, "IRQ %u to %s", irq, op->value);
                 ia->original = mfree_str(ia->original);
                 ia->value = mfree_str(ia->value);
                 n++;
         }
+        /* one line for the disk, not one per vector */
+        if (n_restored)
+                log_device_info(d->name, "irq_affinity: %zu vector(s) restored: %s", n_restored, restored);
+        if (n_failed)
+                log_device_warning_errno(d->name, first_error, "irq_affinity: %zu vector(s) failed to restore: %s", n_failed, failed);
+        d->irq_logged = mfree_str(d->irq_logged);
         if (!(j->tag & TAG_RESTORE) && d->applied[KNOB_IRQ_AFFINITY].state != APPLY_MANAGED) {
                 d->applied[KNOB_IRQ_AFFINITY].value = mfree_str(d->applied[KNOB_IRQ_AFFINITY].value);
                 applied_set(&d->applied[KNOB_IRQ_AFFINITY], APPLY_UNMANAGED, 0, NULL);
@@ -737,7 +1183,8 @@ static void mark_pending(Device *d, const WriteJob *j) {
  */
 static int run_step(Applier *a, Device *d) {
         ApplyRun *run = &d->run;
-        ApplyOptions o = { .dry_run = run->dry_run, .reassert = run->reassert, .verify_only = run->verify_only };
+        ApplyOptions o = { .dry_run = run->dry_run, .reassert = run->reassert, .verify_only = run->verify_only,
+                           .now_usec = run->now_usec };
 
         for (; run->next < _KNOB_MAX; run->next++) {
                 Knob k = run->next;
@@ -745,9 +1192,7 @@ static int run_step(Applier *a, Device *d) {
                 int r;
 
                 if (run->restore)
-                        r = k == KNOB_IRQ_AFFINITY ? irq_restore_decide(d, &j) : restore_knob_decide(a->hostfs, d, k, &j);
-                else if (k == KNOB_IRQ_AFFINITY && o.verify_only)
-                        r = 0;
+                        r = k == KNOB_IRQ_AFFINITY ? irq_restore_decide(a->hostfs, d, &j) : restore_knob_decide(a->hostfs, d, k, &j);
                 else
                         r = k == KNOB_IRQ_AFFINITY ? irq_affinity_decide(a->hostfs, d, &o, &j) :
                                                      queue_knob_decide(a->hostfs, d, k, &o, &j);
@@ -800,6 +1245,7 @@ int apply_start(Applier *a, Device *d, const ApplyOptions *o) {
                 .dry_run = o->dry_run,
                 .reassert = o->reassert,
                 .verify_only = o->verify_only,
+                .now_usec = o->now_usec ?: clock_now_usec(),
         };
         return run_step(a, d);
 }
@@ -807,7 +1253,8 @@ int apply_start(Applier *a, Device *d, const ApplyOptions *o) {
 int apply_restore_start(Applier *a, Device *d) {
         if (d->run.active)
                 return -EBUSY;
-        d->run = (ApplyRun) { .active = true, .restore = true };
+        d->run = (ApplyRun) { .active = true, .restore = true, .now_usec = clock_now_usec() };
+        restore_check_external(a->hostfs, d);
         return run_step(a, d);
 }
 
@@ -819,10 +1266,15 @@ int apply_device(HostFs *h, Device *d, const ApplyOptions *o) {
         return d->run.written;
 }
 
-int apply_restore(HostFs *h, Device *d) {
+int apply_restore(HostFs *h, Device *d, RestoreCounts *counts) {
         Applier a = { .hostfs = h, .inline_device = d };
         if (d->run.active)
                 return -EBUSY;
         (void) apply_restore_start(&a, d);
-        return d->run.error < 0 ? d->run.error : d->run.written;
+        if (counts) {
+                counts->restored += d->run.written;
+                counts->failed += d->run.failed;
+                counts->left += d->run.left;
+        }
+        return d->run.written;
 }

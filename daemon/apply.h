@@ -5,15 +5,21 @@
  * apply: carry a plan out through hostfs. For every knob: read the current value,
  * do nothing if it already is the wanted one, record the original before the first
  * write, write once, read back, and triage errors like irqbalance's activate.c:
- *   transient   (EAGAIN, EBUSY, EINTR)                     -> retried at the next evaluation
+ *   transient   (EAGAIN, EBUSY, EINTR)                     -> retried with backoff
  *   unsupported (ENOENT, EINVAL, EACCES, EROFS, EPERM, EIO) -> marked, logged once, not retried
- *   other                                                   -> reported, retried next time
- * A value blkmqd wrote that later reads differently was changed by someone else: it is
- * reported ("changed externally to X", logged once) and not fought unless reassert is set.
- * Originals are restored by apply_restore().
+ *   other                                                   -> reported once, retried with backoff
+ * A write the kernel refused changed nothing: its original is dropped again. A value blkmqd
+ * wrote that later reads differently was changed by someone else: it is reported ("changed
+ * externally to X", logged once) and not fought unless reassert is set; with reassert, a
+ * rewrite overwritten again is a write war and further rewrites back off exponentially
+ * (APPLY_BACKOFF_FIRST_USEC doubling up to APPLY_BACKOFF_MAX_USEC), as do failed writes that
+ * may pass. IRQ vectors follow the same rules per vector and are logged as one line per disk
+ * when their summary changes. apply_restore() puts originals back unless someone else changed
+ * the value since.
  */
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "hostfs.h"
 #include "registry.h"
@@ -28,11 +34,19 @@ typedef enum WriteErrorClass {
 /* Triage a negative errno from a sysfs/procfs write. */
 WriteErrorClass apply_classify_error(int error);
 
+/* Pacing of rewrites in a write war and of retries after a failed write: 10 s, 20 s, ... 1 h. */
+#define APPLY_BACKOFF_FIRST_USEC (UINT64_C(10) * 1000000)
+#define APPLY_BACKOFF_MAX_USEC   (UINT64_C(3600) * 1000000)
+
 typedef struct ApplyOptions {
         bool dry_run;           /* compute and record what would be written; write nothing */
-        bool reassert;          /* rewrite values changed by someone else */
+        bool reassert;          /* rewrite values changed by someone else (with backoff in a write war) */
         bool verify_only;       /* write nothing: only notice values changed by someone else */
+        uint64_t now_usec;      /* CLOCK_MONOTONIC time of this pass in µs; 0 = read the clock */
 } ApplyOptions;
+
+/* The delay before the next write at backoff level (>= 1): 10 s * 2^(level-1), at most 1 h. */
+uint64_t apply_backoff_delay(unsigned level);
 
 /*
  * Synchronous apply: every write done on this thread (tests, fixture runs).
@@ -44,11 +58,20 @@ typedef struct ApplyOptions {
  */
 int apply_device(HostFs *h, Device *d, const ApplyOptions *o);
 
+typedef struct RestoreCounts {
+        unsigned restored;      /* originals written back */
+        unsigned failed;        /* originals whose write failed (kept for the next restore) */
+        unsigned left;          /* originals not written: someone else changed the value since blkmqd wrote it */
+} RestoreCounts;
+
 /*
- * Put back every original value blkmqd recorded for d (and forget it on success).
- * Returns the number of values restored, or the first -errno (the others are still tried).
+ * Put back every original value blkmqd recorded for d (and forget it on success), except where
+ * the value now is neither what blkmqd wrote nor the original: that is another tool's value and
+ * is left (the original forgotten). Adds to *counts (NULL: not counted).
+ * Returns the number of values restored (>= 0), or -EBUSY while a run is in progress on d;
+ * failures are logged and counted, and never hide the values that were restored.
  */
-int apply_restore(HostFs *h, Device *d);
+int apply_restore(HostFs *h, Device *d, RestoreCounts *counts);
 
 /* True when d has any recorded original (blkmqd changed something on it). */
 bool apply_has_originals(const Device *d);

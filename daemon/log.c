@@ -13,6 +13,13 @@
 
 static int max_level = LOG_INFO;
 static bool use_journal = false;
+static log_capture_t capture = NULL;
+static void *capture_userdata = NULL;
+
+void log_set_capture(log_capture_t fn, void *userdata) {
+        capture = fn;
+        capture_userdata = userdata;
+}
 
 void log_set_max_level(int level) {
         max_level = level;
@@ -47,6 +54,9 @@ int log_full(int level, int error, const char *device, const char *message_id, c
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+
+        if (capture)
+                capture(capture_userdata, level, device, msg);
 
         if (use_journal) {
                 char f_msg[2100], f_prio[16], f_file[256], f_line[32], f_func[128], f_errno[32],

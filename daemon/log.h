@@ -24,6 +24,13 @@
 void log_set_max_level(int level);
 int log_get_max_level(void);
 
+/*
+ * Test seam: every message that passes the level check is also handed to fn (level, DEVICE=
+ * or NULL, the formatted text). NULL removes it. Production code never sets one.
+ */
+typedef void (*log_capture_t)(void *userdata, int level, const char *device, const char *message);
+void log_set_capture(log_capture_t fn, void *userdata);
+
 /* Decide between journal and stderr (call once at start). */
 void log_open(void);
 

@@ -58,6 +58,7 @@ struct Manager {
         struct Waiter *waiters;         /* FUSE writes answered when their disks' writes returned */
         unsigned restore_count;         /* values put back by the restore in progress */
         bool restore_failed;
+        RestoreCounts restore_counts;   /* ... restored, failed, left (changed by someone else) */
         bool stopping;                  /* SIGTERM/SIGINT: restoring, then exit */
         bool ready_pending;             /* coldplug done, its writes not settled: not mounted, no READY yet */
         bool stop_done;                 /* the stop restore ran (manager_free does not repeat it) */
@@ -143,17 +144,29 @@ int manager_new(const ManagerOptions *options, Manager **ret) {
 
 static void persist_originals(Manager *m, Device *d);
 
-int manager_restore_all(Manager *m) {
-        int ret = 0;
+int manager_restore_all(Manager *m, RestoreCounts *ret) {
+        RestoreCounts c = {};
+        int ret_r = 0;
         for (size_t i = 0; i < m->registry.n_devices; i++) {
-                int r = apply_restore(m->hostfs, m->registry.devices[i]);
+                int r = apply_restore(m->hostfs, m->registry.devices[i], &c);
                 persist_originals(m, m->registry.devices[i]);
-                if (r < 0 && ret >= 0)
-                        ret = r;
-                else if (r > 0 && ret >= 0)
-                        ret += r;
+                if (r < 0 && ret_r >= 0)
+                        ret_r = r;      /* -EBUSY: a run in progress on that disk */
         }
-        return ret;
+        if (ret)
+                *ret = c;
+        return ret_r < 0 ? ret_r : c.failed ? -EIO : 0;
+}
+
+/* ", 2 failed, 1 left as changed by someone else" (empty when both are 0). */
+static const char *restore_counts_tail(const RestoreCounts *c, char *buf, size_t size) {
+        int n = 0;
+        buf[0] = 0;
+        if (c->failed)
+                n = snprintf(buf, size, ", %u failed", c->failed);
+        if (c->left && n >= 0 && (size_t) n < size)
+                snprintf(buf + n, size - n, ", %u left as changed by someone else", c->left);
+        return buf;
 }
 
 static void waiters_release_all(Manager *m);
@@ -164,16 +177,19 @@ Manager *manager_free(Manager *m) {
         if (m->started && !m->stop_done) {
                 /* not stopped by a signal (an error): restore here, synchronously */
                 (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring original values");
-                int r = manager_restore_all(m);
-                log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_STOP, NULL, __FILE__, __LINE__, __func__,
-                         "Stopping: %d original value(s) restored%s", r < 0 ? 0 : r, r < 0 ? ", some restores failed" : "");
+                RestoreCounts c;
+                char tail[128];
+                (void) manager_restore_all(m, &c);
+                log_full(c.failed ? LOG_WARNING : LOG_INFO, 0, NULL, BLKMQD_MESSAGE_STOP, NULL, __FILE__, __LINE__, __func__,
+                         "Stopping: %u original value(s) restored%s", c.restored, restore_counts_tail(&c, tail, sizeof(tail)));
         } else if (m->stop_done) {
                 size_t left = 0;
                 for (size_t i = 0; i < m->registry.n_devices; i++)
                         left += m->registry.devices[i]->run.active;
-                log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_STOP, NULL, __FILE__, __LINE__, __func__,
+                char tail[128];
+                log_full(m->restore_failed ? LOG_WARNING : LOG_INFO, 0, NULL, BLKMQD_MESSAGE_STOP, NULL, __FILE__, __LINE__, __func__,
                          "Stopping: %u original value(s) restored%s%s", m->restore_count,
-                         m->restore_failed ? ", some restores failed" : "",
+                         restore_counts_tail(&m->restore_counts, tail, sizeof(tail)),
                          left ? ", a disk's write to the kernel did not return in time" : "");
         }
         waiters_release_all(m);
@@ -443,7 +459,10 @@ static void on_apply_finished(Device *d, void *userdata) {
         d->run.again = d->run.event_pending = d->run.restore_after = false;
         if (d->run.restore) {
                 m->restore_count += d->run.written;
-                m->restore_failed = m->restore_failed || d->run.error < 0;
+                m->restore_failed = m->restore_failed || d->run.error < 0 || d->run.failed;
+                m->restore_counts.restored += d->run.written;
+                m->restore_counts.failed += d->run.failed;
+                m->restore_counts.left += d->run.left;
         }
         if (d->run.written > 0 || d->run.restore)
                 persist_originals(m, d);
@@ -890,12 +909,15 @@ static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, i
                 int k = modules_restore(m->hostfs, &m->modules);
                 m->restore_count = k > 0 ? k : 0;
                 m->restore_failed = k < 0;
+                m->restore_counts = (RestoreCounts) { .restored = m->restore_count, .failed = k < 0 };
                 m->mode = MODE_OFF;
                 /* every disk: now, or when its write in flight returned (restore_after) */
                 for (size_t i = 0; i < m->registry.n_devices; i++)
                         manager_restore_device(m, m->registry.devices[i]);
                 m->restored = m->restore_count;
-                log_info("restore: %u original value(s) put back%s; mode is now off", m->restore_count,
+                char tail[128];
+                log_info("restore: %u original value(s) put back%s%s; mode is now off", m->restore_count,
+                         restore_counts_tail(&m->restore_counts, tail, sizeof(tail)),
                          writer_pending(m->writer) ? " so far, the rest when their writes return" : "");
                 manager_reevaluate_all(m);
                 manager_update_status(m);
@@ -1017,7 +1039,7 @@ static int on_read_block_softirqs(void *userdata, uint64_t *counts, size_t max, 
 static void on_verify(void *userdata, const char *device) {
         Manager *m = userdata;
         Device *d = registry_get(&m->registry, device);
-        ApplyOptions o = { .verify_only = true };
+        ApplyOptions o = { .verify_only = true, .reassert = m->config.reassert };
 
         /* never while the disk's own write is in flight (its run ends in a refresh) */
         if (!d || !d->facts || apply_busy(d))
@@ -1087,6 +1109,7 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring original values");
         m->restore_count = 0;
         m->restore_failed = false;
+        m->restore_counts = (RestoreCounts) {};
         for (size_t i = 0; i < m->registry.n_devices; i++)
                 manager_restore_device(m, m->registry.devices[i]);
         if (sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC, MANAGER_STOP_BUDGET_USEC, 0,

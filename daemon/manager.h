@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <systemd/sd-event.h>
 
+#include "apply.h"
 #include "hostfs.h"
 #include "registry.h"
 
@@ -49,8 +50,11 @@ int manager_reload(Manager *m);
 /* Re-gather, re-evaluate and re-apply one disk by name (an event for it arrived). */
 void manager_device_event(Manager *m, const char *name, bool removed);
 
-/* Restore every original value on every device. Returns number restored or first -errno. */
-int manager_restore_all(Manager *m);
+/*
+ * Restore every original value on every device, synchronously (apply_restore()); counts in *ret
+ * (may be NULL). Returns 0, -EIO when some failed, -EBUSY when a disk had a run in progress.
+ */
+int manager_restore_all(Manager *m, RestoreCounts *ret);
 
 /* For tests: the registry and hostfs in use. */
 const Registry *manager_registry(const Manager *m);

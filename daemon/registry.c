@@ -44,7 +44,9 @@ static Device *device_free(Device *d) {
         for (size_t i = 0; i < d->n_irq_applied; i++) {
                 free(d->irq_applied[i].original);
                 free(d->irq_applied[i].value);
+                free(d->irq_applied[i].current);
         }
+        free(d->irq_logged);
         free(d->irq_applied);
         free(d->history);
         free(d->disk_history);

@@ -32,12 +32,25 @@ typedef enum ApplyState {
 
 const char *apply_state_to_string(ApplyState s);
 
+/*
+ * Retry pacing of one value (daemon/apply.c): how often blkmqd found the value it wrote
+ * overwritten again (a write war, Reassert=yes) or a write failed in a way that may pass.
+ * Times are CLOCK_MONOTONIC microseconds.
+ */
+typedef struct Backoff {
+        unsigned level;         /* consecutive rewrites overwritten again / failed writes; 0 = none */
+        uint64_t last_usec;     /* when the last of them happened */
+        uint64_t retry_usec;    /* no write before this time (0: any time) */
+} Backoff;
+
 typedef struct Applied {
         ApplyState state;
         char *original;         /* value before blkmqd's first write; NULL = never written */
         char *value;            /* value blkmqd wrote (or would write in dry-run) */
         char *message;          /* human detail for errors */
         int error;              /* -errno of the last failed write, 0 otherwise */
+        Backoff war;            /* Reassert=yes: rewrites of a value someone else keeps changing */
+        Backoff retry;          /* write errors that may pass */
 } Applied;
 
 void applied_done(Applied *a);
@@ -48,6 +61,15 @@ typedef struct IrqApplied {
         char *original;         /* smp_affinity_list before blkmqd's first write; NULL = never written */
         char *value;            /* what blkmqd wrote */
         bool managed;           /* learned: a write failed with EIO/EPERM (managed IRQ); never retried */
+        bool external;          /* someone else changed value: left alone (Reassert=no), not restored */
+        char *current;          /* smp_affinity_list as read at the last evaluation */
+        int error;              /* -errno of the last failed write (or read), 0 otherwise */
+        Backoff war;            /* Reassert=yes: rewrites of a value someone else keeps changing */
+        Backoff retry;          /* write errors that may pass (ENOSPC: no free vector on those CPUs, EBUSY) */
+        /* the evaluation in progress (daemon/apply.c) */
+        bool in_pass;           /* a queue vector of the current plan */
+        int outcome;            /* what this evaluation did with it (apply.c IrqOutcome) */
+        bool new_original;      /* original recorded for the write in flight (dropped if it fails) */
 } IrqApplied;
 
 /*
@@ -66,6 +88,14 @@ typedef struct ApplyRun {
         int written;            /* values written (or originals dropped) so far */
         unsigned written_knobs; /* bit per Knob whose write returned written (facts to read again) */
         int error;              /* restore: the first -errno */
+        unsigned failed;        /* restore: originals whose write failed */
+        unsigned left;          /* restore: originals not written, someone else changed the value */
+        uint64_t now_usec;      /* CLOCK_MONOTONIC time the run started (backoff decisions) */
+        /* the queue knob whose write is in flight */
+        bool knob_reassert;     /* a rewrite of a value changed externally (Reassert=yes) */
+        bool knob_new_original; /* its original was recorded for this write (dropped if refused) */
+        bool knob_nr_recorded;  /* nr_requests' original was recorded before this elevator switch */
+        int knob_prev_error;    /* the same write failed before with this error (0: not) */
         size_t irq_total, irq_kept, irq_managed, irq_would;     /* irq_affinity, decided before its write */
         char nr_before[32];     /* nr_requests before the elevator write in flight ("" unknown): the switch resets it */
         /* set by the manager while a write is in flight, acted upon when the run ends */
@@ -89,6 +119,7 @@ typedef struct Device {
         bool identity_shared;   /* another present disk had the same identity when this one was
                                  * added: nothing stored is applied to it, its overrides are
                                  * not persisted, its originals go to "<identity>#<name>" */
+        char *irq_logged;       /* irq_affinity state last logged (one line per change of state) */
         ApplyRun run;
 } Device;
 
