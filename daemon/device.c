@@ -1118,23 +1118,23 @@ static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *
         if (dep && elevators_of_module_list(dep, &c->elevators_loadable, &pairs) < 0)
                 return -ENOMEM;
 
+        /* modules.alias has ~25,000 lines (PCI/USB ids): look only at the "-iosched " ones */
         snprintf(path, sizeof(path), "%s/modules.alias", release);
         if (dep && hostfs_read(h, HOSTFS_MODULES, path, &alias) >= 0)
-                for (char *line = alias; line && *line; ) {
-                        char *nl = strchr(line, '\n');
-                        if (nl)
-                                *nl = 0;
-                        char a[128], m[128];
-                        if (sscanf(line, "alias %127s %127s", a, m) == 2 && strlen(a) > 8 &&
-                            streq(a + strlen(a) - 8, "-iosched")) {
-                                a[strlen(a) - 8] = 0;
-                                char pair[300];
-                                snprintf(pair, sizeof(pair), "%s=%s", a, m);
-                                if (!strv_contains(c->elevators_loadable, a) && !strv_contains(c->elevators_builtin, a) &&
-                                    (strv_extend(&c->elevators_loadable, a) < 0 || strv_extend(&pairs, pair) < 0))
-                                        return -ENOMEM;
-                        }
-                        line = nl ? nl + 1 : NULL;
+                for (const char *p = strstr(alias, "-iosched "); p; p = strstr(p + 1, "-iosched ")) {
+                        const char *line = p;
+                        while (line > alias && line[-1] != '\n')
+                                line--;
+                        const char *name = startswith(line, "alias ");
+                        const char *mod = p + 9, *end = mod + strcspn(mod, " \n");
+                        if (!name || p <= name || end == mod || memchr(name, ' ', p - name) || p - name > 100 || end - mod > 100)
+                                continue;
+                        char a[128], pair[300];
+                        snprintf(a, sizeof(a), "%.*s", (int) (p - name), name);
+                        snprintf(pair, sizeof(pair), "%s=%.*s", a, (int) (end - mod), mod);
+                        if (!strv_contains(c->elevators_loadable, a) && !strv_contains(c->elevators_builtin, a) &&
+                            (strv_extend(&c->elevators_loadable, a) < 0 || strv_extend(&pairs, pair) < 0))
+                                return -ENOMEM;
                 }
         /* built in wins: the same name in both lists is registered at boot */
         char **loadable = NULL;
@@ -1154,8 +1154,8 @@ static int gather_elevators_available(HostFs *h, DiskFacts *f, GatherCache *c) {
         if (r < 0)
                 return r;
         if (c->elevator_modules_error < 0 && !c->elevators_builtin)
-                return disk_facts_set_unknown(f, FACT_ELEVATORS_LOADABLE, "lib/modules/%s/modules.dep: %s",
-                                              f->kernel_release ?: "(release unknown)", errno_reason(c->elevator_modules_error));
+                return disk_facts_set_unknown(f, FACT_ELEVATORS_LOADABLE, "lib/modules/%s/modules.dep: %s: only listed elevators count",
+                                              f->kernel_release ?: "(release unknown)", strerror(-c->elevator_modules_error));
         char **from[] = { c->elevators_builtin, c->elevators_loadable, c->elevators_blocked };
         char ***to[] = { &f->elevators_builtin, &f->elevators_loadable, &f->elevators_blocked };
         for (size_t i = 0; i < ELEMENTSOF(from); i++)
