@@ -1380,44 +1380,61 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
 }
 
 int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
+        static const Fact refreshed[] = { FACT_ELEVATOR, FACT_ELEVATORS, FACT_RQ_AFFINITY, FACT_NR_REQUESTS };
+        _cleanup_free_ char *old_elevator = TAKE_PTR(f->elevator), *old_elevators = strv_join(f->elevators, " ");
+        _cleanup_free_ char *old_unknown = NULL;
+        int old_rq = f->rq_affinity, changed = 0, r;
+        int64_t old_nr = f->nr_requests;
+        bool old_configurable = f->elevator_configurable;
         const char *why = NULL;
-        int r;
 
         /* queue/scheduler, rq_affinity, nr_requests */
-        f->elevator = mfree_str(f->elevator);
+        if (asprintf(&old_unknown, "%s|%s|%s|%s", strempty(f->unknown[FACT_ELEVATOR]), strempty(f->unknown[FACT_ELEVATORS]),
+                     strempty(f->unknown[FACT_RQ_AFFINITY]), strempty(f->unknown[FACT_NR_REQUESTS])) < 0 || !old_elevators)
+                return -ENOMEM;
         f->elevators = strv_free(f->elevators);
         f->elevator_configurable = false;
         f->rq_affinity = -1;
         f->nr_requests = -1;
-        static const Fact refreshed[] = { FACT_ELEVATOR, FACT_ELEVATORS, FACT_RQ_AFFINITY, FACT_NR_REQUESTS, FACT_SQ_SCHED };
         for (size_t i = 0; i < ELEMENTSOF(refreshed); i++)
                 f->unknown[refreshed[i]] = mfree_str(f->unknown[refreshed[i]]);
         r = gather_queue_knobs(h, f);
         if (r < 0)
                 return r;
+        _cleanup_free_ char *new_elevators = strv_join(f->elevators, " "), *new_unknown = NULL;
+        if (!new_elevators ||
+            asprintf(&new_unknown, "%s|%s|%s|%s", strempty(f->unknown[FACT_ELEVATOR]), strempty(f->unknown[FACT_ELEVATORS]),
+                     strempty(f->unknown[FACT_RQ_AFFINITY]), strempty(f->unknown[FACT_NR_REQUESTS])) < 0)
+                return -ENOMEM;
+        bool elevator_changed = !streq_ptr(old_elevator, f->elevator) || old_configurable != f->elevator_configurable;
+        changed = elevator_changed || !streq(old_elevators, new_elevators) || old_rq != f->rq_affinity ||
+                  old_nr != f->nr_requests || !streq(old_unknown, new_unknown);
 
         /* SQ_SCHED follows the elevator (set by mq-deadline and bfq, cleared by none) */
-        f->sq_sched = TRISTATE_UNKNOWN;
-        if (!f->has_mq)
-                r = disk_facts_set_unknown(f, FACT_SQ_SCHED, "no blk-mq queue");
-        else
-                r = gather_debugfs_state(h, f, hostfs_debugfs_available(h, &why), why);
-        if (r < 0)
-                return r;
+        if (elevator_changed) {
+                f->sq_sched = TRISTATE_UNKNOWN;
+                f->unknown[FACT_SQ_SCHED] = mfree_str(f->unknown[FACT_SQ_SCHED]);
+                if (!f->has_mq)
+                        r = disk_facts_set_unknown(f, FACT_SQ_SCHED, "no blk-mq queue");
+                else
+                        r = gather_debugfs_state(h, f, hostfs_debugfs_available(h, &why), why);
+                if (r < 0)
+                        return r;
+        }
 
         /* queue vectors' affinity */
         for (size_t i = 0; irqs && i < f->n_irqs; i++) {
                 IrqFacts *q = &f->irqs[i];
-                _cleanup_free_ char *aff = NULL;
+                _cleanup_free_ char *aff = NULL, *old = TAKE_PTR(q->affinity_list);
                 char path[64];
                 snprintf(path, sizeof(path), "irq/%u/smp_affinity_list", q->irq);
-                q->affinity_list = mfree_str(q->affinity_list);
                 cpuset_done(&q->affinity);
                 if (hostfs_read(h, HOSTFS_PROCFS, path, &aff) >= 0 && cpuset_parse(aff, &q->affinity) >= 0 &&
                     !(q->affinity_list = cpuset_format(&q->affinity)))
                         return -ENOMEM;
+                changed = changed || !streq_ptr(old, q->affinity_list);
         }
-        return 0;
+        return changed;
 }
 
 int device_list_disks(HostFs *h, char ***ret) {

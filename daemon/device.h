@@ -92,7 +92,8 @@ int device_gather_hctx_details(HostFs *h, DiskFacts *f);
  * verify that found a change, and before an override is evaluated, so facts/, explain
  * and metrics show what the kernel has now. A value that cannot be read becomes unknown.
  * irqs: the vectors too (one read each; a verify of an unchanged disk skips them).
- * Returns 0 or -ENOMEM.
+ * debugfs SQ_SCHED is read again only when the elevator changed.
+ * Returns 1 when a fact changed, 0 when all read the same, or -ENOMEM.
  */
 int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs);
 

@@ -425,7 +425,7 @@ static void load_stored(Manager *m, Device *d) {
 }
 
 static void waiters_check(Manager *m);
-static void manager_refresh(Manager *m, Device *d, bool irqs);
+static void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate);
 static void stop_check(Manager *m);
 static int manager_ready_check(Manager *m);
 
@@ -467,7 +467,7 @@ static void on_apply_finished(Device *d, void *userdata) {
         if (d->run.written > 0 || d->run.restore)
                 persist_originals(m, d);
         if (d->run.written > 0 && d->facts)
-                manager_refresh(m, d, d->run.written_knobs & (1u << KNOB_IRQ_AFFINITY)); /* facts/, explain: what the kernel has now */
+                manager_refresh(m, d, d->run.written_knobs & (1u << KNOB_IRQ_AFFINITY), true); /* facts/, explain: what the kernel has now */
         if (m->started && !m->batch)
                 manager_update_status(m);
 
@@ -577,9 +577,11 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
  * has now. The decisions are the same (the elevator is decided from the one blkmqd found):
  * nothing is applied and nothing logged again.
  */
-static void manager_refresh(Manager *m, Device *d, bool irqs) {
+static void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate) {
         Plan plan;
         int r = device_refresh_knobs(m->hostfs, d->facts, irqs);
+        if (r == 0 && !evaluate)
+                return;                 /* nothing changed (a verify of a quiet disk): the explain stands */
         if (r >= 0)
                 r = evaluate_policy(m, d, &plan);
         if (r < 0) {
@@ -1049,7 +1051,7 @@ static void on_verify(void *userdata, const char *device) {
                 persist_originals(m, d);
         /* a verify is a look at the kernel: facts/ and explain follow what it has now, also
          * when someone changed a value blkmqd never wrote (no uevent comes for that) */
-        manager_refresh(m, d, n > 0);
+        manager_refresh(m, d, n > 0, n > 0);
 }
 
 static const char *on_kernel_release(void *userdata) {
