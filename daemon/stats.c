@@ -402,8 +402,18 @@ void stats_rates(StatSample ring[STATS_HISTORY], const StatSample *cur, size_t n
         }
         ret->window_sec = window_sec;
 
+        /* A burst of reads does not flush the history (at most one sample per 0.1 s), unless
+         * this read holds a value the newest sample lacks (irq_count read right after another
+         * counter): then it is kept too, in the newest sample's place when it holds all of it. */
+        uint32_t mask = n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1;
         if (!newest || cur->usec >= newest->usec + SAMPLE_MIN_SPACING_USEC)
-                *ring_victim(ring, cur->usec, counters & (n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1), window_usec) = *cur;
+                *ring_victim(ring, cur->usec, counters & mask, window_usec) = *cur;
+        else if (cur->usec >= newest->usec && (cur->valid & mask & ~newest->valid)) {
+                if ((cur->valid & newest->valid) == newest->valid)
+                        *newest = *cur;
+                else
+                        *ring_victim(ring, cur->usec, counters & mask, window_usec) = *cur;
+        }
 }
 
 void hctx_stats_to_sample(const HctxStats *s, StatSample *ret) {

@@ -130,6 +130,35 @@ static void test_rates(void) {
         CHECK_NEAR(r.per_sec[1], 1000.0);               /* against a, 2 s old: b lacks v1 */
         CHECK_NEAR(r.window_sec, 2.0);                  /* the widest window used */
 
+        /* a value read only 50 ms after a read of others (irq_count_rate right after
+         * dispatched) is still recorded: the next read of it has a rate */
+        memset(ring, 0, sizeof(ring));
+        a = sample(T0, 100, 0, 0);
+        a.valid = 1;
+        stats_rates(ring, &a, 3, 3, SEC, &r);
+        b = sample(T0 + SEC / 20, 101, 7000, 0);
+        b.valid = 3;
+        stats_rates(ring, &b, 3, 3, SEC, &r);
+        CHECK_INT(ring_used(ring), 1);                  /* in a's place: it holds all a held */
+        c = sample(T0 + SEC / 20 + 2 * SEC, 301, 7400, 0);
+        c.valid = 3;
+        stats_rates(ring, &c, 3, 3, SEC, &r);
+        CHECK(r.valid & 2);
+        CHECK_NEAR(r.per_sec[1], 200.0);
+        /* ... also when it lacks one of the others: then beside it */
+        memset(ring, 0, sizeof(ring));
+        a = sample(T0, 100, 0, 0);
+        a.valid = 1;
+        stats_rates(ring, &a, 3, 3, SEC, &r);
+        b = sample(T0 + SEC / 20, 0, 7000, 0);
+        b.valid = 2;
+        stats_rates(ring, &b, 3, 3, SEC, &r);
+        CHECK_INT(ring_used(ring), 2);
+        c = sample(T0 + 2 * SEC, 300, 7400, 0);
+        c.valid = 3;
+        stats_rates(ring, &c, 3, 3, SEC, &r);
+        CHECK_INT(r.valid, 3);
+
         /* a counter that did not move has rate 0, and that is a valid rate */
         memset(ring, 0, sizeof(ring));
         a = sample(T0, 42, 0, 0);
