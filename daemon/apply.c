@@ -112,6 +112,35 @@ static int knob_job(const Device *d, Knob k, const char *value, const char *befo
         return 0;
 }
 
+/*
+ * Did r (a read or write of one of d's files) fail because the disk went away? ENOENT (the
+ * file or its directory was removed before the open) or ENODEV (kernfs: the node was removed
+ * while the file was open, fs/kernfs/file.c kernfs_get_active()) while the disk's queue/ is
+ * gone (del_gendisk() removes it first, blk_unregister_queue()) or block/<name> is another
+ * disk's now (a re-add racing the removal: a new kernfs node, a new inode). Then one line
+ * says so for the disk's lifetime, instead of a write failure per knob and per restore.
+ */
+static bool disk_vanished(HostFs *h, Device *d, int r) {
+        char path[PATH_MAX];
+        struct stat st;
+
+        if (d->vanished)
+                return true;
+        if ((r != -ENOENT && r != -ENODEV) || !h)
+                return false;
+        snprintf(path, sizeof(path), "block/%s", d->name);
+        bool gone = hostfs_stat(h, HOSTFS_SYSFS, path, &st) < 0 ||
+                    (d->facts && d->facts->sysfs_ino && (uint64_t) st.st_ino != d->facts->sysfs_ino);
+        snprintf(path, sizeof(path), "block/%s/queue", d->name);
+        if (!gone && hostfs_exists(h, HOSTFS_SYSFS, path))
+                return false;
+        d->vanished = true;
+        log_device_full(LOG_INFO, r, d->name, NULL, NULL, "Device vanished (%s while blkmqd wrote or read it: sysfs block/%s "
+                        "is gone or is another disk's now); nothing more is written to it",
+                        strerrorname_np(-r) ?: "error", d->name);
+        return true;
+}
+
 static void log_write_failed(const Device *d, const char *knob, int r, WriteErrorClass c, const char *fmt, ...)
         __attribute__((format(printf, 5, 6)));
 static void log_write_failed(const Device *d, const char *knob, int r, WriteErrorClass c, const char *fmt, ...) {
@@ -274,7 +303,8 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
 
         r = read_knob(h, d->name, k, &current);
         if (r < 0) {
-                applied_set(a, APPLY_ERROR, r, "cannot read queue/%s: %s", queue_attr[k], strerror(-r));
+                applied_set(a, APPLY_ERROR, r, "cannot read queue/%s: %s%s", queue_attr[k], strerror(-r),
+                            disk_vanished(h, d, r) ? " (the disk vanished)" : "");
                 return 0;
         }
 
@@ -414,6 +444,11 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                 if (!written && run->knob_nr_recorded) {
                         d->applied[KNOB_NR_REQUESTS].original = mfree_str(d->applied[KNOB_NR_REQUESTS].original);
                         dropped = true;
+                }
+                if (disk_vanished(h, d, r)) {
+                        applied_set(a, APPLY_ERROR, r, "%s writing %s to queue/%s: the disk vanished",
+                                    strerrorname_np(-r) ?: "error", wanted, queue_attr[k]);
+                        return written || dropped;
                 }
                 applied_set(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, r,
                             "%s writing %s to queue/%s%s%s%s", strerrorname_np(-r) ?: "error", wanted,
@@ -867,7 +902,7 @@ static const char *irq_name(const Device *d, unsigned irq) {
 
 /* The writes of irq_affinity_decide() returned. Returns the number of vectors placed (plus
  * originals dropped: the caller persists them). */
-static int irq_affinity_finish(Device *d, const WriteJob *j) {
+static int irq_affinity_finish(HostFs *h, Device *d, const WriteJob *j) {
         uint64_t now = run_now_usec(d);
         int n = 0;
 
@@ -889,6 +924,9 @@ static int irq_affinity_finish(Device *d, const WriteJob *j) {
                         }
                         ia->new_original = false;
                         ia->error = r;
+                        /* a removed device's vectors go with it: /proc/irq/N is gone */
+                        if (disk_vanished(h, d, r))
+                                continue;
                         if (r == -EIO || r == -EPERM) {
                                 /* managed IRQ: -EIO <= 6.11, -EPERM >= 6.12 (eb29369fa543) */
                                 ia->managed = true;
@@ -976,10 +1014,15 @@ static int restore_knob_decide(HostFs *h, Device *d, Knob k, WriteJob **ret_job)
         return 0;
 }
 
-static int restore_knob_finish(Device *d, Knob k, const WriteJob *j) {
+static int restore_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
         Applied *a = &d->applied[k];
         int r = j->ops[0].result;
 
+        if (r < 0 && disk_vanished(h, d, r)) {
+                /* nothing left to put back on this disk; the stored original stays for a re-add */
+                applied_set(a, APPLY_ERROR, r, "the disk vanished before %s was put back", strna(a->original));
+                return 0;
+        }
         if (r < 0) {
                 log_device_warning_errno(d->name, r, "Failed to restore %s %s: %m", knob_to_string(k), a->original);
                 applied_set(a, APPLY_ERROR, r, "%s restoring %s", strerrorname_np(-r) ?: "error", strna(a->original));
@@ -1034,7 +1077,7 @@ static int irq_restore_decide(HostFs *h, Device *d, WriteJob **ret_job) {
         return 0;
 }
 
-static int irq_restore_finish(Device *d, const WriteJob *j) {
+static int irq_restore_finish(HostFs *h, Device *d, const WriteJob *j) {
         _cleanup_free_ char *restored = NULL, *failed = NULL;
         size_t n_failed = 0, n_restored = 0;
         int n = 0, first_error = 0;
@@ -1047,6 +1090,8 @@ static int irq_restore_finish(Device *d, const WriteJob *j) {
                 IrqApplied *ia = irq_applied_get(d, irq);
                 if (!ia)
                         return -ENOMEM;
+                if (op->result < 0 && disk_vanished(h, d, op->result))
+                        continue;
                 if (op->result < 0) {
                         list_add(&failed, &n_failed, "IRQ %u to %s: %s", irq, op->value, strerrorname_np(-op->result) ?: "error");
                         if (!first_error)
@@ -1078,12 +1123,12 @@ static int irq_restore_finish(Device *d, const WriteJob *j) {
  * A restore within an apply run returned (queue_knob_no_wish(), or the plan wanting the
  * original back): the knob is no longer blkmqd's. Returns 1 when written.
  */
-static int restore_in_run_finish(Device *d, Knob k, const WriteJob *j) {
+static int restore_in_run_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
         if (k == KNOB_IRQ_AFFINITY) {
                 size_t failed = 0;
                 for (size_t i = 0; i < j->n_ops; i++)
                         failed += j->ops[i].result < 0;
-                int n = irq_restore_finish(d, j);
+                int n = irq_restore_finish(h, d, j);
                 irq_no_wish_summarize(d, n > 0 ? n : 0, failed);
                 return n;
         }
@@ -1092,7 +1137,7 @@ static int restore_in_run_finish(Device *d, Knob k, const WriteJob *j) {
         _cleanup_free_ char *was = strdup(j->ops[0].value);
         if (!was)
                 return -ENOMEM;
-        int r = restore_knob_finish(d, k, j);
+        int r = restore_knob_finish(h, d, k, j);
         if (r <= 0)
                 return r;
         if (wanted && streq(wanted, was)) {
@@ -1119,11 +1164,11 @@ static void knob_finish(Applier *a, Device *d, const WriteJob *j) {
         int r;
 
         if (d->run.restore)
-                r = k == KNOB_IRQ_AFFINITY ? irq_restore_finish(d, j) : restore_knob_finish(d, k, j);
+                r = k == KNOB_IRQ_AFFINITY ? irq_restore_finish(a->hostfs, d, j) : restore_knob_finish(a->hostfs, d, k, j);
         else if (j->tag & TAG_RESTORE)
-                r = restore_in_run_finish(d, k, j);
+                r = restore_in_run_finish(a->hostfs, d, k, j);
         else
-                r = k == KNOB_IRQ_AFFINITY ? irq_affinity_finish(d, j) : queue_knob_finish(a->hostfs, d, k, j);
+                r = k == KNOB_IRQ_AFFINITY ? irq_affinity_finish(a->hostfs, d, j) : queue_knob_finish(a->hostfs, d, k, j);
         if (r > 0) {
                 d->run.written += r;
                 d->run.written_knobs |= 1u << k;
@@ -1186,7 +1231,7 @@ static int run_step(Applier *a, Device *d) {
         ApplyOptions o = { .dry_run = run->dry_run, .reassert = run->reassert, .verify_only = run->verify_only,
                            .now_usec = run->now_usec };
 
-        for (; run->next < _KNOB_MAX; run->next++) {
+        for (; run->next < _KNOB_MAX && !d->vanished; run->next++) {
                 Knob k = run->next;
                 WriteJob *j = NULL;
                 int r;

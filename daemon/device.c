@@ -1304,6 +1304,11 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         if (sscanf(s, "%u:%u", &f->major, &f->minor) != 2)
                 return -ENOENT;
 
+        struct stat st;
+        snprintf(path, sizeof(path), "block/%s", name);
+        if (hostfs_stat(h, HOSTFS_SYSFS, path, &st) >= 0)
+                f->sysfs_ino = st.st_ino;
+
         uint64_t sectors;
         snprintf(path, sizeof(path), "block/%s/size", name);
         r = hostfs_read_u64(h, HOSTFS_SYSFS, path, &sectors);

@@ -474,7 +474,8 @@ static void on_apply_finished(Device *d, void *userdata) {
         /* what came in while the disk's write was in flight; d may be gone after it */
         if ((m->stopping || restore_after) && !d->run.restore)
                 manager_restore_device(m, d);   /* (the plan is not applied again when stopping) */
-        else if (event) {
+        else if (event || d->vanished) {
+                /* a vanished disk: gone (removed now) or back as a new disk (added afresh) */
                 _cleanup_free_ char *name = strdup(d->name);
                 if (name)
                         manager_device_event(m, name, false);
@@ -666,9 +667,16 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
                 return;
         }
 
-        /* Same name, another disk (a loop device re-bound to another file): start afresh. */
+        /* Same name, another disk (a loop device re-bound to another file, or removed and
+         * added again while its events were debounced: a new sysfs directory): start afresh. */
         d = registry_get(&m->registry, name);
-        if (d && d->facts && !streq_ptr(d->facts->identity, facts->identity))
+        bool new_instance = d && d->facts && facts->sysfs_ino && d->facts->sysfs_ino && facts->sysfs_ino != d->facts->sysfs_ino;
+        if (d && d->vanished && !new_instance) {
+                /* still the disk that went away (its removal in progress): its remove uevent ends it */
+                log_device_debug(name, "Vanished, waiting for its removal");
+                return;
+        }
+        if (d && d->facts && (!streq_ptr(d->facts->identity, facts->identity) || new_instance))
                 manager_remove_device(m, name);
 
         r = registry_add(&m->registry, name, &d);
@@ -690,6 +698,7 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
         if (added)
                 load_stored(m, d);
 
+        log_device_debug(name, "Evaluating (facts gathered%s)", added ? ", new disk" : "");
         manager_evaluate(m, d, added);
 finish:
         if (m->fuse && !m->batch)       /* a batch updates hosts/ once at its end */

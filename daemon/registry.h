@@ -116,6 +116,9 @@ typedef struct Device {
         size_t n_history_hctx;
         StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */
         uint64_t generation;    /* bumped on every re-gather */
+        bool vanished;          /* a write or read failed with ENOENT/ENODEV and the disk's sysfs
+                                 * directory is gone (or another disk's now): said once, nothing
+                                 * more is written to it (apply.c disk_vanished()) */
         bool identity_shared;   /* another present disk had the same identity when this one was
                                  * added: nothing stored is applied to it, its overrides are
                                  * not persisted, its originals go to "<identity>#<name>" */

@@ -3,6 +3,7 @@
 #include <libudev.h>
 #include <stdlib.h>
 
+#include "debounce.h"
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
@@ -14,7 +15,10 @@
 struct UdevMonitor {
         struct udev *udev;
         struct udev_monitor *monitor;
+        sd_event *event;
         sd_event_source *source;
+        sd_event_source *timer;         /* the earliest debounced disk's due time */
+        Debouncer debounce;
         bool udev_source;
         on_device_event_t cb;
         void *userdata;
@@ -37,8 +41,43 @@ static bool is_disk(struct udev_device *d) {
         return devtype && streq(devtype, "disk");
 }
 
+static int arm_timer(UdevMonitor *m);
+
+/* Debounced disks whose quiet window ended: one callback each, with the last action. */
+static int on_debounce_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        UdevMonitor *m = userdata;
+        DebounceEntry e;
+        uint64_t now;
+
+        if (sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0)
+                now = usec;
+        while (debounce_pop_due(&m->debounce, now, &e) > 0) {
+                static const char * const action[] = { "add", "change", "remove" };
+                log_device_debug(e.name, "%u uevent(s) in %.0f ms -> one %s", e.events,
+                                 (double) (now - e.first_usec) / 1000, action[e.action]);
+                m->cb(m->userdata, e.action, e.name);
+                free(e.name);
+        }
+        return arm_timer(m);
+}
+
+static int arm_timer(UdevMonitor *m) {
+        uint64_t due = debounce_next_due(&m->debounce);
+        if (due == UINT64_MAX)
+                return m->timer ? sd_event_source_set_enabled(m->timer, SD_EVENT_OFF) : 0;
+        if (!m->timer)
+                return sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC, due, 0, on_debounce_timer, m);
+        int r = sd_event_source_set_time(m->timer, due);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->timer, SD_EVENT_ONESHOT);
+        return r;
+}
+
 static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         UdevMonitor *m = userdata;
+        uint64_t now = 0;
+
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
 
         for (;;) {
                 struct udev_device *d = udev_monitor_receive_device(m->monitor);
@@ -50,10 +89,14 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
                         DeviceAction a = streq(action, "remove") ? DEVICE_ACTION_REMOVE :
                                          streq(action, "add") ? DEVICE_ACTION_ADD : DEVICE_ACTION_CHANGE;
                         log_device_debug(name, "uevent %s (%s source)", action, udev_monitor_source(m));
-                        m->cb(m->userdata, a, name);
+                        if (debounce_add(&m->debounce, name, a, now) < 0)
+                                m->cb(m->userdata, a, name);    /* ENOMEM: act at once */
                 }
                 udev_device_unref(d);
         }
+        int r = arm_timer(m);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the uevent debounce timer, ignoring: %m");
         return 0;
 }
 
@@ -65,6 +108,7 @@ int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb
                 return -ENOMEM;
         m->cb = cb;
         m->userdata = userdata;
+        m->event = sd_event_ref(event);
         m->udev_source = use_udev_source;
 
         m->udev = udev_new();
@@ -96,6 +140,9 @@ UdevMonitor *udev_monitor_free(UdevMonitor *m) {
         if (!m)
                 return NULL;
         sd_event_source_disable_unref(m->source);
+        sd_event_source_disable_unref(m->timer);
+        debounce_done(&m->debounce);
+        sd_event_unref(m->event);
         udev_monitor_unref(m->monitor);
         udev_unref(m->udev);
         free(m);

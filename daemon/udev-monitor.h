@@ -6,6 +6,9 @@
  * the "udev" source when systemd-udevd runs, or on raw kernel uevents ("kernel"
  * source) when it does not (containers, initramfs, CI machines). Only whole disks
  * (DEVTYPE=disk) are reported; partitions are ignored, their disk is what is tuned.
+ * Uevents are debounced per disk (lib/debounce.h: 100 ms of quiet, at most 1 s): a burst of
+ * add/change/remove for one disk is reported once, with its last action. Coldplug is not
+ * delayed.
  */
 
 #include <stdbool.h>

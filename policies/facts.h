@@ -124,6 +124,8 @@ typedef struct ModuleParamFacts {
 typedef struct DiskFacts {
         char *name;                     /* "sda" */
         unsigned major, minor;
+        uint64_t sysfs_ino;             /* inode of sysfs block/<name> when gathered, 0 unknown: a disk
+                                         * removed and added again under one name has a new one */
         uint64_t size_bytes;
         bool has_mq;                    /* a blk-mq queue (mq/ directory) exists */
 

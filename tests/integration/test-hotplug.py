@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-hotplug.py BLKMQD
+
+Issue 13 item 17 on a real kernel: the built daemon on a private loop device (loop700 and up,
+tests/pylib PrivateLoops) with mq-deadline set, so blkmqd switches it to none and records
+mq-deadline as the original; --devices names only that loop.
+
+  (q1) 20 "change" uevents written to /sys/block/<loop>/uevent in a row -> one debounced
+       action ("20 uevent(s) ... -> one change") and one evaluation
+  (q2) 10 plug cycles (losetup -d, losetup) as fast as they go -> fewer evaluations than
+       cycles (each cycle is 2 uevents), the end state right (devices/<loop> shown,
+       applied/elevator ok: none), no "Original ... recorded by an earlier run" line: the
+       originals were recorded by this run
+  (q3) 10 hot-remove/re-add cycles (losetup -d, LOOP_CTL_REMOVE, LOOP_CTL_ADD, losetup): no
+       "Failed to set/restore ... No such file or directory / No such device" warning (a write
+       that loses the race says "Device vanished" once), the daemon alive, the end state right,
+       and SIGTERM restores mq-deadline
+
+The deterministic checks of the vanished rule (a write failing with ENOENT/ENODEV while the
+disk's directory goes, or comes back as a new one) are in tests/fixture/test-fixture-hooks.c
+(vanish-*); (q3) is the same race on a real kernel, with whatever timing it has.
+Root, /dev/fuse, /dev/loop-control, losetup (exit 77 otherwise).
+"""
+
+import fcntl
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+from blkmqd_test import check, finish, wait_for  # noqa: E402
+
+
+def lines(d, pattern):
+    with open(d.log, errors="replace") as f:
+        return [x for x in f.read().splitlines() if re.search(pattern, x)]
+
+
+def attach(loops):
+    """losetup, retried while the kernel still holds the device after the detach (EBUSY)."""
+    def once():
+        try:
+            loops.attach(0)
+            return True
+        except RuntimeError:
+            return False
+    ok, _ = wait_for(once, 5.0, 0.01)
+    if not ok:
+        raise RuntimeError(f"losetup {loops.names[0]} kept failing")
+
+
+def shown_ok(d, name):
+    try:
+        return d.read("devices", name, "applied", "elevator").startswith("ok: none")
+    except OSError:
+        return False
+
+
+def main():
+    exe = bt.exe_arg()
+    rc = bt.preflight(exe, files=("/dev/loop-control",))
+    if rc is not None:
+        return rc
+    tmp = tempfile.mkdtemp(prefix="blkmqd-hotplug-")
+    mnt = os.path.join(tmp, "mnt")
+    os.mkdir(mnt)
+    loops = bt.PrivateLoops(tmp, 1)
+    name = loops.names[0]
+    d = bt.Daemon(exe, mnt, tmp, start_deadline=20.0, stop_deadline=30.0, unmount_on_stop=True)
+    try:
+        loops.attach(0)
+        bt.set_elevator(name, "mq-deadline")
+        d.start("--devices", name)
+        check(wait_for(lambda: shown_ok(d, name), 10.0)[0], f"(q0) {name}: applied/elevator ok: none")
+
+        # (q1) a burst of uevents: one debounced action, one evaluation
+        before = len(lines(d, rf"{name}: Evaluating"))
+        with open(f"/sys/block/{name}/uevent", "w") as f:
+            for _ in range(20):
+                f.write("change\n")
+                f.flush()
+        ok, _ = wait_for(lambda: lines(d, rf"{name}: \d+ uevent\(s\) in .* -> one "), 5.0)
+        merged = lines(d, rf"{name}: \d+ uevent\(s\) in .* -> one ")
+        check(ok and len(merged) == 1 and re.search(r": 20 uevent\(s\)", merged[0]) is not None,
+              f"(q1) 20 uevents -> one debounced action: {merged}")
+        ok, _ = wait_for(lambda: len(lines(d, rf"{name}: Evaluating")) > before, 5.0)
+        check(len(lines(d, rf"{name}: Evaluating")) - before == 1, "(q1) one evaluation for the burst")
+
+        # (q2) plug cycles
+        before = len(lines(d, rf"{name}: Evaluating"))
+        acted = len(lines(d, rf"{name}: \d+ uevent\(s\) in "))
+        for _ in range(10):
+            loops.detach(0)
+            attach(loops)
+        ok, _ = wait_for(lambda: len(lines(d, rf"{name}: \d+ uevent\(s\) in ")) > acted, 5.0)
+        check(ok, "(q2) the plug cycles' uevents acted upon")
+        check(wait_for(lambda: shown_ok(d, name), 10.0)[0], f"(q2) after 10 plug cycles {name} is back, ok: none")
+        print("   (q2) " + "; ".join(x.split(": ", 1)[1] for x in lines(d, rf"{name}: \d+ uevent\(s\) in ")[acted:]))
+        n = len(lines(d, rf"{name}: Evaluating")) - before
+        check(n < 10, f"(q2) 10 plug cycles (20 uevents) -> {n} evaluation(s), fewer than the cycles")
+        again = lines(d, r"recorded by an earlier run")
+        check(not again, f"(q2) no 'recorded by an earlier run' line in a run that recorded them itself: {again[:3]}")
+
+        # (q3) hot-remove and re-add racing blkmqd's writes
+        nr = int(name[4:])
+        acted = len(lines(d, rf"{name}: \d+ uevent\(s\) in "))
+        for _ in range(10):
+            loops.detach(0)
+            ctl = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+            try:
+                ok, _ = wait_for(lambda: _remove(ctl, nr), 5.0, 0.01)
+                fcntl.ioctl(ctl, bt.LOOP_CTL_ADD, nr)
+            finally:
+                os.close(ctl)
+            wait_for(lambda: os.path.exists(f"/dev/{name}"), 5.0)
+            attach(loops)
+            bt.set_elevator(name, "mq-deadline")
+        ok, _ = wait_for(lambda: len(lines(d, rf"{name}: \d+ uevent\(s\) in ")) > acted, 5.0)
+        check(ok, "(q3) the remove/add cycles' uevents acted upon")
+        check(wait_for(lambda: shown_ok(d, name), 10.0)[0], f"(q3) after 10 remove/add cycles {name} is back, ok: none")
+        print("   (q3) " + "; ".join(x.split(": ", 1)[1] for x in lines(d, rf"{name}: \d+ uevent\(s\) in ")[acted:]))
+        again = lines(d, r"recorded by an earlier run")
+        check(not again, f"(q3) no 'recorded by an earlier run' line after re-adds either: {again[:3]}")
+        bad = lines(d, r"Failed to (set|restore).*(No such file|No such device|ENOENT|ENODEV)")
+        check(not bad, f"(q3) no generic write failure for a vanished disk: {bad[:3]}")
+        check(d.alive(), "(q3) daemon alive")
+        print(f"   (q3) {len(lines(d, name + ': Device vanished'))} 'Device vanished' line(s), "
+              f"{len(lines(d, name + ': Disk removed'))} removal(s)")
+    except RuntimeError as e:
+        check(False, str(e))
+    finally:
+        rc = d.stop()
+        check(rc == 0, f"SIGTERM exit status 0 (got {rc})")
+        try:
+            check(bt.current_elevator(name) == "mq-deadline", f"stop put back mq-deadline: {bt.current_elevator(name)}")
+        except OSError as e:
+            check(False, f"{name}: {e}")
+        if bt.failures:
+            print(d.tail(60))
+        loops.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return finish()
+
+
+def _remove(ctl, nr):
+    try:
+        fcntl.ioctl(ctl, bt.LOOP_CTL_REMOVE, nr)
+        return True
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())
