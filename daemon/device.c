@@ -601,7 +601,8 @@ static int gather_debugfs_state(HostFs *h, DiskFacts *f, bool debugfs, const cha
 
         if (!debugfs)
                 return disk_facts_set_unknown(f, FACT_SQ_SCHED, "%s", why);
-        if (kernel_release_parse(f->kernel_release, &maj, &min) >= 0 && (maj < 5 || (maj == 5 && min < 19)))
+        bool known = kernel_release_parse(f->kernel_release, &maj, &min) >= 0;
+        if (known && (maj < 5 || (maj == 5 && min < 19)))
                 return disk_facts_set_unknown(f, FACT_SQ_SCHED,
                                               "kernel %u.%u predates QUEUE_FLAG_SQ_SCHED (5.19, 4d337cebcb1c)", maj, min);
 
@@ -609,7 +610,13 @@ static int gather_debugfs_state(HostFs *h, DiskFacts *f, bool debugfs, const cha
         int r = hostfs_read(h, HOSTFS_DEBUGFS, path, &s);
         if (r < 0)
                 return r == -ENOMEM ? r : disk_facts_set_unknown(f, FACT_SQ_SCHED, "debugfs %s: %s", path, errno_reason(r));
-        f->sq_sched = flags_has_token(s, "SQ_SCHED") ? TRISTATE_YES : TRISTATE_NO;
+        /* blk_flags_show() prints a flag without a name in blk_queue_flag_name[] as its bit
+         * number: 6.1 names no SQ_SCHED and shows QUEUE_FLAG_SQ_SCHED (bit 30 in 6.1's
+         * include/linux/blkdev.h) as "30" (seen on 6.1.0-57 with mq-deadline on a shared
+         * tagset: "...|REGISTERED|NOWAIT|30"); 6.12 prints "SQ_SCHED". The bare number is
+         * trusted only before 6.12, whose flags are renumbered. */
+        f->sq_sched = flags_has_token(s, "SQ_SCHED") ||
+                      (known && (maj < 6 || (maj == 6 && min < 12)) && flags_has_token(s, "30")) ? TRISTATE_YES : TRISTATE_NO;
         return 0;
 }
 
