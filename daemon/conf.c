@@ -38,7 +38,7 @@ void config_done(Config *c) {
 }
 
 int config_init(Config *c) {
-        *c = (Config) { .mode = _MODE_INVALID, .rate_window_usec = 1000000 };
+        *c = (Config) { .mode = _MODE_INVALID, .rate_window_usec = 1000000, .verify_usec = CONFIG_VERIFY_USEC_DEFAULT };
         return policy_config_init_defaults(&c->policy);
 }
 
@@ -111,6 +111,14 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
                 if (e == v || *e || !(sec >= 0.2 && sec <= 3600))      /* NaN fails both */
                         return fail(p, "RateWindowSec=%s: expected seconds from 0.2 to 3600", v);
                 c->rate_window_usec = (uint64_t) (sec * 1e6);
+        } else if (streq(key, "VerifySec")) {
+                char *e;
+                double sec = strtod(v, &e);
+                if (streq(v, "off") || streq(v, "no"))
+                        sec = 0;
+                else if (e == v || *e || !(sec == 0 || (sec >= 1 && sec <= 86400)))      /* NaN fails both */
+                        return fail(p, "VerifySec=%s: expected 0 (off) or seconds from 1 to 86400", v);
+                c->verify_usec = (uint64_t) (sec * 1e6);
         } else if (streq(key, "ModuleParams")) {
                 if (streq(v, "propose"))
                         c->module_params_write = false;

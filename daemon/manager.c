@@ -63,6 +63,7 @@ struct Manager {
         bool ready_pending;             /* coldplug done, its writes not settled: not mounted, no READY yet */
         bool stop_done;                 /* the stop restore ran (manager_free does not repeat it) */
         sd_event_source *stop_timer;
+        sd_event_source *verify_timer;  /* VerifySec=: NULL when off (no wake-ups at all) */
 };
 
 /*
@@ -194,6 +195,7 @@ Manager *manager_free(Manager *m) {
         }
         waiters_release_all(m);
         sd_event_source_disable_unref(m->stop_timer);
+        sd_event_source_disable_unref(m->verify_timer);
         m->writer = writer_free(m->writer);     /* a write that never returns is abandoned */
         fuse_fs_free(m->fuse);
         udev_monitor_free(m->monitor);
@@ -426,6 +428,7 @@ static void load_stored(Manager *m, Device *d) {
 
 static void waiters_check(Manager *m);
 static void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate);
+static void manager_update_verify_timer(Manager *m);
 static void stop_check(Manager *m);
 static int manager_ready_check(Manager *m);
 
@@ -769,6 +772,8 @@ int manager_reload(Manager *m) {
         m->reloads++;
         m->mode = effective_mode(&m->config, m->cli_dry_run);
         m->rate_window_usec = m->config.rate_window_usec;
+        if (m->started)
+                manager_update_verify_timer(m);
         log_info("Configuration reloaded from \"%s\"%s (mode %s)", m->config_path,
                  access(m->config_path, F_OK) < 0 ? ": the file does not exist, shipped defaults (and drop-ins) in force" : "",
                  manager_mode_to_string(m->mode));
@@ -1063,6 +1068,63 @@ static void on_verify(void *userdata, const char *device) {
         manager_refresh(m, d, n > 0, n > 0);
 }
 
+/*
+ * The periodic verify (VerifySec=): the kernel sends no uevent when someone else writes a queue
+ * attribute or an IRQ's affinity, so without it a change is only noticed when someone reads
+ * applied/. Every disk blkmqd manages is looked at: with Reassert=yes (mode auto) an apply that
+ * rewrites what was changed (with backoff in a write war), else a verify that writes nothing.
+ */
+static void manager_verify_all(Manager *m) {
+        if (m->mode == MODE_OFF || m->stopping)
+                return;
+        size_t n = 0;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *d = m->registry.devices[i];
+                if (!d->facts || !d->plan.manage || d->run.active)
+                        continue;
+                n++;
+                if (m->config.reassert && m->mode == MODE_AUTO)
+                        manager_apply(m, d);
+                else
+                        on_verify(m, d->name);
+        }
+        log_debug("Periodic verify: %zu disk(s) looked at", n);
+}
+
+static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        manager_verify_all(m);
+        if (m->config.verify_usec > 0) {
+                (void) sd_event_source_set_time_relative(s, m->config.verify_usec);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+/* Arm, re-arm or remove the periodic verify after a (re)load of the configuration. */
+static void manager_update_verify_timer(Manager *m) {
+        uint64_t usec = m->config.verify_usec;
+        int r;
+
+        if (usec == 0) {
+                m->verify_timer = sd_event_source_disable_unref(m->verify_timer);
+                return;
+        }
+        /* accuracy: a tenth of the interval, so the wake-up can be coalesced with others */
+        if (!m->verify_timer)
+                r = sd_event_add_time_relative(m->event, &m->verify_timer, CLOCK_MONOTONIC, usec, usec / 10, on_verify_timer, m);
+        else {
+                r = sd_event_source_set_time_relative(m->verify_timer, usec);
+                if (r >= 0)
+                        r = sd_event_source_set_time_accuracy(m->verify_timer, usec / 10);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->verify_timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0)
+                log_warning_errno(r, "Cannot set up the periodic verify (VerifySec=), changes by others are noticed "
+                                  "only when applied/ is read: %m");
+}
+
 static const char *on_kernel_release(void *userdata) {
         Manager *m = userdata;
         return m->kernel_release;
@@ -1224,6 +1286,7 @@ int manager_startup(Manager *m) {
 
         m->started = true;
         manager_update_modules(m);
+        manager_update_verify_timer(m);
         m->ready_pending = true;
         return manager_ready_check(m);
 }
@@ -1251,10 +1314,13 @@ static int manager_ready_check(Manager *m) {
                         return r;
                 }
         }
+        char verify[64] = "periodic verify off (VerifySec=0)";
+        if (m->config.verify_usec > 0)
+                snprintf(verify, sizeof(verify), "verify every %g s", (double) m->config.verify_usec / 1e6);
         log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_START, NULL, __FILE__, __LINE__, __func__,
-                 "blkmqd %s started: %zu disk(s), mode %s%s%s, state in %s", BLKMQD_VERSION, m->registry.n_devices,
+                 "blkmqd %s started: %zu disk(s), mode %s%s%s, state in %s, %s", BLKMQD_VERSION, m->registry.n_devices,
                  manager_mode_to_string(m->mode), m->mountpoint ? ", tree at " : "", m->mountpoint ?: "",
-                 m->state ? state_dir(m->state) : "(none)");
+                 m->state ? state_dir(m->state) : "(none)", verify);
         manager_update_status(m);
         (void) sd_notify(false, "READY=1");
         return 0;

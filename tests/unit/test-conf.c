@@ -124,6 +124,28 @@ static void test_manager(void) {
         BAD("[Manager]\nRateWindowSec=\n", "test.conf:2: RateWindowSec=: expected seconds from 0.2 to 3600");
         BAD("[Manager]\nRateWindowSec=nan\n", "test.conf:2: RateWindowSec=nan: expected seconds from 0.2 to 3600");
         BAD("[Manager]\nRateWindowSec=-1\n", "test.conf:2: RateWindowSec=-1: expected seconds from 0.2 to 3600");
+        /* VerifySec= (issue 13 item 13): default 60 s, 0 or off: no periodic verify */
+        OK("", &c);
+        CHECK_U64(c.verify_usec, 60000000ULL);
+        config_done(&c);
+        OK("[Manager]\nVerifySec=5\n", &c);
+        CHECK_U64(c.verify_usec, 5000000ULL);
+        config_done(&c);
+        OK("[Manager]\nVerifySec=2.5\nVerifySec=86400\n", &c);
+        CHECK_U64(c.verify_usec, 86400000000ULL);
+        config_done(&c);
+        OK("[Manager]\nVerifySec=0\n", &c);
+        CHECK_U64(c.verify_usec, 0);
+        config_done(&c);
+        OK("[Manager]\nVerifySec=off\n", &c);
+        CHECK_U64(c.verify_usec, 0);
+        config_done(&c);
+        BAD("[Manager]\nVerifySec=0.5\n", "test.conf:2: VerifySec=0.5: expected 0 (off) or seconds from 1 to 86400");
+        BAD("[Manager]\nVerifySec=86401\n", "test.conf:2: VerifySec=86401: expected 0 (off) or seconds from 1 to 86400");
+        BAD("[Manager]\nVerifySec=1m\n", "test.conf:2: VerifySec=1m: expected 0 (off) or seconds from 1 to 86400");
+        BAD("[Manager]\nVerifySec=\n", "test.conf:2: VerifySec=: expected 0 (off) or seconds from 1 to 86400");
+        BAD("[Manager]\nVerifySec=nan\n", "test.conf:2: VerifySec=nan: expected 0 (off) or seconds from 1 to 86400");
+        BAD("[Manager]\nVerifySec=-1\n", "test.conf:2: VerifySec=-1: expected 0 (off) or seconds from 1 to 86400");
         BAD("[Manager]\nColour=blue\n", "test.conf:2: unknown key \"Colour\" in [Manager]");
         BAD("[Manager]\nmode=auto\n", "test.conf:2: unknown key \"mode\" in [Manager]");    /* keys are case-sensitive */
 }

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-drift.py [BLKMQD]   (default: $BLKMQD, else ./build/blkmqd)
+
+Issue 13 items 12-14 (other agents, drift, IRQ write errors), end to end with the built daemon.
+
+Loop devices this test attaches (passed by exact name in --devices; never any other disk):
+  (v) the kernel sends no uevent for a queue/scheduler write, so only the periodic verify
+      (VerifySec=) notices one: v1 VerifySec=1, Reassert=no -> "changed externally" logged once
+      with neither a uevent nor a read of applied/, not rewritten, not restored at stop;
+      v2 Reassert=yes -> rewritten by the verify alone, the log says so (never "Reassert=no");
+      v3 VerifySec=0 -> the start line says the verify is off and nothing is noticed.
+Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only:
+  (s) the stop summary adds up: nvme0n1 of vm-6.1-nvme-4q with its four queue vectors moved
+      by blkmqd; then another tool moves IRQ 26 and IRQ 27 cannot be written back (a directory)
+      -> "2 original value(s) restored, 1 failed, 1 left as changed by someone else", IRQ 26
+      keeps the other tool's value.
+
+Root, losetup, /dev/fuse (exit 77 otherwise).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+from blkmqd_test import check, current_elevator, set_elevator, wait_for, write_file  # noqa: E402
+
+FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
+CAPTURE = os.path.normpath(os.path.join(HERE, "..", "fixture", "capture.sh"))
+
+
+def log_lines(d):
+    """Non-debug lines of the current daemon log."""
+    d.logf.flush()
+    with open(d.log, errors="replace") as f:
+        return [l for l in f.read().splitlines() if l[:3] in ("<0>", "<1>", "<2>", "<3>", "<4>", "<5>", "<6>")]
+
+
+def start(d, tmp, devices, conf_text, *extra):
+    conf = os.path.join(tmp, "blkmqd.conf")
+    with open(conf, "w") as f:
+        f.write(conf_text)
+    d.start("--devices", devices, "-c", conf, *extra)
+
+
+def override_elevator(d, name, value=b"mq-deadline"):
+    wait_for(lambda: os.path.exists(d.path("devices", name, "policy", "elevator")), 5.0)
+    check(write_file(d.path("devices", name, "policy", "elevator"), value) == 0, f"override {value.decode()} on {name}")
+    ok, _ = wait_for(lambda: current_elevator(name) == value.decode(), 5.0)
+    check(ok, f"{name} runs {value.decode()}")
+
+
+def case_v1_noticed(d, loops, tmp):
+    """(v1) VerifySec=1, Reassert=no: a scheduler write by someone else is noticed without a uevent or a read."""
+    name = loops.attach("v1")
+    orig = current_elevator(name)
+    start(d, tmp, name, "[Manager]\nVerifySec=1\n")
+    try:
+        ok, _ = wait_for(lambda: any("verify every 1 s" in l for l in log_lines(d)), 5.0, 0.05)
+        check(ok, "(v1) the start line names the verify interval")
+        override_elevator(d, name)
+        n0 = len(log_lines(d))
+        set_elevator(name, "kyber")             # no uevent comes for this; nobody reads applied/
+        ok, _ = wait_for(lambda: any("changed externally to kyber" in l for l in log_lines(d)[n0:]), 6.0, 0.05)
+        check(ok, "(v1) the periodic verify noticed the change (no uevent, no read of applied/)")
+        time.sleep(2.2)                         # two more verifies
+        new = [l for l in log_lines(d)[n0:] if "extern" in l]
+        check(len(new) == 1 and "Reassert=no" in new[0], f"(v1) logged once, truthfully: {new}")
+        check(current_elevator(name) == "kyber", "(v1) not rewritten")
+        v = d.read("devices", name, "applied", "elevator")
+        check(v.startswith("changed externally") and "kyber" in v, f"(v1) applied/elevator: {v!r}")
+    finally:
+        d.stop()
+    check(current_elevator(name) == "kyber", "(v1) stop does not write over someone else's value")
+    set_elevator(name, orig)
+
+
+def case_v2_reassert(d, loops, tmp):
+    """(v2) VerifySec=1, Reassert=yes: the verify alone rewrites it, and the log says so."""
+    name = loops.attach("v2")
+    start(d, tmp, name, "[Manager]\nVerifySec=1\nReassert=yes\n")
+    try:
+        override_elevator(d, name)
+        n0 = len(log_lines(d))
+        set_elevator(name, "kyber")
+        ok, _ = wait_for(lambda: current_elevator(name) == "mq-deadline", 6.0, 0.05)
+        check(ok, f"(v2) rewritten by the periodic verify (now {current_elevator(name)})")
+        new = [l for l in log_lines(d)[n0:] if "extern" in l]
+        check(len(new) == 1 and "rewritten (Reassert=yes)" in new[0], f"(v2) one line, saying it was rewritten: {new}")
+        check(not any("reassert=no" in l.lower() for l in log_lines(d)), "(v2) never says Reassert=no")
+    finally:
+        d.stop()
+
+
+def case_v3_off(d, loops, tmp):
+    """(v3) VerifySec=0: no periodic verify at all."""
+    name = loops.attach("v3")
+    orig = current_elevator(name)
+    start(d, tmp, name, "[Manager]\nVerifySec=0\n")
+    try:
+        ok, _ = wait_for(lambda: any("periodic verify off" in l for l in log_lines(d)), 5.0, 0.05)
+        check(ok, "(v3) the start line says the verify is off")
+        override_elevator(d, name)
+        n0 = len(log_lines(d))
+        set_elevator(name, "kyber")
+        time.sleep(2.5)
+        check(not any("extern" in l for l in log_lines(d)[n0:]), "(v3) nothing noticed without a verify")
+    finally:
+        d.stop()
+    set_elevator(name, orig)
+
+
+# ---- fixture copies ---------------------------------------------------------------------------
+
+def copy_fixture(name, dst):
+    shutil.copytree(os.path.join(FIXTURES, name), dst, symlinks=True)
+    subprocess.run(["sh", CAPTURE, "--restore-tree", dst], capture_output=True, check=True)
+    return dst
+
+
+def get(root, rel):
+    try:
+        with open(os.path.join(root, rel)) as f:
+            return f.read().strip()
+    except OSError as e:
+        return f"<{e.strerror}>"
+
+
+def put(root, rel, text):
+    with open(os.path.join(root, rel), "w") as f:
+        f.write(text)
+
+
+def case_s_stop_counts(tmp):
+    """(s) the stop summary counts restored, failed and left values, and they add up."""
+    root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "nvme-root"))
+    irq = lambda n: f"proc/irq/{n}/smp_affinity_list"      # noqa: E731
+    before = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
+    rdir = os.path.join(tmp, "s")
+    os.makedirs(os.path.join(rdir, "mnt"))
+    conf = os.path.join(rdir, "blkmqd.conf")
+    with open(conf, "w") as f:
+        f.write("[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=1-2\n")
+    d = bt.Daemon(bt.exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
+                  stop_deadline=30.0, unmount_on_stop=True)
+    d.start("--root", root, "--devices", "nvme0n1")
+    try:
+        placed = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
+        check(placed == {25: "1-2", 26: "1-2", 27: "1-2", 28: "1-2"}, f"(s) four vectors placed: {placed} (were {before})")
+        lines = [l for l in log_lines(d) if "nvme0n1" in l and "IRQ" in l]
+        check(len(lines) == 0, f"(s) no line per vector: {lines}")
+        put(root, irq(26), "3\n")                       # another tool
+        os.unlink(os.path.join(root, irq(27)))          # a write back that fails
+        os.mkdir(os.path.join(root, irq(27)))
+    finally:
+        rc = d.stop()
+    check(rc == 0, f"(s) SIGTERM exit status 0 (got {rc})")
+    with open(d.log, errors="replace") as f:
+        stop = [l for l in f.read().splitlines() if "Stopping:" in l]
+    check(len(stop) == 1 and "Stopping: 2 original value(s) restored, 1 failed, 1 left as changed by someone else" in stop[0],
+          f"(s) the stop summary adds up: {stop}")
+    check(get(root, irq(26)) == "3", f"(s) IRQ 26 keeps the other tool's value ({get(root, irq(26))})")
+    check(get(root, irq(25)) == before[25] and get(root, irq(28)) == before[28], "(s) IRQ 25 and 28 restored")
+
+
+def main():
+    exe = bt.exe_arg()
+    rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes", tools=("losetup",))
+    if rc is not None:
+        return rc
+    only = os.environ.get("BLKMQD_CASES")
+    cases = [c for c in (case_v1_noticed, case_v2_reassert, case_v3_off)
+             if not only or c.__name__.split("_")[1] in only.split(",")]
+    bt.run_cases(exe, "blkmqd-drift-", cases)
+    if not only or "s" in only.split(","):
+        tmp = tempfile.mkdtemp(prefix="blkmqd-drift-fx-")
+        try:
+            print(f"== {case_s_stop_counts.__doc__.strip().splitlines()[0]}")
+            case_s_stop_counts(tmp)
+        except Exception as e:
+            check(False, f"case_s raised {type(e).__name__}: {e}")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return bt.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
