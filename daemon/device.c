@@ -823,9 +823,10 @@ static int parent_has_other_disks(HostFs *h, const char *name) {
  * that no two disks of one machine have one identity (issue 13 item 10):
  *
  *   wwid:<W>                SCSI device/wwid (VPD page 0x83): one per logical unit. The
- *                           legs of a dm-multipath map are several disks of one LU and
- *                           share it: the manager reports such collisions (no stable
- *                           per-path key exists without udev's ID_PATH).
+ *     .../path:<ID_PATH>    legs of a dm-multipath map are several disks of one LU and
+ *     .../sas:<address>     share it: udev's ID_PATH (by-path) or the SAS address is added
+ *                           (path_key()); without either they collide and the manager
+ *                           says so.
  *   wwid:<W>                NVMe namespace wwid: one per namespace; a path device
  *     .../cntlid:<C>        (nvmeXcYnZ, native multipath) shares it (or serial and nsid)
  *                           with its head and the other paths: its controller's cntlid is
@@ -1264,13 +1265,56 @@ static int gather_multipath(HostFs *h, DiskFacts *f) {
         return 0;
 }
 
+/*
+ * What tells one path of a multipath LU from the others, stable across boots: udev's ID_PATH
+ * of the disk ("pci-0000:00:1f.2-sas-0x5000c500a1b2c3d4-lun-0", the by-path name, from
+ * run/udev/data/b<major>:<minor>), else the SAS address of the target port the disk is
+ * reached through (device/sas_address, mpt3sas and others). *ret NULL when neither is known
+ * (host and target numbers are assigned at probe: no stable key). Returns 0 or -ENOMEM.
+ */
+static int path_key(HostFs *h, const DiskFacts *f, char **ret) {
+        _cleanup_free_ char *db = NULL, *sas = NULL;
+        char path[64];
+
+        *ret = NULL;
+        snprintf(path, sizeof(path), "udev/data/b%u:%u", f->major, f->minor);
+        if (hostfs_read(h, HOSTFS_RUN, path, &db) >= 0)
+                for (char *l = db; l && *l; ) {
+                        char *nl = strchr(l, '\n');
+                        if (nl)
+                                *nl = 0;
+                        const char *v = startswith(l, "E:ID_PATH=");
+                        if (v && *v)
+                                return asprintf(ret, "path:%s", v) < 0 ? -ENOMEM : 0;
+                        l = nl ? nl + 1 : NULL;
+                }
+        int r = read_id_attr(h, f->name, "device/sas_address", &sas);
+        if (r < 0 || !sas)
+                return r;
+        return asprintf(ret, "sas:%s", sas) < 0 ? -ENOMEM : 0;
+}
+
 static int gather_identity(HostFs *h, DiskFacts *f, const char *devpath) {
-        _cleanup_free_ char *cntlid = NULL;
+        _cleanup_free_ char *cntlid = NULL, *leg = NULL;
         char *id = NULL;
 
         int r = identity_source(h, f, devpath);
-        if (r < 0 || !f->identity || !nvme_path_device(f->name))
+        if (r < 0 || !f->identity)
                 return r;
+        if (f->multipath == MULTIPATH_LEG || f->multipath == MULTIPATH_LEG_BIO) {
+                /* every leg of a multipath map is the same LU: one WWID for all of them */
+                if ((r = path_key(h, f, &leg)) < 0)
+                        return r;
+                if (!leg)
+                        return 0;       /* legs without a path key collide: the manager says so */
+                if (asprintf(&id, "%s/%s", f->identity, leg) < 0)
+                        return -ENOMEM;
+                free(f->identity);
+                f->identity = id;
+                return 0;
+        }
+        if (!nvme_path_device(f->name))
+                return 0;
         /* a path device shares the namespace's wwid (or serial and nsid) with its head and the
          * other paths: its controller (cntlid, unique in the subsystem) tells them apart */
         if ((r = read_id_attr(h, f->name, "device/cntlid", &cntlid)) < 0)
