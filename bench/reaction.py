@@ -182,6 +182,7 @@ class Bench:
         self.daemon = None
         self.dlines = None
         self.udevd = None
+        self.held_ev = []
         self.rule_written = False
         self.rules_dir_created = False
         self.ue = Uevents()
@@ -348,9 +349,13 @@ class Bench:
         return ev, lines
 
     def wait_line(self, pred, deadline, what):
+        """Wait for a daemon line; the uevents that arrive meanwhile are kept in self.held_ev
+        (dropping them made the detach wait below miss udevd's broadcasts and sit out its whole
+        5 s deadline: the "stall" of the first 200-attach blkmqd+udevd run)."""
         end = time.monotonic() + deadline
         while time.monotonic() < end:
-            _, lines = self.pump(0.2)
+            ev, lines = self.pump(0.2)
+            self.held_ev += ev
             for t, ln in lines:
                 if pred(ln):
                     return t
@@ -398,6 +403,7 @@ class Bench:
         ok = self.sched() == "mq-deadline"
         # let the consumer see the detach before resetting the elevator
         end2 = time.monotonic() + ROUND_DEADLINE
+        self.held_ev = []
         if mode == "udev-rule":
             pass
         else:
@@ -406,8 +412,9 @@ class Bench:
             except RuntimeError:
                 pass
         if mode != "blkmqd":
-            # wait for udevd to have processed the detach events
-            got = 0
+            # wait for udevd to have processed the detach events (counting those that came
+            # while waiting for the removal line)
+            got = sum(1 for _, src, kv in self.held_ev if src == "udev" and self.is_ours(kv))
             while time.monotonic() < end2 and got < 2:
                 ev, _ = self.pump(0.2)
                 got += sum(1 for _, src, kv in ev if src == "udev" and self.is_ours(kv))

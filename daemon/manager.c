@@ -196,7 +196,9 @@ Manager *manager_free(Manager *m) {
         waiters_release_all(m);
         sd_event_source_disable_unref(m->stop_timer);
         sd_event_source_disable_unref(m->verify_timer);
-        m->writer = writer_free(m->writer);     /* a write that never returns is abandoned */
+        /* a write that never returns is abandoned; its worker still uses hostfs: keep it */
+        bool keep_hostfs = writer_running(m->writer);
+        m->writer = writer_free(m->writer);
         fuse_fs_free(m->fuse);
         udev_monitor_free(m->monitor);
         registry_done(&m->registry);
@@ -206,7 +208,8 @@ Manager *manager_free(Manager *m) {
         free(m->kernel_release);
         config_done(&m->config);
         state_free(m->state);
-        hostfs_free(m->hostfs);
+        if (!keep_hostfs)
+                hostfs_free(m->hostfs);
         sd_event_unref(m->event);
         strv_free(m->cli_globs);
         strv_free(m->batch_added);

@@ -350,6 +350,15 @@ int writer_submit(Writer *w, WriteJob *j, write_job_handler_t on_done, write_job
         return 0;
 }
 
+bool writer_running(Writer *w) {
+        if (!w)
+                return false;
+        pthread_mutex_lock(&w->lock);
+        bool r = w->running;
+        pthread_mutex_unlock(&w->lock);
+        return r;
+}
+
 size_t writer_pending(const Writer *w) {
         return w ? w->n_pending : 0;
 }

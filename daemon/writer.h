@@ -96,6 +96,10 @@ int writer_submit(Writer *w, WriteJob *j, write_job_handler_t on_done, write_job
 /* Do j's ops on this thread, recorded by hostfs_write() (the synchronous path: tests, fixture runs). */
 void writer_run_inline(HostFs *h, WriteJob *j);
 
+/* True while a worker is inside a job (e.g. a write the kernel never returns): then writer_free()
+ * abandons it, and the HostFs it writes through must outlive the process's exit path. */
+bool writer_running(Writer *w);
+
 /* Jobs submitted and not yet delivered (running, queued or awaiting on_done). */
 size_t writer_pending(const Writer *w);
 /* Jobs past their deadline and not yet returned. */
