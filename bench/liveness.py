@@ -57,7 +57,7 @@ def run(exe, loop, tmp, n, fio_runtime):
     conf = os.path.join(tmp, "empty.conf")
     open(conf, "w").close()
     log = open(os.path.join(tmp, "blkmqd.log"), "w")
-    d = subprocess.Popen([exe, "-m", mnt, "--devices", loop, "-s", state, "-c", conf], stdout=log, stderr=log)
+    d = subprocess.Popen([exe, "-m", mnt, "--devices", loop, "-s", state, "-c", conf, "-v"], stdout=log, stderr=log)
     t = time.monotonic()
     while not mount_ready(mnt):
         if d.poll() is not None or time.monotonic() - t > 20:
@@ -109,7 +109,7 @@ def run(exe, loop, tmp, n, fio_runtime):
         subprocess.run(["umount", "-l", mnt], capture_output=True)
         log.close()
     with open(os.path.join(tmp, "blkmqd.log")) as f:
-        changed = sum(1 for ln in f if "elevator" in ln and "->" in ln and "rule" not in ln)
+        changed = sum(1 for ln in f if ln.startswith("<6>") and f"{loop}: elevator " in ln and ("->" in ln or "restored" in ln))
     return reads, switches, errors, changed
 
 
@@ -119,6 +119,7 @@ def main():
     ap.add_argument("--compare", metavar="OLD_BLKMQD")
     ap.add_argument("-n", type=int, default=200, help="elevator switches (default 200)")
     ap.add_argument("--quick", action="store_true", help="10 switches, for CI")
+    ap.add_argument("--keep-log", metavar="FILE", help="append blkmqd's log there")
     args = ap.parse_args()
     if args.quick:
         args.n = 10
@@ -149,6 +150,9 @@ def main():
         runs = [("blkmqd", args.blkmqd)] + ([("compare", args.compare)] if args.compare else [])
         for label, exe in runs:
             reads, switches, errors, changed = run(exe, loop, tmp, args.n, 600)
+            if args.keep_log:
+                with open(os.path.join(tmp, "blkmqd.log")) as src, open(args.keep_log, "a") as dst:
+                    dst.write(src.read())
             print(f"== {label}: {exe}: {args.n} policy/elevator writes, {changed} elevator changes logged, "
                   f"{len(errors)} read errors")
             print(line("tree read (open+read+close)", reads))

@@ -1182,6 +1182,8 @@ static void on_job_done(WriteJob *j, void *userdata) {
                 return;
         d->run.job = NULL;
         d->run.timed_out = false;
+        log_device_debug(d->name, "Write of \"%s\" to \"%s\" returned after %.1f ms%s", j->ops[0].value, j->ops[0].path,
+                         (double) (j->done_usec - j->submitted_usec) / 1e3, j->n_ops > 1 ? " (with the others of its job)" : "");
         knob_finish(a, d, j);
         d->run.next++;
         (void) run_step(a, d);
