@@ -39,7 +39,10 @@ static int explain_evidence(const DiskFacts *f, Plan *plan, const char *cur, con
                 int r;
                 if (!why)
                         continue;
-                if (streq(*e, cur))
+                if (streq(*e, cur) && !streq_ptr(cur, f->elevator))     /* what the kernel has now, and the one found */
+                        r = plan_explain(plan, "%s: class=%s elevator=%s (%s before blkmqd switched it) -> %s not wanted here: %s (rule elevator-evidence)",
+                                         f->name, cls, f->elevator, *e, *e, why);
+                else if (streq(*e, cur))
                         r = plan_explain(plan, "%s: class=%s elevator=%s -> not wanted here: %s (rule elevator-evidence)",
                                          f->name, cls, *e, why);
                 else if (!set)

@@ -711,6 +711,19 @@ static void test_state_after_writes(void) {
                 CHECK(plan_has(&p, "loop0: nr_requests=64: reset by the kernel when blkmqd switched the elevator mq-deadline -> none"));
                 plan_done(&p);
         }
+        /* evidence lines name the elevator found and the one the kernel has */
+        {
+                Disk hba = { .name = "sda", .has_mq = true, .n_hctx = 64, .rotational = TRISTATE_YES,
+                             .shared_tags = TRISTATE_YES, .scheduler = "[mq-deadline] kyber bfq none\n",
+                             .transport = "scsi", .driver = "megaraid_sas" };
+                _cleanup_(disk_facts_freep) DiskFacts *f = make(&hba);
+                f->elevator_before = strdup("bfq");
+                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                CHECK_STR(p.elevator, "mq-deadline");
+                CHECK(plan_has(&p, "sda: class=many-hctx-slow elevator=mq-deadline (bfq before blkmqd switched it) -> bfq not wanted here: "));
+                CHECK(!plan_has(&p, "elevator=bfq ->"));
+                plan_done(&p);
+        }
         /* an nr_requests override above what none takes: capped, after the switch */
         {
                 Disk dl = sq;
