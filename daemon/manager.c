@@ -47,6 +47,7 @@ struct Manager {
         char **batch_added;             /* disks new in the batch: stored state loaded at its end, when
                                          * every disk's identity is known (identity collisions) */
         char **originals_seen;          /* state keys whose originals this run loaded or wrote */
+        char *module_originals_saved;   /* what originals/module-parameters holds ("" none), NULL unknown */
         FuseFs *fuse;
         char *mountpoint;
         char **cli_globs;               /* --devices: wins over Devices= */
@@ -214,6 +215,7 @@ Manager *manager_free(Manager *m) {
         strv_free(m->cli_globs);
         strv_free(m->batch_added);
         strv_free(m->originals_seen);
+        free(m->module_originals_saved);
         free(m->config_path);
         free(m->mountpoint);
         free(m);
@@ -715,9 +717,31 @@ finish:
         }
 }
 
+/* Keep originals/module-parameters in step with the runtime module values blkmqd changed. */
+static void persist_module_originals(Manager *m) {
+        _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *joined = NULL;
+        if (!m->state)
+                return;
+        int r = modules_originals(&m->modules, &kv);
+        if (r >= 0 && !(joined = strv_join(kv, "\n")))
+                r = -ENOMEM;
+        if (r >= 0 && streq_ptr(joined, m->module_originals_saved))
+                return;         /* unchanged: not rewritten on every uevent */
+        if (r >= 0)
+                r = state_save(m->state, STATE_ORIGINALS, MODULES_STATE_KEY, kv);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to persist original module parameters, a restart would lose them: %m");
+                return;
+        }
+        free(m->module_originals_saved);
+        m->module_originals_saved = TAKE_PTR(joined);
+}
+
 static void manager_update_modules(Manager *m) {
         int r = modules_update(m->hostfs, &m->modules, &m->registry, &m->config.policy,
                                m->mode == MODE_AUTO && m->config.module_params_write);
+        persist_module_originals(m);
         if (r >= 0 && m->fuse)
                 r = fuse_fs_modules_updated(m->fuse);
         if (r < 0)
@@ -926,6 +950,7 @@ static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, i
                 if (!streq(v, "1"))
                         return log_warning_errno(EINVAL, "restore: rejected \"%s\": write 1", v);
                 int k = modules_restore(m->hostfs, &m->modules);
+                persist_module_originals(m);
                 m->restore_count = k > 0 ? k : 0;
                 m->restore_failed = k < 0;
                 m->restore_counts = (RestoreCounts) { .restored = m->restore_count, .failed = k < 0 };
@@ -1280,6 +1305,14 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to set up statistics: %m");
         m->rate_window_usec = m->config.rate_window_usec;
         modules_init(m->hostfs, &m->modules);
+        if (m->state) {
+                _cleanup_strv_free_ char **kv = NULL;
+                r = state_load(m->state, STATE_ORIGINALS, MODULES_STATE_KEY, &kv);
+                if (r >= 0)
+                        r = modules_load_originals(&m->modules, kv);
+                if (r < 0)
+                        log_warning_errno(r, "Stored original module parameters unreadable, ignoring: %m");
+        }
         _cleanup_(gather_cache_done) GatherCache batch = {};
         m->batch = &batch;
         r = m->monitor ? udev_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);

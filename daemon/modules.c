@@ -318,6 +318,40 @@ int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfi
         return 0;
 }
 
+int modules_originals(const Modules *m, char ***ret) {
+        _cleanup_strv_free_ char **kv = NULL;
+        for (size_t i = 0; i < m->n_params; i++) {
+                const ModuleParam *p = &m->params[i];
+                _cleanup_free_ char *key = NULL;
+                if (!p->original)
+                        continue;
+                if (asprintf(&key, "%s.%s", p->module, p->param) < 0 || strv_extend(&kv, key) < 0 ||
+                    strv_extend(&kv, p->original) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(kv);
+        return 0;
+}
+
+int modules_load_originals(Modules *m, char * const *kv) {
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+                const char *dot = strchr(kv[i], '.');
+                if (!dot || dot == kv[i] || !dot[1])
+                        continue;
+                _cleanup_free_ char *module = strndup(kv[i], dot - kv[i]);
+                if (!module)
+                        return -ENOMEM;
+                const KnownModuleParam *k = known_module_param(module, dot + 1);
+                if (!k || k->load_time_only)
+                        continue;       /* only runtime values are written under /sys/module */
+                ModuleParam *p = param_get_or_add(m, module, dot + 1);
+                if (!p || free_and_strdup(&p->original, kv[i + 1]) < 0)
+                        return -ENOMEM;
+                log_info("Original %s=%s recorded by an earlier run will be put back by restore", kv[i], kv[i + 1]);
+        }
+        return 0;
+}
+
 int modules_restore(HostFs *h, Modules *m) {
         int n = 0, ret = 0, r;
 

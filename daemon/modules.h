@@ -74,6 +74,23 @@ void modules_init(HostFs *h, Modules *m);
 bool modprobe_file_is_blkmqd(const char *text);
 
 /*
+ * The runtime values blkmqd changed under /sys/module, as they were before (the originals
+ * modules_restore() puts back), for the state directory: a strv of alternating
+ * "<module>.<param>", value (NULL when there are none). Returns 0 or -ENOMEM.
+ */
+int modules_originals(const Modules *m, char ***ret);
+
+/*
+ * Take originals an earlier run recorded and did not put back (what modules_originals()
+ * gave it), before the first modules_update(): a restart keeps knowing what to restore.
+ * Unknown parameters and malformed keys are skipped. Returns 0 or -ENOMEM.
+ */
+int modules_load_originals(Modules *m, char * const *kv);
+
+/* The state directory key of modules_originals(): no disk identity looks like it. */
+#define MODULES_STATE_KEY "module-parameters"
+
+/*
  * Recompute from the registry's plans and carry out. write: ModuleParams=write and mode
  * auto. Returns 0 or -ENOMEM; write failures are kept in the states and logged.
  */

@@ -19,7 +19,9 @@ set-up the item is about, on a FUSE mount in a temp dir, with its own --state-di
       /dev/cciss/c0d0 work; a disk whose name is no file name (40 bytes) logs one line
   (p) modprobe.d ownership across a restart: synthetic-megaraid-64q on 5.10 with
       ModuleParams=write: start, stop, start, `echo 1 > restore` -> "1 original value(s) put
-      back", blkmqd.conf removed; a blkmqd.conf an administrator wrote is never touched
+      back", blkmqd.conf removed; a blkmqd.conf an administrator wrote is never touched;
+      (p2) a runtime parameter (virtio_blk.num_request_queues) written by one run is put
+      back by restore in the next
 
 Root, /dev/fuse (exit 77 otherwise). No device of this machine is read or written.
 """
@@ -217,6 +219,26 @@ def case_modprobe(tmp):
     check(get(root, "etc/modprobe.d/blkmqd.conf") == mine, "(p) someone else's blkmqd.conf untouched")
 
 
+def case_module_runtime(tmp):
+    """A runtime-writable parameter (0644 virtio_blk.num_request_queues, 5.15+) written by one
+    run is put back by `restore` in the next: its original is kept in the state directory."""
+    root = copy_fixture("vm-6.1-virtio-blk-4q", os.path.join(tmp, "mr-root"))
+    param = "sys/module/virtio_blk/parameters/num_request_queues"
+    before = get(root, param).strip()
+    r = Run(tmp, "modrt", "[Manager]\nModuleParams=write\n[Module:virtio_blk]\nnum_request_queues=1\n")
+    r.start(root)
+    r.stop()
+    check(get(root, param).strip() == "1", f"(p2) ModuleParams=write: {param} written 1 (was {before}), kept at stop")
+    d = r.start(root)
+    try:
+        check(bt.write_file(d.path("restore"), b"1\n") == 0, "(p2) echo 1 > restore after a restart")
+        check(get(root, param).strip() == before, f"(p2) the earlier run's original put back: {get(root, param).strip()!r}")
+        lines = [x for x in r.log().splitlines() if "restore:" in x]
+        check(lines and "1 original value(s) put back" in lines[-1], f"(p2) {lines[-1:]}")
+    finally:
+        r.stop()
+
+
 def main():
     global CTL
     exe = bt.exe_arg()
@@ -226,7 +248,7 @@ def main():
     CTL = os.path.join(os.path.dirname(os.path.abspath(exe)), "ctl", "blkmqctl")
     tmp = tempfile.mkdtemp(prefix="blkmqd-identity-")
     try:
-        for case in (case_mmc, case_collision, case_names, case_modprobe):
+        for case in (case_mmc, case_collision, case_names, case_modprobe, case_module_runtime):
             print(f"-- {case.__name__}", flush=True)
             try:
                 case(tmp)
