@@ -127,6 +127,7 @@ def case_o_metrics(d, loops, tmp):
     """(o) metrics: promtool check metrics; node_exporter's textfile collector serves blkmqd_*."""
     name = loops.attach("o")
     d.start("--devices", name)
+    started = time.time()
     exporter = None
     try:
         wait_for(lambda: os.path.exists(d.path("devices", name)), 5.0)
@@ -175,6 +176,15 @@ def case_o_metrics(d, loops, tmp):
             check(re.search(r'^blkmqd_\w+\{[^}]*disk="' + name + '"', body, re.M) is not None,
                   f"(o) node_exporter has series labelled disk=\"{name}\"")
             check("node_textfile_scrape_error 0" in body, "(o) node_textfile_scrape_error 0")
+            # issue 13 item 18: blkmqd.prom is rendered when read, so its mtime is then, not
+            # the daemon's start (the usual staleness alert is time() - this > 3600)
+            time.sleep(max(0.0, started + 3.0 - time.time()))
+            body = scrape() or ""
+            m = re.search(r'^node_textfile_mtime_seconds\{file="[^"]*blkmqd\.prom"\} (\S+)$', body, re.M)
+            age = time.time() - float(m.group(1)) if m else None
+            check(age is not None and -1.0 < age < 1.5,
+                  f"(o) node_textfile_mtime_seconds of blkmqd.prom is the scrape's time (age {age}), "
+                  f"not the start {time.time() - started:.1f} s ago")
     finally:
         if exporter:
             exporter.send_signal(signal.SIGTERM)
