@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+/* sd_journal_sendv() would add this file's CODE_FILE/CODE_LINE/CODE_FUNC next to the caller's */
+#define SD_JOURNAL_SUPPRESS_LOCATION 1
 #include <systemd/sd-journal.h>
 
 #include "log.h"

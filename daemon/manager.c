@@ -620,7 +620,12 @@ static void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
                 if (rule)
                         snprintf(f_rule, sizeof(f_rule), "BLKMQD_RULE=%.*s", (int) strcspn(rule + 6, ")"), rule + 6);
                 const char *fields[] = { f_class, f_rule, NULL };
-                log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", *line);
+                /* DEVICE= for journalctl; log_full() prefixes the name, the line starts with it */
+                const char *text = *line;
+                size_t nl = strlen(d->name);
+                if (strncmp(text, d->name, nl) == 0 && text[nl] == ':' && text[nl + 1] == ' ')
+                        text += nl + 2;
+                log_full(LOG_INFO, 0, d->name, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", text);
         }
         plan_done(&d->plan);
         d->plan = plan;
