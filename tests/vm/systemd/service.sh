@@ -1,0 +1,252 @@
+#!/bin/sh
+# blkmqd as a user runs it: installed with `meson install`, started by systemd (PID 1) next
+# to systemd-udevd and journald, under the shipped unit's sandbox (units/blkmqd.service.in).
+# One boot for every service check (docs/VM-HARNESS.md, "Full-distro flavour").
+# smp: 2
+# mem: 1024
+# timeout: 420
+# disk: d0 64M
+# disk: n0 64M
+# qemu: -device virtio-scsi-pci,id=scsi0,num_queues=2
+# qemu: -drive if=none,id=d0,file={disk:d0},format=raw,cache=none,aio=threads
+# qemu: -device scsi-hd,drive=d0,bus=scsi0.0,rotation_rate=7200,serial=rot0
+# qemu: -drive if=none,id=n0,file={disk:n0},format=raw,cache=none,aio=threads
+# qemu: -device nvme,serial=nv0,drive=n0,max_ioqpairs=2
+. /opt/vmtest/guest-lib.sh
+
+M=$BLKMQD_MOUNT
+UNIT=blkmqd.service
+DECISION=4857cd2c47454447b8702c80b5468310
+note "kernel $(uname -r), $(nproc) CPUs, systemd $(systemctl --version | head -n1 | cut -d' ' -f2), uptime $(cut -d' ' -f1 /proc/uptime)s"
+
+prop() { systemctl show -P "$1" "$UNIT"; }
+main_pid() { prop MainPID; }
+# Whole disks with a medium, as the tree lists them (README: size 0 is not listed).
+disks() {
+    for d in /sys/block/*; do
+        [ "$(cat "$d/size")" != 0 ] && basename "$d"
+    done | sort
+}
+# Every runtime value blkmqd may change, one "path value" line each.
+snapshot_values() {
+    for d in $(disks); do
+        for a in scheduler rq_affinity nr_requests; do
+            printf '%s %s\n' "/sys/block/$d/queue/$a" "$(cat "/sys/block/$d/queue/$a")"
+        done
+    done
+    for f in /proc/irq/[0-9]*/smp_affinity_list; do printf '%s %s\n' "$f" "$(cat "$f")"; done
+}
+is_mounted() { grep -q " $M fuse" /proc/self/mounts; }
+wait_active() {     # TIMEOUT_S: the unit is active and has a main PID
+    wait_for_cmd "$1" sh -c "[ \"\$(systemctl is-active $UNIT)\" = active ] && [ \"\$(systemctl show -P MainPID $UNIT)\" != 0 ]"
+}
+tree_complete() {   # every disk has devices/<disk>/class right now
+    _missing=""
+    for d in $(disks); do
+        cat "$M/devices/$d/class" >/dev/null 2>&1 || _missing="$_missing $d"
+    done
+    [ -z "$_missing" ] || { echo "$_missing"; return 1; }
+}
+journal_has() {     # MESSAGE_ID FIELD=VALUE-REGEX...: one JSON record of the unit carries all
+    _id=$1; shift
+    journalctl -o json -u "$UNIT" --no-pager MESSAGE_ID="$_id" >/tmp/j.json 2>/dev/null
+    for _kv in "$@"; do
+        grep -E "\"${_kv%%=*}\":\"${_kv#*=}\"" /tmp/j.json >/tmp/j2.json || return 1
+        mv /tmp/j2.json /tmp/j.json
+    done
+    [ -s /tmp/j.json ]
+}
+
+# ---- installed by meson install ----------------------------------------------------------
+assert_file "meson install: the daemon" /usr/sbin/blkmqd
+assert_file "meson install: blkmqctl" /usr/bin/blkmqctl
+assert_file "meson install: the unit" /lib/systemd/system/blkmqd.service
+assert_file "meson install: tmpfiles.d" /usr/lib/tmpfiles.d/blkmqd.conf
+assert_eq "systemd-udevd is running" active "$(systemctl is-active systemd-udevd.service)"
+assert_eq "journald is running" active "$(systemctl is-active systemd-journald.service)"
+# (the image has no man-db: its Documentation= man: links are the one expected complaint)
+v=$(systemd-analyze verify "$UNIT" 2>&1 | grep -v "Command 'man .*' failed") || true
+assert_eq "systemd-analyze verify $UNIT: no complaints" "" "$v"
+
+# multi-user.target does not wait for udev's coldplug (modules load, disks probe meanwhile)
+udevadm settle --timeout=60 || note "udevadm settle timed out"
+for d in sda nvme0n1; do
+    wait_for_file /sys/block/$d 30 || fail "disk $d appeared"
+done
+BEFORE=$(snapshot_values)
+note "disks: $(disks | tr '\n' ' ')"
+
+# ---- systemctl enable --now: returns when the tree is complete ----------------------------
+if systemctl enable --now "$UNIT" 2>/tmp/enable.err; then pass "systemctl enable --now $UNIT"
+else fail "systemctl enable --now $UNIT" "$(tr '\n' '|' </tmp/enable.err)"; fi
+missing=$(tree_complete) && pass "right after start every disk has devices/<disk>/class ($(disks | tr '\n' ' '))" ||
+    fail "right after start every disk has devices/<disk>/class" "missing:$missing (READY=1 before the tree was complete)"
+assert_eq "unit active" active "$(systemctl is-active "$UNIT")"
+assert_eq "enabled" enabled "$(systemctl is-enabled "$UNIT")"
+PID=$(main_pid)
+journalctl -u "$UNIT" --no-pager -o cat | sed 's/^/# journal: /' | head -n 40
+
+# The sandbox as it applies to the running daemon (units/blkmqd.service.in explains each line)
+st=/proc/$PID/status
+assert_eq "CapEff is CAP_SYS_ADMIN only (AmbientCapabilities= with SecureBits=noroot)" \
+    0000000000200000 "$(awk '/^CapEff/ {print $2}' "$st")"
+assert_eq "CapBnd is CAP_SYS_ADMIN only (CapabilityBoundingSet=)" \
+    0000000000200000 "$(awk '/^CapBnd/ {print $2}' "$st")"
+assert_eq "NoNewPrivs (NoNewPrivileges=)" 1 "$(awk '/^NoNewPrivs/ {print $2}' "$st")"
+assert_eq "seccomp filter on (SystemCallFilter=)" 2 "$(awk '/^Seccomp:/ {print $2}' "$st")"
+assert_eq "the daemon shares PID 1's mount namespace" "$(readlink /proc/1/ns/mnt)" "$(readlink /proc/$PID/ns/mnt)"
+assert_eq "the daemon shares PID 1's network namespace (uevents)" "$(readlink /proc/1/ns/net)" "$(readlink /proc/$PID/ns/net)"
+
+# What SecureBits= does to uid 0 across execve() without AmbientCapabilities= (the unit's
+# comment cites this): noroot-locked alone keeps CapEff, noroot empties it.
+capeff_under() {
+    systemd-run --wait --pipe --quiet -p "SecureBits=$1" -p CapabilityBoundingSet=CAP_SYS_ADMIN \
+        grep CapEff /proc/self/status 2>&1 | awk '{print $2}'
+}
+note "systemd-run -p SecureBits=noroot-locked (no ambient): CapEff $(capeff_under noroot-locked)"
+assert_eq "SecureBits=noroot noroot-locked without AmbientCapabilities= leaves CapEff 0 (why the unit has it)" \
+    0000000000000000 "$(capeff_under 'noroot noroot-locked')"
+
+# ---- the tree outside the service -----------------------------------------------------
+assert_ok "PID 1's mount table has the FUSE tree" grep -q " $M fuse" /proc/1/mounts
+for d in $(disks); do
+    c=$(setpriv --reuid=65534 --regid=65534 --clear-groups cat "$M/devices/$d/class" 2>&1) || true
+    assert_match "user nobody reads devices/$d/class" '^[a-z-]+$' "$c"
+done
+rc=0; out=$(blkmqctl status 2>&1) || rc=$?
+assert_eq "blkmqctl status exits 0" 0 "$rc"
+note "blkmqctl status: $(printf '%s' "$out" | tr '\n' '|')"
+if systemctl is-active -q prometheus-node-exporter.service ||
+    systemctl restart prometheus-node-exporter.service; then
+    wait_for_cmd 20 sh -c 'curl -sf http://127.0.0.1:9100/metrics >/tmp/ne.txt'
+    assert_match "node_exporter's textfile collector serves blkmqd_* from $M/prometheus" \
+        '^blkmqd_' "$(grep '^blkmqd_' /tmp/ne.txt | head -n 1)"
+    assert_eq "node_exporter: no textfile scrape error" "node_textfile_scrape_error 0" \
+        "$(grep '^node_textfile_scrape_error' /tmp/ne.txt)"
+else
+    fail "prometheus-node-exporter.service runs"
+fi
+
+# ---- the journal ------------------------------------------------------------------------
+journalctl -o json -u "$UNIT" --no-pager MESSAGE_ID=$DECISION | head -n 1 >/tmp/j1.json
+assert_match "journal: CODE_FILE is the caller's, once (not an array)" '"CODE_FILE":"[^"]*manager.c"' "$(cat /tmp/j1.json)"
+for d in $(disks); do
+    if journal_has $DECISION "DEVICE=$d" 'BLKMQD_CLASS=[a-z-]+' 'BLKMQD_RULE=[a-z0-9_-]+'; then
+        pass "journal: a decision record (MESSAGE_ID=$DECISION) for $d carries DEVICE=, BLKMQD_CLASS=, BLKMQD_RULE="
+    else
+        fail "journal: a decision record for $d with DEVICE=$d, BLKMQD_CLASS=, BLKMQD_RULE=, MESSAGE_ID=$DECISION" \
+            "$(journalctl -o json -u "$UNIT" --no-pager MESSAGE_ID=$DECISION | head -n 2 | cut -c1-600)"
+    fi
+done
+
+# ---- systemctl reload: synchronous, re-reads the configuration ----------------------------
+ROT=$(for d in $(disks); do [ "$(cat /sys/block/$d/queue/rotational)" = 1 ] && [ -d "/sys/block/$d/device/scsi_device" ] && echo "$d"; done | head -n 1)
+note "rotating disk: $ROT ($(cat "$M/devices/$ROT/class"), scheduler $(cat /sys/block/$ROT/queue/scheduler))"
+r0=$(read_attr "$M/reload")
+case $r0 in ""|*[!0-9]*) fail "reload reads a count" "$r0"; r0=0 ;; esac
+mkdir -p /etc/blkmqd/blkmqd.conf.d
+ELV0=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/block/$ROT/queue/scheduler)
+printf '[Device:test]\nMatchName=%s\nElevator=none\n' "$ROT" >/etc/blkmqd/blkmqd.conf.d/50-vmtest.conf
+assert_ok "systemctl reload ([Device:test] Elevator=none for $ROT)" systemctl reload "$UNIT"
+assert_eq "reload count +1 when systemctl reload returned" $((r0 + 1)) "$(cat "$M/reload")"
+assert_match "$ROT runs none when systemctl reload returned" '\[none\]' "$(cat /sys/block/$ROT/queue/scheduler)"
+note "$ROT explain: $(tr '\n' '|' <"$M/devices/$ROT/explain")"
+printf '[Device:test]\nMatchName=%s\nElevator=none\nNoSuchKey=1\n[Manager\n' "$ROT" >/etc/blkmqd/blkmqd.conf.d/50-vmtest.conf
+assert_fail "systemctl reload fails on a bad configuration" systemctl reload "$UNIT"
+assert_eq "still active after a rejected reload" active "$(systemctl is-active "$UNIT")"
+assert_eq "reload count unchanged by the rejected reload" $((r0 + 1)) "$(cat "$M/reload")"
+rm -f /etc/blkmqd/blkmqd.conf.d/50-vmtest.conf
+assert_ok "systemctl reload (configuration removed again)" systemctl reload "$UNIT"
+assert_match "$ROT runs $ELV0 again when systemctl reload returned" "\\[$ELV0\\]" "$(cat /sys/block/$ROT/queue/scheduler)"
+
+# ---- BPF statistics under the sandbox, on fio load -------------------------------------
+# dispatched/completions: BPF on both kernels (debugfs lost them in 5.16); runs: debugfs `run`
+# up to 6.7, BPF fentry/kprobe after (docs/BPF.md). runs only counts dispatches through an
+# elevator, so they are read on the rotating disk (mq-deadline), dispatches on the NVMe one.
+NV=$(for d in $(disks); do case $d in nvme*) echo "$d";; esac; done | head -n 1)
+note "version: $(tr '\n' '|' <"$M/version")"
+note "$NV stats_source: $(tr '\n' '|' <"$M/devices/$NV/stats_source")"
+assert_match "statistics providers include bpf (loaded under the unit's sandbox)" 'bpf' "$(cat "$M/version")"
+assert_match "$NV dispatched from bpf" '^dispatched bpf' "$(grep '^dispatched' "$M/devices/$NV/stats_source")"
+case $(uname -r) in
+    6.1.*) assert_match "$ROT runs from debugfs (6.1 has hctx run)" '^runs debugfs' "$(grep '^runs' "$M/devices/$ROT/stats_source")" ;;
+    *) assert_match "$ROT runs from bpf (no debugfs run since 6.8)" '^runs bpf' "$(grep '^runs' "$M/devices/$ROT/stats_source")" ;;
+esac
+completed() { awk '{s += $3} END {print s + 0}' "$M/devices/$1/completions"; }
+d0=$(sum_ints "$M"/devices/$NV/hctx/*/dispatched) || true
+c0=$(completed "$NV")
+r0=$(sum_ints "$M"/devices/$ROT/hctx/*/runs) || true
+for d in $NV $ROT; do
+    fio --name=r --filename=/dev/$d --direct=1 --rw=randread --bs=4k --iodepth=8 --ioengine=libaio \
+        --time_based --runtime=3 --numjobs=2 --group_reporting >/tmp/fio-$d.txt 2>&1 &
+done
+wait
+note "fio $NV: $(grep -E 'IOPS=' /tmp/fio-$NV.txt | head -n1); $ROT: $(grep -E 'IOPS=' /tmp/fio-$ROT.txt | head -n1)"
+d1=$(sum_ints "$M"/devices/$NV/hctx/*/dispatched) || true
+c1=$(completed "$NV")
+r1=$(sum_ints "$M"/devices/$ROT/hctx/*/runs) || true
+assert_int "$NV Σ dispatched after fio" "$d1"
+[ "$d1" -gt "${d0:-0}" ] 2>/dev/null && pass "$NV Σ hctx/*/dispatched rose under fio ($d0 -> $d1)" ||
+    fail "$NV Σ hctx/*/dispatched rose under fio" "$d0 -> $d1"
+[ "$c1" -gt "$c0" ] 2>/dev/null && pass "$NV completions rose under fio ($c0 -> $c1)" ||
+    fail "$NV completions rose under fio" "$c0 -> $c1; $(tr '\n' '|' <"$M/devices/$NV/completions")"
+assert_int "$ROT Σ runs after fio" "$r1"
+[ "$r1" -gt "${r0:-0}" ] 2>/dev/null && pass "$ROT Σ hctx/*/runs rose under fio ($r0 -> $r1)" ||
+    fail "$ROT Σ hctx/*/runs rose under fio" "$r0 -> $r1"
+
+# ---- systemd-analyze security ----------------------------------------------------------
+for u in blkmqd.service irqbalance.service tuned.service prometheus-node-exporter.service systemd-udevd.service; do
+    s=$(systemd-analyze security "$u" 2>/dev/null | tail -n 1)
+    note "systemd-analyze security $u: $s"
+done
+score=$(systemd-analyze security "$UNIT" 2>/dev/null | sed -n 's/.*exposure level for .*: \([0-9.]*\).*/\1/p')
+assert_match "blkmqd.service exposure is a number" '^[0-9]+\.[0-9]+$' "$score"
+awk -v s="$score" 'BEGIN { exit !(s <= 4.0) }' && pass "blkmqd.service exposure $score <= 4.0" ||
+    fail "blkmqd.service exposure <= 4.0" "$score"
+
+# ---- kill -9: Restart=on-failure, stale mount recovered, originals still restorable -------
+CHANGED=$(snapshot_values)
+[ "$CHANGED" != "$BEFORE" ] && pass "blkmqd changed something (the stop checks below can fail)" ||
+    fail "blkmqd changed something" "no value differs from before the start"
+n0=$(prop NRestarts)
+kill -9 "$PID"
+wait_for_cmd 30 sh -c "p=\$(systemctl show -P MainPID $UNIT); [ \"\$p\" != 0 ] && [ \"\$p\" != $PID ] && [ \"\$(systemctl is-active $UNIT)\" = active ]"
+assert_eq "kill -9: restarted once (NRestarts)" $((n0 + 1)) "$(prop NRestarts)"
+PID2=$(main_pid)
+assert_ne "kill -9: a new main PID" "$PID" "$PID2"
+missing=$(tree_complete) && pass "kill -9: the tree is back and complete" || fail "kill -9: tree complete again" "missing:$missing"
+assert_eq "kill -9: one FUSE mount at $M (the dead one was detached)" 1 "$(grep -c " $M fuse" /proc/self/mounts)"
+assert_ok "systemctl stop after the crash" systemctl stop "$UNIT"
+AFTER=$(snapshot_values)
+assert_eq "kill -9 then stop: every original value back" "$BEFORE" "$AFTER"
+[ "$BEFORE" != "$AFTER" ] && printf '%s\n' "$BEFORE" >/tmp/b && printf '%s\n' "$AFTER" >/tmp/a &&
+    diff /tmp/b /tmp/a | sed 's/^/# /'
+assert_fail "stop: $M is not mounted" is_mounted
+assert_eq "stop: inactive" inactive "$(systemctl is-active "$UNIT")"
+
+# ---- SIGSTOP: the watchdog kills and restarts it (short WatchdogSec from a drop-in) -----
+mkdir -p /run/systemd/system/$UNIT.d
+printf '[Service]\nWatchdogSec=5s\nTimeoutAbortSec=5s\n' >/run/systemd/system/$UNIT.d/vmtest-watchdog.conf
+systemctl daemon-reload
+assert_ok "start with WatchdogSec=5s" systemctl start "$UNIT"
+wait_for_cmd 5 tree_complete >/dev/null
+PID=$(main_pid)
+n0=$(prop NRestarts)
+kill -STOP "$PID"
+wait_for_cmd 40 sh -c "p=\$(systemctl show -P MainPID $UNIT); [ \"\$p\" != 0 ] && [ \"\$p\" != $PID ] && [ \"\$(systemctl is-active $UNIT)\" = active ]"
+n1=$(prop NRestarts)
+[ "$n1" -gt "$n0" ] && pass "SIGSTOP: restarted (NRestarts $n0 -> $n1)" || fail "SIGSTOP: restarted" "NRestarts $n0 -> $n1"
+journalctl -u "$UNIT" --no-pager -o short-monotonic -S "-60s" | grep -Ei 'watchdog|main process|restart|started|READY' | sed 's/^/# journal: /'
+assert_match "SIGSTOP: systemd logged the watchdog timeout" 'Watchdog timeout' \
+    "$(journalctl -u "$UNIT" --no-pager -o cat | grep -i watchdog | tail -n 3)"
+sleep 6
+assert_eq "SIGSTOP: no further restart 6 s later (one watchdog timeout, not a loop)" "$n1" "$(prop NRestarts)"
+missing=$(tree_complete) && pass "SIGSTOP: the tree is back and complete" || fail "SIGSTOP: tree complete again" "missing:$missing"
+rm -f /run/systemd/system/$UNIT.d/vmtest-watchdog.conf
+systemctl daemon-reload
+
+# ---- systemctl stop: every original back, unmounted ------------------------------------
+assert_ok "systemctl stop" systemctl stop "$UNIT"
+assert_eq "stop: every original value back" "$BEFORE" "$(snapshot_values)"
+assert_fail "stop: $M is not mounted" is_mounted
+journalctl -u "$UNIT" --no-pager -o short-monotonic | tail -n 25 | sed 's/^/# journal: /'
