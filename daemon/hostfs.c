@@ -40,6 +40,9 @@ static const char * const kind_dir[_HOSTFS_KIND_MAX] = {
         [HOSTFS_RUN]        = "run",
         [HOSTFS_MODPROBE_D] = "etc/modprobe.d",
         [HOSTFS_MODULES]    = "lib/modules",
+        [HOSTFS_ETC]        = "etc",
+        [HOSTFS_USR_LIB]    = "usr/lib",
+        [HOSTFS_LIB]        = "lib",
 };
 
 static const char * const kind_name[_HOSTFS_KIND_MAX] = {
@@ -49,6 +52,9 @@ static const char * const kind_name[_HOSTFS_KIND_MAX] = {
         [HOSTFS_RUN]        = "run",
         [HOSTFS_MODPROBE_D] = "modprobe.d",
         [HOSTFS_MODULES]    = "modules",
+        [HOSTFS_ETC]        = "etc",
+        [HOSTFS_USR_LIB]    = "usr-lib",
+        [HOSTFS_LIB]        = "lib",
 };
 
 struct HostFs {
@@ -442,8 +448,8 @@ int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *v
 
         if (kind == HOSTFS_DEBUGFS)
                 return -EOPNOTSUPP;     /* its dirfd may change under a worker; never written */
-        if (kind == HOSTFS_MODULES)
-                return -EPERM;          /* read only: blkmqd never changes the module tree */
+        if (kind == HOSTFS_MODULES || kind == HOSTFS_ETC || kind == HOSTFS_USR_LIB || kind == HOSTFS_LIB)
+                return -EPERM;          /* read only: the module tree, other tools' configuration */
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;

@@ -27,6 +27,9 @@ typedef enum HostFsKind {
         HOSTFS_RUN,             /* <root>/run */
         HOSTFS_MODPROBE_D,      /* <root>/etc/modprobe.d */
         HOSTFS_MODULES,         /* <root>/lib/modules: modules.dep/modules.builtin per release (read only) */
+        HOSTFS_ETC,             /* <root>/etc: other tools' configuration (udev rules, tuned), read only */
+        HOSTFS_USR_LIB,         /* <root>/usr/lib: shipped udev rules and tuned profiles, read only */
+        HOSTFS_LIB,             /* <root>/lib: udev rules of a system without merged /usr, read only */
         _HOSTFS_KIND_MAX,
         _HOSTFS_KIND_INVALID = -EINVAL,
 } HostFsKind;

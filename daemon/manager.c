@@ -9,6 +9,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "agents.h"
 #include "apply.h"
 #include "conf.h"
 #include "config.h"
@@ -1328,6 +1329,7 @@ int manager_startup(Manager *m) {
         m->started = true;
         manager_update_modules(m);
         manager_update_verify_timer(m);
+        (void) agents_warn(m->hostfs);  /* udev rules or tuned setting what blkmqd manages */
         m->ready_pending = true;
         return manager_ready_check(m);
 }

@@ -16,6 +16,10 @@ Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only
       by blkmqd; then another tool moves IRQ 26 and IRQ 27 cannot be written back (a directory)
       -> "2 original value(s) restored, 1 failed, 1 left as changed by someone else", IRQ 26
       keeps the other tool's value.
+  (w) start-up warnings for other tools that set what blkmqd manages, each naming file:line:
+      udev rules in /etc, /run and /usr/lib/udev/rules.d (a name in /etc hides /usr/lib's, an
+      empty file masks), tuned's active profile and its include= parent while tuned runs
+      (/run/tuned/tuned.pid names a live process); none for tuned when it does not run.
 
 Root, losetup, /dev/fuse (exit 77 otherwise).
 """
@@ -170,6 +174,50 @@ def case_s_stop_counts(tmp):
     check(get(root, irq(25)) == before[25] and get(root, irq(28)) == before[28], "(s) IRQ 25 and 28 restored")
 
 
+def mkput(root, rel, text):
+    os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+    put(root, rel, text)
+
+
+def case_w_agents(tmp):
+    """(w) udev rules and a running tuned that set what blkmqd manages: one warning each, with file:line."""
+    root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "agents-root"))
+    mkput(root, "etc/udev/rules.d/60-scheduler.rules",
+          "# ours\nACTION==\"add|change\", KERNEL==\"nvme*\", ATTR{queue/scheduler}=\"kyber\"\n")
+    mkput(root, "usr/lib/udev/rules.d/60-scheduler.rules", 'KERNEL=="sd*", ATTR{queue/scheduler}="bfq"\n')
+    mkput(root, "usr/lib/udev/rules.d/61-irq.rules",
+          'SUBSYSTEM=="block", RUN+="/bin/sh -c \'echo 1 > /proc/irq/26/smp_affinity_list\'"\n')
+    mkput(root, "usr/lib/udev/rules.d/63-masked.rules", 'KERNEL=="nvme*", ATTR{queue/rq_affinity}="2"\n')
+    mkput(root, "etc/udev/rules.d/63-masked.rules", "")
+    mkput(root, "run/udev/rules.d/62-nr.rules", 'KERNEL=="nvme*", \\\n  ATTR{queue/nr_requests}:="64"\n')
+    mkput(root, "etc/tuned/active_profile", "myprof\n")
+    mkput(root, "etc/tuned/myprof/tuned.conf", "[main]\ninclude=base\n\n[scheduler]\nisolated_cores=2-3\n")
+    mkput(root, "usr/lib/tuned/base/tuned.conf", "[disk]\nelevator=bfq\n")
+    mkput(root, "run/tuned/tuned.pid", "4242\n")
+    os.makedirs(os.path.join(root, "proc", "4242"), exist_ok=True)
+    want = ["/etc/udev/rules.d/60-scheduler.rules:2:", "/usr/lib/udev/rules.d/61-irq.rules:1:",
+            "/run/udev/rules.d/62-nr.rules:1:", "/etc/tuned/myprof/tuned.conf:5:", "/usr/lib/tuned/base/tuned.conf:2:"]
+    for running in (True, False):
+        if not running:
+            os.unlink(os.path.join(root, "run/tuned/tuned.pid"))
+        rdir = os.path.join(tmp, f"w{int(running)}")
+        os.makedirs(os.path.join(rdir, "mnt"))
+        conf = os.path.join(rdir, "blkmqd.conf")
+        with open(conf, "w") as f:
+            f.write("[Manager]\nVerifySec=0\n")
+        d = bt.Daemon(bt.exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
+                      stop_deadline=30.0, unmount_on_stop=True)
+        d.start("--root", root, "--devices", "nvme0n1")
+        d.stop()
+        with open(d.log, errors="replace") as f:
+            warn = [l for l in f.read().splitlines() if l.startswith("<4>") and "which blkmqd manages too" in l]
+        expect = want if running else [w for w in want if "tuned" not in w]
+        for w in expect:
+            check(sum(1 for l in warn if w in l) == 1, f"(w) one warning names {w} (tuned running: {running})")
+        check(len(warn) == len(expect), f"(w) nothing else (the hidden, the masked; tuned only while it runs): {warn}")
+        check(any("queue scheduler" in l and "60-scheduler.rules:2" in l for l in warn), "(w) the attribute is named")
+
+
 def main():
     exe = bt.exe_arg()
     rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes", tools=("losetup",))
@@ -179,13 +227,15 @@ def main():
     cases = [c for c in (case_v1_noticed, case_v2_reassert, case_v3_off)
              if not only or c.__name__.split("_")[1] in only.split(",")]
     bt.run_cases(exe, "blkmqd-drift-", cases)
-    if not only or "s" in only.split(","):
+    for name, case in (("s", case_s_stop_counts), ("w", case_w_agents)):
+        if only and name not in only.split(","):
+            continue
         tmp = tempfile.mkdtemp(prefix="blkmqd-drift-fx-")
         try:
-            print(f"== {case_s_stop_counts.__doc__.strip().splitlines()[0]}")
-            case_s_stop_counts(tmp)
+            print(f"== {case.__doc__.strip().splitlines()[0]}")
+            case(tmp)
         except Exception as e:
-            check(False, f"case_s raised {type(e).__name__}: {e}")
+            check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return bt.finish()
