@@ -132,33 +132,21 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
 }
 
 /*
- * Elevator names of the legacy (single-queue) block layer, removed in 5.0 with the legacy
- * request path: no blk-mq kernel lists them in queue/scheduler, so a config naming one would
- * never match what a disk runs. Refused at load with the blk-mq name to use instead (no
- * silent mapping: cfq and bfq, deadline and mq-deadline are different code).
+ * Check every word of an Elevator= value; 1 when fine, else fail()'s 0 with the line. Legacy
+ * single-queue names (elevator_name_is_legacy()) are refused with the blk-mq name to use: no
+ * silent mapping (cfq and bfq, deadline and mq-deadline are different code).
  */
-static const struct {
-        const char *legacy, *instead;
-} legacy_elevators[] = {
-        { "noop",         "none" },
-        { "deadline",     "mq-deadline" },
-        { "cfq",          "bfq" },
-        { "anticipatory", "mq-deadline" },
-        { "as",           "mq-deadline" },
-};
-
-/* Check every word of an Elevator= value; 1 when fine, else fail()'s 0 with the line. */
 static int check_elevator_names(ParseContext *p, const char *v) {
         _cleanup_free_ char *copy = strdup(v);
         char *save = NULL;
         if (!copy)
                 return fail(p, "out of memory");
+        const char *instead;
         for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
-                for (size_t i = 0; i < ELEMENTSOF(legacy_elevators); i++)
-                        if (streq(t, legacy_elevators[i].legacy))
-                                return fail(p, "Elevator=%s: \"%s\" is a legacy single-queue elevator name that no blk-mq kernel (5.0 and later) offers; "
-                                            "use \"%s\" (or another name listed in /sys/block/*/queue/scheduler)",
-                                            v, t, legacy_elevators[i].instead);
+                if (elevator_name_is_legacy(t, &instead))
+                        return fail(p, "Elevator=%s: \"%s\" is a legacy single-queue elevator name that no blk-mq kernel (5.0 and later) offers; "
+                                    "use \"%s\" (or another name listed in /sys/block/*/queue/scheduler)",
+                                    v, t, instead);
         return 1;
 }
 

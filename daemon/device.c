@@ -953,9 +953,14 @@ static char *elevator_of_module(const char *path, size_t len) {
         for (size_t i = 0; i < ELEMENTSOF(known); i++)
                 if (l == strlen(known[i]) && strncmp(b, known[i], l) == 0)
                         return strdup(known[i]);
-        /* "<name>-iosched": the module alias request_module() asks for, as a file name */
-        if (l > 8 && (strncmp(b + l - 8, "-iosched", 8) == 0 || strncmp(b + l - 8, "_iosched", 8) == 0))
-                return strndup(b, l - 8);
+        /* "<name>-iosched": the module alias request_module() asks for, as a file name; not the
+         * legacy single-queue ones of 4.x trees (cfq-iosched.ko): no blk-mq queue takes them */
+        if (l > 8 && (strncmp(b + l - 8, "-iosched", 8) == 0 || strncmp(b + l - 8, "_iosched", 8) == 0)) {
+                char *e = strndup(b, l - 8);
+                if (e && elevator_name_is_legacy(e, NULL))
+                        e = mfree_str(e);
+                return e;
+        }
         return NULL;
 }
 
@@ -1139,6 +1144,8 @@ static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *
                                 continue;
                         char a[128], pair[300];
                         snprintf(a, sizeof(a), "%.*s", (int) (p - name), name);
+                        if (elevator_name_is_legacy(a, NULL))
+                                continue;
                         snprintf(pair, sizeof(pair), "%s=%.*s", a, (int) (end - mod), mod);
                         if (!strv_contains(c->elevators_loadable, a) && !strv_contains(c->elevators_builtin, a) &&
                             (strv_extend(&c->elevators_loadable, a) < 0 || strv_extend(&pairs, pair) < 0))

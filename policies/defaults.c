@@ -92,6 +92,32 @@ const char *policy_elevator_evidence(DiskClass c, const char *elevator) {
         return NULL;
 }
 
+/*
+ * Elevator names of the legacy (single-queue) block layer, removed in 5.0 with the legacy
+ * request path, and the blk-mq elevator an admin most likely meant. A blk-mq queue never
+ * lists them, and their 4.x modules (cfq-iosched.ko, deadline-iosched.ko, noop-iosched) could
+ * not be attached to a blk-mq queue either.
+ */
+static const struct {
+        const char *legacy, *instead;
+} legacy_elevators[] = {
+        { "noop",         "none" },
+        { "deadline",     "mq-deadline" },
+        { "cfq",          "bfq" },
+        { "anticipatory", "mq-deadline" },
+        { "as",           "mq-deadline" },
+};
+
+bool elevator_name_is_legacy(const char *name, const char **ret_instead) {
+        for (size_t i = 0; name && i < ELEMENTSOF(legacy_elevators); i++)
+                if (streq(name, legacy_elevators[i].legacy)) {
+                        if (ret_instead)
+                                *ret_instead = legacy_elevators[i].instead;
+                        return true;
+                }
+        return false;
+}
+
 /* Vectors follow their hctx where blk-mq spreads queues over CPUs. */
 static const bool default_irq_follow_hctx[_DISK_CLASS_MAX] = {
         [DISK_CLASS_MANY_HCTX_SLOW]  = true,

@@ -154,6 +154,13 @@ int policy_config_init_defaults(PolicyConfig *config);
  * distribution rule; see policies/defaults.c), or NULL when they do not. Static string. Pure.
  */
 const char *policy_elevator_evidence(DiskClass c, const char *elevator);
+
+/*
+ * True when name is an elevator of the legacy single-queue block layer (noop, deadline, cfq,
+ * anticipatory, as: removed in 5.0); *ret_instead (static) then names the blk-mq elevator to
+ * use instead. Pure.
+ */
+bool elevator_name_is_legacy(const char *name, const char **ret_instead);
 void policy_config_done(PolicyConfig *config);
 
 

@@ -524,6 +524,13 @@ static void test_multipath(void) {
         Disk md = { .name = "md0", .has_mq = false, .rotational = TRISTATE_YES, .shared_tags = TRISTATE_UNKNOWN,
                     .scheduler = "none", .transport = "md", .driver = "md", .stacked = true };
         eval(&md, NULL, DISK_CLASS_NO_MQ, false, NULL, NULL);
+        /* legacy names: known, with the blk-mq name to use */
+        const char *instead = NULL;
+        CHECK(elevator_name_is_legacy("cfq", &instead) && streq_ptr(instead, "bfq"));
+        CHECK(elevator_name_is_legacy("noop", &instead) && streq_ptr(instead, "none"));
+        CHECK(elevator_name_is_legacy("deadline", NULL));
+        CHECK(!elevator_name_is_legacy("mq-deadline", NULL) && !elevator_name_is_legacy("bfq", NULL) &&
+              !elevator_name_is_legacy("none", NULL) && !elevator_name_is_legacy(NULL, NULL));
         /* [Class:multipath-leg] is a class of its own in config */
         CHECK_INT(disk_class_from_string("multipath-leg"), DISK_CLASS_MULTIPATH_LEG);
 }
