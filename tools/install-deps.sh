@@ -6,7 +6,7 @@ set -eu
 
 RUN="meson ninja-build pkg-config gcc libc6-dev libudev-dev libfuse3-dev fuse3 libsystemd-dev libinih-dev
      clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev kmod util-linux"
-TESTS="umockdev libumockdev-dev valgrind libclang-rt-14-dev fio
+TESTS="umockdev libumockdev-dev valgrind libclang-rt-14-dev fio inotify-tools
        qemu-system-x86 busybox-static cpio udev mmdebstrap e2fsprogs
        prometheus prometheus-node-exporter curl scdoc python3"
 

@@ -6,7 +6,7 @@ test-sigstop.py [BLKMQD]   (default: $BLKMQD, else ./build/blkmqd)
 Nobody touching the tree enters D state because of blkmqd (issue 14), on a private loop device.
 
 (t) a stopped daemon (SIGSTOP): readers that opened their files before do select(), poll(),
-    close(), tail -f and an inotify watch while it is stopped: select/poll/close return at once,
+    close(), tail -f, inotifywait -m and an inotify watch while it is stopped: select/poll/close return at once,
     no reader thread is ever in D state (/proc/<pid>/task/*/stat sampled for 3 s), SIGTERM ends
     each of them; after SIGCONT every file answers again. The kernel only stops sending
     FUSE_POLL/FUSE_FLUSH once it had ENOSYS for each: blkmqd teaches it right after mounting.
@@ -99,6 +99,11 @@ def case_t_sigstop(exe, tmp, loops):
             procs[op] = p
         tail = subprocess.Popen(["tail", "-f", d.path("devices", name, "stat")], stdout=subprocess.DEVNULL)
         procs["tail -f"] = tail
+        if shutil.which("inotifywait"):
+            procs["inotifywait"] = subprocess.Popen(["inotifywait", "-q", "-m", d.path("devices", name), d.path()],
+                                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        else:
+            print("   note: no inotifywait (inotify-tools): the ctypes inotify reader stands in")
         time.sleep(0.3)
 
         os.kill(d.pid, signal.SIGSTOP)
