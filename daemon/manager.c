@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agents.h"
@@ -280,9 +281,37 @@ static void manager_update_modules(Manager *m);
  * Marks d (and the disk it collides with); one warning per disk. See gather_identity() for
  * where identities are made distinct and where they still can collide.
  */
+/*
+ * Is e still the disk it was when gathered: its sysfs directory the same, a medium in it?
+ * (Its removal, or the detach of a loop device, may still wait in the uevent debounce.)
+ */
+static bool device_present(Manager *m, const Device *e) {
+        char path[300];
+        struct stat st;
+        uint64_t size;
+        snprintf(path, sizeof(path), "block/%s", e->name);
+        if (hostfs_stat(m->hostfs, HOSTFS_SYSFS, path, &st) < 0 ||
+            (e->facts->sysfs_ino && (uint64_t) st.st_ino != e->facts->sysfs_ino))
+                return false;
+        snprintf(path, sizeof(path), "block/%s/size", e->name);
+        return hostfs_read_u64(m->hostfs, HOSTFS_SYSFS, path, &size) < 0 || size > 0;
+}
+
 static void check_identity(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **stale = NULL;
+
         if (!d->facts || !d->facts->identity)
                 return;
+        /* a disk that came back under another name (sdb -> sdc) before the old name's removal
+         * was handled is no collision: the old name goes now */
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *e = m->registry.devices[i];
+                if (e != d && e->facts && streq_ptr(e->facts->identity, d->facts->identity) && !device_present(m, e) &&
+                    !e->run.active)
+                        (void) strv_extend(&stale, e->name);
+        }
+        STRV_FOREACH(n, stale)
+                manager_remove_device(m, *n);
         for (size_t i = 0; i < m->registry.n_devices; i++) {
                 Device *e = m->registry.devices[i];
                 if (e == d || !e->facts || !streq_ptr(e->facts->identity, d->facts->identity))

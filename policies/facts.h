@@ -178,7 +178,8 @@ typedef struct DiskFacts {
         size_t n_modparams;
         bool root_disk;                 /* the root filesystem lives on this disk (initramfs matters) */
 
-        /* Stable identity for persisted settings: "wwn-…", "serial-…", "loop-<backing file>", "path-…"; may be NULL */
+        /* Stable identity for persisted settings, one per disk: "wwid:…", "serial:…", "mmc:<CID>/boot0",
+         * "loop:<backing file>", "dm:<uuid>", "path:…" (daemon/device.c gather_identity()); may be NULL */
         char *identity;
 
         Zoned zoned;                    /* valid when unknown[FACT_ZONED] is NULL */

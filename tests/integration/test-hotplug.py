@@ -69,13 +69,13 @@ def main():
     tmp = tempfile.mkdtemp(prefix="blkmqd-hotplug-")
     mnt = os.path.join(tmp, "mnt")
     os.mkdir(mnt)
-    loops = bt.PrivateLoops(tmp, 1)
+    loops = bt.PrivateLoops(tmp, 3)
     name = loops.names[0]
     d = bt.Daemon(exe, mnt, tmp, start_deadline=20.0, stop_deadline=30.0, unmount_on_stop=True)
     try:
         loops.attach(0)
         bt.set_elevator(name, "mq-deadline")
-        d.start("--devices", name)
+        d.start("--devices", loops.globs())
         check(wait_for(lambda: shown_ok(d, name), 10.0)[0], f"(q0) {name}: applied/elevator ok: none")
 
         # (q1) a burst of uevents: one debounced action, one evaluation
@@ -131,6 +131,22 @@ def main():
         check(d.alive(), "(q3) daemon alive")
         print(f"   (q3) {len(lines(d, name + ': Device vanished'))} 'Device vanished' line(s), "
               f"{len(lines(d, name + ': Disk removed'))} removal(s)")
+
+        # (q4) a disk moving to another name inside the debounce window is no identity collision
+        a, b = loops.names[1], loops.names[2]
+        loops.attach(1)
+        check(wait_for(lambda: os.path.isdir(d.path("devices", a)), 5.0)[0], f"(q4) {a} shown")
+        check(d.write("2", "devices", a, "policy", "rq_affinity") == 0, f"(q4) policy/rq_affinity 2 on {a}")
+        loops.detach(1)
+        bt.sh("losetup", f"/dev/{b}", loops.backing[1])       # the same file: the same identity
+        loops.attached.add(b)
+        with open(f"/sys/block/{a}/uevent", "w") as f:
+            f.write("change\n")                               # a's window now ends after b's
+        ok, _ = wait_for(lambda: bt.read_text(f"/sys/block/{b}/queue/rq_affinity").strip() == "2", 5.0)
+        check(ok, f"(q4) {b} (same backing file) gets the stored override: rq_affinity "
+                  f"{bt.read_text(f'/sys/block/{b}/queue/rq_affinity').strip()}")
+        shared = lines(d, r"Identity loop:.* is also")
+        check(not shared, f"(q4) no collision with {a}, whose detach was still debounced: {shared[:2]}")
     except RuntimeError as e:
         check(False, str(e))
     finally:
