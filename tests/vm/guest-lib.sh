@@ -30,6 +30,7 @@
 #                                         with --kernel-only)
 #   skip_all REASON                       exit 77 now
 #   read_attr PATH                        cat PATH, or "<missing>"
+#   kernel_at_least MAJOR MINOR           0 when uname -r is MAJOR.MINOR or newer
 #   hctx_count DISK                       number of /sys/block/DISK/mq/* directories
 #   disk_by_model MODEL                   first /sys/block/sd* whose device/model matches
 #   capture_fixture NAME DISK...          run tests/fixture/capture.sh in the guest and put
@@ -91,6 +92,12 @@ assert_fail() {
 }
 
 read_attr() { if [ -r "$1" ]; then cat "$1" 2>/dev/null || echo "<unreadable>"; else echo "<missing>"; fi; }
+
+# kernel_at_least MAJOR MINOR: the running kernel is MAJOR.MINOR or newer (uname -r)
+kernel_at_least() {
+    _kv=$(uname -r); _kmaj=${_kv%%.*}; _kr=${_kv#*.}; _kmin=${_kr%%[!0-9]*}
+    [ "$_kmaj" -gt "$1" ] || { [ "$_kmaj" -eq "$1" ] && [ "$_kmin" -ge "$2" ]; }
+}
 
 # deterministic polling: the number of 50 ms steps is fixed by the timeout
 _vt_poll() {    # TIMEOUT_S CMD...
