@@ -15,7 +15,7 @@ set-up the item is about, on a FUSE mount in a temp dir, with its own --state-di
       n2 two virtio disks with one serial and an override stored under it: at load neither
          gets it, one warning per disk names the other, a new override is not stored
   (o) '!' names: vda renamed cciss!c0d0 -> managed and shown as devices/cciss!c0d0,
-      --devices 'cciss/c0d0' (the kernel's form) matches it, blkmqctl explain cciss/c0d0 and
+      --devices 'cciss/c0d0' and MatchName=cciss/c0d0 (the kernel's form) match it, blkmqctl explain cciss/c0d0 and
       /dev/cciss/c0d0 work; a disk whose name is no file name (40 bytes) logs one line
   (p) modprobe.d ownership across a restart: synthetic-megaraid-64q on 5.10 with
       ModuleParams=write: start, stop, start, `echo 1 > restore` -> "1 original value(s) put
@@ -173,7 +173,7 @@ def case_names(tmp):
     shutil.copytree(os.path.join(root, "sys/devices/virtual/block/loop1"),
                     os.path.join(root, "sys/devices/virtual/block", long), symlinks=True)
     os.symlink("../devices/virtual/block/" + long, os.path.join(root, "sys/block", long))
-    r = Run(tmp, "cciss")
+    r = Run(tmp, "cciss", "[Device:array]\nMatchName=cciss/c0d0\nRqAffinity=2\n")
     d = r.start(root, "--devices", f"cciss/c0d0,{long}")
     try:
         shown = sorted(os.listdir(d.path("devices")))
@@ -185,6 +185,8 @@ def case_names(tmp):
                   f"(o) blkmqctl explain {arg}: exit {p.returncode} {p.stderr.strip()[:120]}")
         lines = [x for x in r.log().splitlines() if long in x]
         check(len(lines) == 1 and "not managed" in lines[0], f"(o) one line for the refused name: {lines}")
+        rq = get(root, f"{VIRTIO1}/block/cciss!c0d0/queue/rq_affinity").strip()
+        check(rq == "2", f"(o) MatchName=cciss/c0d0 (the kernel's form) applies: queue/rq_affinity {rq}")
     finally:
         r.stop()
 
