@@ -84,14 +84,15 @@ static char *available_list(const DiskFacts *f) {
         return buf;
 }
 
-/* Set plan->elevator = name; when it is not listed, one more line says where it comes from. */
-static int plan_set(const DiskFacts *f, Plan *plan, const char *name) {
+/* plan->elevator = name. Returns 0 or -ENOMEM. */
+static int plan_set(Plan *plan, const char *name) {
         plan->elevator = strdup(name);
         if (!plan->elevator)
                 return -ENOMEM;
         return 0;
 }
 
+/* When the planned elevator is not listed, one more line says where it comes from. */
 static int explain_source(const DiskFacts *f, Plan *plan) {
         ElevatorSource src = disk_facts_elevator_source(f, plan->elevator);
         if (!plan->elevator || src == ELEVATOR_LISTED || src == ELEVATOR_UNAVAILABLE)
@@ -113,7 +114,7 @@ static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, P
                         return r;
         }
         if (streq(f->elevator, "mq-deadline")) {
-                r = plan_set(f, plan, "mq-deadline");
+                r = plan_set(plan, "mq-deadline");
                 if (r < 0)
                         return r;
                 return plan_explain(plan, "%s: zoned=%s kernel=%s elevator=mq-deadline -> elevator=mq-deadline, kept: %s (rule elevator-zoned)",
@@ -122,7 +123,7 @@ static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, P
         if (disk_facts_elevator_source(f, "mq-deadline") == ELEVATOR_UNAVAILABLE)
                 return plan_explain(plan, "%s: zoned=%s kernel=%s elevator=%s -> elevator left alone: mq-deadline is needed (%s) but neither listed, built in nor loadable (rule elevator-zoned)",
                                     f->name, z, kernel, f->elevator, why);
-        r = plan_set(f, plan, "mq-deadline");
+        r = plan_set(plan, "mq-deadline");
         if (r < 0)
                 return r;
         r = plan_explain(plan, "%s: zoned=%s kernel=%s elevator=%s -> elevator=mq-deadline: %s (rule elevator-zoned)",
@@ -162,7 +163,7 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                                             blocked ? ": its module is kept from loading: " : "", strempty(blocked),
                                             o->origin[KNOB_ELEVATOR] ? "config" : "override");
                 }
-                r = plan_set(f, plan, o->elevator);
+                r = plan_set(plan, o->elevator);
                 if (r >= 0)
                         r = plan_explain(plan, "%s: %s=%s elevator=%s -> elevator=%s%s (rule %s)",
                                          f->name, override_label(o, KNOB_ELEVATOR), o->elevator, shown, o->elevator,
@@ -172,7 +173,7 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
         }
 
         if (!cp->elevators) {
-                r = plan_set(f, plan, base);
+                r = plan_set(plan, base);
                 if (r < 0)
                         return r;
                 return plan_explain(plan, "%s: class=%s elevator=%s -> elevator=%s, kept: any elevator is fine for this class (rule elevator-%s)",
@@ -184,7 +185,7 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                 return -ENOMEM;
 
         if (strv_contains(cp->elevators, base)) {
-                r = plan_set(f, plan, base);
+                r = plan_set(plan, base);
                 if (r < 0)
                         return r;
                 return plan_explain(plan, "%s: class=%s elevator=%s wanted=%s -> elevator=%s, kept (rule elevator-%s)",
@@ -199,7 +200,7 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                         break;
                 }
         if (e_set) {
-                r = plan_set(f, plan, e_set);
+                r = plan_set(plan, e_set);
                 if (r >= 0)
                         r = plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator=%s (rule elevator-%s)",
                                          f->name, cls, shown, wanted, available, e_set, cls);
