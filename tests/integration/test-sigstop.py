@@ -10,6 +10,8 @@ Nobody touching the tree enters D state because of blkmqd (issue 14), on a priva
     no reader thread is ever in D state (/proc/<pid>/task/*/stat sampled for 3 s), SIGTERM ends
     each of them; after SIGCONT every file answers again. The kernel only stops sending
     FUSE_POLL/FUSE_FLUSH once it had ENOSYS for each: blkmqd teaches it right after mounting.
+(t2) the same with the daemon frozen by the cgroup freezer (v2 cgroup.freeze, else the v1
+    freezer): how suspend and `systemctl freeze` stop it.
 (u) a reader started at the same instant as the daemon, whose coldplug is held for the write
     deadline (BLKMQD_TEST_HOLD_WRITE), is never in D state for long: the mount appears only when
     the tree can answer, and FUSE_INIT is answered at once (longest D run < 1 s, coldplug >= 5 s).
@@ -83,19 +85,103 @@ def states(pid):
     return "".join(out)
 
 
+class Sigstop:
+    label = "SIGSTOP"
+
+    def stop(self, pid):
+        os.kill(pid, signal.SIGSTOP)
+
+    def cont(self, pid):
+        os.kill(pid, signal.SIGCONT)
+
+    def is_stopped(self, pid):
+        return bool(states(pid)) and set(states(pid)) <= {"T", "t"}
+
+
+class Freezer:
+    """The cgroup freezer, as suspend (and `systemctl freeze`) stops a service: v2 cgroup.freeze,
+    else the v1 freezer hierarchy. available() is False when neither can be used here."""
+    label = "cgroup freezer"
+
+    def __init__(self):
+        self.dir = self.parent = None
+        if os.path.exists("/sys/fs/cgroup/cgroup.freeze") or os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+            self.parent, self.v2 = "/sys/fs/cgroup", True
+        elif os.path.isdir("/sys/fs/cgroup/freezer"):
+            self.parent, self.v2 = "/sys/fs/cgroup/freezer", False
+
+    def available(self):
+        return self.parent is not None
+
+    def _write(self, name, value):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(value)
+
+    def stop(self, pid):
+        self.dir = os.path.join(self.parent, f"blkmqd-test-{os.getpid()}")
+        os.makedirs(self.dir, exist_ok=True)
+        self._write("cgroup.procs", str(pid))
+        self._write("cgroup.freeze" if self.v2 else "freezer.state", "1" if self.v2 else "FROZEN")
+
+    def cont(self, pid):
+        if not self.dir:
+            return
+        self._write("cgroup.freeze" if self.v2 else "freezer.state", "0" if self.v2 else "THAWED")
+        try:
+            with open(os.path.join(self.parent, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+        except OSError:
+            pass
+
+    def is_stopped(self, pid):
+        try:
+            with open(os.path.join(self.dir, "cgroup.events" if self.v2 else "freezer.state")) as f:
+                t = f.read()
+            return "frozen 1" in t if self.v2 else t.strip() == "FROZEN"
+        except OSError:
+            return False
+
+    def cleanup(self):
+        if self.dir:
+            for _ in range(50):
+                try:
+                    os.rmdir(self.dir)
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            self.dir = None
+
+
 def case_t_sigstop(exe, tmp, loops):
     """(t) SIGSTOP: select/poll/close/tail -f/inotify on the tree never enter D state."""
+    stopped_readers(exe, tmp, loops, Sigstop())
+
+
+def case_t2_frozen(exe, tmp, loops):
+    """(t2) the same with the daemon frozen by the cgroup freezer (suspend, systemctl freeze)."""
+    fz = Freezer()
+    if not fz.available():
+        print("   note: no cgroup freezer here: (t2) not run")
+        return
+    try:
+        stopped_readers(exe, tmp, loops, fz)
+    finally:
+        fz.cleanup()
+
+
+def stopped_readers(exe, tmp, loops, stopper):
     d = bt.Daemon(exe, os.path.join(tmp, "mnt"), tmp, announce=True)
     name = loops.attach(0)
     d.start("--devices", name)
     procs = {}
+    tag = f"(t, {stopper.label})"
     try:
         files = [d.path("version"), d.path("devices", name, "class"), d.path("devices", name, "stat"),
                  d.path("devices", name, "applied", "elevator")]
         for op in ("select", "poll", "close", "inotify"):
             p = subprocess.Popen([sys.executable, "-c", READER, op, *files], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, text=True)
-            check(readline(p, 5).strip() == "ready", f"(t) {op} reader opened its files")
+            check(readline(p, 5).strip() == "ready", f"{tag} {op} reader opened its files")
             procs[op] = p
         tail = subprocess.Popen(["tail", "-f", d.path("devices", name, "stat")], stdout=subprocess.DEVNULL)
         procs["tail -f"] = tail
@@ -106,9 +192,9 @@ def case_t_sigstop(exe, tmp, loops):
             print("   note: no inotifywait (inotify-tools): the ctypes inotify reader stands in")
         time.sleep(0.3)
 
-        os.kill(d.pid, signal.SIGSTOP)
-        wait_for(lambda: states(d.pid) and set(states(d.pid)) <= {"T", "t"}, 2.0)
-        check(set(states(d.pid)) <= {"T", "t"}, f"(t) the daemon is stopped ({states(d.pid)})")
+        stopper.stop(d.pid)
+        wait_for(lambda: stopper.is_stopped(d.pid), 5.0)
+        check(stopper.is_stopped(d.pid), f"{tag} the daemon is stopped ({states(d.pid)})")
         for op in ("select", "poll", "close", "inotify"):
             procs[op].stdin.write("go\n")
             procs[op].stdin.flush()
@@ -119,11 +205,11 @@ def case_t_sigstop(exe, tmp, loops):
                 seen[op] += states(p.pid)
             time.sleep(0.01)
         for op in procs:
-            check("D" not in seen[op], f"(t) {op}: never in D state while the daemon is stopped "
+            check("D" not in seen[op], f"{tag} {op}: never in D state while the daemon is stopped "
                   f"({seen[op].count('D')} of {len(seen[op])} samples D)")
         for op in ("select", "poll", "close", "inotify"):
             line = readline(procs[op], 1).split()
-            check(line[:1] == ["done"] and float(line[1]) < 2.0, f"(t) {op} returned while the daemon is stopped ({line})")
+            check(line[:1] == ["done"] and float(line[1]) < 2.0, f"{tag} {op} returned while the daemon is stopped ({line})")
         # a signal ends every one of them, daemon still stopped
         for op, p in procs.items():
             p.send_signal(signal.SIGTERM)
@@ -132,8 +218,8 @@ def case_t_sigstop(exe, tmp, loops):
                 p.wait(3)
             except subprocess.TimeoutExpired:
                 pass
-            check(p.poll() is not None, f"(t) {op}: SIGTERM ends it while the daemon is stopped ({states(p.pid)})")
-        os.kill(d.pid, signal.SIGCONT)
+            check(p.poll() is not None, f"{tag} {op}: SIGTERM ends it while the daemon is stopped ({states(p.pid)})")
+        stopper.cont(d.pid)
         ok = True
         for f in files:
             t = time.monotonic()
@@ -144,17 +230,18 @@ def case_t_sigstop(exe, tmp, loops):
                 ok = False
                 print(f"   {f}: {e}")
             ok = ok and time.monotonic() - t < 1.0
-        check(ok, "(t) after SIGCONT every file answers")
+        check(ok, f"{tag} after it continues every file answers")
     finally:
         for p in procs.values():
             if p.poll() is None:
                 p.kill()
                 p.wait()
         try:
-            os.kill(d.pid, signal.SIGCONT)
+            stopper.cont(d.pid)
         except (OSError, TypeError):
             pass
         d.stop()
+        loops.detach(0)
         bt.cleanup_mount(d.mnt)
 
 
@@ -214,7 +301,7 @@ def main():
     os.mkdir(os.path.join(tmp, "mnt"))
     loops = bt.PrivateLoops(tmp, 2, size=8 << 20)
     try:
-        for case in (case_t_sigstop, case_u_start_instant):
+        for case in (case_t_sigstop, case_t2_frozen, case_u_start_instant):
             print(f"== {case.__doc__.strip().splitlines()[0]}")
             try:
                 case(exe, tmp, loops)
