@@ -1131,27 +1131,39 @@ static void on_verify(void *userdata, const char *device) {
         manager_refresh(m, d, n > 0, n > 0);
 }
 
+/* After a verify: something an apply would act on (a failed write whose backoff may have
+ * passed; with Reassert=yes a value someone else changed). The apply decides the backoff. */
+static bool verify_needs_apply(const Device *d, bool reassert) {
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (d->applied[k].state == APPLY_ERROR || (reassert && d->applied[k].state == APPLY_EXTERNAL))
+                        return true;
+        return false;
+}
+
 /*
  * The periodic verify (VerifySec=): the kernel sends no uevent when someone else writes a queue
  * attribute or an IRQ's affinity, so without it a change is only noticed when someone reads
- * applied/. Every disk blkmqd manages is looked at: with Reassert=yes (mode auto) an apply that
- * rewrites what was changed (with backoff in a write war), else a verify that writes nothing.
+ * applied/. Every disk blkmqd manages is looked at with a verify that writes nothing (a few
+ * reads); only a disk with something to do is applied again (mode auto): a failed write is
+ * retried, and with Reassert=yes a changed value rewritten, both with backoff.
  */
 static void manager_verify_all(Manager *m) {
+        size_t n = 0, applied = 0;
+
         if (m->mode == MODE_OFF || m->stopping)
                 return;
-        size_t n = 0;
         for (size_t i = 0; i < m->registry.n_devices; i++) {
                 Device *d = m->registry.devices[i];
                 if (!d->facts || !d->plan.manage || d->run.active)
                         continue;
                 n++;
-                if (m->config.reassert && m->mode == MODE_AUTO)
+                on_verify(m, d->name);
+                if (m->mode == MODE_AUTO && !d->run.active && verify_needs_apply(d, m->config.reassert)) {
+                        applied++;
                         manager_apply(m, d);
-                else
-                        on_verify(m, d->name);
+                }
         }
-        log_debug("Periodic verify: %zu disk(s) looked at", n);
+        log_debug("Periodic verify: %zu disk(s) looked at, %zu applied again", n, applied);
 }
 
 static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
