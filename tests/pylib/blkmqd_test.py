@@ -190,7 +190,12 @@ class Loops:
         dev = sh("losetup", "-f", "--show", self.backing(tag)).strip()
         name = os.path.basename(dev)
         self.attached.append(name)
-        self.originals[name] = current_elevator(name)
+        # A loop device's queue outlives a detach: an elevator an earlier (crashed) run left
+        # on it would change what blkmqd decides. Start from the kernel's default for a new
+        # loop device (none: single hctx, no shared tags), as on a fresh machine.
+        if current_elevator(name) != "none":
+            set_elevator(name, "none")
+        self.originals[name] = "none"
         return name
 
     def attach_predicted(self, tag="x"):
@@ -202,6 +207,9 @@ class Loops:
         def do_attach():
             sh("losetup", dev, path)
             self.attached.append(name)
+            if current_elevator(name) != "none":       # as in attach()
+                set_elevator(name, "none")
+            self.originals[name] = "none"
             return name
         return name, do_attach
 
