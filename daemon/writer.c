@@ -219,10 +219,13 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         Writer *w = j->writer;
 
         pthread_mutex_lock(&w->lock);
-        bool finished = j->finished;
+        bool finished = j->finished, started = j->running;
         pthread_mutex_unlock(&w->lock);
         if (finished)
                 return 0;               /* returned just now: on_efd delivers it */
+        if (!started)                   /* still queued behind busy workers: the deadline is the kernel's */
+                return sd_event_source_set_time_relative(s, w->timeout_usec) < 0 ? 0 :
+                       sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         j->timed_out = true;
         w->n_overdue++;
         if (j->on_timeout)

@@ -18,7 +18,8 @@
  * other lanes never wait for them: a queued job whose lane is free gets an idle worker or a new
  * one (at most WRITER_THREADS_MAX threads; idle ones exit after 5 s). Each job has a deadline
  * (the writer's timeout): when it passes with the job still running, on_timeout runs on the
- * loop; on_done still runs when the write returns, however late.
+ * loop (a job still queued behind WRITER_THREADS_MAX busy workers gets another period: the
+ * deadline is for the kernel's answer); on_done still runs when the write returns, however late.
  */
 
 #include <stdbool.h>
