@@ -609,6 +609,7 @@ static void irq_affinity_summarize(Device *d) {
         int first_error = 0;
         uint64_t now = run_now_usec(d);
         bool ours = false;
+        size_t failed_writes = 0;
 
         for (size_t i = 0; i < d->n_irq_applied; i++) {
                 const IrqApplied *ia = &d->irq_applied[i];
@@ -625,6 +626,7 @@ static void irq_affinity_summarize(Device *d) {
                 case IRQ_FAILED_NEW:
                         if (!first_error)
                                 first_error = ia->error;
+                        failed_writes += ia->retry.level > 0;
                         if (ia->retry.level > 0)
                                 list_add(&failed, &n_failed, "IRQ %u: %s, retry in %u s", ia->irq,
                                          strerrorname_np(-ia->error) ?: "error", backoff_left_sec(&ia->retry, now));
@@ -715,7 +717,7 @@ static void irq_affinity_summarize(Device *d) {
         if (failed_n) {
                 const char *fields[] = { "BLKMQD_KNOB=irq_affinity", NULL };
                 log_device_full(LOG_WARNING, first_error, d->name, BLKMQD_MESSAGE_WRITE_FAILED, fields,
-                                "%s (failed writes are retried with backoff)", line);
+                                "%s%s", line, failed_writes ? " (failed writes are retried with backoff)" : "");
         } else if (ext_new || war || reasserted)
                 log_external(d, "irq_affinity", war ? LOG_WARNING : LOG_NOTICE, "%s", line);
         else

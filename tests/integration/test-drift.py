@@ -16,6 +16,10 @@ Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only
       by blkmqd; then another tool moves IRQ 26 and IRQ 27 cannot be written back (a directory)
       -> "2 original value(s) restored, 1 failed, 1 left as changed by someone else", IRQ 26
       keeps the other tool's value.
+  (r) `echo 1 > reload` after another tool moved a vector blkmqd placed (nvme IRQ 26, placed on
+      CPU 1 by IrqAffinity=hctx, then 3): not rewritten, applied/irq_affinity "changed
+      externally", one line; a vector whose write fails (IRQ 27's file a directory: EISDIR)
+      gives one line, none at the next reloads; stop: 2 restored, nothing failed or left.
   (w) start-up warnings for other tools that set what blkmqd manages, each naming file:line:
       udev rules in /etc, /run and /usr/lib/udev/rules.d (a name in /etc hides /usr/lib's, an
       empty file masks), tuned's active profile and its include= parent while tuned runs
@@ -177,6 +181,48 @@ def case_s_stop_counts(tmp):
     check(get(root, irq(25)) == before[25] and get(root, irq(28)) == before[28], "(s) IRQ 25 and 28 restored")
 
 
+def case_r_reload(tmp):
+    """(r) a reload neither rewrites a vector another tool moved nor repeats a failed vector's warning."""
+    root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "reload-root"))
+    irq = lambda n: f"proc/irq/{n}/smp_affinity_list"      # noqa: E731
+    for n in (25, 26, 27, 28):
+        put(root, irq(n), "0-3\n")
+    os.unlink(os.path.join(root, irq(27)))
+    os.mkdir(os.path.join(root, irq(27)))              # its write fails (EISDIR)
+    rdir = os.path.join(tmp, "r")
+    os.makedirs(os.path.join(rdir, "mnt"))
+    conf = os.path.join(rdir, "blkmqd.conf")
+    with open(conf, "w") as f:
+        f.write("[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=hctx\n")
+    d = bt.Daemon(bt.exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
+                  stop_deadline=30.0, unmount_on_stop=True)
+    d.start("--root", root, "--devices", "nvme0n1")
+    irq_lines = lambda: [l for l in log_lines(d) if l.startswith(("<4>", "<5>", "<6>")) and "nvme0n1" in l and "IRQ" in l]  # noqa: E731
+    try:
+        check(get(root, irq(26)) == "1", f"(r) IRQ 26 placed on its hctx CPU 1 ({get(root, irq(26))})")
+        lines = irq_lines()
+        check(len(lines) == 1 and "IRQ 27: cannot read (EISDIR)" in lines[0] and "3 placed" in lines[0],
+              f"(r) one line for the disk, naming the failed vector: {lines}")
+        put(root, irq(26), "3\n")                      # another tool
+        n0 = len(irq_lines())
+        for _ in range(3):
+            check(bt.write_file(d.path("reload"), b"1\n") == 0, "(r) echo 1 > reload")
+        check(get(root, irq(26)) == "3", f"(r) IRQ 26 not rewritten ({get(root, irq(26))})")
+        v = d.read("devices", "nvme0n1", "applied", "irq_affinity")
+        check("1 changed externally" in v and "1 failed" in v, f"(r) applied/irq_affinity: {v!r}")
+        new = irq_lines()[n0:]
+        check(len(new) == 1 and "IRQ 26 to 3" in new[0] and "Reassert=no" in new[0],
+              f"(r) one line for the change, none for the failed vector again: {new}")
+    finally:
+        rc = d.stop()
+    check(rc == 0, f"(r) SIGTERM exit status 0 (got {rc})")
+    with open(d.log, errors="replace") as f:
+        stop = [l for l in f.read().splitlines() if "Stopping:" in l]
+    check(len(stop) == 1 and stop[0].endswith("Stopping: 2 original value(s) restored"), f"(r) stop: {stop}")
+    check(get(root, irq(26)) == "3" and get(root, irq(25)) == "0-3" and get(root, irq(28)) == "0-3",
+          "(r) 25 and 28 restored, 26 keeps the other tool's value")
+
+
 def mkput(root, rel, text):
     os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
     put(root, rel, text)
@@ -230,7 +276,7 @@ def main():
     cases = [c for c in (case_v1_noticed, case_v2_reassert, case_v3_off)
              if not only or c.__name__.split("_")[1] in only.split(",")]
     bt.run_cases(exe, "blkmqd-drift-", cases)
-    for name, case in (("s", case_s_stop_counts), ("w", case_w_agents)):
+    for name, case in (("s", case_s_stop_counts), ("r", case_r_reload), ("w", case_w_agents)):
         if only and name not in only.split(","):
             continue
         tmp = tempfile.mkdtemp(prefix="blkmqd-drift-fx-")
