@@ -374,10 +374,35 @@ static void scan_tuned(HostFs *h, WarnContext *c) {
                 scan_tuned_profile(h, c, t, 0);
 }
 
+/* irqbalance runs: its control socket /run/irqbalance/irqbalance<PID>.sock (irqbalance.c,
+ * SOCKET_TMPFS) names a process that exists. It moves every IRQ that is not kernel-managed. */
+static void scan_irqbalance(HostFs *h, WarnContext *c) {
+        _cleanup_strv_free_ char **names = NULL;
+        if (hostfs_list(h, HOSTFS_RUN, "irqbalance", &names) < 0)
+                return;
+        STRV_FOREACH(name, names) {
+                char proc[32], tail[8] = "";
+                unsigned pid;
+                if (sscanf(*name, "irqbalance%u%7s", &pid, tail) != 2 || !streq(tail, ".sock") || pid == 0)
+                        continue;
+                snprintf(proc, sizeof(proc), "%u", pid);
+                if (!hostfs_exists(h, HOSTFS_PROCFS, proc))
+                        continue;
+                if (++c->n > AGENTS_WARN_MAX)
+                        return;
+                log_warning("irqbalance is running (pid %u, /run/irqbalance/%s): it moves the affinity of every IRQ the kernel "
+                            "does not manage, which blkmqd manages too for the queue vectors it places (IrqAffinity=): "
+                            "blkmqd reports that as \"changed externally\"; ban those IRQs in irqbalance or leave them to it",
+                            pid, *name);
+                return;
+        }
+}
+
 int agents_warn(HostFs *h) {
         WarnContext c = {};
         scan_udev(h, &c);
         scan_tuned(h, &c);
+        scan_irqbalance(h, &c);
         if (c.n > AGENTS_WARN_MAX)
                 log_warning("... and %u more place(s) where udev rules or tuned set what blkmqd manages", c.n - AGENTS_WARN_MAX);
         return (int) c.n;

@@ -8,7 +8,8 @@
  * directory hides the same name in a later one; an empty file or a link to /dev/null masks
  * it) and tuned's active profile (/etc/tuned/active_profile; profiles in /etc/tuned/NAME,
  * /etc/tuned/profiles/NAME, /usr/lib/tuned/NAME, /usr/lib/tuned/profiles/NAME, with their
- * include= parents) and warns once per place that sets a queue scheduler, nr_requests,
+ * include= parents), and whether irqbalance runs (its control socket
+ * /run/irqbalance/irqbalance<PID>.sock names a live process), and warns once per place that sets a queue scheduler, nr_requests,
  * rq_affinity or an IRQ's affinity, naming file:line. Such a tool rewrites blkmqd's value on
  * its next event: a write war (see Reassert=).
  *

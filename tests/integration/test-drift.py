@@ -23,7 +23,8 @@ Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only
   (w) start-up warnings for other tools that set what blkmqd manages, each naming file:line:
       udev rules in /etc, /run and /usr/lib/udev/rules.d (a name in /etc hides /usr/lib's, an
       empty file masks), tuned's active profile and its include= parent while tuned runs
-      (/run/tuned/tuned.pid names a live process); none for tuned when it does not run.
+      (/run/tuned/tuned.pid names a live process); none for tuned when it does not run; a
+      running irqbalance (its control socket names a live process; a stale socket is ignored).
 
 Root, losetup, /dev/fuse (exit 77 otherwise).
 """
@@ -244,8 +245,12 @@ def case_w_agents(tmp):
     mkput(root, "usr/lib/tuned/base/tuned.conf", "[disk]\nelevator=bfq\n")
     mkput(root, "run/tuned/tuned.pid", "4242\n")
     os.makedirs(os.path.join(root, "proc", "4242"), exist_ok=True)
+    mkput(root, "run/irqbalance/irqbalance4243.sock", "")       # a socket in life; its name is what counts
+    mkput(root, "run/irqbalance/irqbalance4244.sock", "")       # a stale one: no such process
+    os.makedirs(os.path.join(root, "proc", "4243"), exist_ok=True)
     want = ["/etc/udev/rules.d/60-scheduler.rules:2:", "/usr/lib/udev/rules.d/61-irq.rules:1:",
-            "/run/udev/rules.d/62-nr.rules:1:", "/etc/tuned/myprof/tuned.conf:5:", "/usr/lib/tuned/base/tuned.conf:2:"]
+            "/run/udev/rules.d/62-nr.rules:1:", "/etc/tuned/myprof/tuned.conf:5:", "/usr/lib/tuned/base/tuned.conf:2:",
+            "irqbalance is running (pid 4243"]
     for running in (True, False):
         if not running:
             os.unlink(os.path.join(root, "run/tuned/tuned.pid"))
@@ -259,7 +264,7 @@ def case_w_agents(tmp):
         d.start("--root", root, "--devices", "nvme0n1")
         d.stop()
         with open(d.log, errors="replace") as f:
-            warn = [l for l in f.read().splitlines() if l.startswith("<4>") and "which blkmqd manages too" in l]
+            warn = [l for l in f.read().splitlines() if l.startswith("<4>") and "blkmqd manages too" in l]
         expect = want if running else [w for w in want if "tuned" not in w]
         for w in expect:
             check(sum(1 for l in warn if w in l) == 1, f"(w) one warning names {w} (tuned running: {running})")
