@@ -171,7 +171,13 @@ int udev_monitor_coldplug(UdevMonitor *m) {
                         continue;
                 char buf[256];
                 const char *name = disk_name(d, buf, sizeof(buf));
-                if (name && is_disk(d)) {
+                /* udev source: a disk udev has not finished yet (its rules may still be
+                 * writing queue attributes, e.g. a udev rule setting the scheduler) comes
+                 * with udev's "add" event, after the rules ran; taking it now would evaluate
+                 * it before them and fight the rule afterwards (issue 12). */
+                if (name && is_disk(d) && m->udev_source && udev_device_get_is_initialized(d) <= 0)
+                        log_device_info(name, "Not initialized by udev yet, waiting for its add event");
+                else if (name && is_disk(d)) {
                         m->cb(m->userdata, DEVICE_ACTION_ADD, name);
                         n++;
                 }
