@@ -370,11 +370,9 @@ def add_tree(cpio, host_dir, guest_prefix):
 
 def parse_header(path):
     """harness.py's header keys plus `# file: HOST:GUEST` (repeatable; HOST relative to
-    tests/vm): a file copied into the root before systemd starts (e.g. a udev rule), and
-    `# enable: UNIT...`: units enabled (multi-user.target.wants) before the boot."""
+    tests/vm): a file copied into the root before systemd starts (e.g. a udev rule)."""
     h = H.parse_header(path)
     h["file"] = []
-    h["enable"] = []
     with open(path) as f:
         for line in f:
             if line.startswith("#!"):
@@ -384,9 +382,6 @@ def parse_header(path):
             m = re.match(r"#\s*file:\s*(\S+):(\S+)\s*$", line)
             if m:
                 h["file"].append((m.group(1), m.group(2)))
-            m = re.match(r"#\s*enable:\s*(.+?)\s*$", line)
-            if m:
-                h["enable"] += m.group(1).split()
     return h
 
 
@@ -421,9 +416,6 @@ def run(args):
         c.add_host_file(args.scenario, "payload/opt/vmtest/scenario.sh")
         for hostp, guestp in header["file"]:
             c.add_host_file(os.path.join(HERE, hostp), "payload/" + guestp.lstrip("/"))
-        for unit in header["enable"]:
-            c.add_symlink("payload/etc/systemd/system/multi-user.target.wants/" + unit,
-                          "/lib/systemd/system/" + unit)
         initrd = os.path.join(tmp, "initrd.cpio.gz")
         with open(initrd, "wb") as out:
             with open(kern["initrd"], "rb") as f:

@@ -1,15 +1,24 @@
 #!/bin/sh
 # blkmqd as a user runs it: installed with `meson install`, started by systemd (PID 1) next
-# to systemd-udevd and journald, under the shipped unit's sandbox (units/blkmqd.service.in).
+# to systemd-udevd and journald, under the shipped unit's sandbox (units/blkmqd.service.in),
+# with a Fedora-style 60-block-scheduler.rules (bfq for sd*) in the image (issue 12 item 5).
 # One boot for every service check (docs/VM-HARNESS.md, "Full-distro flavour").
+# 59-vmtest-slow-sd.rules holds every sd* "add" in udev for 4 s before the scheduler rule
+# writes bfq, so that the last part (a disk appears while blkmqd is stopped, blkmqd starts)
+# has blkmqd's coldplug meet a disk udev has not finished.
 # smp: 2
 # mem: 1024
-# timeout: 420
+# timeout: 600
+# file: systemd/files/60-block-scheduler.rules:/etc/udev/rules.d/60-block-scheduler.rules
+# file: systemd/files/59-vmtest-slow-sd.rules:/etc/udev/rules.d/59-vmtest-slow-sd.rules
 # disk: d0 64M
+# disk: d1 64M
 # disk: n0 64M
 # qemu: -device virtio-scsi-pci,id=scsi0,num_queues=2
 # qemu: -drive if=none,id=d0,file={disk:d0},format=raw,cache=none,aio=threads
 # qemu: -device scsi-hd,drive=d0,bus=scsi0.0,rotation_rate=7200,serial=rot0
+# qemu: -drive if=none,id=d1,file={disk:d1},format=raw,cache=none,aio=threads
+# qemu: -device scsi-hd,drive=d1,bus=scsi0.0,rotation_rate=1,serial=ssd0
 # qemu: -drive if=none,id=n0,file={disk:n0},format=raw,cache=none,aio=threads
 # qemu: -device nvme,serial=nv0,drive=n0,max_ioqpairs=2
 . /opt/vmtest/guest-lib.sh
@@ -28,8 +37,8 @@ disks() {
     done | sort
 }
 # Every runtime value blkmqd may change, one "path value" line each.
-snapshot_values() {
-    for d in $(disks); do
+snapshot_values() {    # [DISK...] (default: every disk now)
+    for d in ${*:-$(disks)}; do
         for a in scheduler rq_affinity nr_requests; do
             printf '%s %s\n' "/sys/block/$d/queue/$a" "$(cat "/sys/block/$d/queue/$a")"
         done
@@ -70,11 +79,16 @@ assert_eq "systemd-analyze verify $UNIT: no complaints" "" "$v"
 
 # multi-user.target does not wait for udev's coldplug (modules load, disks probe meanwhile)
 udevadm settle --timeout=60 || note "udevadm settle timed out"
-for d in sda nvme0n1; do
+for d in sda sdb nvme0n1; do
     wait_for_file /sys/block/$d 30 || fail "disk $d appeared"
 done
-BEFORE=$(snapshot_values)
-note "disks: $(disks | tr '\n' ' ')"
+DISKS=$(disks)
+BEFORE=$(snapshot_values $DISKS)
+note "disks: $(echo $DISKS)"
+elevator() { sed -n 's/.*\[\(.*\)\].*/\1/p' "/sys/block/$1/queue/scheduler"; }
+for d in sda sdb; do
+    assert_eq "udev's 60-block-scheduler.rules set bfq on $d at boot" bfq "$(elevator $d)"
+done
 
 # ---- systemctl enable --now: returns when the tree is complete ----------------------------
 if systemctl enable --now "$UNIT" 2>/tmp/enable.err; then pass "systemctl enable --now $UNIT"
@@ -139,13 +153,43 @@ for d in $(disks); do
     fi
 done
 
+# ---- udev rules that also set the scheduler (item 5) -----------------------------------
+ROT=$(for d in sda sdb; do [ "$(cat /sys/block/$d/queue/rotational)" = 1 ] && echo $d; done | head -n 1)
+SSD=$(for d in sda sdb; do [ "$(cat /sys/block/$d/queue/rotational)" = 0 ] && echo $d; done | head -n 1)
+note "rotating: $ROT, non-rotating: $SSD (SCSI scan order varies)"
+# scheduler writes blkmqd logged for DISK (apply.c: "<disk>: elevator X -> Y")
+writes() { journalctl -u "$UNIT" --no-pager -o cat DEVICE="$1" | grep -cE ': elevator [^ ]+ -> ' || true; }
+check_udev_disk() {     # DISK WHEN: blkmqd saw udev's bfq, says so, wrote at most once
+    d=$1; w=$2
+    expl=$(grep -E 'elevator=' "$M/devices/$d/explain" | grep -v 'rule config' | head -n 1)
+    note "$w: $d class $(read_attr "$M/devices/$d/class"), scheduler $(cat /sys/block/$d/queue/scheduler), applied $(read_attr "$M/devices/$d/applied/elevator")"
+    note "$w: $d explain: $expl"
+    # what udev set is bfq: either the elevator blkmqd found, or named as the one before its switch
+    assert_match "$w: $d explain names the elevator udev set (bfq) and what the class wants" \
+        '(elevator=bfq|\(bfq before blkmqd switched it\)).*(wanted=[a-z,-]+|any elevator is fine)' "$expl"
+    # blkmqd's very first evaluation of the disk already saw the rule's result (not a state
+    # udev was about to change: that evaluation would have been followed by a fight)
+    first=$(journalctl -u "$UNIT" --no-pager -o cat MESSAGE_ID=$DECISION DEVICE="$d" |
+        grep -E 'elevator=' | grep -v 'rule config' | head -n 1)
+    assert_match "$w: $d blkmqd's first evaluation saw udev's bfq" 'elevator=bfq' "$first"
+    assert_fail "$w: $d applied/elevator: no 'changed externally' (blkmqd did not race the rule)" \
+        grep -q 'changed externally' "$M/devices/$d/applied/elevator"
+    n=$(writes "$d")
+    if [ "$(elevator "$d")" = bfq ]; then
+        assert_eq "$w: $d keeps udev's bfq: blkmqd wrote nothing" 0 "$n"
+    else
+        assert_eq "$w: $d the class's choice replaced bfq, written once" 1 "$n"
+    fi
+}
+check_udev_disk "$ROT" start
+check_udev_disk "$SSD" start
+assert_ne "$SSD (fast-multiqueue) does not keep bfq" bfq "$(elevator "$SSD")"
+
 # ---- systemctl reload: synchronous, re-reads the configuration ----------------------------
-ROT=$(for d in $(disks); do [ "$(cat /sys/block/$d/queue/rotational)" = 1 ] && [ -d "/sys/block/$d/device/scsi_device" ] && echo "$d"; done | head -n 1)
 note "rotating disk: $ROT ($(cat "$M/devices/$ROT/class"), scheduler $(cat /sys/block/$ROT/queue/scheduler))"
 r0=$(read_attr "$M/reload")
 case $r0 in ""|*[!0-9]*) fail "reload reads a count" "$r0"; r0=0 ;; esac
 mkdir -p /etc/blkmqd/blkmqd.conf.d
-ELV0=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/block/$ROT/queue/scheduler)
 printf '[Device:test]\nMatchName=%s\nElevator=none\n' "$ROT" >/etc/blkmqd/blkmqd.conf.d/50-vmtest.conf
 assert_ok "systemctl reload ([Device:test] Elevator=none for $ROT)" systemctl reload "$UNIT"
 assert_eq "reload count +1 when systemctl reload returned" $((r0 + 1)) "$(cat "$M/reload")"
@@ -157,7 +201,8 @@ assert_eq "still active after a rejected reload" active "$(systemctl is-active "
 assert_eq "reload count unchanged by the rejected reload" $((r0 + 1)) "$(cat "$M/reload")"
 rm -f /etc/blkmqd/blkmqd.conf.d/50-vmtest.conf
 assert_ok "systemctl reload (configuration removed again)" systemctl reload "$UNIT"
-assert_match "$ROT runs $ELV0 again when systemctl reload returned" "\\[$ELV0\\]" "$(cat /sys/block/$ROT/queue/scheduler)"
+assert_fail "$ROT: [Device:test] no longer applies when systemctl reload returned" grep -q 'rule config' "$M/devices/$ROT/explain"
+assert_ne "$ROT: none (the removed section's) no longer runs" none "$(elevator $ROT)"
 
 # ---- BPF statistics under the sandbox, on fio load -------------------------------------
 # dispatched/completions: BPF on both kernels (debugfs lost them in 5.16); runs: debugfs `run`
@@ -195,7 +240,7 @@ assert_int "$ROT Σ runs after fio" "$r1"
     fail "$ROT Σ hctx/*/runs rose under fio" "$r0 -> $r1"
 
 # ---- systemd-analyze security ----------------------------------------------------------
-for u in blkmqd.service irqbalance.service tuned.service prometheus-node-exporter.service systemd-udevd.service; do
+for u in blkmqd.service irqbalance.service tuned.service; do
     s=$(systemd-analyze security "$u" 2>/dev/null | tail -n 1)
     note "systemd-analyze security $u: $s"
 done
@@ -205,7 +250,7 @@ awk -v s="$score" 'BEGIN { exit !(s <= 4.0) }' && pass "blkmqd.service exposure 
     fail "blkmqd.service exposure <= 4.0" "$score"
 
 # ---- kill -9: Restart=on-failure, stale mount recovered, originals still restorable -------
-CHANGED=$(snapshot_values)
+CHANGED=$(snapshot_values $DISKS)
 [ "$CHANGED" != "$BEFORE" ] && pass "blkmqd changed something (the stop checks below can fail)" ||
     fail "blkmqd changed something" "no value differs from before the start"
 n0=$(prop NRestarts)
@@ -217,7 +262,7 @@ assert_ne "kill -9: a new main PID" "$PID" "$PID2"
 missing=$(tree_complete) && pass "kill -9: the tree is back and complete" || fail "kill -9: tree complete again" "missing:$missing"
 assert_eq "kill -9: one FUSE mount at $M (the dead one was detached)" 1 "$(grep -c " $M fuse" /proc/self/mounts)"
 assert_ok "systemctl stop after the crash" systemctl stop "$UNIT"
-AFTER=$(snapshot_values)
+AFTER=$(snapshot_values $DISKS)
 assert_eq "kill -9 then stop: every original value back" "$BEFORE" "$AFTER"
 [ "$BEFORE" != "$AFTER" ] && printf '%s\n' "$BEFORE" >/tmp/b && printf '%s\n' "$AFTER" >/tmp/a &&
     diff /tmp/b /tmp/a | sed 's/^/# /'
@@ -247,6 +292,39 @@ systemctl daemon-reload
 
 # ---- systemctl stop: every original back, unmounted ------------------------------------
 assert_ok "systemctl stop" systemctl stop "$UNIT"
-assert_eq "stop: every original value back" "$BEFORE" "$(snapshot_values)"
+assert_eq "stop: every original value back (sd*: udev's bfq)" "$BEFORE" "$(snapshot_values $DISKS)"
 assert_fail "stop: $M is not mounted" is_mounted
+
+# ---- a disk appears while blkmqd is stopped; blkmqd starts during udev's "add" ------------
+# With udevd, coldplug must not take a disk udev has not finished: the rule would overwrite
+# blkmqd's choice (or blkmqd the rule's) depending on timing.
+# two submit queues, no host_max_queue: fast-multiqueue, which wants none, not bfq
+modprobe scsi_debug dev_size_mb=16 max_luns=1 num_tgts=1 submit_queues=2 2>&1 | sed 's/^/# /'
+NEW=""
+for i in $(seq 1 100); do
+    NEW=$(for d in /sys/block/sd*; do b=${d##*/}; printf '%s\n' "$DISKS" | grep -qx "$b" || echo "$b"; done | head -n 1)
+    [ -n "$NEW" ] && break
+    usleep 50000
+done
+assert_match "scsi_debug added a disk" '^sd[a-z]+$' "$NEW"
+init=$(udevadm info -q property -n "/dev/$NEW" 2>/dev/null | grep -c '^ID_SERIAL=' || true)
+note "$NEW: udev done with it before the start: $init (59-vmtest-slow-sd.rules holds it 4 s)"
+assert_ok "systemctl start while udev still processes $NEW's add" systemctl start "$UNIT"
+udevadm settle --timeout=60 || true
+assert_ok "run time: devices/$NEW appears" wait_for_file "$M/devices/$NEW/class" 30
+check_udev_disk "$NEW" "run time"
+# The rule again (udev add events, as from `udevadm trigger` or a rebind): it writes bfq over
+# blkmqd's choice. No write war: blkmqd reports it once and leaves it (Reassert=no).
+for d in $ROT $SSD $NEW; do
+    n1=$(writes "$d")
+    udevadm trigger --action=add --settle "/sys/block/$d" 2>/dev/null || udevadm settle
+    sleep 1
+    e1=$(elevator "$d")
+    sleep 3
+    note "after a udev add event: $d $(cat /sys/block/$d/queue/scheduler), applied $(read_attr "$M/devices/$d/applied/elevator")"
+    assert_eq "udev add event again: $d scheduler stable over 3 s" "$e1" "$(elevator "$d")"
+    assert_eq "udev add event again: $d no further blkmqd write" "$n1" "$(writes "$d")"
+done
+assert_ok "systemctl stop" systemctl stop "$UNIT"
+assert_eq "stop: every original value back, again" "$BEFORE" "$(snapshot_values $DISKS)"
 journalctl -u "$UNIT" --no-pager -o short-monotonic | tail -n 25 | sed 's/^/# journal: /'
