@@ -750,6 +750,10 @@ finish:
                 manager_update_modules(m);
                 manager_update_status(m);
         }
+        /* a disk removed while its write was in flight: that write's return will find no disk
+         * and say nothing, so whoever waited for the disk is answered now */
+        waiters_check(m);
+        stop_check(m);
 }
 
 /* Keep originals/module-parameters in step with the runtime module values blkmqd changed. */

@@ -16,9 +16,12 @@ wants mq-deadline, so every attach needs a scheduler write.
     on the other disk is applied and answered;
 (r) when the held write returns: applied/elevator says ok with the original, the kernel agrees;
 (s) SIGTERM while a write is held: the other disks are restored, the daemon exits within
-    TimeoutStopSec (30 s; the daemon's own budget is 15 s), the held disk's original stays recorded.
+    TimeoutStopSec (30 s; the daemon's own budget is 15 s), the held disk's original stays recorded;
+(w) a disk removed (LOOP_CTL_REMOVE: a "remove" uevent) while its write is held: a policy write
+    waiting for that disk is answered at once, not at the deadline nor never.
 """
 
+import fcntl
 import os
 import shutil
 import signal
@@ -35,10 +38,10 @@ CONF = "[Class:stacked]\nElevator=mq-deadline\n"
 DEADLINE = 5.0          # the writer's deadline (WRITER_TIMEOUT_USEC_DEFAULT)
 
 
-def start(d, tmp, devices, hold, hold_s):
+def start(d, tmp, devices, hold, hold_s, conf_text=CONF):
     conf = os.path.join(tmp, "blkmqd.conf")
     with open(conf, "w") as f:
-        f.write(CONF)
+        f.write(conf_text)
     os.environ["BLKMQD_TEST_HOLD_WRITE"] = f"sysfs:block/{hold}/queue/scheduler={hold_s}"
     try:
         t0 = time.monotonic()
@@ -184,12 +187,48 @@ def case_s_stop_while_held(d, loops, tmp):
     d.stop()
 
 
+def case_w_removed_while_held(d, loops, tmp):
+    """(w) a disk removed while its write is held: a policy write waiting for it is answered at once."""
+    a = loops.attach(0)
+    bt.set_elevator(a, "none")
+    start(d, tmp, a, a, 12, "")     # nothing to write at start (empty config: none is kept)
+    result = {}
+
+    def writer():
+        t = time.monotonic()
+        result["rc"] = write_file(d.path("devices", a, "policy", "elevator"), b"mq-deadline\n")
+        result["t"] = time.monotonic()
+    th = threading.Thread(target=writer)
+    th.start()
+    ok, _ = wait_for(lambda: d.read("devices", a, "applied", "elevator").startswith("pending"), 3.0, 0.02)
+    check(ok, f"(w) {a}: the scheduler write is held ({d.read('devices', a, 'applied', 'elevator')!r})")
+    bt.loop_detach(a)
+    loops.attached.discard(a)
+    ctl = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        fcntl.ioctl(ctl, bt.LOOP_CTL_REMOVE, int(a[4:]))    # a "remove" uevent
+        t_removed = time.monotonic()
+        loops._created.remove(int(a[4:]))
+    finally:
+        os.close(ctl)
+    th.join(DEADLINE + 10)
+    took = result.get("t", time.monotonic()) - t_removed
+    check(not th.is_alive() and took < 2.0, f"(w) the waiting policy write was answered {took:.2f} s after the removal "
+          f"(before the {DEADLINE:.0f} s deadline): {result}")
+    ok, _ = wait_for(lambda: not os.path.exists(d.path("devices", a)), 3.0, 0.05)
+    check(ok, f"(w) devices/{a} is gone")
+    v = d.read("version")
+    check(v.startswith("blkmqd "), "(w) the tree answers")
+    rc = d.stop(deadline=30)
+    check(rc == 0, f"(w) SIGTERM: exit status {rc}")
+
+
 def main():
     exe = bt.exe_arg()
     rc = bt.preflight(exe)
     if rc is not None:
         return rc
-    for case in (case_pqr_held_write, case_s_stop_while_held):
+    for case in (case_pqr_held_write, case_s_stop_while_held, case_w_removed_while_held):
         print(f"== {case.__doc__.strip().splitlines()[0]}")
         tmp = tempfile.mkdtemp(prefix="blkmqd-live-")
         mnt = os.path.join(tmp, "mnt")
