@@ -1169,7 +1169,7 @@ static int gather_elevators_available(HostFs *h, DiskFacts *f, GatherCache *c) {
         if (r < 0)
                 return r;
         if (c->elevator_modules_error < 0 && !c->elevators_builtin)
-                return disk_facts_set_unknown(f, FACT_ELEVATORS_LOADABLE, "lib/modules/%s/modules.dep: %s: only listed elevators count",
+                return disk_facts_set_unknown(f, FACT_ELEVATORS_LOADABLE, "/lib/modules/%s/modules.dep: %s: only the elevators queue/scheduler lists count",
                                               f->kernel_release ?: "(release unknown)", strerror(-c->elevator_modules_error));
         char **from[] = { c->elevators_builtin, c->elevators_loadable, c->elevators_blocked };
         char ***to[] = { &f->elevators_builtin, &f->elevators_loadable, &f->elevators_blocked };
