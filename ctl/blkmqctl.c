@@ -905,7 +905,11 @@ static int write_policy(const char *disk, const char *knob, const char *value) {
                         fputc('\n', stderr);
                 }
                 FREE_STRV(knobs, n);
-        } else if (r < 0)
+        } else if (r == -EINVAL || r == -ERANGE)
+                /* blkmqd refused the value; its one log line says what it expects */
+                err("Failed to write \"%s\" to \"%s\": %s (blkmqd's log says what it expects: journalctl -u blkmqd, or its standard error)",
+                    value, p, strerror(-r));
+        else if (r < 0)
                 err("Failed to write \"%s\" to \"%s\": %s", value, p, strerror(-r));
         free(p);
         return r < 0 ? EXIT_FAILED : EXIT_OK;
