@@ -999,6 +999,13 @@ static void restore_check_external(HostFs *h, Device *d) {
                 a->original = mfree_str(a->original);
                 applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
                             now, a->value);
+                /* so is the nr_requests the other tool's elevator switch reset (recorded only
+                 * because blkmqd switched the elevator) */
+                Applied *nr = &d->applied[KNOB_NR_REQUESTS];
+                if (k == KNOB_ELEVATOR && !nr->value && nr->original) {
+                        nr->original = mfree_str(nr->original);
+                        applied_set(nr, APPLY_UNMANAGED, 0, NULL);
+                }
         }
 }
 
