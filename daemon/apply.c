@@ -902,6 +902,15 @@ static const char *irq_name(const Device *d, unsigned irq) {
         return NULL;
 }
 
+/* The vector an IRQ write op of j was for, and its record: 1, 0 for an op that is not an IRQ
+ * write, -ENOMEM. */
+static int op_irq_applied(Device *d, const WriteOp *op, unsigned *ret_irq, IrqApplied **ret) {
+        if (sscanf(op->path, "irq/%u/", ret_irq) != 1)
+                return 0;
+        *ret = irq_applied_get(d, *ret_irq);
+        return *ret ? 1 : -ENOMEM;
+}
+
 /* The writes of irq_affinity_decide() returned. Returns the number of vectors placed (plus
  * originals dropped: the caller persists them). */
 static int irq_affinity_finish(HostFs *h, Device *d, const WriteJob *j) {
@@ -910,12 +919,13 @@ static int irq_affinity_finish(HostFs *h, Device *d, const WriteJob *j) {
 
         for (size_t i = 0; i < j->n_ops; i++) {
                 const WriteOp *op = &j->ops[i];
+                IrqApplied *ia;
                 unsigned irq;
-                if (sscanf(op->path, "irq/%u/", &irq) != 1)
+                int k = op_irq_applied(d, op, &irq, &ia);
+                if (k < 0)
+                        return k;
+                if (k == 0)
                         continue;
-                IrqApplied *ia = irq_applied_get(d, irq);
-                if (!ia)
-                        return -ENOMEM;
                 bool reassert = ia->outcome == IRQ_WRITING_REASSERT;
                 int r = op->result;
                 if (r < 0) {
@@ -1093,12 +1103,13 @@ static int irq_restore_finish(HostFs *h, Device *d, const WriteJob *j) {
 
         for (size_t i = 0; i < j->n_ops; i++) {
                 const WriteOp *op = &j->ops[i];
+                IrqApplied *ia;
                 unsigned irq;
-                if (sscanf(op->path, "irq/%u/", &irq) != 1)
+                int k = op_irq_applied(d, op, &irq, &ia);
+                if (k < 0)
+                        return k;
+                if (k == 0)
                         continue;
-                IrqApplied *ia = irq_applied_get(d, irq);
-                if (!ia)
-                        return -ENOMEM;
                 if (op->result < 0 && disk_vanished(h, d, op->result))
                         continue;
                 if (op->result < 0) {
