@@ -640,7 +640,49 @@ void fuse_fs_write_done(FuseFsWrite *w, int r) {
         free(w);
 }
 
+/*
+ * The tree's shape is blkmqd's: like sysfs (kernfs has no create/mknod/symlink/link op for
+ * these directories), creating a file is EACCES and mkdir, mknod, symlink, link, unlink, rmdir
+ * and rename are EPERM, not libfuse's ENOSYS ("Function not implemented").
+ */
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
+        fuse_reply_err(req, EACCES);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
+        fuse_reply_err(req, EPERM);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
+        fuse_reply_err(req, EPERM);
+}
+
+static void op_remove(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        fuse_reply_err(req, EPERM);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
+        fuse_reply_err(req, EPERM);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
+        fuse_reply_err(req, EPERM);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags) {
+        fuse_reply_err(req, EPERM);
+}
+
 static const struct fuse_lowlevel_ops fuse_fs_ops = {
+        .create = op_create,
+        .mknod = op_mknod,
+        .mkdir = op_mkdir,
+        .unlink = op_remove,
+        .rmdir = op_remove,
+        .symlink = op_symlink,
+        .link = op_link,
+        .rename = op_rename,
         .setattr = op_setattr,
         .write = op_write,
         .lookup = op_lookup,

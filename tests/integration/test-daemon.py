@@ -20,6 +20,7 @@ finally blocks whatever happens (tests/pylib/blkmqd_test.py: Daemon, Loops, run_
 import errno
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -200,6 +201,24 @@ def case_d_e_f(d, loops, tmp):
                 check(False, f"(e) open({what}) fails")
             except OSError as e:
                 check(e.errno == errno.EACCES, f"(e) open({what}) fails with EACCES ({errno.errorcode.get(e.errno)})")
+        # the tree's shape is blkmqd's: refused like sysfs, never ENOSYS ("Function not implemented")
+        dev = d.path("devices", keep)
+        for what, want, fn in (
+                ("create", errno.EACCES, lambda: os.close(os.open(os.path.join(dev, "new"), os.O_WRONLY | os.O_CREAT, 0o644))),
+                ("mkdir", errno.EPERM, lambda: os.mkdir(os.path.join(dev, "newdir"))),
+                ("mknod", errno.EPERM, lambda: os.mknod(os.path.join(dev, "fifo"), 0o600 | stat.S_IFIFO)),
+                ("symlink", errno.EPERM, lambda: os.symlink("class", os.path.join(dev, "link"))),
+                ("link", errno.EPERM, lambda: os.link(os.path.join(dev, "class"), os.path.join(dev, "hard"))),
+                ("unlink", errno.EPERM, lambda: os.unlink(os.path.join(dev, "class"))),
+                ("rmdir", errno.EPERM, lambda: os.rmdir(os.path.join(dev, "facts"))),
+                ("rename", errno.EPERM, lambda: os.rename(os.path.join(dev, "class"), os.path.join(dev, "class2")))):
+            try:
+                fn()
+                check(False, f"(e) {what} in the tree fails")
+            except OSError as e:
+                check(e.errno == want, f"(e) {what} in the tree fails with {errno.errorcode[want]} ({errno.errorcode.get(e.errno)})")
+        check(os.path.isfile(os.path.join(dev, "class")) and os.path.isdir(os.path.join(dev, "facts")),
+              "(e) class and facts/ still there")
         try:
             os.close(os.open(d.path("devices", keep, "nosuchfile"), os.O_RDONLY))
             check(False, "(e) a missing file is ENOENT")
