@@ -48,11 +48,16 @@ int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return render_i64(x->nr_tags, "nr_tags", ret);
         case HCTX_ATTR_NR_RESERVED_TAGS:
                 return render_i64(x->nr_reserved_tags, "nr_reserved_tags", ret);
-        case HCTX_ATTR_SHARED_TAGS:
-                r = x->shared_tags == TRISTATE_UNKNOWN ?
+        case HCTX_ATTR_SHARED_TAGS: {
+                /* TAG_HCTX_SHARED is a tag-set flag every hctx copies (block/blk-mq.c
+                 * blk_mq_alloc_hctx()): without this hctx's debugfs flags, the disk's fact
+                 * (from another hctx or the driver fallback) is this hctx's too. */
+                Tristate t = x->shared_tags != TRISTATE_UNKNOWN ? x->shared_tags : d->facts->shared_tags;
+                r = t == TRISTATE_UNKNOWN ?
                         asprintf(ret, "unknown: %s\n", d->facts->unknown[FACT_SHARED_TAGS] ?: "debugfs hctx flags unreadable") :
-                        asprintf(ret, "%s\n", tristate_to_string(x->shared_tags));
+                        asprintf(ret, "%s\n", tristate_to_string(t));
                 return r < 0 ? -ENOMEM : 0;
+        }
         case HCTX_ATTR_IRQ:
         case HCTX_ATTR_IRQ_AFFINITY:
         case HCTX_ATTR_IRQ_MANAGED: {
