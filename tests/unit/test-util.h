@@ -11,6 +11,8 @@
  *   test_restore_tree(root)                                empty directories and modes from TREE
  *   test_copy_fixture(dir)                                 a copy in /tmp/blkmqd-fixture-XXXXXX
  *   test_remove_tree(dir)                                  rm -rf, only below /tmp/blkmqd-fixture-
+ *   test_write_scheduler_at(dirfd, path, names, want)      queue/scheduler as the kernel shows it
+ *                                                          after switching to want: 1 or -errno
  */
 
 #include <errno.h>
@@ -18,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "macro.h"
+#include "strv.h"
 #include "tap.h"
 
 #define TEST_FIXTURE_TMP "/tmp/blkmqd-fixture-"
@@ -158,4 +162,21 @@ static inline char *test_copy_fixture(const char *dir) {
                 return NULL;
         }
         return strdup(tmpl);
+}
+
+/* Write queue/scheduler (path below dirfd) as block/elevator.c's elv_iosched_show() prints it
+ * with want selected: the names space-separated, want in brackets. For the fixture hooks that
+ * emulate a scheduler switch. Returns 1 (written) or -errno. */
+static inline int test_write_scheduler_at(int dirfd, const char *path, char **names, const char *want) {
+        char out[512], *o = out;
+        STRV_FOREACH(s, names)
+                o += snprintf(o, sizeof(out) - (o - out), streq(*s, want) ? "%s[%s]" : "%s%s",
+                              s == names ? "" : " ", *s);
+        snprintf(o, sizeof(out) - (o - out), "\n");
+        int fd = openat(dirfd, path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, out, strlen(out));
+        close(fd);
+        return n == (ssize_t) strlen(out) ? 1 : -EIO;
 }
