@@ -167,7 +167,60 @@ static int gather_queue(HostFs *h, DiskFacts *f) {
         return disk_facts_set_unknown(f, FACT_QUEUE_DEPTH, "no device/queue_depth (not a SCSI device)");
 }
 
-/* The queue attributes blkmqd writes: scheduler (elevator, elevators), rq_affinity, nr_requests. */
+static int iosched_value_compare(const void *a, const void *b) {
+        return strcmp(((const IoschedValue *) a)->name, ((const IoschedValue *) b)->name);
+}
+
+/*
+ * queue/iosched/ of the running elevator: each file's value and whether it is writable.
+ * "none" (or no elevator) has no such directory. A file that cannot be read keeps its
+ * errno (value NULL). Returns 0 or -ENOMEM.
+ */
+static int gather_iosched(HostFs *h, DiskFacts *f) {
+        _cleanup_strv_free_ char **names = NULL;
+        char path[PATH_MAX];
+        struct stat st;
+        int r;
+
+        disk_facts_clear_iosched(f);
+        snprintf(path, sizeof(path), "block/%s/queue/iosched", f->name);
+        r = hostfs_list(h, HOSTFS_SYSFS, path, &names);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                if (r == -ENOENT && (!f->elevator || streq(f->elevator, "none")))
+                        return 0;       /* no elevator, no tunables */
+                return asprintf(&f->iosched_unknown, "%s: %s", path, errno_reason(r)) < 0 ? -ENOMEM : 0;
+        }
+        if (hostfs_stat(h, HOSTFS_SYSFS, path, &st) >= 0)
+                f->iosched_ino = (uint64_t) st.st_ino;
+        if (f->elevator && !(f->iosched_elevator = strdup(f->elevator)))
+                return -ENOMEM;
+        size_t n = strv_length(names);
+        if (n == 0)
+                return 0;
+        f->iosched = calloc(n, sizeof(IoschedValue));
+        if (!f->iosched)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                IoschedValue *v = &f->iosched[f->n_iosched++];
+                v->name = TAKE_PTR(names[i]);
+                snprintf(path, sizeof(path), "block/%s/queue/iosched/%s", f->name, v->name);
+                r = hostfs_read(h, HOSTFS_SYSFS, path, &v->value);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        v->error = r;
+                else
+                        strip_newline(v->value);
+                v->writable = hostfs_stat(h, HOSTFS_SYSFS, path, &st) >= 0 && (st.st_mode & 0222);
+        }
+        qsort(f->iosched, f->n_iosched, sizeof(IoschedValue), iosched_value_compare);
+        return 0;
+}
+
+/* The queue attributes blkmqd writes: scheduler (elevator, elevators), rq_affinity, nr_requests;
+ * and the running elevator's tunables (queue/iosched/). */
 static int gather_queue_knobs(HostFs *h, DiskFacts *f) {
         char path[PATH_MAX];
         _cleanup_free_ char *s = NULL;
@@ -185,6 +238,9 @@ static int gather_queue_knobs(HostFs *h, DiskFacts *f) {
         } else if (!f->elevator)
                 disk_facts_set_unknown(f, FACT_ELEVATOR, "queue cannot take an elevator (scheduler reads \"%s\" without brackets)",
                                        f->elevators[0]);
+        r = gather_iosched(h, f);
+        if (r < 0)
+                return r;
 
         snprintf(path, sizeof(path), "block/%s/queue/rq_affinity", f->name);
         int v;
@@ -1442,6 +1498,23 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         return 0;
 }
 
+/* The queue/iosched state of f as one string (changed or not); NULL on ENOMEM. */
+static char *iosched_signature(const DiskFacts *f) {
+        char *s = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&s, &len);
+        if (!m)
+                return NULL;
+        fprintf(m, "%s|%" PRIu64 "|%s", strempty(f->iosched_elevator), f->iosched_ino, strempty(f->iosched_unknown));
+        for (size_t i = 0; i < f->n_iosched; i++)
+                fprintf(m, "|%s=%s", f->iosched[i].name, f->iosched[i].value ?: "?");
+        if (fclose(m) != 0) {
+                free(s);
+                return NULL;
+        }
+        return s;
+}
+
 int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
         static const Fact refreshed[] = { FACT_ELEVATOR, FACT_ELEVATORS, FACT_RQ_AFFINITY, FACT_NR_REQUESTS };
         _cleanup_free_ char *old_elevator = TAKE_PTR(f->elevator), *old_elevators = strv_join(f->elevators, " ");
@@ -1451,6 +1524,9 @@ int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
         bool old_configurable = f->elevator_configurable;
         const char *why = NULL;
 
+        _cleanup_free_ char *old_iosched = iosched_signature(f), *new_iosched = NULL;
+        if (!old_iosched)
+                return -ENOMEM;
         /* queue/scheduler, rq_affinity, nr_requests */
         if (asprintf(&old_unknown, "%s|%s|%s|%s", strempty(f->unknown[FACT_ELEVATOR]), strempty(f->unknown[FACT_ELEVATORS]),
                      strempty(f->unknown[FACT_RQ_AFFINITY]), strempty(f->unknown[FACT_NR_REQUESTS])) < 0 || !old_elevators)
@@ -1470,7 +1546,9 @@ int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
                      strempty(f->unknown[FACT_RQ_AFFINITY]), strempty(f->unknown[FACT_NR_REQUESTS])) < 0)
                 return -ENOMEM;
         bool elevator_changed = !streq_ptr(old_elevator, f->elevator) || old_configurable != f->elevator_configurable;
-        changed = elevator_changed || !streq(old_elevators, new_elevators) || old_rq != f->rq_affinity ||
+        if (!(new_iosched = iosched_signature(f)))
+                return -ENOMEM;
+        changed = !streq(old_iosched, new_iosched) || elevator_changed || !streq(old_elevators, new_elevators) || old_rq != f->rq_affinity ||
                   old_nr != f->nr_requests || !streq(old_unknown, new_unknown);
 
         /* SQ_SCHED follows the elevator (set by mq-deadline and bfq, cleared by none) */

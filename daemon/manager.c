@@ -619,6 +619,7 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
 static void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate) {
         Plan plan;
         int r = device_refresh_knobs(m->hostfs, d->facts, irqs);
+        bool changed = r > 0;
         if (r == 0 && !evaluate)
                 return;                 /* nothing changed (a verify of a quiet disk): the explain stands */
         if (r >= 0)
@@ -629,6 +630,9 @@ static void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate) {
         }
         plan_done(&d->plan);
         d->plan = plan;
+        /* the elevator's tunables (iosched/) come and go with the elevator */
+        if (changed && m->fuse && fuse_fs_device_updated(m->fuse, d) < 0)
+                log_device_warning_errno(d->name, ENOMEM, "Failed to update FUSE tree, ignoring: %m");
 }
 
 /* Evaluate and apply d with the facts it has. */

@@ -999,6 +999,33 @@ static bool hctx_layout_matches(const Node *hctx, const Device *d) {
         return i == d->facts->n_hctx;
 }
 
+/* ---- iosched/: the running elevator's tunables (names change with the elevator) ---------------- */
+
+/*
+ * Make devices/<disk>/iosched/ list exactly the files of the disk's queue/iosched/: a file
+ * that stays keeps its node (and inode number), one the new elevator lacks goes, a new one
+ * comes. Returns 1 when the listing changed, 0, or -ENOMEM.
+ */
+static int iosched_sync(FuseFs *fs, Node *dir, const Device *d) {
+        int changed = 0;
+        for (Node *c = dir->children, *next; c; c = next) {
+                next = c->next;
+                if (!disk_facts_iosched(d->facts, c->name)) {
+                        node_free(fs, c);
+                        changed = 1;
+                }
+        }
+        for (size_t i = 0; i < d->facts->n_iosched; i++) {
+                const char *name = d->facts->iosched[i].name;
+                if (node_child(dir, name))
+                        continue;
+                if (!node_new(fs, dir, NODE_IOSCHED_ATTR, name, d->name, 0, 0))
+                        return -ENOMEM;
+                changed = 1;
+        }
+        return changed;
+}
+
 static int build_device(FuseFs *fs, const Device *d) {
         Node *dev = node_new(fs, fs->devices, NODE_DEVICE, d->name, d->name, 0, 0), *dir;
         if (!dev)
@@ -1036,6 +1063,9 @@ static int build_device(FuseFs *fs, const Device *d) {
         if (!node_new_static(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, _KNOB_MAX, 0))
                 return -ENOMEM;
 
+        if (!(dir = node_new_static(fs, dev, NODE_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0)) || iosched_sync(fs, dir, d) < 0)
+                return -ENOMEM;
+
         return node_new_static(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0) ? 0 : -ENOMEM;    /* filled by populate() */
 }
 
@@ -1050,6 +1080,15 @@ int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
                 if (r < 0)
                         fuse_fs_device_removed(fs, d->name);
                 return r;
+        }
+
+        Node *iosched = node_child(dev, FUSE_FS_IOSCHED);
+        if (iosched) {
+                r = iosched_sync(fs, iosched, d);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        notify_inval(fs, iosched->ino, NULL);
         }
 
         Node *hctx = node_child(dev, FUSE_FS_HCTX);

@@ -31,6 +31,7 @@
 #define FUSE_FS_COMPLETIONS "completions"
 #define FUSE_FS_STATS_SOURCE "stats_source"
 #define FUSE_FS_BLOCK_SOFTIRQS "block_softirqs"
+#define FUSE_FS_IOSCHED   "iosched"
 
 typedef enum NodeType {
         NODE_ROOT,
@@ -67,6 +68,8 @@ typedef enum NodeType {
         NODE_HCTX,              /* /devices/<disk>/hctx/ */
         NODE_HCTX_N,            /* /devices/<disk>/hctx/<n>/          arg = position in facts->hctx */
         NODE_HCTX_ATTR,         /* /devices/<disk>/hctx/<n>/<attr>    arg = position, arg2 = HctxAttr */
+        NODE_IOSCHED,           /* /devices/<disk>/iosched/: the running elevator's queue/iosched/ */
+        NODE_IOSCHED_ATTR,      /* /devices/<disk>/iosched/<tunable>  read-only, the kernel's value */
         _NODE_TYPE_MAX,
 } NodeType;
 
@@ -140,7 +143,7 @@ static inline bool node_is_dir(const Node *n) {
         case NODE_ROOT: case NODE_DEVICES: case NODE_DEVICE: case NODE_FACTS:
         case NODE_PLAN: case NODE_APPLIED: case NODE_HCTX: case NODE_HCTX_N: case NODE_POLICY:
         case NODE_MODULES: case NODE_MODULE: case NODE_MODULE_PARAM:
-        case NODE_PROM_DIR: case NODE_HOSTS: case NODE_HOST:
+        case NODE_PROM_DIR: case NODE_HOSTS: case NODE_HOST: case NODE_IOSCHED:
                 return true;
         default:
                 return false;

@@ -33,6 +33,8 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return render_metrics(ctx, ret);
         case NODE_MODULE_ATTR:
                 return render_module(ctx, n, ret);
+        case NODE_IOSCHED_ATTR:
+                return render_iosched(ctx, n, ret);
         default:
                 return -EISDIR;
         }

@@ -16,6 +16,7 @@ int render_control(const FuseFsContext *ctx, const Node *n, char **ret);   /* co
 int render_device(const FuseFsContext *ctx, const Node *n, char **ret);    /* devices.c */
 int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret);      /* hctx.c */
 int render_module(const FuseFsContext *ctx, const Node *n, char **ret);    /* modules.c */
+int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret);   /* iosched.c */
 int render_stats(const FuseFsContext *ctx, const Node *n, char **ret);     /* stats.c: hctx stats, stat, completions */
 int render_host(const FuseFsContext *ctx, const Node *n, char **ret);      /* hosts.c */
 int render_metrics(const FuseFsContext *ctx, char **ret);                  /* metrics.c */

@@ -130,9 +130,30 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         strv_free(f->elevators_blocked);
         free(f->multipath_of);
         free(f->multipath_source);
+        disk_facts_clear_iosched(f);
         for (size_t i = 0; i < _FACT_MAX; i++)
                 free(f->unknown[i]);
         free(f);
+        return NULL;
+}
+
+void disk_facts_clear_iosched(DiskFacts *f) {
+        for (size_t i = 0; i < f->n_iosched; i++) {
+                free(f->iosched[i].name);
+                free(f->iosched[i].value);
+        }
+        free(f->iosched);
+        f->iosched = NULL;
+        f->n_iosched = 0;
+        f->iosched_elevator = mfree_str(f->iosched_elevator);
+        f->iosched_unknown = mfree_str(f->iosched_unknown);
+        f->iosched_ino = 0;
+}
+
+const IoschedValue *disk_facts_iosched(const DiskFacts *f, const char *name) {
+        for (size_t i = 0; name && i < f->n_iosched; i++)
+                if (streq(f->iosched[i].name, name))
+                        return &f->iosched[i];
         return NULL;
 }
 

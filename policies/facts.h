@@ -113,6 +113,14 @@ typedef struct IrqFacts {
         int hctx;               /* position in DiskFacts.hctx it serves; -1 none */
 } IrqFacts;
 
+/* One file of queue/iosched/: a tunable of the running elevator. */
+typedef struct IoschedValue {
+        char *name;             /* "slice_idle" */
+        char *value;            /* as the kernel shows it, newline stripped; NULL when unreadable (error) */
+        int error;              /* -errno of the read, 0 when read */
+        bool writable;          /* mode has a write bit (the kernel's elevator attributes are 0644) */
+} IoschedValue;
+
 /* A queue-layout module parameter of the disk's driver (/sys/module/<module>/parameters/<param>). */
 typedef struct ModuleParamFacts {
         char *module;           /* "megaraid_sas" */
@@ -195,6 +203,20 @@ typedef struct DiskFacts {
         /* modules modprobe.d keeps from loading: "<name>: <why>" ("bfq: blacklist bfq in /etc/modprobe.d/x.conf (...)") */
         char **elevators_blocked;
 
+        /*
+         * queue/iosched/ of the running elevator: every file the elevator registered
+         * (block/elevator.c elv_register_queue() adds its elevator_attrs), sorted by name.
+         * A switch frees the old elevator's directory and makes a new one with the new
+         * elevator's defaults (a new kernfs node: iosched_ino changes), so values blkmqd
+         * wrote are gone after any switch, also away and back. Unknown when
+         * iosched_unknown is set ("none" has no directory: n_iosched 0, not unknown).
+         */
+        IoschedValue *iosched;
+        size_t n_iosched;
+        char *iosched_elevator;         /* the elevator the values belong to (the current one) */
+        uint64_t iosched_ino;           /* inode number of queue/iosched, 0 none */
+        char *iosched_unknown;          /* why queue/iosched cannot be read; NULL = read (or none) */
+
         Multipath multipath;
         char *multipath_of;             /* leg: the map ("dm-3"); nvme path: the head ("nvme0n1"); NULL */
         char *multipath_source;         /* how it is known, for explain: "holders/dm-3 dm/uuid mpath-…", … */
@@ -272,6 +294,11 @@ const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq);
  * irqs[].hctx and irq_mapping. Pure. Returns 0 or -ENOMEM.
  */
 int disk_facts_map_irqs(DiskFacts *f);
+
+/* Free the queue/iosched values of f (n_iosched 0 after). */
+void disk_facts_clear_iosched(DiskFacts *f);
+/* The queue/iosched value of name, or NULL. */
+const IoschedValue *disk_facts_iosched(const DiskFacts *f, const char *name);
 
 /* Value of Tristate as "0", "1" or "unknown". */
 const char *tristate_to_string(Tristate t);

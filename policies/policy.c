@@ -315,6 +315,15 @@ static int explain_role(const DiskFacts *f, Plan *plan) {
         return r;
 }
 
+/* A known issue of elevator on the running kernel (policies/iosched.c): one line, when there is one. */
+static int explain_known_issue(const DiskFacts *f, const char *elevator, bool planned, Plan *plan) {
+        const char *rule = NULL, *issue = iosched_known_issue(elevator, f->kernel_release, &rule);
+        if (!issue)
+                return 0;
+        return plan_explain(plan, "%s: elevator=%s%s kernel=%s -> known issue: %s (rule %s)", f->name, elevator,
+                            planned ? " (planned)" : "", f->kernel_release, issue, rule);
+}
+
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret) {
         _cleanup_(plan_done) Plan plan = {};
@@ -332,6 +341,9 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         if (r < 0)
                 return r;
         r = explain_role(facts, &plan);
+        if (r < 0)
+                return r;
+        r = explain_known_issue(facts, facts->elevator, false, &plan);
         if (r < 0)
                 return r;
 
@@ -371,6 +383,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         plan.manage = true;
         const ClassPolicy *cp = &config->classes[plan.class];
         r = policy_elevator(facts, cp, overrides, &plan);
+        if (r >= 0 && plan.elevator && !streq_ptr(plan.elevator, facts->elevator))
+                r = explain_known_issue(facts, plan.elevator, true, &plan);
         if (r >= 0)
                 r = policy_rq_affinity(facts, cp, overrides, &plan);
         if (r >= 0)

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 
 #include "facts.h"
+#include "iosched.h"
 
 /* What kind of set-up a disk is. Order matters only for display. */
 typedef enum DiskClass {
