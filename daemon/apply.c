@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "apply.h"
+#include "apply-net.h"
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
@@ -999,7 +1000,7 @@ static void restore_check_external(HostFs *h, Device *d) {
         for (Knob k = 0; k < _KNOB_MAX; k++) {
                 Applied *a = &d->applied[k];
                 _cleanup_free_ char *now = NULL;
-                if (k == KNOB_IRQ_AFFINITY || !a->original || !a->value || a->state == APPLY_DRY_RUN)
+                if (k == KNOB_IRQ_AFFINITY || apply_net_knob(k) || !a->original || !a->value || a->state == APPLY_DRY_RUN)
                         continue;
                 if (read_knob(h, d->name, k, &now) < 0 || streq(now, a->value) || streq(now, a->original))
                         continue;
@@ -1183,7 +1184,9 @@ static void knob_finish(Applier *a, Device *d, const WriteJob *j) {
         Knob k = d->run.next;
         int r;
 
-        if (d->run.restore)
+        if (apply_net_knob(k))
+                r = apply_net_finish(a->hostfs, d, k, j, d->run.restore || (j->tag & TAG_RESTORE));
+        else if (d->run.restore)
                 r = k == KNOB_IRQ_AFFINITY ? irq_restore_finish(a->hostfs, d, j) : restore_knob_finish(a->hostfs, d, k, j);
         else if (j->tag & TAG_RESTORE)
                 r = restore_in_run_finish(a->hostfs, d, k, j);
@@ -1258,7 +1261,9 @@ static int run_step(Applier *a, Device *d) {
                 WriteJob *j = NULL;
                 int r;
 
-                if (run->restore)
+                if (apply_net_knob(k))
+                        r = run->restore ? apply_net_restore_decide(a->hostfs, d, k, &j) : apply_net_decide(a->hostfs, d, k, &o, &j);
+                else if (run->restore)
                         r = k == KNOB_IRQ_AFFINITY ? irq_restore_decide(a->hostfs, d, &j) : restore_knob_decide(a->hostfs, d, k, &j);
                 else
                         r = k == KNOB_IRQ_AFFINITY ? irq_affinity_decide(a->hostfs, d, &o, &j) :

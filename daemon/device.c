@@ -12,6 +12,7 @@
 #include "device.h"
 #include "interrupts.h"
 #include "macro.h"
+#include "net.h"
 #include "parse.h"
 #include "policy.h"
 #include "strv.h"
@@ -545,6 +546,23 @@ static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugf
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+int device_function_irqs(HostFs *h, const char *devpath, const char *kernel_release, bool debugfs,
+                         GatherCache *cache, const IrqFacts **ret, size_t *ret_n, char **ret_pci) {
+        _cleanup_free_ char *pci = devpath ? ancestor_with(h, devpath, "msi_irqs") : NULL;
+        if (!pci)
+                return -ENOENT;
+        const GatherFunction *g = function_irqs(h, pci, kernel_release, debugfs, cache);
+        if (!g)
+                return -ENOMEM;
+        if (g->error < 0)
+                return g->error;
+        *ret = g->irqs;
+        *ret_n = g->n_irqs;
+        if (ret_pci)
+                *ret_pci = TAKE_PTR(pci);
         return 0;
 }
 
@@ -1487,6 +1505,9 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         if (r < 0)
                 return r;
         gather_root_disk(h, f, cache);
+        r = net_gather(h, f, devpath, debugfs, cache);
+        if (r < 0)
+                return r;
 
         if (!f->has_mq) {
                 /* A bio-based queue has none of the blk-mq attributes that matter. */
@@ -1575,7 +1596,11 @@ int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
                         return -ENOMEM;
                 changed = changed || !streq_ptr(old, q->affinity_list);
         }
-        return changed;
+        /* a network disk's NIC vectors and XPS (daemon/net.c) */
+        r = irqs ? net_refresh(h, f) : 0;
+        if (r < 0)
+                return r;
+        return changed || r > 0;
 }
 
 int device_list_disks(HostFs *h, char ***ret) {

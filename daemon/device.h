@@ -98,6 +98,16 @@ int device_gather_hctx_details(HostFs *h, DiskFacts *f);
 int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs);
 
 /*
+ * The MSI/MSI-X vectors of the PCI function above sysfs path devpath (the nearest ancestor
+ * with msi_irqs/), as gathered for disks: name, affinity, managed state (for NIC queue vectors,
+ * daemon/net.c). *ret points into cache (valid until the next call with it); *ret_pci (newly
+ * allocated) names the function. Returns 0, -ENOENT (no function with msi_irqs/ above it),
+ * -errno of listing msi_irqs/, -ENOMEM.
+ */
+int device_function_irqs(HostFs *h, const char *devpath, const char *kernel_release, bool debugfs,
+                         GatherCache *cache, const IrqFacts **ret, size_t *ret_n, char **ret_pci);
+
+/*
  * Names of the whole disks in sysfs block/ (coldplug without libudev, e.g. on a fixture root),
  * every entry as listed: the caller refuses names disk_name_is_valid() rejects, with a log
  * line (the manager does). Returns 0 with a strv, or -errno.

@@ -43,6 +43,7 @@ static const char * const kind_dir[_HOSTFS_KIND_MAX] = {
         [HOSTFS_ETC]        = "etc",
         [HOSTFS_USR_LIB]    = "usr/lib",
         [HOSTFS_LIB]        = "lib",
+        [HOSTFS_NETLINK]    = "netlink",
 };
 
 static const char * const kind_name[_HOSTFS_KIND_MAX] = {
@@ -55,6 +56,7 @@ static const char * const kind_name[_HOSTFS_KIND_MAX] = {
         [HOSTFS_ETC]        = "etc",
         [HOSTFS_USR_LIB]    = "usr-lib",
         [HOSTFS_LIB]        = "lib",
+        [HOSTFS_NETLINK]    = "netlink",
 };
 
 struct HostFs {
@@ -448,7 +450,8 @@ int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *v
 
         if (kind == HOSTFS_DEBUGFS)
                 return -EOPNOTSUPP;     /* its dirfd may change under a worker; never written */
-        if (kind == HOSTFS_MODULES || kind == HOSTFS_ETC || kind == HOSTFS_USR_LIB || kind == HOSTFS_LIB)
+        if (kind == HOSTFS_MODULES || kind == HOSTFS_ETC || kind == HOSTFS_USR_LIB || kind == HOSTFS_LIB ||
+            kind == HOSTFS_NETLINK)
                 return -EPERM;          /* read only: the module tree, other tools' configuration */
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)

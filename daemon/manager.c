@@ -505,7 +505,7 @@ static void on_apply_finished(Device *d, void *userdata) {
         if (d->run.written > 0 || d->run.restore)
                 persist_originals(m, d);
         if (d->run.written > 0 && d->facts)
-                manager_refresh(m, d, d->run.written_knobs & (1u << KNOB_IRQ_AFFINITY), true); /* facts/, explain: what the kernel has now */
+                manager_refresh(m, d, d->run.written_knobs & ((1u << KNOB_IRQ_AFFINITY) | (1u << KNOB_NIC_IRQ_AFFINITY) | (1u << KNOB_XPS)), true); /* facts/, explain: what the kernel has now */
         if (m->started && !m->batch)
                 manager_update_status(m);
 

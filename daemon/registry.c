@@ -17,6 +17,7 @@ static const char * const apply_state_table[_APPLY_STATE_MAX] = {
         [APPLY_MANAGED]     = "managed by kernel",
         [APPLY_PENDING]     = "pending",
         [APPLY_TIMEOUT]     = "timeout (still pending)",
+        [APPLY_PENDING_RECONNECT] = "pending-reconnect",
 };
 
 const char *apply_state_to_string(ApplyState s) {

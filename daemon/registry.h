@@ -26,6 +26,7 @@ typedef enum ApplyState {
         APPLY_MANAGED,          /* irq_affinity: every queue vector is kernel-managed */
         APPLY_PENDING,          /* a write is in flight (on a writer worker, daemon/writer.h) */
         APPLY_TIMEOUT,          /* a write in flight has passed its deadline; still pending */
+        APPLY_PENDING_RECONNECT, /* nr_io_queues: proposed for the next connect; never written */
         _APPLY_STATE_MAX,
         _APPLY_STATE_INVALID = -EINVAL,
 } ApplyState;

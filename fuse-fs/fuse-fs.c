@@ -35,7 +35,7 @@ struct FuseFs {
         void *nodes;            /* tsearch tree of Node*, keyed by ino */
         void *device_nodes;     /* tsearch tree of the devices/<disk> Node*, keyed by name */
         uint64_t next_ino;
-        Node *root, *devices, *modules, *hosts;
+        Node *root, *devices, *modules, *hosts, *nics;
         bool created_mountpoint;        /* blkmqd made the directory: remove it at stop */
         struct timespec start;
         /* Kernel cache invalidations, sent by a helper thread: the kernel's reverse
@@ -746,7 +746,8 @@ static int build_static(FuseFs *fs) {
         fs->devices = node_new(fs, fs->root, NODE_DEVICES, FUSE_FS_DEVICES, NULL, 0, 0);
         fs->modules = node_new(fs, fs->root, NODE_MODULES, FUSE_FS_MODULES, NULL, 0, 0);
         fs->hosts = node_new(fs, fs->root, NODE_HOSTS, FUSE_FS_HOSTS, NULL, 0, 0);
-        if (!fs->devices || !fs->modules || !fs->hosts ||
+        fs->nics = node_new(fs, fs->root, NODE_NICS, FUSE_FS_NICS, NULL, 0, 0);
+        if (!fs->devices || !fs->modules || !fs->hosts || !fs->nics ||
             !node_new(fs, fs->root, NODE_METRICS, FUSE_FS_METRICS, NULL, 0, 0) ||
             !node_new(fs, fs->root, NODE_BLOCK_SOFTIRQS, FUSE_FS_BLOCK_SOFTIRQS, NULL, 0, 0))
                 return -ENOMEM;
@@ -1026,6 +1027,17 @@ static int iosched_sync(FuseFs *fs, Node *dir, const Device *d) {
         return changed;
 }
 
+/* devices/<disk>/network/: the disk's network facts and alignment */
+static int build_network(FuseFs *fs, Node *dev, const Device *d) {
+        Node *dir = node_new_static(fs, dev, NODE_NETWORK, FUSE_FS_NETWORK, d->name, 0, 0);
+        if (!dir)
+                return -ENOMEM;
+        for (NetFact f = 0; f < _NET_FACT_MAX; f++)
+                if (!node_new_static(fs, dir, NODE_NETWORK_ATTR, net_fact_to_string(f), d->name, f, 0))
+                        return -ENOMEM;
+        return node_new_static(fs, dir, NODE_NETWORK_ATTR, FUSE_FS_ALIGNMENT, d->name, _NET_FACT_MAX, 0) ? 0 : -ENOMEM;
+}
+
 static int build_device(FuseFs *fs, const Device *d) {
         Node *dev = node_new(fs, fs->devices, NODE_DEVICE, d->name, d->name, 0, 0), *dir;
         if (!dev)
@@ -1066,6 +1078,8 @@ static int build_device(FuseFs *fs, const Device *d) {
         if (!(dir = node_new_static(fs, dev, NODE_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0)) || iosched_sync(fs, dir, d) < 0)
                 return -ENOMEM;
 
+        if (d->facts->net && build_network(fs, dev, d) < 0)
+                return -ENOMEM;
         return node_new_static(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0) ? 0 : -ENOMEM;    /* filled by populate() */
 }
 
@@ -1089,6 +1103,16 @@ int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
                         return r;
                 if (r > 0)
                         notify_inval(fs, iosched->ino, NULL);
+        }
+
+        /* a disk that became (or stopped being) network-attached on a re-gather */
+        Node *net = node_child(dev, FUSE_FS_NETWORK);
+        if (!net != !d->facts->net) {
+                if (net) {
+                        node_free(fs, net);
+                        notify_inval(fs, dev->ino, FUSE_FS_NETWORK);
+                } else if (build_network(fs, dev, d) < 0)
+                        return -ENOMEM;
         }
 
         Node *hctx = node_child(dev, FUSE_FS_HCTX);
@@ -1146,8 +1170,46 @@ int fuse_fs_modules_updated(FuseFs *fs) {
         return 0;
 }
 
+/* nics/<if>/: every NIC below a network disk's route (rebuilt with hosts/) */
+static int nics_updated(FuseFs *fs) {
+        const Registry *reg = fs->ctx.registry;
+
+        for (Node *c = fs->nics->children, *next; c; c = next) {
+                bool used = false;
+                next = c->next;
+                for (size_t i = 0; i < reg->n_devices && !used; i++) {
+                        const DiskFacts *f = reg->devices[i]->facts;
+                        used = f && f->net && f->net->nic && streq(f->net->nic->ifname, c->name);
+                }
+                if (!used) {
+                        char name[64];
+                        snprintf(name, sizeof(name), "%s", c->name);
+                        node_free(fs, c);
+                        notify_inval(fs, fs->nics->ino, name);
+                }
+        }
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const DiskFacts *f = reg->devices[i]->facts;
+                const char *ifname = f && f->net && f->net->nic ? f->net->nic->ifname : NULL;
+                if (!ifname || node_child(fs->nics, ifname))
+                        continue;
+                Node *c = node_new(fs, fs->nics, NODE_NIC, ifname, NULL, 0, 0);
+                if (!c)
+                        return -ENOMEM;
+                for (NicFact a = 0; a < _NIC_FACT_MAX; a++)
+                        if (!node_new_static(fs, c, NODE_NIC_ATTR, nic_fact_to_string(a), NULL, a, 0))
+                                return -ENOMEM;
+                if (!node_new_static(fs, c, NODE_NIC_ATTR, FUSE_FS_NIC_DISKS, NULL, _NIC_FACT_MAX, 0))
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int fuse_fs_hosts_updated(FuseFs *fs) {
         const Registry *reg = fs->ctx.registry;
+        int r = nics_updated(fs);
+        if (r < 0)
+                return r;
 
         /* drop hosts no disk refers to any more */
         for (Node *h = fs->hosts->children, *next; h; h = next) {

@@ -32,6 +32,10 @@
 #define FUSE_FS_STATS_SOURCE "stats_source"
 #define FUSE_FS_BLOCK_SOFTIRQS "block_softirqs"
 #define FUSE_FS_IOSCHED   "iosched"
+#define FUSE_FS_NETWORK   "network"
+#define FUSE_FS_NICS      "nics"
+#define FUSE_FS_ALIGNMENT "alignment"
+#define FUSE_FS_NIC_DISKS "disks"
 
 typedef enum NodeType {
         NODE_ROOT,
@@ -70,6 +74,11 @@ typedef enum NodeType {
         NODE_HCTX_ATTR,         /* /devices/<disk>/hctx/<n>/<attr>    arg = position, arg2 = HctxAttr */
         NODE_IOSCHED,           /* /devices/<disk>/iosched/: the running elevator's queue/iosched/ */
         NODE_IOSCHED_ATTR,      /* /devices/<disk>/iosched/<tunable>  read-only, the kernel's value */
+        NODE_NETWORK,           /* /devices/<disk>/network/ (network disks only) */
+        NODE_NETWORK_ATTR,      /* /devices/<disk>/network/<fact>     arg = NetFact, _NET_FACT_MAX = alignment */
+        NODE_NICS,              /* /nics/ */
+        NODE_NIC,               /* /nics/<if>/ */
+        NODE_NIC_ATTR,          /* /nics/<if>/<fact>                   arg = NicFact, _NIC_FACT_MAX = disks */
         _NODE_TYPE_MAX,
 } NodeType;
 
@@ -144,6 +153,7 @@ static inline bool node_is_dir(const Node *n) {
         case NODE_PLAN: case NODE_APPLIED: case NODE_HCTX: case NODE_HCTX_N: case NODE_POLICY:
         case NODE_MODULES: case NODE_MODULE: case NODE_MODULE_PARAM:
         case NODE_PROM_DIR: case NODE_HOSTS: case NODE_HOST: case NODE_IOSCHED:
+        case NODE_NETWORK: case NODE_NICS: case NODE_NIC:
                 return true;
         default:
                 return false;

@@ -26,6 +26,10 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return render_stats(ctx, n, ret);
         case NODE_HOST_ATTR:
                 return render_host(ctx, n, ret);
+        case NODE_NETWORK_ATTR:
+                return render_network(ctx, n, ret);
+        case NODE_NIC_ATTR:
+                return render_nic(ctx, n, ret);
         case NODE_BLOCK_SOFTIRQS:
                 return render_block_softirqs(ctx, ret);
         case NODE_METRICS:

@@ -19,6 +19,8 @@ int render_module(const FuseFsContext *ctx, const Node *n, char **ret);    /* mo
 int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret);   /* iosched.c */
 int render_stats(const FuseFsContext *ctx, const Node *n, char **ret);     /* stats.c: hctx stats, stat, completions */
 int render_host(const FuseFsContext *ctx, const Node *n, char **ret);      /* hosts.c */
+int render_network(const FuseFsContext *ctx, const Node *n, char **ret);   /* network.c */
+int render_nic(const FuseFsContext *ctx, const Node *n, char **ret);       /* network.c */
 int render_metrics(const FuseFsContext *ctx, char **ret);                  /* metrics.c */
 int render_block_softirqs(const FuseFsContext *ctx, char **ret);           /* stats.c */
 

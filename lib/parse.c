@@ -217,6 +217,65 @@ char *cpuset_format(const CpuSet *s) {
         return buf;
 }
 
+int cpuset_parse_mask(const char *s, CpuSet *ret) {
+        _cleanup_(cpuset_done) CpuSet set = {};
+        size_t l = value_length(s), nwords = 1;
+        int r;
+
+        if (l == 0)
+                return -EINVAL;
+        for (size_t i = 0; i < l; i++)
+                nwords += s[i] == ',';
+        /* words from the right: the last is CPUs 0-31 */
+        const char *end = s + l;
+        for (size_t w = 0; w < nwords; w++) {
+                const char *b = end;
+                while (b > s && b[-1] != ',')
+                        b--;
+                size_t wl = (size_t) (end - b);
+                if (wl == 0 || wl > 8)
+                        return -EINVAL;
+                uint32_t v = 0;
+                for (const char *p = b; p < end; p++) {
+                        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 :
+                                *p >= 'A' && *p <= 'F' ? *p - 'A' + 10 : -1;
+                        if (d < 0)
+                                return -EINVAL;
+                        v = v << 4 | (uint32_t) d;
+                }
+                for (unsigned bit = 0; bit < 32; bit++)
+                        if (v & (UINT32_C(1) << bit)) {
+                                r = cpuset_add(&set, w * 32 + bit);
+                                if (r < 0)
+                                        return r;
+                        }
+                end = b > s ? b - 1 : s;
+        }
+        *ret = set;
+        set = (CpuSet) {};
+        return 0;
+}
+
+char *cpuset_format_mask(const CpuSet *s) {
+        unsigned words = 0;
+        for (unsigned c = 0; c < s->n_words * 64; c++)
+                if (cpuset_isset(s, c))
+                        words = c / 32 + 1;
+        if (words == 0)
+                return strdup("0");
+        char *buf = malloc(words * 9 + 1), *p = buf;
+        if (!buf)
+                return NULL;
+        for (unsigned w = words; w-- > 0;) {
+                uint32_t v = 0;
+                for (unsigned bit = 0; bit < 32; bit++)
+                        if (cpuset_isset(s, w * 32 + bit))
+                                v |= UINT32_C(1) << bit;
+                p += sprintf(p, w == words - 1 ? "%x" : ",%08x", v);
+        }
+        return buf;
+}
+
 int parse_scheduler(const char *s, char ***ret_available, char **ret_current, bool *ret_configurable) {
         _cleanup_strv_free_ char **available = NULL;
         _cleanup_free_ char *current = NULL, *copy = NULL;

@@ -65,6 +65,18 @@ int cpuset_parse(const char *s, CpuSet *ret);
 char *cpuset_format(const CpuSet *s);
 
 /*
+ * Parse a CPU mask in the kernel's bitmap format, comma-separated 32-bit hex words, most
+ * significant first ("00000000,0000000f"; lib/bitmap-str.c bitmap_parse(), what
+ * /sys/class/net/<if>/queues/tx-N/xps_cpus and rx-N/rps_cpus show, net/core/net-sysfs.c).
+ * A trailing newline is allowed; "0" and all-zero words are the empty set.
+ * Returns 0, -EINVAL (not hex, empty, a word longer than 8 digits), -ERANGE, -ENOMEM.
+ */
+int cpuset_parse_mask(const char *s, CpuSet *ret);
+
+/* Format as a kernel bitmap mask, 32-bit words ("3", "1,00000000"); "0" for the empty set. NULL on ENOMEM. */
+char *cpuset_format_mask(const CpuSet *s);
+
+/*
  * Parse /sys/block/X/queue/scheduler, e.g. "[none] mq-deadline kyber bfq\n"
  * (block/elevator.c elv_iosched_show()).
  *   ret_available:    every listed name, brackets removed (NULL-terminated vector)

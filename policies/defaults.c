@@ -126,7 +126,7 @@ static const bool default_irq_follow_hctx[_DISK_CLASS_MAX] = {
 };
 
 int policy_config_init_defaults(PolicyConfig *config) {
-        *config = (PolicyConfig) {};
+        *config = (PolicyConfig) { .net = NET_POLICY_DEFAULTS };
         for (size_t c = 0; c < _DISK_CLASS_MAX; c++) {
                 config->classes[c].rq_affinity = -1;    /* keep the kernel default (1) */
                 config->classes[c].irq_follow_hctx = default_irq_follow_hctx[c];

@@ -131,6 +131,7 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         free(f->multipath_of);
         free(f->multipath_source);
         disk_facts_clear_iosched(f);
+        net_facts_free(f->net);
         for (size_t i = 0; i < _FACT_MAX; i++)
                 free(f->unknown[i]);
         free(f);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net-facts.h"
 #include "parse.h"
 
 /* A tristate for yes/no facts that may be unknown. */
@@ -220,6 +221,12 @@ typedef struct DiskFacts {
         Multipath multipath;
         char *multipath_of;             /* leg: the map ("dm-3"); nvme path: the head ("nvme0n1"); NULL */
         char *multipath_source;         /* how it is known, for explain: "holders/dm-3 dm/uuid mpath-…", … */
+
+        /*
+         * A disk reached over the network (nvme-tcp/rdma, iSCSI, NBD): its network facts
+         * (policies/net-facts.h, gathered by daemon/net.c); NULL for every other disk.
+         */
+        NetFacts *net;
 
         char *unknown[_FACT_MAX];       /* reason per fact; NULL = known */
 } DiskFacts;

@@ -103,6 +103,22 @@ int policy_override_validate(Knob knob, const char *input, size_t len, const Dis
                 if (streq(v, "hctx"))
                         break;
                 return validate_cpulist(v, online, ret);
+        case KNOB_NIC_IRQ_AFFINITY:
+        case KNOB_XPS:
+                if (!streq(v, "hctx") && !streq(v, "keep"))
+                        return -EINVAL;
+                break;
+        case KNOB_NR_IO_QUEUES: {
+                uint64_t x;
+                if (streq(v, "keep"))
+                        break;
+                r = parse_u64(v, &x);
+                if (r < 0)
+                        return r;
+                if (x < 1 || x > 65535)
+                        return -ERANGE;
+                return asprintf(ret, "%" PRIu64, x) < 0 ? -ENOMEM : 0;
+        }
         case _KNOB_MAX:         /* enabled */
                 if (!streq(v, "0") && !streq(v, "1"))
                         return -EINVAL;
@@ -161,6 +177,12 @@ char *policy_override_expected(Knob knob, const DiskFacts *f, const CpuSet *onli
                              cpus ? " (" : "", cpus ?: "", cpus ? ")" : "") < 0)
                         r = NULL;
                 return r;
+        case KNOB_NIC_IRQ_AFFINITY:
+                return strdup("\"hctx\" (the NIC's unmanaged queue IRQs on the CPUs of the hctx they serve), \"keep\", or \"auto\"");
+        case KNOB_XPS:
+                return strdup("\"hctx\" (XPS of each TX queue = the CPUs of its hctx), \"keep\", or \"auto\"");
+        case KNOB_NR_IO_QUEUES:
+                return strdup("a number of I/O queues from 1 to 65535 for the next connect, \"keep\", or \"auto\" (the NIC's channels)");
         case _KNOB_MAX:
                 return strdup("1 (manage this disk) or 0 (leave it alone), or \"auto\" (the configuration decides)");
         default:

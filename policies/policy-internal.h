@@ -35,5 +35,9 @@ static inline const char *override_label_buf(const PolicyOverrides *o, Knob k, c
 }
 #define override_label(o, k) override_label_buf(o, k, (char[160]) {}, 160)
 
+/* Network alignment (policies/net-align.c): plan->net_alignment, explain, and with plan->manage
+ * the nic_irq_affinity/xps/nr_io_queues wishes. np NULL: the defaults. 0 or -ENOMEM. */
+int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o, Plan *plan);
+
 /* Module parameters (policies/module-params.c). 0 or -ENOMEM. */
 int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp, Plan *plan);

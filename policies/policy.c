@@ -138,6 +138,9 @@ static const char * const knob_table[_KNOB_MAX] = {
         [KNOB_RQ_AFFINITY]  = "rq_affinity",
         [KNOB_NR_REQUESTS]  = "nr_requests",
         [KNOB_IRQ_AFFINITY] = "irq_affinity",
+        [KNOB_NIC_IRQ_AFFINITY] = "nic_irq_affinity",
+        [KNOB_XPS]          = "xps",
+        [KNOB_NR_IO_QUEUES] = "nr_io_queues",
 };
 
 const char *knob_to_string(Knob k) {
@@ -158,6 +161,10 @@ void plan_done(Plan *p) {
         free(p->rq_affinity);
         free(p->nr_requests);
         free(p->irq_affinity);
+        free(p->nic_irq_affinity);
+        free(p->xps);
+        free(p->nr_io_queues);
+        free(p->net_alignment);
         module_wishes_free(p->modules, p->n_modules);
         strv_free(p->explain);
         *p = (Plan) {};
@@ -169,6 +176,9 @@ const char *plan_get(const Plan *p, Knob k) {
         case KNOB_RQ_AFFINITY:  return p->rq_affinity;
         case KNOB_NR_REQUESTS:  return p->nr_requests;
         case KNOB_IRQ_AFFINITY: return p->irq_affinity;
+        case KNOB_NIC_IRQ_AFFINITY: return p->nic_irq_affinity;
+        case KNOB_XPS:          return p->xps;
+        case KNOB_NR_IO_QUEUES: return p->nr_io_queues;
         default:                return NULL;
         }
 }
@@ -179,6 +189,9 @@ static char **overrides_slot(PolicyOverrides *o, Knob k) {
         case KNOB_RQ_AFFINITY:  return &o->rq_affinity;
         case KNOB_NR_REQUESTS:  return &o->nr_requests;
         case KNOB_IRQ_AFFINITY: return &o->irq_affinity;
+        case KNOB_NIC_IRQ_AFFINITY: return &o->nic_irq_affinity;
+        case KNOB_XPS:          return &o->xps;
+        case KNOB_NR_IO_QUEUES: return &o->nr_io_queues;
         default:                return NULL;
         }
 }
@@ -355,6 +368,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                         r = plan_explain(&plan, "%s: rotational=%s nr_hw_queues=%zu -> left alone, facts incomplete (rule unknown)",
                                          facts->name, facts->unknown[FACT_ROTATIONAL] ?: tristate_to_string(facts->rotational),
                                          facts->n_hctx);
+                if (r >= 0)
+                        r = policy_net(facts, &config->net, NULL, &plan);
                 if (r < 0)
                         return r;
                 *ret = plan;
@@ -373,6 +388,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                                  overrides->origin[_KNOB_MAX] ?: "policy/enabled=0",
                                  overrides->origin[_KNOB_MAX] ? " Enabled=no" : "",
                                  overrides->origin[_KNOB_MAX] ? "config" : "override");
+                if (r >= 0)
+                        r = policy_net(facts, &config->net, overrides, &plan);
                 if (r < 0)
                         return r;
                 *ret = plan;
@@ -393,6 +410,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                 r = policy_irq_affinity(facts, cp, overrides, &plan);
         if (r >= 0)
                 r = policy_module_params(facts, config, cp, &plan);
+        if (r >= 0)
+                r = policy_net(facts, &config->net, overrides, &plan);
         if (r < 0)
                 return r;
 

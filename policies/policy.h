@@ -92,6 +92,10 @@ typedef enum Knob {
         KNOB_RQ_AFFINITY,       /* queue/rq_affinity: 0, 1, 2 */
         KNOB_NR_REQUESTS,       /* queue/nr_requests */
         KNOB_IRQ_AFFINITY,      /* /proc/irq/N/smp_affinity_list of the queue vectors: "hctx" or a cpulist */
+        /* network disks (policies/net-align.c, daemon/apply-net.c) */
+        KNOB_NIC_IRQ_AFFINITY,  /* the NIC's unmanaged queue vectors: "<irq>:<cpulist> ..." */
+        KNOB_XPS,               /* class/net/<if>/queues/tx-N/xps_cpus: "<if>/tx-<n>:<cpulist> ..." */
+        KNOB_NR_IO_QUEUES,      /* nvme-tcp I/O queues at the next connect: proposed, never written */
         _KNOB_MAX,
         _KNOB_INVALID = -EINVAL,
 } Knob;
@@ -108,6 +112,9 @@ typedef struct PolicyOverrides {
         char *rq_affinity;      /* "0" | "1" | "2" */
         char *nr_requests;      /* decimal */
         char *irq_affinity;     /* "hctx" or a normalised cpulist */
+        char *nic_irq_affinity; /* "hctx" | "keep" */
+        char *xps;              /* "hctx" | "keep" */
+        char *nr_io_queues;     /* "keep" | decimal 1..65535 */
         bool disabled;          /* policy/enabled = 0: leave this disk alone */
         bool enabled_set;       /* policy/enabled was written 0 or 1 (not "auto"): wins over config */
         /* Where each value came from, for explain: NULL = the admin's policy/<knob> file,
@@ -136,7 +143,16 @@ typedef struct DeviceRule {
 bool device_rule_matches(const DeviceRule *rule, const DiskFacts *f);
 void device_rule_done(DeviceRule *rule);
 
+/* [Network] of the config: what the alignment rule (policies/net-align.c) may do. */
+typedef struct NetPolicy {
+        bool nic_irq_follow_hctx;       /* NicIrqAffinity=hctx (default) | keep */
+        bool xps_follow_hctx;           /* Xps=hctx (default) | keep */
+        bool propose_nr_io_queues;      /* NrIoQueues=propose (default) | keep */
+} NetPolicy;
+#define NET_POLICY_DEFAULTS { .nic_irq_follow_hctx = true, .xps_follow_hctx = true, .propose_nr_io_queues = true }
+
 typedef struct PolicyConfig {
+        NetPolicy net;
         ClassPolicy classes[_DISK_CLASS_MAX];
         ModuleWish *module_params;      /* [Module:<name>] param=value from the config */
         size_t n_module_params;
@@ -203,6 +219,10 @@ typedef struct Plan {
         char *rq_affinity;
         char *nr_requests;
         char *irq_affinity;     /* "hctx": each queue vector on its hctx's CPUs; or a cpulist */
+        char *nic_irq_affinity; /* "<irq>:<cpulist> ..." for the NIC's unmanaged queue vectors */
+        char *xps;              /* "<if>/tx-<n>:<cpulist> ..." */
+        char *nr_io_queues;     /* proposed for the next connect (pending-reconnect) */
+        char *net_alignment;    /* network disks: "aligned: …", "misaligned: …", "not applicable: …", "unknown: …" */
         ModuleWish *modules;    /* module parameters wanted because of this disk */
         size_t n_modules;
         char **explain;         /* strv of explanation lines, without trailing newline */

@@ -16,7 +16,7 @@ NM=${NM:-nm}
 forbidden() {
         # nm -u prints "                 U openat" (maybe "openat@GLIBC_2.4" in objects)
         "$NM" -u "$1" 2>/dev/null | awk '{ print $NF }' | sed 's/@.*//' | sort -u | grep -E \
-                '^(open|open64|openat|openat64|__open_2|__openat_2|__open64_2|read|pread|pread64|__read_chk|write|pwrite|pwrite64|fopen|fopen64|freopen|opendir|fdopendir|readdir|readdir64|scandir|syscall|ioctl|socket|connect|mount|umount2|stat|lstat|fstatat|statx|readlink|readlinkat|access|faccessat|unlink|unlinkat|creat|udev_.*|fuse_.*|sd_.*)$' || true
+                '^(open|open64|openat|openat64|__open_2|__openat_2|__open64_2|read|pread|pread64|__read_chk|write|pwrite|pwrite64|fopen|fopen64|freopen|opendir|fdopendir|readdir|readdir64|scandir|syscall|ioctl|socket|connect|mount|umount2|stat|lstat|fstatat|statx|readlink|readlinkat|access|faccessat|unlink|unlinkat|creat|udev_.*|fuse_.*|sd_.*|nl_.*|nla_.*|nlmsg_.*|rtnl_.*|genl_.*|genlmsg_.*)$' || true
 }
 
 [ -f "$policy" ] || { echo "missing $policy" >&2; exit 1; }

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply-net.h"
+#include "log.h"
+#include "macro.h"
+#include "parse.h"
+#include "strv.h"
+
+bool apply_net_knob(Knob k) {
+        return k == KNOB_NIC_IRQ_AFFINITY || k == KNOB_XPS || k == KNOB_NR_IO_QUEUES;
+}
+
+static void set_state(Applied *a, ApplyState state, int error, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void set_state(Applied *a, ApplyState state, int error, const char *fmt, ...) {
+        char *s = NULL;
+        if (fmt) {
+                va_list ap;
+                va_start(ap, fmt);
+                if (vasprintf(&s, fmt, ap) < 0)
+                        s = NULL;
+                va_end(ap);
+        }
+        free(a->message);
+        a->message = s;
+        a->state = state;
+        a->error = state == APPLY_ERROR || state == APPLY_UNSUPPORTED ? error : 0;
+}
+
+/* One item "<id>:<cpulist>": where it lives and how it is written. */
+typedef struct Item {
+        char id[96];
+        char cpus[4096];
+        HostFsKind kind;
+        char path[PATH_MAX];
+        bool mask;              /* written as a hex mask (xps_cpus), else a cpulist */
+} Item;
+
+static int item_parse(Knob k, const char *s, size_t len, Item *ret) {
+        const char *colon = memchr(s, ':', len);
+        if (!colon || (size_t) (colon - s) >= sizeof(ret->id) || len - (colon - s) - 1 >= sizeof(ret->cpus))
+                return -EINVAL;
+        *ret = (Item) {};
+        memcpy(ret->id, s, colon - s);
+        memcpy(ret->cpus, colon + 1, len - (colon - s) - 1);
+        if (k == KNOB_NIC_IRQ_AFFINITY) {
+                unsigned irq;
+                char end;
+                if (sscanf(ret->id, "%u%c", &irq, &end) != 1)
+                        return -EINVAL;
+                ret->kind = HOSTFS_PROCFS;
+                snprintf(ret->path, sizeof(ret->path), "irq/%u/smp_affinity_list", irq);
+                return 0;
+        }
+        /* "<if>/tx-<n>" */
+        const char *slash = strchr(ret->id, '/');
+        unsigned q;
+        char end;
+        if (!slash || slash == ret->id || sscanf(slash + 1, "tx-%u%c", &q, &end) != 1 ||
+            strncmp(ret->id, "./", 2) == 0 || strncmp(ret->id, "../", 3) == 0)
+                return -EINVAL;
+        ret->kind = HOSTFS_SYSFS;
+        ret->mask = true;
+        snprintf(ret->path, sizeof(ret->path), "class/net/%.*s/queues/tx-%u/xps_cpus", (int) (slash - ret->id), ret->id, q);
+        return 0;
+}
+
+/* Items of a composite value; -EINVAL for a malformed one. */
+static int items_parse(Knob k, const char *value, Item **ret, size_t *ret_n) {
+        size_t n = 0, cap = 1;
+        for (const char *p = value; *p; p++)
+                cap += *p == ' ';
+        _cleanup_free_ Item *items = calloc(cap, sizeof(Item));
+        if (!items)
+                return -ENOMEM;
+        for (const char *p = value; *p;) {
+                size_t l = strcspn(p, " ");
+                if (l > 0) {
+                        if (n >= cap)
+                                return -EINVAL;
+                        int r = item_parse(k, p, l, &items[n++]);
+                        if (r < 0)
+                                return r;
+                }
+                p += l;
+                p += *p == ' ';
+        }
+        *ret = TAKE_PTR(items);
+        *ret_n = n;
+        return 0;
+}
+
+/* The kernel's value of an item, as a normalised cpulist. */
+static int item_read(HostFs *h, const Item *it, char **ret) {
+        _cleanup_free_ char *s = NULL;
+        _cleanup_(cpuset_done) CpuSet set = {};
+        int r = hostfs_read(h, it->kind, it->path, &s);
+        if (r < 0)
+                return r;
+        r = it->mask ? cpuset_parse_mask(s, &set) : cpuset_parse(s, &set);
+        if (r < 0)
+                return r;
+        *ret = cpuset_format(&set);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* What is written: the cpulist, or for a mask item its hex mask. */
+static int item_value(const Item *it, const char *cpus, char **ret) {
+        if (!it->mask)
+                return (*ret = strdup(cpus)) ? 0 : -ENOMEM;
+        _cleanup_(cpuset_done) CpuSet set = {};
+        int r = cpuset_parse(cpus, &set);
+        if (r < 0)
+                return r;
+        return (*ret = cpuset_format_mask(&set)) ? 0 : -ENOMEM;
+}
+
+static bool cpulists_equal(const char *a, const char *b) {
+        _cleanup_(cpuset_done) CpuSet x = {}, y = {};
+        return cpuset_parse(a, &x) >= 0 && cpuset_parse(b, &y) >= 0 && cpuset_equal(&x, &y);
+}
+
+/* The current composite of the items of value ("<id>:<cpulist> ..."); -errno of the first failed read. */
+static int read_composite(HostFs *h, const Item *items, size_t n, char **ret, int *ret_failed) {
+        char *s = NULL;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *cur = NULL;
+                int r = item_read(h, &items[i], &cur);
+                if (r < 0) {
+                        free(s);
+                        *ret_failed = (int) i;
+                        return r;
+                }
+                char *t;
+                if (asprintf(&t, "%s%s%s:%s", strempty(s), s ? " " : "", items[i].id, cur) < 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+                free(s);
+                s = t;
+        }
+        *ret = s ?: strdup("");
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* A job writing, for each item of target that differs from the same item of current, its value. */
+static int composite_job(const Device *d, Knob k, const Item *target, size_t n, const Item *current, WriteJob **ret) {
+        _cleanup_(write_job_freep) WriteJob *j = write_job_new(d->name);
+        if (!j)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (current && cpulists_equal(target[i].cpus, current[i].cpus))
+                        continue;
+                _cleanup_free_ char *v = NULL;
+                int r = item_value(&target[i], target[i].cpus, &v);
+                if (r < 0)
+                        return r;
+                if (write_job_add(j, target[i].kind, target[i].path, v, true) < 0)
+                        return -ENOMEM;
+                log_device_debug(d->name, "Writing \"%s\" to \"%s\"", v, target[i].path);
+        }
+        j->stop_on_error = false;
+        j->tag = k;
+        *ret = j->n_ops ? TAKE_PTR(j) : NULL;
+        return 0;
+}
+
+static int propose_nr_io_queues(Device *d, const ApplyOptions *o) {
+        Applied *a = &d->applied[KNOB_NR_IO_QUEUES];
+        const char *wanted = d->plan.manage ? d->plan.nr_io_queues : NULL;
+        const NetFacts *n = d->facts ? d->facts->net : NULL;
+
+        if (!wanted || !n) {
+                a->value = mfree_str(a->value);
+                set_state(a, APPLY_UNMANAGED, 0, NULL);
+                return 0;
+        }
+        if (o->verify_only)
+                return 0;
+        bool changed = !streq_ptr(a->value, wanted) || a->state != (o->dry_run ? APPLY_DRY_RUN : APPLY_PENDING_RECONNECT);
+        free_and_strdup(&a->value, wanted);
+        if (changed)
+                log_device_info(d->name, "%snr_io_queues %s for the next connect of %s (now %lld I/O queues): pending-reconnect; "
+                                "a live controller is never disconnected", o->dry_run ? "dry-run: would propose " : "",
+                                wanted, strna(n->controller), (long long) n->nr_io_queues);
+        set_state(a, o->dry_run ? APPLY_DRY_RUN : APPLY_PENDING_RECONNECT, 0,
+                  "%snr_io_queues=%s at the next connect of %s (now %lld I/O queues): nvme connect -t %s -a %s -s %s "
+                  "--nr-io-queues=%s, or \"nr-io-queues\" for this port in nvme-cli's /etc/nvme/config.json; "
+                  "blkmqd never disconnects a live controller",
+                  o->dry_run ? "would propose " : "", wanted, strna(n->controller), (long long) n->nr_io_queues,
+                  strna(n->transport), strna(n->traddr), strna(n->trsvcid), wanted);
+        return 0;
+}
+
+/* Put the original back within an apply run (no wish any more): a job, or forgotten when already back. */
+static int no_wish(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob **ret_job) {
+        Applied *a = &d->applied[k];
+        if (!a->original) {
+                a->value = mfree_str(a->value);
+                if (a->state != APPLY_UNMANAGED || a->message)
+                        set_state(a, APPLY_UNMANAGED, 0, NULL);
+                return 0;
+        }
+        if (o->verify_only)
+                return 0;
+        if (o->dry_run) {
+                set_state(a, APPLY_DRY_RUN, 0, "would put back %s, the value before blkmqd changed it", a->original);
+                return 0;
+        }
+        return apply_net_restore_decide(h, d, k, ret_job);
+}
+
+int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob **ret_job) {
+        Applied *a = &d->applied[k];
+        const char *knob = knob_to_string(k);
+        const char *wanted = d->plan.manage ? plan_get(&d->plan, k) : NULL;
+        _cleanup_free_ Item *items = NULL, *cur_items = NULL;
+        _cleanup_free_ char *current = NULL;
+        size_t n = 0, n_cur = 0;
+        int failed = -1, r;
+
+        d->run.knob_new_original = false;
+        if (k == KNOB_NR_IO_QUEUES)
+                return propose_nr_io_queues(d, o);
+        if (!wanted)
+                return no_wish(h, d, k, o, ret_job);
+        if (a->state == APPLY_UNSUPPORTED && streq_ptr(a->value, wanted))
+                return 0;               /* said once; never retried */
+
+        r = items_parse(k, wanted, &items, &n);
+        if (r < 0) {
+                set_state(a, APPLY_ERROR, r, "malformed plan %s", wanted);
+                return r == -ENOMEM ? r : 0;
+        }
+        r = read_composite(h, items, n, &current, &failed);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                set_state(a, APPLY_ERROR, r, "cannot read %s: %s", failed >= 0 ? items[failed].path : "?",
+                          strerrorname_np(-r) ?: "error");
+                return 0;
+        }
+        r = items_parse(k, current, &cur_items, &n_cur);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+
+        bool same = n_cur == n;
+        for (size_t i = 0; same && i < n; i++)
+                same = cpulists_equal(items[i].cpus, cur_items[i].cpus);
+
+        /* someone else changed what blkmqd wrote: reported once, not fought (Reassert=no) */
+        if ((a->state == APPLY_OK || a->state == APPLY_EXTERNAL) && streq_ptr(a->value, wanted) && !same && !o->reassert) {
+                bool transition = a->state != APPLY_EXTERNAL, had = a->original;
+                if (transition)
+                        log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)",
+                                          knob, current, wanted);
+                set_state(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
+                          current, wanted);
+                a->original = mfree_str(a->original);
+                return had || transition;
+        }
+        if (o->verify_only)
+                return 0;
+        if (same) {
+                bool dropped = a->original && streq(a->original, wanted);
+                if (dropped)
+                        a->original = mfree_str(a->original);
+                set_state(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                free_and_strdup(&a->value, wanted);
+                return dropped;
+        }
+        if (o->dry_run) {
+                if (a->state != APPLY_DRY_RUN || !streq_ptr(a->value, wanted))
+                        log_device_info(d->name, "dry-run: would set %s %s -> %s", knob, current, wanted);
+                set_state(a, APPLY_DRY_RUN, 0, "would write %s (now %s)", wanted, current);
+                free_and_strdup(&a->value, wanted);
+                return 0;
+        }
+        if (!a->original) {
+                if (free_and_strdup(&a->original, current) < 0)
+                        return -ENOMEM;
+                d->run.knob_new_original = true;
+        }
+        free_and_strdup(&a->value, wanted);
+        return composite_job(d, k, items, n, cur_items, ret_job);
+}
+
+int apply_net_restore_decide(HostFs *h, Device *d, Knob k, WriteJob **ret_job) {
+        Applied *a = &d->applied[k];
+        _cleanup_free_ Item *items = NULL, *cur_items = NULL;
+        _cleanup_free_ char *current = NULL;
+        size_t n = 0, n_cur = 0;
+        int failed = -1;
+
+        if (k == KNOB_NR_IO_QUEUES || !a->original) {
+                if (k == KNOB_NR_IO_QUEUES && d->run.restore) {
+                        a->value = mfree_str(a->value);
+                        set_state(a, APPLY_UNMANAGED, 0, NULL);
+                }
+                return 0;
+        }
+        int r = items_parse(k, a->original, &items, &n);
+        if (r < 0) {
+                /* a stored original blkmqd cannot read back: forget it rather than write garbage */
+                log_device_warning_errno(d->name, r, "%s: stored original \"%s\" is malformed, forgetting it: %m",
+                                         knob_to_string(k), a->original);
+                a->original = mfree_str(a->original);
+                return r == -ENOMEM ? r : 0;
+        }
+        r = read_composite(h, items, n, &current, &failed);
+        if (r == -ENOMEM)
+                return r;
+        if (r >= 0 && items_parse(k, current, &cur_items, &n_cur) >= 0 && n_cur == n) {
+                bool back = true, theirs = false;
+                _cleanup_free_ Item *mine = NULL;
+                size_t n_mine = 0;
+                for (size_t i = 0; i < n; i++)
+                        back = back && cpulists_equal(items[i].cpus, cur_items[i].cpus);
+                if (!back && a->value && items_parse(k, a->value, &mine, &n_mine) >= 0)
+                        /* an item that is neither the original nor blkmqd's value: someone else's now */
+                        for (size_t i = 0; i < n; i++)
+                                for (size_t m = 0; m < n_mine; m++)
+                                        if (streq(mine[m].id, items[i].id) && !cpulists_equal(mine[m].cpus, cur_items[i].cpus) &&
+                                            !cpulists_equal(items[i].cpus, cur_items[i].cpus))
+                                                theirs = true;
+                if (back || theirs) {
+                        if (theirs) {
+                                log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s changed externally to %s (blkmqd wrote %s); not restoring %s over it",
+                                                  knob_to_string(k), current, strna(a->value), a->original);
+                                d->run.left++;
+                        }
+                        a->original = mfree_str(a->original);
+                        a->value = mfree_str(a->value);
+                        set_state(a, APPLY_UNMANAGED, 0, theirs ? "changed externally: not blkmqd's to put back" : NULL);
+                        return 0;
+                }
+        }
+        r = composite_job(d, k, items, n, r >= 0 && n_cur == n ? cur_items : NULL, ret_job);
+        if (r >= 0 && *ret_job)
+                (*ret_job)->tag |= 0x100;       /* TAG_RESTORE of daemon/apply.c */
+        return r;
+}
+
+int apply_net_finish(HostFs *h, Device *d, Knob k, const WriteJob *j, bool restore) {
+        Applied *a = &d->applied[k];
+        const char *knob = knob_to_string(k);
+        _cleanup_free_ char *failed = NULL;
+        int first_error = 0, written = 0;
+
+        for (size_t i = 0; i < j->n_ops; i++) {
+                const WriteOp *op = &j->ops[i];
+                int r = op->result;
+                _cleanup_(cpuset_done) CpuSet want = {}, got = {};
+                if (r >= 0)
+                        written++;
+                if (r >= 0 && !restore) {
+                        bool mask = strstr(op->path, "xps_cpus");
+                        r = op->read_result;
+                        if (r >= 0)
+                                r = (mask ? cpuset_parse_mask(op->value, &want) : cpuset_parse(op->value, &want)) < 0 ||
+                                    (mask ? cpuset_parse_mask(op->read, &got) : cpuset_parse(op->read, &got)) < 0 ? -EIO : 0;
+                        if (r >= 0 && !cpuset_equal(&want, &got))
+                                r = -EIO;
+                }
+                if (r < 0) {
+                        char *t;
+                        if (asprintf(&t, "%s%s%s %s: %s", strempty(failed), failed ? ", " : "", op->path, op->value,
+                                     strerrorname_np(-r) ?: "error") >= 0) {
+                                free(failed);
+                                failed = t;
+                        }
+                        if (!first_error)
+                                first_error = r;
+                }
+        }
+
+        if (restore) {
+                if (first_error) {
+                        log_device_warning_errno(d->name, first_error, "Failed to restore %s %s: %s", knob, strna(a->original), strna(failed));
+                        set_state(a, APPLY_ERROR, first_error, "restoring %s: %s", strna(a->original), strna(failed));
+                        if (d->run.error >= 0)
+                                d->run.error = first_error;
+                        d->run.failed++;
+                        return 0;
+                }
+                log_device_info(d->name, "%s restored to %s", knob, strna(a->original));
+                a->original = mfree_str(a->original);
+                a->value = mfree_str(a->value);
+                set_state(a, APPLY_UNMANAGED, 0, d->run.restore ? NULL : "put back: the value before blkmqd changed it");
+                return 1;
+        }
+        if (first_error) {
+                WriteErrorClass c = apply_classify_error(first_error);
+                bool dropped = false;
+                if (!written && d->run.knob_new_original) {
+                        a->original = mfree_str(a->original);    /* nothing changed */
+                        dropped = true;
+                }
+                set_state(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, first_error, "%s%s", strna(failed),
+                          k == KNOB_NIC_IRQ_AFFINITY && (first_error == -EIO || first_error == -EPERM) ?
+                          " (a kernel-managed vector refuses user affinity)" : "");
+                log_device_warning_errno(d->name, first_error, "Failed to set %s %s: %s%s", knob, strna(a->value), strna(failed),
+                                         c == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : ", will retry");
+                return written || dropped;
+        }
+        set_state(a, APPLY_OK, 0, NULL);
+        log_device_info(d->name, "%s -> %s (was %s)", knob, strna(a->value), strna(a->original));
+        return written ? written : 1;
+}

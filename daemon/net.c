@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostfs-net.h"
+#include "macro.h"
+#include "net.h"
+#include "parse.h"
+#include "strv.h"
+
+/* Link chains longer than this (VLAN on bond on ...) are not followed further. */
+#define NET_LOWER_MAX 8
+
+static const char *errno_what(int r) {
+        switch (-r) {
+        case ENOENT:
+                return "not present";
+        case EOPNOTSUPP:
+                return "not supported by the driver (EOPNOTSUPP)";
+        case ENODEV:
+                return "no such interface (ENODEV)";
+        case ENETUNREACH:
+                return "network unreachable (ENETUNREACH)";
+        case EHOSTUNREACH:
+                return "host unreachable (EHOSTUNREACH)";
+        case EACCES:
+        case EPERM:
+                return "permission denied";
+        default:
+                return strerrorname_np(-r) ?: "error";
+        }
+}
+
+static const char *basename_of(const char *p) {
+        const char *s = strrchr(p, '/');
+        return s ? s + 1 : p;
+}
+
+/* "key=value,key=value" (nvme address): the value of key, newly allocated; NULL absent. */
+static char *address_get(const char *addr, const char *key) {
+        size_t kl = strlen(key);
+        for (const char *p = addr; p && *p;) {
+                size_t l = strcspn(p, ",\n");
+                if (l > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
+                        return strndup(p + kl + 1, l - kl - 1);
+                p += l;
+                p += *p == ',';
+                if (*p == '\n')
+                        break;
+        }
+        return NULL;
+}
+
+static char *read_line(HostFs *h, const char *path, int *ret_error) {
+        char *s = NULL;
+        int r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
+        if (ret_error)
+                *ret_error = r < 0 ? r : 0;
+        if (r < 0)
+                return NULL;
+        strip_newline_inplace(s);
+        return s;
+}
+
+/* The nvme controller directory (sysfs path) of a namespace disk; NULL when not nvme-of. */
+static int nvme_controller(HostFs *h, const char *devpath, char **ret_ctrl, char **ret_transport) {
+        char path[PATH_MAX];
+        _cleanup_strv_free_ char **entries = NULL;
+
+        if (!devpath)
+                return 0;
+        const char *b = basename_of(devpath);
+        if (startswith(b, "nvme-subsys")) {
+                /* a multipath head: the subsystem lists its controllers (drivers/nvme/host/core.c
+                 * nvme_init_subsystem(): sysfs links named after the controller) */
+                if (hostfs_list(h, HOSTFS_SYSFS, devpath, &entries) < 0)
+                        return 0;
+        } else if (startswith(b, "nvme")) {
+                if (strv_extend(&entries, "") < 0)
+                        return -ENOMEM;
+        } else
+                return 0;
+        STRV_FOREACH(e, entries) {
+                if (**e) {
+                        const char *q = startswith(*e, "nvme");
+                        if (!q || !*q || q[strspn(q, "0123456789")] != 0)
+                                continue;
+                        snprintf(path, sizeof(path), "%s/%s", devpath, *e);
+                } else
+                        snprintf(path, sizeof(path), "%s", devpath);
+                char tp[PATH_MAX];
+                if (snprintf(tp, sizeof(tp), "%s/transport", path) >= (int) sizeof(tp))
+                        continue;
+                _cleanup_free_ char *t = read_line(h, tp, NULL);
+                if (t && (streq(t, "tcp") || streq(t, "rdma"))) {
+                        if (!(*ret_ctrl = strdup(path)))
+                                return -ENOMEM;
+                        *ret_transport = TAKE_PTR(t);
+                        return 1;
+                }
+        }
+        return 0;
+}
+
+static int gather_nvme(HostFs *h, NetFacts *n, const char *ctrl) {
+        char path[PATH_MAX];
+        int r;
+
+        if (!(n->controller = strdup(basename_of(ctrl))))
+                return -ENOMEM;
+        snprintf(path, sizeof(path), "%s/address", ctrl);
+        _cleanup_free_ char *addr = read_line(h, path, &r);
+        if (!addr) {
+                if (r == -ENOMEM)
+                        return r;
+                for (NetFact f = NET_FACT_TRADDR; f <= NET_FACT_HOST_IFACE; f++)
+                        if (net_facts_set_unknown(n, f, "%s: %s", path, errno_what(r)) < 0)
+                                return -ENOMEM;
+        } else {
+                n->traddr = address_get(addr, "traddr");
+                n->trsvcid = address_get(addr, "trsvcid");
+                /* src_addr: the local address of the connected socket (nvme-tcp); host_traddr: the one asked for */
+                n->src_addr = address_get(addr, "src_addr") ?: address_get(addr, "host_traddr");
+                n->host_iface = address_get(addr, "host_iface");
+                if ((!n->traddr && net_facts_set_unknown(n, NET_FACT_TRADDR, "no traddr= in %s", path) < 0) ||
+                    (!n->trsvcid && net_facts_set_unknown(n, NET_FACT_TRSVCID, "no trsvcid= in %s", path) < 0) ||
+                    (!n->src_addr && net_facts_set_unknown(n, NET_FACT_SRC_ADDR, "no src_addr= or host_traddr= in %s", path) < 0) ||
+                    (!n->host_iface && net_facts_set_unknown(n, NET_FACT_HOST_IFACE, "none: not bound to an interface (no host_iface= in %s)", path) < 0))
+                        return -ENOMEM;
+        }
+        uint64_t qc;
+        snprintf(path, sizeof(path), "%s/queue_count", ctrl);
+        r = hostfs_read_u64(h, HOSTFS_SYSFS, path, &qc);
+        if (r >= 0 && qc >= 1)
+                n->nr_io_queues = (int64_t) qc - 1;     /* the admin queue is one of them */
+        else if (net_facts_set_unknown(n, NET_FACT_NR_IO_QUEUES, "%s: %s", path, r < 0 ? errno_what(r) : "0") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int gather_iscsi(HostFs *h, NetFacts *n, const char *devpath) {
+        char path[PATH_MAX];
+        const char *s = strstr(devpath, "/session");
+        unsigned sid;
+        int r;
+
+        if (!s || sscanf(s, "/session%u", &sid) != 1)
+                return -EINVAL;
+        if (asprintf(&n->controller, "session%u", sid) < 0)
+                return -ENOMEM;
+        snprintf(path, sizeof(path), "class/iscsi_connection/connection%u:0/address", sid);
+        n->traddr = read_line(h, path, &r);
+        if (!n->traddr && net_facts_set_unknown(n, NET_FACT_TRADDR, "%s: %s", path, errno_what(r)) < 0)
+                return -ENOMEM;
+        snprintf(path, sizeof(path), "class/iscsi_connection/connection%u:0/port", sid);
+        n->trsvcid = read_line(h, path, &r);
+        if (!n->trsvcid && net_facts_set_unknown(n, NET_FACT_TRSVCID, "%s: %s", path, errno_what(r)) < 0)
+                return -ENOMEM;
+        if (net_facts_set_unknown(n, NET_FACT_SRC_ADDR, "not exported for iSCSI connections") < 0 ||
+            net_facts_set_unknown(n, NET_FACT_HOST_IFACE, "none known (iscsi_host netdev is for offload HBAs)") < 0 ||
+            net_facts_set_unknown(n, NET_FACT_NR_IO_QUEUES, "not applicable: an iSCSI session is one TCP connection") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int gather_nbd(NetFacts *n, const char *name) {
+        if (!(n->controller = strdup(name)))
+                return -ENOMEM;
+        for (NetFact f = NET_FACT_TRADDR; f <= NET_FACT_NR_IO_QUEUES; f++)
+                if (net_facts_set_unknown(n, f, "the kernel exports no socket address for NBD (drivers/block/nbd.c: "
+                                          "user space hands it connected sockets)") < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+static const NetLink *link_by_index(const NetLink *l, size_t n, int ifindex) {
+        for (size_t i = 0; i < n; i++)
+                if (l[i].ifindex == ifindex)
+                        return &l[i];
+        return NULL;
+}
+
+/*
+ * Walk from the egress interface down to the device that has the queues: a VLAN/macvlan/ipvlan
+ * to its IFLA_LINK, a bond/team/bridge to its only port (IFLA_MASTER pointing at it). Returns the
+ * lower link (into l) and the chain "eth1.100 -> eth1", or NULL with *ret_why.
+ */
+static const NetLink *lower_of(const NetLink *l, size_t n, const NetLink *top, char **ret_chain, char **ret_why) {
+        const NetLink *cur = top;
+        _cleanup_free_ char *chain = strdup(top->ifname);
+
+        if (!chain)
+                return NULL;
+        for (unsigned depth = 0; depth < NET_LOWER_MAX; depth++) {
+                const NetLink *next = NULL;
+                if (cur->kind && (streq(cur->kind, "vlan") || streq(cur->kind, "macvlan") || streq(cur->kind, "ipvlan") ||
+                                  streq(cur->kind, "macvtap")) && cur->link > 0) {
+                        next = link_by_index(l, n, cur->link);
+                        if (!next) {
+                                (void) asprintf(ret_why, "%s (%s) sits on ifindex %d, which is in another network namespace or gone",
+                                                cur->ifname, cur->kind, cur->link);
+                                return NULL;
+                        }
+                } else if (cur->kind && (streq(cur->kind, "bond") || streq(cur->kind, "team") || streq(cur->kind, "bridge"))) {
+                        _cleanup_free_ char *ports = NULL;
+                        size_t n_ports = 0;
+                        for (size_t i = 0; i < n; i++)
+                                if (l[i].master == cur->ifindex) {
+                                        next = &l[i];
+                                        char *p;
+                                        if (asprintf(&p, "%s%s%s", strempty(ports), ports ? " " : "", l[i].ifname) < 0)
+                                                return NULL;
+                                        free(ports);
+                                        ports = p;
+                                        n_ports++;
+                                }
+                        if (n_ports != 1) {
+                                (void) asprintf(ret_why, "%s is a %s with %zu ports (%s): which one carries the flow depends on "
+                                                "its mode and hashing", cur->ifname, cur->kind, n_ports, strna(ports));
+                                return NULL;
+                        }
+                } else
+                        break;
+                char *c;
+                if (asprintf(&c, "%s -> %s", chain, next->ifname) < 0)
+                        return NULL;
+                free(chain);
+                chain = c;
+                cur = next;
+        }
+        *ret_chain = cur == top ? NULL : TAKE_PTR(chain);
+        return cur;
+}
+
+static int read_queue_masks(HostFs *h, NicFacts *nic, const char *prefix, const char *attr, unsigned count,
+                            char ***ret, NicFact fact) {
+        char path[PATH_MAX];
+        char **masks = calloc(count + 1, sizeof(char *));
+        int first_error = 0;
+        unsigned first_q = 0;
+
+        if (!masks)
+                return -ENOMEM;
+        *ret = masks;
+        for (unsigned q = 0; q < count; q++) {
+                _cleanup_free_ char *s = NULL;
+                _cleanup_(cpuset_done) CpuSet set = {};
+                snprintf(path, sizeof(path), "class/net/%s/queues/%s-%u/%s", nic->ifname, prefix, q, attr);
+                int r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
+                if (r >= 0)
+                        r = cpuset_parse_mask(s, &set);
+                if (r >= 0 && !(masks[q] = cpuset_format(&set)))
+                        return -ENOMEM;
+                if (r < 0 && !first_error) {
+                        first_error = r;
+                        first_q = q;
+                }
+        }
+        if (first_error && nic_facts_set_unknown(nic, fact, "queues/%s-%u/%s: %s", prefix, first_q, attr, errno_what(first_error)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int gather_nic_irqs(HostFs *h, NicFacts *nic, const char *devpath, const char *release, bool debugfs,
+                           GatherCache *cache) {
+        const IrqFacts *irqs = NULL;
+        size_t n = 0;
+        _cleanup_free_ char *pci = NULL;
+
+        int r = device_function_irqs(h, devpath, release, debugfs, cache, &irqs, &n, &pci);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -ENOENT) {
+                if (!nic->virtual_reason &&
+                    asprintf(&nic->virtual_reason, "no MSI/MSI-X vectors above %s (%s): its queues share one interrupt",
+                             basename_of(devpath), strna(nic->driver)) < 0)
+                        return -ENOMEM;
+                return nic_facts_set_unknown(nic, NIC_FACT_IRQS, "no PCI function with MSI vectors above %s", devpath);
+        }
+        if (r < 0)
+                return nic_facts_set_unknown(nic, NIC_FACT_IRQS, "msi_irqs of %s: %s", devpath, errno_what(r));
+
+        /* the function's queue vectors that name this interface (or its virtio/PCI device);
+         * when none does, every queue vector of the function */
+        const char *dev = basename_of(devpath), *fn = basename_of(pci);
+        for (int pass = 0; pass < 2 && nic->n_irqs == 0; pass++) {
+                for (size_t i = 0; i < n; i++) {
+                        NicQueueDir dir = NIC_QUEUE_BOTH;
+                        int q = nic_irq_queue_from_name(irqs[i].name, &dir);
+                        bool named = strstr(irqs[i].name, nic->ifname) || strstr(irqs[i].name, dev) || strstr(irqs[i].name, fn);
+                        if (q < 0 || (pass == 0 && !named))
+                                continue;
+                        if (!nic->irqs && !(nic->irqs = calloc(n, sizeof(NicIrq))))
+                                return -ENOMEM;
+                        NicIrq *d = &nic->irqs[nic->n_irqs++];
+                        *d = (NicIrq) { .irq = irqs[i].irq, .managed = irqs[i].managed, .queue = q, .dir = dir };
+                        if (!(d->name = strdup(irqs[i].name)) || cpuset_copy(&irqs[i].affinity, &d->affinity) < 0 ||
+                            (irqs[i].affinity_list && !(d->affinity_list = strdup(irqs[i].affinity_list))) ||
+                            (irqs[i].managed_source && !(d->managed_source = strdup(irqs[i].managed_source))))
+                                return -ENOMEM;
+                }
+        }
+        if (nic->n_irqs == 0)
+                return nic_facts_set_unknown(nic, NIC_FACT_IRQS, "none of the %zu vectors of %s is named like a queue "
+                                             "(\"<if>-TxRx-N\", \"virtioN-input.N\", \"mlx5_compN\")", n, fn);
+        return 0;
+}
+
+static int gather_nic(HostFs *h, const NetLink *link, const char *release, bool debugfs, GatherCache *cache, NicFacts **ret) {
+        char path[PATH_MAX];
+        _cleanup_free_ char *devpath = NULL;
+        _cleanup_strv_free_ char **queues = NULL;
+        NicFacts *nic = nic_facts_new(link->ifname);
+        int r;
+
+        if (!nic)
+                return -ENOMEM;
+        *ret = nic;
+        nic->ifindex = link->ifindex;
+        if (link->kind && !(nic->kind = strdup(link->kind)))
+                return -ENOMEM;
+
+        snprintf(path, sizeof(path), "class/net/%s/device", link->ifname);
+        r = hostfs_resolve(h, HOSTFS_SYSFS, path, &devpath);
+        if (r < 0 || !hostfs_exists(h, HOSTFS_SYSFS, path))
+                devpath = mfree_str(devpath);
+        if (devpath) {
+                snprintf(path, sizeof(path), "class/net/%s/device/driver", link->ifname);
+                _cleanup_free_ char *drv = NULL;
+                if (hostfs_readlink(h, HOSTFS_SYSFS, path, &drv) >= 0 && !(nic->driver = strdup(basename_of(drv))))
+                        return -ENOMEM;
+        }
+        if (!nic->driver && nic_facts_set_unknown(nic, NIC_FACT_DRIVER, devpath ? "%s has no driver link" : "no parent device%s",
+                                                  devpath ? devpath : "") < 0)
+                return -ENOMEM;
+
+        if (link->flags & IFF_LOOPBACK)
+                r = asprintf(&nic->virtual_reason, "loopback: traffic never leaves the host, no NIC queue or interrupt");
+        else if (!devpath)
+                r = asprintf(&nic->virtual_reason, "a software interface (%s) without a parent device: no hardware queue or "
+                             "interrupt to align", link->kind ?: "no link kind");
+        else
+                r = 0;
+        if (r < 0)
+                return -ENOMEM;
+
+        /* channels */
+        NetChannels ch;
+        r = hostfs_net_channels(h, link->ifname, &ch);
+        if (r >= 0) {
+                nic->max_rx = ch.max_rx, nic->max_tx = ch.max_tx, nic->max_other = ch.max_other, nic->max_combined = ch.max_combined;
+                nic->rx = ch.rx, nic->tx = ch.tx, nic->other = ch.other, nic->combined = ch.combined;
+                if (!(nic->channels_source = strdup(ch.source)))
+                        return -ENOMEM;
+        } else if (nic_facts_set_unknown(nic, NIC_FACT_CHANNELS, "ethtool channels: %s", errno_what(r)) < 0)
+                return -ENOMEM;
+
+        /* queues */
+        snprintf(path, sizeof(path), "class/net/%s/queues", link->ifname);
+        r = hostfs_list(h, HOSTFS_SYSFS, path, &queues);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                if (nic_facts_set_unknown(nic, NIC_FACT_TX_QUEUES, "%s: %s", path, errno_what(r)) < 0 ||
+                    nic_facts_set_unknown(nic, NIC_FACT_RX_QUEUES, "%s: %s", path, errno_what(r)) < 0 ||
+                    nic_facts_set_unknown(nic, NIC_FACT_XPS, "%s: %s", path, errno_what(r)) < 0 ||
+                    nic_facts_set_unknown(nic, NIC_FACT_RPS, "%s: %s", path, errno_what(r)) < 0)
+                        return -ENOMEM;
+        } else {
+                STRV_FOREACH(q, queues) {
+                        nic->n_tx_queues += !!startswith(*q, "tx-");
+                        nic->n_rx_queues += !!startswith(*q, "rx-");
+                }
+                r = read_queue_masks(h, nic, "tx", "xps_cpus", nic->n_tx_queues, &nic->xps, NIC_FACT_XPS);
+                if (r < 0)
+                        return r;
+                r = read_queue_masks(h, nic, "rx", "rps_cpus", nic->n_rx_queues, &nic->rps, NIC_FACT_RPS);
+                if (r < 0)
+                        return r;
+        }
+
+        if (devpath)
+                return gather_nic_irqs(h, nic, devpath, release, debugfs, cache);
+        return nic_facts_set_unknown(nic, NIC_FACT_IRQS, "no parent device: no interrupt of its own");
+}
+
+/* Route, lower device and NIC of n (whose traddr is known). */
+static int gather_path(HostFs *h, NetFacts *n, const char *release, bool debugfs, GatherCache *cache) {
+        NetRoute rt = {};
+        NetLink *links = NULL;
+        size_t n_links = 0;
+        int r;
+
+        r = hostfs_net_route_get(h, n->traddr, n->host_iface, &rt);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                if (net_facts_set_unknown(n, NET_FACT_INTERFACE, "RTM_GETROUTE %s: %s", n->traddr,
+                                          r == -ENOENT ? "not in the netlink capture" : errno_what(r)) < 0)
+                        return -ENOMEM;
+                return net_facts_set_all_unknown(n, "no route to the target");
+        }
+        n->ifindex = rt.ifindex;
+        n->interface = TAKE_PTR(rt.ifname);
+        net_route_done(&rt);
+        if (!n->interface && asprintf(&n->interface, "ifindex %d", n->ifindex) < 0)
+                return -ENOMEM;
+
+        r = hostfs_net_links(h, &links, &n_links);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return net_facts_set_all_unknown(n, "link list (RTM_GETLINK) failed") < 0 ? -ENOMEM : 0;
+        const NetLink *top = link_by_index(links, n_links, n->ifindex);
+        _cleanup_free_ char *why = NULL;
+        const NetLink *lower = top ? lower_of(links, n_links, top, &n->lower_chain, &why) : NULL;
+        if (!lower) {
+                r = net_facts_set_all_unknown(n, why ?: "the egress interface is not in the link list");
+                net_links_free(links, n_links);
+                return r;
+        }
+        r = gather_nic(h, lower, release, debugfs, cache, &n->nic);
+        net_links_free(links, n_links);
+        return r;
+}
+
+int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, GatherCache *cache) {
+        _cleanup_free_ char *ctrl = NULL, *transport = NULL;
+        NetFacts *n = NULL;
+        const char *why = NULL;
+        int r;
+
+        r = nvme_controller(h, devpath, &ctrl, &transport);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                if (!(n = f->net = net_facts_new(transport)))
+                        return -ENOMEM;
+                r = gather_nvme(h, n, ctrl);
+        } else if (devpath && strstr(devpath, "/session") && f->scsi_host) {
+                if (!(n = f->net = net_facts_new("iscsi")))
+                        return -ENOMEM;
+                r = gather_iscsi(h, n, devpath);
+        } else if (!devpath && startswith(f->name, "nbd")) {
+                if (!(n = f->net = net_facts_new("nbd")))
+                        return -ENOMEM;
+                r = gather_nbd(n, f->name);
+        } else
+                return 0;
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+
+        if (!hostfs_net_available(h, &why))
+                return (n->unavailable = strdup(why)) ? 0 : -ENOMEM;
+        if (!n->traddr)
+                return net_facts_set_all_unknown(n, "the target address is unknown");
+        /* the alignment compares every hctx's cpu_list with the NIC's queues */
+        r = device_gather_hctx_details(h, f);
+        if (r < 0)
+                return r;
+        return gather_path(h, n, f->kernel_release, debugfs, cache);
+}
+
+int net_refresh(HostFs *h, DiskFacts *f) {
+        NicFacts *nic = f->net ? f->net->nic : NULL;
+        char path[PATH_MAX];
+        int changed = 0;
+
+        if (!nic)
+                return 0;
+        for (size_t i = 0; i < nic->n_irqs; i++) {
+                NicIrq *q = &nic->irqs[i];
+                _cleanup_free_ char *s = NULL;
+                _cleanup_(cpuset_done) CpuSet set = {};
+                snprintf(path, sizeof(path), "irq/%u/smp_affinity_list", q->irq);
+                if (hostfs_read(h, HOSTFS_PROCFS, path, &s) < 0 || cpuset_parse(s, &set) < 0)
+                        continue;
+                char *l = cpuset_format(&set);
+                if (!l)
+                        return -ENOMEM;
+                if (streq_ptr(l, q->affinity_list)) {
+                        free(l);
+                        continue;
+                }
+                free(q->affinity_list);
+                q->affinity_list = l;
+                cpuset_done(&q->affinity);
+                q->affinity = set;
+                set = (CpuSet) {};
+                changed = 1;
+        }
+        for (unsigned t = 0; nic->xps && t < nic->n_tx_queues; t++) {
+                _cleanup_free_ char *s = NULL;
+                _cleanup_(cpuset_done) CpuSet set = {};
+                snprintf(path, sizeof(path), "class/net/%s/queues/tx-%u/xps_cpus", nic->ifname, t);
+                if (hostfs_read(h, HOSTFS_SYSFS, path, &s) < 0 || cpuset_parse_mask(s, &set) < 0)
+                        continue;
+                char *l = cpuset_format(&set);
+                if (!l)
+                        return -ENOMEM;
+                if (streq_ptr(l, nic->xps[t])) {
+                        free(l);
+                        continue;
+                }
+                free(nic->xps[t]);
+                nic->xps[t] = l;
+                changed = 1;
+        }
+        return changed;
+}
