@@ -1123,6 +1123,11 @@ static int on_read_block_softirqs(void *userdata, uint64_t *counts, size_t max, 
         return proc_softirqs_block_parse(text, counts, max, ret_n);
 }
 
+static int on_read_bpf_missed(void *userdata, StatsBpfMissed *ret) {
+        Manager *m = userdata;
+        return stats_bpf_missed(m->stats, ret);
+}
+
 static void on_verify(void *userdata, const char *device) {
         Manager *m = userdata;
         Device *d = registry_get(&m->registry, device);
@@ -1342,6 +1347,7 @@ int manager_startup(Manager *m) {
                         .read_host_busy = on_read_host_busy,
                         .verify = on_verify,
                         .read_block_softirqs = on_read_block_softirqs,
+                        .read_bpf_missed = on_read_bpf_missed,
                         .kernel_release = on_kernel_release,
                         .providers = on_providers,
                         .userdata = m,

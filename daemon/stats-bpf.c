@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +305,50 @@ int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCount
         return 0;
 }
 
+/* bpf_prog_info.recursion_misses of one program; -ENODATA when the kernel's prog_info is too old to
+ * have the field (it fills only the prefix it knows and says how much in info_len). */
+static int prog_recursion_misses(const struct bpf_program *prog, uint64_t *ret) {
+        struct bpf_prog_info info = {};
+        uint32_t len = sizeof(info);
+
+        if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) < 0)
+                return -errno;
+        if (len < offsetof(struct bpf_prog_info, recursion_misses) + sizeof(info.recursion_misses))
+                return -ENODATA;
+        *ret = info.recursion_misses;
+        return 0;
+}
+
+int blkmqd_stats_bpf_missed(StatsBpf *s, StatsBpfMissed *ret) {
+        _cleanup_free_ uint64_t *full = NULL;
+        StatsBpfMissed m = {};
+        uint32_t slot = 0;
+        int r;
+
+        if (!s || !ret)
+                return -EINVAL;
+
+        r = prog_recursion_misses(s->skel->progs.on_block_rq_issue, &m.issue_recursion);
+        if (r >= 0)
+                r = prog_recursion_misses(s->skel->progs.on_block_rq_complete, &m.complete_recursion);
+        if (r < 0 && r != -ENODATA)
+                return r;
+        m.recursion_known = r >= 0;
+        if (!m.recursion_known)
+                m.issue_recursion = m.complete_recursion = 0;
+
+        full = calloc(s->n_cpus, sizeof(*full));
+        if (!full)
+                return -ENOMEM;
+        if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.hctx_stats_map_full), &slot, full) < 0)
+                return -errno;
+        for (int i = 0; i < s->n_cpus; i++)
+                m.map_full += full[i];
+
+        *ret = m;
+        return 0;
+}
+
 bool blkmqd_stats_bpf_has_runs(StatsBpf *s) {
         return s && s->has_runs;
 }
@@ -385,6 +430,10 @@ StatsBpf *blkmqd_stats_bpf_free(StatsBpf *s) {
 }
 
 int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCounters *ret) {
+        return -EOPNOTSUPP;
+}
+
+int blkmqd_stats_bpf_missed(StatsBpf *s, StatsBpfMissed *ret) {
         return -EOPNOTSUPP;
 }
 

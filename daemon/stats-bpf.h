@@ -113,6 +113,30 @@ static inline void blkmqd_stats_bpf_freep(StatsBpf **s) {
  */
 int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCounters *ret);
 
+/* Events the counters above do not contain, host-wide (all disks), since attach. */
+typedef struct StatsBpfMissed {
+        /* Tracepoint hits the kernel did not run the program for, because it was already running
+         * on that CPU (the per-program recursion guard of raw tracepoints, __bpf_trace_run() in
+         * kernel/trace/bpf_trace.c; e.g. a completion in hard IRQ context that interrupted the
+         * program handling a completion in softirq context). bpf_prog_info.recursion_misses,
+         * kernel 5.12+ (9ed9e9ba2337); valid only if recursion_known. */
+        uint64_t issue_recursion;    /* block_rq_issue: dispatched undercounts by this much */
+        uint64_t complete_recursion; /* block_rq_complete: completed_* undercount by this much */
+        bool recursion_known;        /* false: the kernel predates recursion_misses */
+        /* Events dropped because the (disk, hctx) map was full (HCTX_STATS_MAX_ENTRIES). */
+        uint64_t map_full;
+} StatsBpfMissed;
+
+/*
+ * Read how many events were lost (see StatsBpfMissed). Needed to interpret the counters: on a busy
+ * machine dispatched minus completed_local minus completed_remote is in-flight requests plus
+ * complete_recursion minus issue_recursion, not in-flight requests alone.
+ *
+ * Returns 0 on success, -EINVAL for NULL args, -EOPNOTSUPP when built without BPF, other -errno
+ * from bpf(2).
+ */
+int blkmqd_stats_bpf_missed(StatsBpf *s, StatsBpfMissed *ret);
+
 /* True if HctxBpfCounters.runs is being counted (a run program is attached). */
 bool blkmqd_stats_bpf_has_runs(StatsBpf *s);
 

@@ -124,6 +124,12 @@ const char *stats_providers(Stats *s) {
         return s->providers;
 }
 
+int stats_bpf_missed(Stats *s, StatsBpfMissed *ret) {
+        if (!s->bpf)
+                return -EOPNOTSUPP;
+        return blkmqd_stats_bpf_missed(s->bpf, ret);
+}
+
 void stats_forget_disk(Stats *s, unsigned major, unsigned minor) {
         if (s->bpf)
                 (void) blkmqd_stats_bpf_forget(s->bpf, makedev(major, minor));

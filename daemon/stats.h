@@ -31,6 +31,7 @@
 #include "facts.h"
 #include "hostfs.h"
 #include "interrupts.h"
+#include "stats-bpf.h"
 
 typedef enum StatId {
         STAT_RUNS,
@@ -99,6 +100,13 @@ const char *stats_bpf_unavailable(Stats *s);
  * where queue_attr_store() holds q->sysfs_lock across elv_iosched_store()). */
 int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bool elevator_busy, const ProcInterrupts *pi,
                     HctxStats *ret);
+
+/*
+ * Events the BPF counters lack, host-wide since attach (StatsBpfMissed in stats-bpf.h: the
+ * kernel's recursion guard skipped the program, or the map was full).
+ * Returns 0, or -EOPNOTSUPP when the BPF provider is not loaded, other -errno from bpf(2).
+ */
+int stats_bpf_missed(Stats *s, StatsBpfMissed *ret);
 
 /* Drop BPF map entries of a removed disk. */
 void stats_forget_disk(Stats *s, unsigned major, unsigned minor);

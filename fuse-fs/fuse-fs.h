@@ -70,6 +70,9 @@ typedef struct FuseFsContext {
         /* BLOCK softirqs per CPU from /proc/softirqs (column i = CPU i: possible CPUs are
          * printed in order). counts has room for max; *ret_n gets the CPU count. 0 or -errno. */
         int (*read_block_softirqs)(void *userdata, uint64_t *counts, size_t max, size_t *ret_n);
+        /* Events the BPF counters lack (all disks, since attach). 0, -EOPNOTSUPP when the BPF
+         * provider is not loaded, other -errno. NULL: not offered. */
+        int (*read_bpf_missed)(void *userdata, StatsBpfMissed *ret);
         /* Re-read the knobs of device (no writes) so applied/ notices external changes. */
         void (*verify)(void *userdata, const char *device);
         /* Kernel release and statistics providers, for /metrics' blkmqd_info. */

@@ -154,6 +154,23 @@ finish:
         free(ok);
 }
 
+/* Events the BPF counters lack (stats-bpf.h StatsBpfMissed); left out when the provider is not
+ * loaded, and the recursion series when the kernel does not count them (before 5.12). */
+static void bpf_missed_family(const FuseFsContext *ctx, FILE *f) {
+        StatsBpfMissed m;
+
+        if (!ctx->read_bpf_missed || ctx->read_bpf_missed(ctx->userdata, &m) < 0)
+                return;
+        family(f, "blkmqd_bpf_missed_events_total", "counter",
+               "block-layer events the BPF counters lack, all disks, since attach: the kernel skipped "
+               "the program (reason=recursion) or the per-hctx map was full (reason=map_full)");
+        if (m.recursion_known)
+                fprintf(f, "blkmqd_bpf_missed_events_total{event=\"dispatched\",reason=\"recursion\"} %" PRIu64 "\n"
+                        "blkmqd_bpf_missed_events_total{event=\"completed\",reason=\"recursion\"} %" PRIu64 "\n",
+                        m.issue_recursion, m.complete_recursion);
+        fprintf(f, "blkmqd_bpf_missed_events_total{event=\"any\",reason=\"map_full\"} %" PRIu64 "\n", m.map_full);
+}
+
 int render_metrics(const FuseFsContext *ctx, char **ret) {
         const Registry *reg = ctx->registry;
         DiskReadings *dr = calloc(reg->n_devices ?: 1, sizeof(DiskReadings));
@@ -173,6 +190,7 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
         put_label(f, "kernel", ctx->kernel_release ? ctx->kernel_release(ctx->userdata) : NULL, false);
         put_label(f, "providers", ctx->providers ? ctx->providers(ctx->userdata) : NULL, false);
         fputs("} 1\n", f);
+        bpf_missed_family(ctx, f);
 
         family(f, "blkmqd_disk_info", "gauge", "one per disk: class, elevator, driver");
         for (size_t i = 0; i < reg->n_devices; i++) {

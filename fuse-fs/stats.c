@@ -130,6 +130,28 @@ static int render_completions(const FuseFsContext *ctx, const Node *n, char **re
         return 0;
 }
 
+/*
+ * "bpf_missed dispatched 0, completed 3, map_full 0 (all disks, since attach)": what the BPF
+ * counters lack, so that dispatched - completed_local - completed_remote can be read right on a
+ * busy machine (it is in-flight requests + completed misses - dispatched misses).
+ */
+static void put_bpf_missed(const FuseFsContext *ctx, FILE *f) {
+        StatsBpfMissed m;
+        int r = ctx->read_bpf_missed ? ctx->read_bpf_missed(ctx->userdata, &m) : -EOPNOTSUPP;
+
+        if (r < 0) {
+                fprintf(f, "bpf_missed unknown: %s\n", strerror(-r));
+                return;
+        }
+        if (m.recursion_known)
+                fprintf(f, "bpf_missed dispatched %" PRIu64 ", completed %" PRIu64 ", map_full %" PRIu64
+                        " (all disks, since attach)\n", m.issue_recursion, m.complete_recursion, m.map_full);
+        else
+                fprintf(f, "bpf_missed dispatched unknown, completed unknown (kernel without "
+                        "bpf_prog_info.recursion_misses, before 5.12), map_full %" PRIu64
+                        " (all disks, since attach)\n", m.map_full);
+}
+
 static int render_stats_source(const FuseFsContext *ctx, const Node *n, char **ret) {
         const Device *d = registry_get(ctx->registry, n->device);
         _cleanup_(hctx_reading_done) HctxReading rd = {};
@@ -146,13 +168,17 @@ static int render_stats_source(const FuseFsContext *ctx, const Node *n, char **r
         FILE *f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
+        bool any_bpf = false;
         for (StatId i = 0; i < _STAT_MAX; i++) {
                 const StatValue *v = &rd.stats.v[i];
-                if (v->valid)
+                if (v->valid) {
                         fprintf(f, "%s %s\n", stat_id_to_string(i), v->source);
-                else
+                        any_bpf = any_bpf || streq_ptr(v->source, "bpf");
+                } else
                         fprintf(f, "%s unavailable: %s\n", stat_id_to_string(i), strna(v->unavailable));
         }
+        if (any_bpf)
+                put_bpf_missed(ctx, f);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;

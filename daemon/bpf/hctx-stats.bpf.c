@@ -37,6 +37,17 @@ struct {
         __type(value, struct hctx_stats_value);
 } hctx_stats SEC(".maps");
 
+/* Events lost because hctx_stats was full (HCTX_STATS_MAX_ENTRIES pairs): slot 0, per CPU. Events
+ * the kernel did not deliver at all (a program already running on this CPU: the raw tracepoint
+ * recursion guard in __bpf_trace_run(), kernel/trace/bpf_trace.c) are counted by the kernel in
+ * bpf_prog_info.recursion_misses; userspace reads both. */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, __u64);
+} hctx_stats_map_full SEC(".maps");
+
 /* Before 5.16 the disk hung off the request (rq->rq_disk); since then off the queue (q->disk).
  * Both are flavours, so this file compiles against the BTF of old and new build hosts alike. */
 struct request___old {
@@ -83,7 +94,15 @@ static __always_inline struct hctx_stats_value *lookup_or_init(const struct hctx
                 return v;
         /* -EEXIST when another CPU raced us is fine; -E2BIG when full: the event is lost. */
         (void) bpf_map_update_elem(&hctx_stats, key, &zero, BPF_NOEXIST);
-        return bpf_map_lookup_elem(&hctx_stats, key);
+        v = bpf_map_lookup_elem(&hctx_stats, key);
+        if (!v) {
+                __u32 slot = 0;
+                __u64 *lost = bpf_map_lookup_elem(&hctx_stats_map_full, &slot);
+
+                if (lost)
+                        (*lost)++;      /* per-CPU slot: no other writer */
+        }
+        return v;
 }
 
 static __always_inline struct hctx_stats_value *rq_entry(struct request *rq) {

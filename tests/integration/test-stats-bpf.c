@@ -38,6 +38,9 @@
 
 #define EXIT_SKIP 77
 #define N_BLOCKS 256
+/* Completion events lost with nothing in bpf_prog_info.recursion_misses: measured up to 5 in 80,000
+ * on 6.18 under CPU load (docs/BPF.md "Events the counters can lack"); allowed: 1 per 500. */
+#define UNEXPLAINED_LOSS ((N_BLOCKS + 499) / 500)
 #define IO_SIZE 4096
 #define BACKING_SIZE (16u * 1024 * 1024)
 
@@ -251,7 +254,8 @@ int main(int argc, char *argv[]) {
         __attribute__((cleanup(freep))) void *buf = NULL;
         Loop loop = { .ctl_fd = -1, .nr = -1 };
         HctxBpfCounters before, after, other;
-        uint64_t d_disp, d_local, d_remote;
+        uint64_t d_disp, d_local, d_remote, m_issue, m_complete;
+        StatsBpfMissed missed_before = {}, missed_after = {};
         int r, fd = -1;
 
         setvbuf(stdout, NULL, _IOLBF, 0);
@@ -308,6 +312,8 @@ int main(int argc, char *argv[]) {
         }
         CHECK(r == 0, "read before: %s", strerror(-r));
         print_counters("before", &before);
+        r = blkmqd_stats_bpf_missed(s, &missed_before);
+        CHECK(r == 0, "missed before: %s", strerror(-r));
 
         {
                 char path[32];
@@ -343,6 +349,14 @@ int main(int argc, char *argv[]) {
         }
         CHECK(r == 0, "read after: %s", strerror(-r));
         print_counters("after", &after);
+        r = blkmqd_stats_bpf_missed(s, &missed_after);
+        CHECK(r == 0, "missed after: %s", strerror(-r));
+        /* Host-wide events the counters lack during our reads (all disks, so an upper bound). */
+        m_issue = missed_after.issue_recursion - missed_before.issue_recursion + missed_after.map_full - missed_before.map_full;
+        m_complete = missed_after.complete_recursion - missed_before.complete_recursion + missed_after.map_full -
+                     missed_before.map_full;
+        printf("missed: recursion known %d, dispatched %" PRIu64 ", completed %" PRIu64 " (incl. map full)\n",
+               missed_after.recursion_known, m_issue, m_complete);
 
         d_disp = after.dispatched - before.dispatched;
         d_local = after.completed_local - before.completed_local;
@@ -350,13 +364,17 @@ int main(int argc, char *argv[]) {
         printf("delta: dispatched=%" PRIu64 " completed_local=%" PRIu64 " completed_remote=%" PRIu64
                "\n", d_disp, d_local, d_remote);
 
-        CHECK(d_disp >= N_BLOCKS, "dispatched rose by %" PRIu64 " < %d", d_disp, N_BLOCKS);
-        CHECK(d_local + d_remote >= N_BLOCKS, "completed rose by %" PRIu64 " < %d",
+        CHECK(d_disp + m_issue + UNEXPLAINED_LOSS >= N_BLOCKS, "dispatched rose by %" PRIu64 " < %d", d_disp, N_BLOCKS);
+        CHECK(d_local + d_remote + m_complete + UNEXPLAINED_LOSS >= N_BLOCKS, "completed rose by %" PRIu64 " < %d",
               d_local + d_remote, N_BLOCKS);
         /* Each loop request is issued once and completed once (no requeue, no partial completion):
-         * a provider counting partial completions or missing one side would differ here. */
-        CHECK(d_local + d_remote == d_disp, "completed %" PRIu64 " != dispatched %" PRIu64,
-              d_local + d_remote, d_disp);
+         * a provider counting partial completions or missing one side would differ here by far more
+         * than the events the kernel reports as missed plus UNEXPLAINED_LOSS. */
+        CHECK(d_local + d_remote + m_complete + UNEXPLAINED_LOSS >= d_disp &&
+              d_disp + m_issue + UNEXPLAINED_LOSS >= d_local + d_remote,
+              "completed %" PRIu64 " != dispatched %" PRIu64 " beyond the %" PRIu64 "/%" PRIu64
+              " events reported missed and %d unexplained", d_local + d_remote, d_disp, m_complete, m_issue,
+              UNEXPLAINED_LOSS);
         /* The loop device has a single hctx: nothing may be filed under hctx 1. */
         r = blkmqd_stats_bpf_read(s, loop.devnum, 1, &other);
         CHECK(r == -ENOENT, "hctx 1 of a single-queue loop device: %s", strerror(-r));
