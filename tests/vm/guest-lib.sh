@@ -43,6 +43,11 @@
 #   assert_int WHAT VALUE / assert_num    VALUE is a non-negative integer / decimal number
 #   check_metrics WHAT FILE               `promtool check metrics` (header `# binary:
 #                                         /usr/bin/promtool`), SKIP when promtool is not packed
+#   nvme_tcp_setup                        network + nvmet-tcp target + nvme-tcp connect for
+#                                         the scenarios with the NET_HEADER below; sets
+#                                         NVME_INI_IF NVME_TGT_IF NVME_CTRL NVME_DISK NVME_PATH
+#   netlink_facts                         print the netlink facts (route, links, channels) in
+#                                         the <root>/netlink/facts format (iproute2 + ethtool)
 #   finish                                explicit end (optional; the EXIT trap does the same)
 
 : "${BLKMQD:=/opt/blkmqd/blkmqd}"
@@ -258,6 +263,146 @@ capture_fixture() {
 }
 
 skip_all() { _vt_skip_all="$*"; exit 77; }
+
+# ---- network block devices (issue 15) ------------------------------------------------------
+# Scenario header for an nvme-tcp disk reached through a real multi-queue virtio-net NIC:
+#   # smp: 4
+#   # tap: tap0 multi_queue
+#   # tap: tap1
+#   # qemu: -netdev tap,id=n0,ifname=tap0,script=no,downscript=no,queues=2,vhost=off
+#   # qemu: -device virtio-net-pci,netdev=n0,mq=on,vectors=6,mac=52:54:00:12:34:01
+#   # qemu: -netdev tap,id=n1,ifname=tap1,script=no,downscript=no,vhost=off
+#   # qemu: -device virtio-net-pci,netdev=n1,mac=52:54:00:12:34:02
+#   # binary: /usr/sbin/ip
+#   # binary: /usr/sbin/ethtool
+#   # modules: virtio_net nvme-tcp nvmet nvmet-tcp
+# The harness puts both taps on one bridge in a host network namespace of its own.  In the
+# guest the second NIC (MAC ...:02) moves into the network namespace "tgt" and serves an
+# nvmet-tcp port on 10.77.0.2:4420 with null_blk behind it; the initiator (10.77.0.1 on the
+# 2-queue NIC, MAC ...:01) connects to it, so every I/O crosses the multi-queue virtio-net NIC,
+# the host bridge and the second NIC.  busybox runs its own `ip` applet for a bare `ip`
+# (standalone shell), so iproute2's is called by path.
+IP=/usr/sbin/ip
+NVME_TCP_ADDR=10.77.0.2
+NVME_TCP_NQN=blkmqd-test
+
+_vt_if_by_mac() {
+    for _i in /sys/class/net/*; do
+        [ "$(cat "$_i/address" 2>/dev/null)" = "$1" ] && { echo "${_i##*/}"; return 0; }
+    done
+    return 1
+}
+
+nvme_tcp_setup() {
+    [ -x "$IP" ] || skip_all "iproute2's ip not packed (# binary: /usr/sbin/ip)"
+    NVME_INI_IF=$(_vt_if_by_mac 52:54:00:12:34:01) || skip_all "no NIC with MAC 52:54:00:12:34:01"
+    NVME_TGT_IF=$(_vt_if_by_mac 52:54:00:12:34:02) || skip_all "no NIC with MAC 52:54:00:12:34:02"
+    modprobe null_blk nr_devices=1 submit_queues=1 memory_backed=0 gb=1
+    wait_for_file /sys/block/nullb0 10
+    $IP netns add tgt
+    $IP link set "$NVME_TGT_IF" netns tgt
+    $IP link set lo up
+    $IP addr add 10.77.0.1/24 dev "$NVME_INI_IF"
+    $IP link set "$NVME_INI_IF" up
+    $IP -n tgt link set lo up
+    $IP -n tgt addr add "$NVME_TCP_ADDR/24" dev "$NVME_TGT_IF"
+    $IP -n tgt link set "$NVME_TGT_IF" up
+    # nvmet-tcp opens its listening socket in the network namespace of the process that
+    # enables the port (the configfs link), so the link is made from inside "tgt"
+    nsenter --net=/run/netns/tgt sh -ec "
+        cd /sys/kernel/config/nvmet
+        mkdir subsystems/$NVME_TCP_NQN
+        echo 1 > subsystems/$NVME_TCP_NQN/attr_allow_any_host
+        mkdir subsystems/$NVME_TCP_NQN/namespaces/1
+        echo /dev/nullb0 > subsystems/$NVME_TCP_NQN/namespaces/1/device_path
+        echo 1 > subsystems/$NVME_TCP_NQN/namespaces/1/enable
+        mkdir ports/1
+        echo tcp > ports/1/addr_trtype
+        echo ipv4 > ports/1/addr_adrfam
+        echo $NVME_TCP_ADDR > ports/1/addr_traddr
+        echo 4420 > ports/1/addr_trsvcid
+        ln -s /sys/kernel/config/nvmet/subsystems/$NVME_TCP_NQN ports/1/subsystems/$NVME_TCP_NQN"
+    # the bridge forwards once both taps carry: poll the path (30 tries, 1 s each at most)
+    _p=0
+    until ping -c 1 -W 1 "$NVME_TCP_ADDR" >/dev/null 2>&1; do
+        _p=$((_p + 1))
+        [ $_p -lt 30 ] || { fail "$NVME_TCP_ADDR reachable through $NVME_INI_IF"; return 1; }
+        usleep 200000
+    done
+    echo "nqn=$NVME_TCP_NQN,transport=tcp,traddr=$NVME_TCP_ADDR,trsvcid=4420" > /dev/nvme-fabrics
+    NVME_CTRL=""
+    for _c in /sys/class/nvme/nvme*; do
+        [ "$(cat "$_c/transport" 2>/dev/null)" = tcp ] && NVME_CTRL=${_c##*/}
+    done
+    [ -n "$NVME_CTRL" ] || { fail "nvme-tcp controller after connect"; return 1; }
+    wait_for_match 20 "/sys/class/nvme/$NVME_CTRL/state" '^live$' ||
+        { fail "$NVME_CTRL live" "state $(cat "/sys/class/nvme/$NVME_CTRL/state")"; return 1; }
+    # the namespace: nvmeXnY (multipath head, bio-based) with the blk-mq path disk nvmeXcZnY
+    # under the controller, or nvmeXnY itself (nvme_core.multipath=N)
+    NVME_DISK="" NVME_PATH=""
+    _vt_poll 20 sh -c "ls -d /sys/class/nvme/$NVME_CTRL/${NVME_CTRL}*n* >/dev/null 2>&1" || true
+    for _n in /sys/class/nvme/$NVME_CTRL/${NVME_CTRL}*n*; do
+        [ -d "$_n/mq" ] || continue
+        NVME_PATH=${_n##*/}
+    done
+    case "$NVME_PATH" in
+        *c*n*) NVME_DISK=$(echo "$NVME_PATH" | sed 's/^nvme[0-9]*c[0-9]*n/n/')
+               NVME_DISK=$(ls /sys/class/nvme-subsystem/*/ 2>/dev/null | grep -E "^nvme[0-9]+${NVME_DISK}\$" | head -n 1) ;;
+        *) NVME_DISK=$NVME_PATH ;;
+    esac
+    [ -n "$NVME_DISK" ] && wait_for_file "/sys/block/$NVME_DISK" 20 ||
+        { fail "nvme-tcp namespace block device" "path '$NVME_PATH' disk '$NVME_DISK'"; return 1; }
+    note "nvme-tcp: $NVME_CTRL $(cat /sys/class/nvme/$NVME_CTRL/address) disk $NVME_DISK path $NVME_PATH over $NVME_INI_IF"
+    return 0
+}
+
+# The <root>/netlink/facts records blkmqd reads in --root mode (docs/DESIGN-NOTES.md, issue 15):
+# the route to every nvme-tcp target, every link of the initiator's namespace, every link's
+# channels.  Written from iproute2 (ip route get; ifindex/iflink/master from sysfs) and ethtool
+# (-l through its netlink interface: "netlink error" when a driver has no channels).
+netlink_facts() {
+    echo "# netlink facts of $(uname -r), from iproute2 ($($IP -V 2>&1 | head -n 1)) and ethtool ($(ethtool --version 2>&1 | head -n 1)) in the guest"
+    for _c in /sys/class/nvme/nvme*; do
+        [ -f "$_c/address" ] || continue
+        _a=$(sed -n 's/.*traddr=\([^,]*\).*/\1/p' "$_c/address")
+        [ -n "$_a" ] || continue
+        $IP -o route get "$_a" | awk -v dst="$_a" '{
+            dev = ""; src = ""
+            for (i = 1; i < NF; i++) { if ($i == "dev") dev = $(i + 1); if ($i == "src") src = $(i + 1) }
+            printf "route dst=%s dev=%s", dst, dev
+            if (src != "") printf " src=%s", src
+            printf "\n" }' | while read -r _l; do
+                _d=$(echo "$_l" | sed -n 's/.* dev=\([^ ]*\).*/\1/p')
+                echo "$_l" | sed "s/ dev=$_d/ dev=$_d ifindex=$(cat /sys/class/net/$_d/ifindex)/"
+            done
+    done
+    for _i in /sys/class/net/*; do
+        _n=${_i##*/}
+        _x=$(cat "$_i/ifindex"); _k=$(cat "$_i/iflink")
+        [ "$_k" = "$_x" ] && _k=0
+        _m=0
+        [ -L "$_i/master" ] && _m=$(cat "$_i/master/ifindex")
+        _kind=$($IP -o -d link show dev "$_n" | grep -oE '\\ +(vlan|bond|bridge|veth|macvlan|ipvlan|vxlan|team|dummy) ' | head -n 1 | tr -d '\\ ')
+        echo "link ifname=$_n ifindex=$_x kind=${_kind:--} link=$_k master=$_m"
+    done
+    for _i in /sys/class/net/*; do
+        _n=${_i##*/}
+        if ! _o=$(ethtool -l "$_n" 2>&1); then
+            case "$_o" in
+                *"not supported"*) echo "channels ifname=$_n error=EOPNOTSUPP" ;;
+                *) echo "channels ifname=$_n error=EIO # $(echo "$_o" | tail -n 1)" ;;
+            esac
+            continue
+        fi
+        echo "$_o" | awk -v n="$_n" '
+            /^Pre-set maximums/ { s = "max" } /^Current hardware settings/ { s = "cur" }
+            /^(RX|TX|Other|Combined):/ { k = tolower($1); sub(":", "", k); v = $2; if (v == "n/a") v = 0; val[s, k] = v }
+            END { printf "channels ifname=%s source=ethtool-netlink rx_max=%d tx_max=%d other_max=%d combined_max=%d rx=%d tx=%d other=%d combined=%d\n",
+                  n, val["max","rx"], val["max","tx"], val["max","other"], val["max","combined"],
+                  val["cur","rx"], val["cur","tx"], val["cur","other"], val["cur","combined"] }'
+    done
+    return 0
+}
 
 finish() { exit 0; }
 

@@ -28,6 +28,7 @@ import queue
 import re
 import shlex
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -52,6 +53,11 @@ MODULES = [
     "bfq", "kyber-iosched", "nvme", "nvme-core", "fuse", "configfs", "loop",
     "9p", "9pnet_virtio", "crct10dif_generic",
 ]
+# Network block devices (issue 15): virtio-net NICs, the nvme-tcp initiator and the nvmet-tcp
+# target (both in the guest: the nvme-tcp scenario puts the target behind a second NIC in a
+# guest network namespace).  Kept apart from MODULES because distro.py hashes MODULES into its
+# cache key; the busybox base's cache key hashes both.
+NET_MODULES = ["virtio_net", "nvme-tcp", "nvme-fabrics", "nvmet", "nvmet-tcp", "8021q"]
 # Loaded by /init on every boot (null_blk and scsi_debug are left to scenarios: they take
 # load-time parameters).
 BOOT_MODULES = ["configfs", "fuse", "virtio_pci", "virtio_scsi", "virtio_blk", "sd_mod",
@@ -451,12 +457,18 @@ sleep 5
 """
 
 
+def base_key():
+    """Cache key of the busybox base part: layout version and module list."""
+    return hashlib.sha256(json.dumps([PREPARE_VERSION, MODULES, NET_MODULES])
+                          .encode()).hexdigest()[:12]
+
+
 def prepare(cache, force=False, kernel=None):
     """Download, unpack and build the cached pieces for one kernel series (default
     $BLKMQD_VM_KERNEL or 6.1); idempotent and serialised by a lock (parallel test runs share
     one cache).  Returns the state dict: {"series", "package", "kver", "vmlinux", "parts":
     {"base", "fio"?, "udev"?}} with paths relative to CACHE.  Layout:
-    CACHE/debs/*.deb, CACHE/kernel-SERIES/{state.json,vmlinux-KVER,config-KVER,base.cpio.gz},
+    CACHE/debs/*.deb, CACHE/kernel-SERIES/{state-KEY.json,vmlinux-KVER,config-KVER,base-KEY.cpio.gz},
     CACHE/common/{fio,udev}.cpio.gz (kernel-independent)."""
     series = kernel_series(kernel)
     os.makedirs(cache, exist_ok=True)
@@ -468,7 +480,9 @@ def prepare(cache, force=False, kernel=None):
 
 def _prepare(cache, force, series):
     kdir = os.path.join(cache, "kernel-" + series)
-    state_file = os.path.join(kdir, "state.json")
+    # The state and the base part are named after what goes into them, so worktrees with a
+    # different module list or layout share one cache without rebuilding each other's parts.
+    state_file = os.path.join(kdir, "state-%s.json" % base_key())
     st = json.load(open(state_file)) if os.path.exists(state_file) else {}
     try:
         pkg = resolve_kernel_package(series)
@@ -536,7 +550,7 @@ def _prepare_parts(cache, force, info, kroot, busybox):
 
     stage = tempfile.mkdtemp(prefix="depmod-", dir=cache)
     try:
-        kos = stage_modules(kroot, kver, MODULES, stage)
+        kos = stage_modules(kroot, kver, MODULES + NET_MODULES, stage)
         sdir = os.path.join(stage, "lib/modules", kver)
         for dp, _, files in os.walk(sdir):
             for f in files:
@@ -545,7 +559,7 @@ def _prepare_parts(cache, force, info, kroot, busybox):
     finally:
         shutil.rmtree(stage)
     log("base: busybox (%d applets), %d modules" % (len(applets), len(kos)))
-    parts = {"base": os.path.join("kernel-" + series, "base.cpio.gz")}
+    parts = {"base": os.path.join("kernel-" + series, "base-%s.cpio.gz" % base_key())}
     base.write_gz(os.path.join(cache, parts["base"]))
     parts.update(_prepare_common(cache, force))
     return {"version": PREPARE_VERSION, "series": series, "package": info["package"],
@@ -611,9 +625,12 @@ def parse_header(path):
     Keys: qemu (repeatable, appended), smp, mem, timeout, disk (repeatable: NAME SIZE [fmt]),
     needs (fio, udev, share), cmdline (extra kernel args), modules (extra boot modules),
     kernel (6.1 or 6.12: the series booted unless --kernel says otherwise),
+    tap (repeatable: NAME [multi_queue]; a tap device in a network namespace the harness
+    creates on the host for this run, all taps of a run on one bridge, QEMU started in it),
     binary (repeatable: HOST[:GUEST] packed with its ldd closure when HOST exists on the host;
     a missing one is only logged, the scenario checks for it and skips what needs it)."""
-    h = {"qemu": [], "disk": [], "needs": [], "cmdline": [], "modules": [], "binary": []}
+    h = {"qemu": [], "disk": [], "needs": [], "cmdline": [], "modules": [], "binary": [],
+         "tap": []}
     with open(path) as f:
         for line in f:
             if line.startswith("#!"):
@@ -630,6 +647,12 @@ def parse_header(path):
                 h[k] += v.replace(",", " ").split()
             elif k == "disk":
                 h["disk"].append(v.split())
+            elif k == "tap":
+                t = v.split()
+                if (not t or not re.fullmatch(r"[a-z][a-z0-9]{0,11}", t[0])
+                        or any(o != "multi_queue" for o in t[1:])):
+                    raise ValueError("bad '# tap: %s' (NAME [multi_queue])" % v)
+                h["tap"].append(t)
             elif k in ("smp", "mem", "timeout"):
                 h[k] = int(v)
             elif k == "kernel":
@@ -695,6 +718,66 @@ class Monitor:
 def hmp_failed(lines):
     return any(re.search(r"\b(Error|error|Could not|not found|unknown command)\b", l)
                for l in lines)
+
+
+NETNS_PREFIX = "blkmqd-vm-"
+
+
+class HostNetns:
+    """A private network namespace on the host for one run (`# tap:` lines): the taps, all on
+    one bridge `br0`, exist only inside it, QEMU is started in it (`ip netns exec`), and it is
+    deleted on every exit path (run()'s finally; SIGTERM/SIGHUP, e.g. meson's timeout, become
+    SystemExit in main()).  A namespace left by a harness killed with SIGKILL is removed by the
+    next run (name blkmqd-vm-<pid>-<hex>, the pid no longer alive).  Nothing outside the
+    namespace is touched: the host's own interfaces never see the guest's traffic."""
+
+    def __init__(self, taps):
+        if os.geteuid() != 0:
+            raise Missing("root (a host network namespace with tap devices)")
+        if not shutil.which("ip"):
+            raise Missing("ip (package iproute2)")
+        if not os.path.exists("/dev/net/tun"):
+            raise Missing("/dev/net/tun (tun driver)")
+        self.sweep_stale()
+        self.name = "%s%d-%s" % (NETNS_PREFIX, os.getpid(), os.urandom(3).hex())
+        r = subprocess.run(["ip", "netns", "add", self.name], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Missing("a network namespace (ip netns add: %s)" % r.stderr.strip())
+        try:
+            self.ip("link", "add", "br0", "type", "bridge")
+            for t in taps:
+                self.ip("tuntap", "add", "dev", t[0], "mode", "tap", *t[1:])
+                self.ip("link", "set", t[0], "master", "br0", "up")
+            self.ip("link", "set", "br0", "up")
+        except Missing:
+            self.delete()
+            raise
+        log("host netns %s: bridge br0, taps %s" % (self.name, " ".join(t[0] for t in taps)))
+
+    def ip(self, *a):
+        r = subprocess.run(["ip", "-n", self.name] + list(a), capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Missing("ip -n %s %s: %s" % (self.name, " ".join(a), r.stderr.strip()))
+
+    def wrap(self, cmd):
+        return ["ip", "netns", "exec", self.name] + cmd
+
+    def delete(self):
+        # the taps and the bridge go with the namespace once QEMU (their last user) is gone
+        r = subprocess.run(["ip", "netns", "del", self.name], capture_output=True, text=True)
+        if r.returncode != 0:
+            log("ip netns del %s: %s" % (self.name, r.stderr.strip()))
+        else:
+            log("host netns %s deleted" % self.name)
+
+    @staticmethod
+    def sweep_stale():
+        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            m = re.match(r"^(%s(\d+)-[0-9a-f]+)\b" % re.escape(NETNS_PREFIX), line)
+            if m and not os.path.exists("/proc/%s" % m.group(2)):
+                subprocess.run(["ip", "netns", "del", m.group(1)], capture_output=True)
+                log("stale host netns %s (pid %s gone) deleted" % (m.group(1), m.group(2)))
 
 
 def build_run_cpio(args, header, st):
@@ -855,7 +938,10 @@ def run(args):
     timeout = args.timeout or header.get("timeout") or 120
 
     tmp = tempfile.mkdtemp(prefix="blkmqd-vm-")
+    netns = None
     try:
+        if header["tap"]:
+            netns = HostNetns(header["tap"])
         disks, sizes = {}, {}
         for d in header["disk"]:
             disks[d[0]] = os.path.join(tmp, d[0] + ".img")
@@ -885,6 +971,8 @@ def run(args):
                     % os.path.abspath(args.share)]
         cmd += [substitute(a, disks, tmp) for a in header["qemu"]]
         cmd += [substitute(a, disks, tmp) for a in shlex.split(args.qemu_extra or "")]
+        if netns:
+            cmd = netns.wrap(cmd)         # `ip netns exec` execs QEMU: same pid, same group
 
         log_path = args.log or os.path.join(tmp, "console.log")
         with open(log_path, "wb") as log_f:
@@ -921,6 +1009,8 @@ def run(args):
         sys.stderr.write("---- console tail ----\n" + tail + "\n----\n")
         return EXIT_HARD
     finally:
+        if netns:
+            netns.delete()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -958,6 +1048,11 @@ def main():
                    "as a reason to exit 77")
     r.add_argument("-v", "--verbose", action="store_true", help="echo the console")
     args = ap.parse_args()
+
+    def terminated(signum, frame):     # meson's timeout: unwind so every finally runs
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGHUP, terminated)
     try:
         if args.cmd == "prepare":
             st = prepare(args.cache, args.force, args.kernel)
