@@ -1431,9 +1431,21 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
 
         snprintf(path, sizeof(path), "block/%s/dev", name);
         r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
-        if (r < 0)
-                return r == -ENOMEM ? r : -ENOENT;
-        if (sscanf(s, "%u:%u", &f->major, &f->minor) != 2)
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                /* A hidden disk (GENHD_FL_HIDDEN: the path device nvme<s>c<c>n<n> under an NVMe
+                 * multipath head) is registered without a devt, so sysfs has no dev attribute
+                 * for it (block/genhd.c device_add_disk(); seen on 6.1 and 6.12,
+                 * tests/fixtures/vm-*-nvme-tcp-2q).  It still carries the blk-mq queue. */
+                _cleanup_free_ char *hidden = read_attr(h, name, "hidden");
+                if (!streq_ptr(hidden, "1"))
+                        return -ENOENT;
+                r = disk_facts_set_unknown(f, FACT_DEVNUM, "hidden disk (hidden=1): the kernel gives it no device "
+                                           "number in sysfs (block/genhd.c)");
+                if (r < 0)
+                        return r;
+        } else if (sscanf(s, "%u:%u", &f->major, &f->minor) != 2)
                 return -ENOENT;
 
         struct stat st;

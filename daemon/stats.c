@@ -266,7 +266,14 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
         }
 
         /* BPF: dispatches, completion locality, runs where debugfs has none */
-        if (s->bpf) {
+        if (s->bpf && f->unknown[FACT_DEVNUM]) {
+                /* the BPF maps are keyed by dev_t, which sysfs does not give for a hidden disk */
+                set_unavailable(&st.v[STAT_DISPATCHED], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
+                set_unavailable(&st.v[STAT_COMPLETED_LOCAL], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
+                set_unavailable(&st.v[STAT_COMPLETED_REMOTE], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
+                if (!st.v[STAT_RUNS].valid)
+                        set_unavailable(&st.v[STAT_RUNS], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
+        } else if (s->bpf) {
                 HctxBpfCounters c = {};
                 r = blkmqd_stats_bpf_read(s->bpf, makedev(f->major, f->minor), x->index, &c);
                 if (r == -ENOENT)
