@@ -248,9 +248,20 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
         Knob k = streq(key, "Elevator") ? KNOB_ELEVATOR :
                  streq(key, "RqAffinity") ? KNOB_RQ_AFFINITY :
                  streq(key, "NrRequests") ? KNOB_NR_REQUESTS :
-                 streq(key, "IrqAffinity") ? KNOB_IRQ_AFFINITY : _KNOB_INVALID;
+                 streq(key, "IrqAffinity") ? KNOB_IRQ_AFFINITY :
+                 streq(key, "NicIrqAffinity") ? KNOB_NIC_IRQ_AFFINITY :
+                 streq(key, "Xps") ? KNOB_XPS :
+                 streq(key, "NrIoQueues") ? KNOB_NR_IO_QUEUES : _KNOB_INVALID;
         if (k < 0)
                 return fail(p, "unknown key \"%s\" in [Device:%s]", key, rule->name);
+
+        if ((k == KNOB_NIC_IRQ_AFFINITY || k == KNOB_XPS) && !streq(v, "hctx") && !streq(v, "keep"))
+                return fail(p, "%s=%s: expected hctx or keep", key, v);
+        if (k == KNOB_NR_IO_QUEUES && !streq(v, "keep")) {
+                uint64_t x;
+                if (parse_u64(v, &x) < 0 || x < 1 || x > 65535)
+                        return fail(p, "NrIoQueues=%s: expected keep or a number from 1 to 65535", v);
+        }
 
         if (k == KNOB_RQ_AFFINITY) {
                 int x;
@@ -271,6 +282,26 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
         return set_rule_knob(p, k, v);
 }
 
+/* [Network]: what the alignment rule may do (policies/net-align.c). */
+static int parse_network(ParseContext *p, const char *key, const char *v) {
+        NetPolicy *np = &p->config->policy.net;
+        if (streq(key, "NicIrqAffinity")) {
+                if (!streq(v, "hctx") && !streq(v, "keep"))
+                        return fail(p, "NicIrqAffinity=%s: expected hctx or keep", v);
+                np->nic_irq_follow_hctx = streq(v, "hctx");
+        } else if (streq(key, "Xps")) {
+                if (!streq(v, "hctx") && !streq(v, "keep"))
+                        return fail(p, "Xps=%s: expected hctx or keep", v);
+                np->xps_follow_hctx = streq(v, "hctx");
+        } else if (streq(key, "NrIoQueues")) {
+                if (!streq(v, "propose") && !streq(v, "keep"))
+                        return fail(p, "NrIoQueues=%s: expected propose or keep", v);
+                np->propose_nr_io_queues = streq(v, "propose");
+        } else
+                return fail(p, "unknown key \"%s\" in [Network]", key);
+        return 1;
+}
+
 static int on_ini(void *userdata, const char *section, const char *key, const char *value, int line) {
         ParseContext *p = userdata;
         const char *s;
@@ -280,6 +311,8 @@ static int on_ini(void *userdata, const char *section, const char *key, const ch
                 return 1;               /* section start (INI_CALL_HANDLER_ON_NEW_SECTION) */
         if (streq(section, "Manager"))
                 return parse_manager(p, key, value);
+        if (streq(section, "Network"))
+                return parse_network(p, key, value);
         if ((s = startswith(section, "Class:"))) {
                 DiskClass c = disk_class_from_string(s);
                 if (c < 0 || c == DISK_CLASS_NO_MQ || c == DISK_CLASS_UNKNOWN)

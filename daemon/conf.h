@@ -20,6 +20,11 @@
  *   IrqAffinity=hctx|keep
  *   HostTagset=auto|disable|keep  megaraid_sas/mpt3sas host_tagset_enable=0 (auto: kernels < 5.12)
  *
+ *   [Network]                     network disks (nvme-tcp/rdma, iSCSI, NBD; policies/net-align.c)
+ *   NicIrqAffinity=hctx|keep      the NIC's unmanaged queue IRQs on their hctx's CPUs (default hctx)
+ *   Xps=hctx|keep                 XPS of each TX queue = its hctx's CPUs (default hctx)
+ *   NrIoQueues=propose|keep       propose nr_io_queues = NIC queues for the next connect (default propose)
+ *
  *   [Module:<module>]             known queue-layout params only (policies/module-params.c)
  *   <param>=<number>              e.g. [Module:virtio_blk] num_request_queues=1
  *
@@ -27,6 +32,7 @@
  *   MatchName= MatchDriver= MatchTransport= MatchIdentity=   (fnmatch globs)
  *   MatchHwQueues=N | MIN-MAX     MatchRotational=yes|no
  *   Elevator= RqAffinity= NrRequests= IrqAffinity=hctx|CPULIST  Enabled=yes|no
+ *   NicIrqAffinity=hctx|keep  Xps=hctx|keep  NrIoQueues=keep|N   (network disks)
  *
  * A bad line is reported as "file:line: what is wrong" and the whole load fails, so the
  * last good configuration stays in force. See man/blkmqd.conf.5.scd.

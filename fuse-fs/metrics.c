@@ -252,6 +252,8 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
         }
         free(sirq);
 
+        render_net_metrics(f, reg, family, put_label);
+
         bool any = false;
         for (size_t i = 0; ctx->modules && i < ctx->modules->n_params; i++) {
                 const ModuleParam *p = &ctx->modules->params[i];

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "macro.h"
 #include "render.h"
@@ -51,4 +52,95 @@ int render_nic(const FuseFsContext *ctx, const Node *n, char **ret) {
         }
         free(buf);
         return nic_facts_render(nic, n->arg, ret);
+}
+
+/* "aligned", "misaligned", "not-applicable", "unknown", "unavailable" from the alignment line. */
+static const char *alignment_state(const char *a) {
+        static const char * const states[][2] = {
+                { "aligned", "aligned" }, { "misaligned", "misaligned" }, { "not applicable", "not-applicable" },
+                { "unknown", "unknown" }, { "unavailable", "unavailable" },
+        };
+        for (size_t i = 0; a && i < ELEMENTSOF(states); i++)
+                if (startswith(a, states[i][0]) && a[strlen(states[i][0])] == ':')
+                        return states[i][1];
+        return "unknown";
+}
+
+void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, const char *, const char *, const char *),
+                        void (*put_label)(FILE *, const char *, const char *, bool)) {
+        bool any = false;
+
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const Device *d = reg->devices[i];
+                const NetFacts *n = d->facts ? d->facts->net : NULL;
+                if (!n)
+                        continue;
+                if (!any)
+                        family(f, "blkmqd_net_alignment", "gauge",
+                               "one per network disk: how its hctx line up with the NIC queues (state label)");
+                any = true;
+                fputs("blkmqd_net_alignment{", f);
+                put_label(f, "disk", d->name, true);
+                put_label(f, "transport", n->transport, false);
+                put_label(f, "interface", n->interface ?: "", false);
+                put_label(f, "nic", n->nic ? n->nic->ifname : "", false);
+                put_label(f, "state", alignment_state(d->plan.net_alignment), false);
+                fputs("} 1\n", f);
+        }
+        any = false;
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const Device *d = reg->devices[i];
+                const NetFacts *n = d->facts ? d->facts->net : NULL;
+                if (!n || !n->nic || d->plan.net_hctx_without_queue < 0)
+                        continue;
+                if (!any)
+                        family(f, "blkmqd_net_hctx_without_nic_queue", "gauge",
+                               "hctx of a network disk with no NIC queue interrupt on their CPUs");
+                any = true;
+                fputs("blkmqd_net_hctx_without_nic_queue{", f);
+                put_label(f, "disk", d->name, true);
+                put_label(f, "nic", n->nic->ifname, false);
+                fprintf(f, "} %d\n", d->plan.net_hctx_without_queue);
+        }
+        any = false;
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const Device *d = reg->devices[i];
+                const NetFacts *n = d->facts ? d->facts->net : NULL;
+                if (!n || n->nr_io_queues < 0)
+                        continue;
+                if (!any)
+                        family(f, "blkmqd_net_io_queues", "gauge", "I/O queues of a network disk's controller (nvme queue_count - 1)");
+                any = true;
+                fputs("blkmqd_net_io_queues{", f);
+                put_label(f, "disk", d->name, true);
+                put_label(f, "controller", n->controller ?: "", false);
+                fprintf(f, "} %lld\n", (long long) n->nr_io_queues);
+        }
+        /* per NIC, once (the first disk's facts) */
+        any = false;
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const NetFacts *n = reg->devices[i]->facts ? reg->devices[i]->facts->net : NULL;
+                const NicFacts *nic = n ? n->nic : NULL;
+                bool seen = false;
+                if (!nic || nic->unknown[NIC_FACT_CHANNELS])
+                        continue;
+                for (size_t k = 0; k < i && !seen; k++) {
+                        const NetFacts *o = reg->devices[k]->facts ? reg->devices[k]->facts->net : NULL;
+                        seen = o && o->nic && streq(o->nic->ifname, nic->ifname);
+                }
+                if (seen)
+                        continue;
+                if (!any)
+                        family(f, "blkmqd_nic_channels", "gauge", "ethtool channels of a NIC below a network disk, by type");
+                any = true;
+                const struct { const char *type; uint32_t v; } ch[] = {
+                        { "combined", nic->combined }, { "rx", nic->rx }, { "tx", nic->tx }, { "other", nic->other },
+                };
+                for (size_t c = 0; c < ELEMENTSOF(ch); c++) {
+                        fputs("blkmqd_nic_channels{", f);
+                        put_label(f, "nic", nic->ifname, true);
+                        put_label(f, "type", ch[c].type, false);
+                        fprintf(f, "} %u\n", ch[c].v);
+                }
+        }
 }

@@ -7,6 +7,8 @@
  * -ENOENT (the device or hctx is gone), -EISDIR (a directory), -ENOMEM.
  */
 
+#include <stdio.h>
+
 #include "fuse-fs.h"
 #include "node.h"
 
@@ -21,6 +23,9 @@ int render_stats(const FuseFsContext *ctx, const Node *n, char **ret);     /* st
 int render_host(const FuseFsContext *ctx, const Node *n, char **ret);      /* hosts.c */
 int render_network(const FuseFsContext *ctx, const Node *n, char **ret);   /* network.c */
 int render_nic(const FuseFsContext *ctx, const Node *n, char **ret);       /* network.c */
+/* The network families of /metrics (network.c). */
+void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, const char *, const char *, const char *),
+                        void (*put_label)(FILE *, const char *, const char *, bool));
 int render_metrics(const FuseFsContext *ctx, char **ret);                  /* metrics.c */
 int render_block_softirqs(const FuseFsContext *ctx, char **ret);           /* stats.c */
 

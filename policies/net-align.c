@@ -119,6 +119,7 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         static const NetPolicy defaults = NET_POLICY_DEFAULTS;
         int r;
 
+        plan->net_hctx_without_queue = -1;
         if (!n)
                 return 0;
         if (!np)
@@ -134,6 +135,15 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                                                 f->name, n->transport, n->traddr ?: "unknown", why);
         }
         const NicFacts *nic = n->nic;
+        if (!f->has_mq || f->n_hctx == 0) {
+                /* an NVMe multipath head (nvme0n1 over nvme0c0n1, ...) is bio-based: the hidden
+                 * path disks have the hctx and get the alignment (drivers/nvme/host/multipath.c) */
+                r = set_alignment(plan, "not applicable: no blk-mq queue here%s", f->multipath == MULTIPATH_NONE ? "" :
+                                  "; the path devices (nvme<S>c<C>n<N>) carry the hctx and are aligned");
+                return r < 0 ? r : plan_explain(plan, "%s: over %s -> network alignment not applicable: no hctx on this "
+                                                "(bio-based) disk; its path devices are aligned (rule net-align-head)",
+                                                f->name, nic->ifname);
+        }
         if (nic->virtual_reason) {
                 r = set_alignment(plan, "not applicable: %s is virtual: %s", nic->ifname, nic->virtual_reason);
                 return r < 0 ? r : plan_explain(plan, "%s: %zu hctx over %s%s%s%s -> not applicable: %s (rule net-align-virtual)",
@@ -222,6 +232,9 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         }
 
         bool more_queues = n->nr_io_queues > (int64_t) queues;
+        plan->net_queues = queues;
+        if (hctx_known)
+                plan->net_hctx_without_queue = (int) n_orphans;
         bool aligned = hctx_known && n_orphans == 0 && misplaced == 0 && xps_off == 0 && !more_queues;
         if (!hctx_known && append(&why, "hctx cpu_lists unknown") < 0)
                 return -ENOMEM;

@@ -223,6 +223,8 @@ typedef struct Plan {
         char *xps;              /* "<if>/tx-<n>:<cpulist> ..." */
         char *nr_io_queues;     /* proposed for the next connect (pending-reconnect) */
         char *net_alignment;    /* network disks: "aligned: …", "misaligned: …", "not applicable: …", "unknown: …" */
+        int net_hctx_without_queue;     /* hctx with no NIC queue vector on their CPUs; -1 not computed */
+        unsigned net_queues;            /* NIC queues the alignment counted (0: not computed) */
         ModuleWish *modules;    /* module parameters wanted because of this disk */
         size_t n_modules;
         char **explain;         /* strv of explanation lines, without trailing newline */

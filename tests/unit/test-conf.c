@@ -555,12 +555,34 @@ static void test_matches(void) {
         config_done(&c);
 }
 
+static void test_network(void) {
+        Config c;
+
+        CHECK_INT(config_init(&c), 0);
+        CHECK(c.policy.net.nic_irq_follow_hctx && c.policy.net.xps_follow_hctx && c.policy.net.propose_nr_io_queues);
+        config_done(&c);
+        OK("[Network]\nNicIrqAffinity=keep\nXps=keep\nNrIoQueues=keep\n", &c);
+        CHECK(!c.policy.net.nic_irq_follow_hctx && !c.policy.net.xps_follow_hctx && !c.policy.net.propose_nr_io_queues);
+        config_done(&c);
+        OK("[Device:tcp]\nMatchName=nvme*\nNicIrqAffinity=keep\nXps=hctx\nNrIoQueues=4\n", &c);
+        CHECK_STR(policy_overrides_get(&c.policy.rules[0].settings, KNOB_NIC_IRQ_AFFINITY), "keep");
+        CHECK_STR(policy_overrides_get(&c.policy.rules[0].settings, KNOB_NR_IO_QUEUES), "4");
+        config_done(&c);
+        BAD("[Network]\nXps=0-3\n", "test.conf:2: Xps=0-3: expected hctx or keep");
+        BAD("[Network]\nNicIrqAffinity=yes\n", "test.conf:2: NicIrqAffinity=yes: expected hctx or keep");
+        BAD("[Network]\nNrIoQueues=2\n", "test.conf:2: NrIoQueues=2: expected propose or keep");
+        BAD("[Network]\nChannels=2\n", "test.conf:2: unknown key \"Channels\" in [Network]");
+        BAD("[Device:x]\nNrIoQueues=0\n", "test.conf:2: NrIoQueues=0: expected keep or a number from 1 to 65535");
+        BAD("[Device:x]\nXps=all\n", "test.conf:2: Xps=all: expected hctx or keep");
+}
+
 int main(int argc, char *argv[]) {
         if (argc > 1 && streq(argv[1], "--known-bugs")) {
                 test_known_bugs();
                 return tap_finish("test-conf --known-bugs");
         }
         test_defaults();
+        test_network();
         test_manager();
         test_class();
         test_module();
