@@ -175,7 +175,7 @@ def case_h_bad_writes(d, loops, tmp):
         else:
             n_bad += 1
             check(got == want, f"(h) {rel} <- {shown!r} ({how}): {errno.errorcode.get(want)} (got {errno.errorcode.get(got, got)})")
-        ok, _ = wait_for(lambda: len(log_lines(d)) - lines0 >= (want_lines or 0), 0.5, 0.02)
+        ok, _ = wait_for(lambda: len(log_lines(d)) - lines0 >= (want_lines or 0), 5.0, 0.02)
         time.sleep(0.05)        # a second line would come right after the first
         new = log_lines(d)[lines0:]
         if want_lines is not None:

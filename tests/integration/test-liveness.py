@@ -132,6 +132,8 @@ def case_pqr_held_write(d, loops, tmp):
         t = time.monotonic()
         result["rc"] = write_file(d.path("devices", a, "policy", "nr_requests"), b"64\n")
         result["t"] = time.monotonic() - t
+    # list again: b's elevator is kyber now, so devices/<b>/iosched/ holds kyber's tunables, not mq-deadline's
+    files = tree_files(d.mnt, [a, b])
     th = threading.Thread(target=writer)
     th.start()
     lat2, errors = timed_reads(files, 300)

@@ -334,6 +334,9 @@ class Daemon:
             raise RuntimeError(f"blkmqd exited with {self.proc.returncode} at start:\n{self.tail()}")
         if not ok:
             raise RuntimeError(f"blkmqd did not mount {self.mnt} within {deadline} s:\n{self.tail()}")
+        # The "started" line is logged right after the mount (manager_ready_check()): wait for it,
+        # so that a test counting log lines from here on never counts it.
+        wait_for(lambda: self.proc.poll() is not None or " started: " in self.tail(400), deadline, self.interval)
         if self.announce:
             print(f"   blkmqd {' '.join(args)}: mounted after {t * 1000:.0f} ms")
         return t
