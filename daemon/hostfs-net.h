@@ -27,6 +27,9 @@
  *   channels ifname=<name> source=<ethtool-netlink|ioctl> rx_max=<n> tx_max=<n> other_max=<n>
  *            combined_max=<n> rx=<n> tx=<n> other=<n> combined=<n> | error=<ERRNO NAME>
  *
+ * Test seam: BLKMQD_TEST_NO_ETHTOOL_NETLINK=1 makes channels skip the genl family and use the
+ * ioctl, as on a kernel before 5.6 (tests/integration/test-net-veth.py). Never set in production.
+ *
  * Built without libnl (meson -Dlibnl=disabled, HAVE_LIBNL=0) every call returns -EOPNOTSUPP
  * and hostfs_net_available() says "built without libnl", on the live machine and on fixtures.
  * Logs nothing above debug.
