@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <libudev.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "debounce.h"
 #include "log.h"
@@ -43,7 +45,20 @@ static bool is_disk(struct udev_device *d) {
 
 static int arm_timer(UdevMonitor *m);
 
-/* Debounced disks whose quiet window ended: one callback each, with the last action. */
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000) + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* Act upon name now; its quiet window runs from the end of the action (lib/debounce.h). */
+static void act(UdevMonitor *m, DeviceAction action, const char *name) {
+        m->cb(m->userdata, action, name);
+        if (debounce_acted(&m->debounce, name, now_usec()) < 0)
+                log_device_debug(name, "No memory for its uevent window, its next uevent is taken at once");
+}
+
+/* Disks whose merged uevents are due: one trailing action each, with the last action. */
 static int on_debounce_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         UdevMonitor *m = userdata;
         DebounceEntry e;
@@ -53,10 +68,11 @@ static int on_debounce_timer(sd_event_source *s, uint64_t usec, void *userdata) 
                 now = usec;
         while (debounce_pop_due(&m->debounce, now, &e) > 0) {
                 static const char * const action[] = { "add", "change", "remove" };
-                log_device_debug(e.name, "%u uevent(s) in %.0f ms -> one %s", e.events,
+                char name[256];
+                snprintf(name, sizeof(name), "%s", e.name);     /* e.name is the debouncer's */
+                log_device_debug(name, "%u uevent(s) merged in %.0f ms -> one trailing %s", e.events,
                                  (double) (now - e.first_usec) / 1000, action[e.action]);
-                m->cb(m->userdata, e.action, e.name);
-                free(e.name);
+                act(m, e.action, name);
         }
         return arm_timer(m);
 }
@@ -75,9 +91,7 @@ static int arm_timer(UdevMonitor *m) {
 
 static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         UdevMonitor *m = userdata;
-        uint64_t now = 0;
-
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        int r;
 
         for (;;) {
                 struct udev_device *d = udev_monitor_receive_device(m->monitor);
@@ -86,15 +100,22 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
                 char buf[256];
                 const char *action = udev_device_get_action(d), *name = disk_name(d, buf, sizeof(buf));
                 if (action && name && is_disk(d)) {
+                        /* the time of this event, not of the loop iteration: an action taken
+                         * for an earlier event of this batch may have taken a while */
+                        uint64_t now = now_usec();
                         DeviceAction a = streq(action, "remove") ? DEVICE_ACTION_REMOVE :
                                          streq(action, "add") ? DEVICE_ACTION_ADD : DEVICE_ACTION_CHANGE;
-                        log_device_debug(name, "uevent %s (%s source)", action, udev_monitor_source(m));
-                        if (debounce_add(&m->debounce, name, a, now) < 0)
-                                m->cb(m->userdata, a, name);    /* ENOMEM: act at once */
+                        r = debounce_add(&m->debounce, name, a, now);
+                        log_device_debug(name, "uevent %s (%s source)%s", action, udev_monitor_source(m),
+                                         r == DEBOUNCE_MERGED ? ", merged into the next evaluation" : "");
+                        if (r == DEBOUNCE_NOW)
+                                act(m, a, name);
+                        else if (r < 0)
+                                m->cb(m->userdata, a, name);    /* ENOMEM: at once, nothing merged */
                 }
                 udev_device_unref(d);
         }
-        int r = arm_timer(m);
+        r = arm_timer(m);
         if (r < 0)
                 log_warning_errno(r, "Failed to arm the uevent debounce timer, ignoring: %m");
         return 0;

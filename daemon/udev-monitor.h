@@ -6,9 +6,10 @@
  * the "udev" source when systemd-udevd runs, or on raw kernel uevents ("kernel"
  * source) when it does not (containers, initramfs, CI machines). Only whole disks
  * (DEVTYPE=disk) are reported; partitions are ignored, their disk is what is tuned.
- * Uevents are debounced per disk (lib/debounce.h: 100 ms of quiet, at most 1 s): a burst of
- * add/change/remove for one disk is reported once, with its last action. Coldplug is not
- * delayed.
+ * Uevents are coalesced per disk, leading edge (lib/debounce.h): a disk's first uevent is
+ * reported at once; the rest of its burst (uevents until 100 ms of quiet after the report
+ * ended) is reported once more, with its last action, at the latest 1 s after the first of
+ * them. Coldplug is not delayed.
  */
 
 #include <stdbool.h>

@@ -7,8 +7,9 @@ Issue 13 item 17 on a real kernel: the built daemon on a private loop device (lo
 tests/pylib PrivateLoops) with mq-deadline set, so blkmqd switches it to none and records
 mq-deadline as the original; --devices names only that loop.
 
-  (q1) 20 "change" uevents written to /sys/block/<loop>/uevent in a row -> one debounced
-       action ("20 uevent(s) ... -> one change") and one evaluation
+  (q1) 20 "change" uevents written to /sys/block/<loop>/uevent in a row -> the first acted
+       upon at once, the other 19 merged into one trailing action ("19 uevent(s) merged ...
+       -> one trailing change"): two evaluations for the burst, not 20
   (q2) 10 plug cycles (losetup -d, losetup) as fast as they go -> fewer evaluations than
        cycles (each cycle is 2 uevents), the end state right (devices/<loop> shown,
        applied/elevator ok: none), no "Original ... recorded by an earlier run" line: the
@@ -39,6 +40,22 @@ from blkmqd_test import check, finish, wait_for  # noqa: E402
 def lines(d, pattern):
     with open(d.log, errors="replace") as f:
         return [x for x in f.read().splitlines() if re.search(pattern, x)]
+
+
+def merged_settled(d, name, since):
+    """Every uevent logged as merged since line `since` of the log has had its trailing action
+    (the trailing lines say how many they took)."""
+    with open(d.log, errors="replace") as f:
+        log = f.read().splitlines()[since:]
+    merged = sum(1 for x in log if re.search(rf"{name}: uevent \w+ \(\w+ source\), merged into", x))
+    taken = sum(int(m.group(1)) for x in log
+                for m in [re.search(rf"{name}: (\d+) uevent\(s\) merged in .* -> one trailing ", x)] if m)
+    return merged == taken
+
+
+def log_len(d):
+    with open(d.log, errors="replace") as f:
+        return len(f.read().splitlines())
 
 
 def attach(loops):
@@ -78,29 +95,34 @@ def main():
         d.start("--devices", loops.globs())
         check(wait_for(lambda: shown_ok(d, name), 10.0)[0], f"(q0) {name}: applied/elevator ok: none")
 
-        # (q1) a burst of uevents: one debounced action, one evaluation
+        # (q1) a burst of uevents: the first at once, the rest one trailing action
         before = len(lines(d, rf"{name}: Evaluating"))
+        now = len(lines(d, rf"{name}: uevent change \(\w+ source\)$"))
         with open(f"/sys/block/{name}/uevent", "w") as f:
             for _ in range(20):
                 f.write("change\n")
                 f.flush()
-        ok, _ = wait_for(lambda: lines(d, rf"{name}: \d+ uevent\(s\) in .* -> one "), 5.0)
-        merged = lines(d, rf"{name}: \d+ uevent\(s\) in .* -> one ")
-        check(ok and len(merged) == 1 and re.search(r": 20 uevent\(s\)", merged[0]) is not None,
-              f"(q1) 20 uevents -> one debounced action: {merged}")
-        ok, _ = wait_for(lambda: len(lines(d, rf"{name}: Evaluating")) > before, 5.0)
-        check(len(lines(d, rf"{name}: Evaluating")) - before == 1, "(q1) one evaluation for the burst")
+        ok, _ = wait_for(lambda: lines(d, rf"{name}: \d+ uevent\(s\) merged in .* -> one trailing "), 5.0)
+        merged = lines(d, rf"{name}: \d+ uevent\(s\) merged in .* -> one trailing ")
+        check(ok and len(merged) == 1 and re.search(r": 19 uevent\(s\)", merged[0]) is not None,
+              f"(q1) 20 uevents -> 19 merged into one trailing action: {merged}")
+        check(len(lines(d, rf"{name}: uevent change \(\w+ source\)$")) - now == 1,
+              "(q1) the first uevent of the burst acted upon at once")
+        ok, _ = wait_for(lambda: len(lines(d, rf"{name}: Evaluating")) - before >= 2, 5.0)
+        check(len(lines(d, rf"{name}: Evaluating")) - before == 2,
+              f"(q1) two evaluations for the burst (at once + trailing): {len(lines(d, rf'{name}: Evaluating')) - before}")
 
         # (q2) plug cycles
         before = len(lines(d, rf"{name}: Evaluating"))
-        acted = len(lines(d, rf"{name}: \d+ uevent\(s\) in "))
+        acted = len(lines(d, rf"{name}: \d+ uevent\(s\) merged in "))
+        mark = log_len(d)
         for _ in range(10):
             loops.detach(0)
             attach(loops)
-        ok, _ = wait_for(lambda: len(lines(d, rf"{name}: \d+ uevent\(s\) in ")) > acted, 5.0)
-        check(ok, "(q2) the plug cycles' uevents acted upon")
         check(wait_for(lambda: shown_ok(d, name), 10.0)[0], f"(q2) after 10 plug cycles {name} is back, ok: none")
-        print("   (q2) " + "; ".join(x.split(": ", 1)[1] for x in lines(d, rf"{name}: \d+ uevent\(s\) in ")[acted:]))
+        check(wait_for(lambda: merged_settled(d, name, mark), 5.0)[0],
+              "(q2) every merged uevent of the plug cycles got its trailing action")
+        print("   (q2) " + "; ".join(x.split(": ", 1)[1] for x in lines(d, rf"{name}: \d+ uevent\(s\) merged in ")[acted:]))
         n = len(lines(d, rf"{name}: Evaluating")) - before
         check(n < 10, f"(q2) 10 plug cycles (20 uevents) -> {n} evaluation(s), fewer than the cycles")
         again = lines(d, r"recorded by an earlier run")
@@ -108,7 +130,8 @@ def main():
 
         # (q3) hot-remove and re-add racing blkmqd's writes
         nr = int(name[4:])
-        acted = len(lines(d, rf"{name}: \d+ uevent\(s\) in "))
+        acted = len(lines(d, rf"{name}: \d+ uevent\(s\) merged in "))
+        mark = log_len(d)
         for _ in range(10):
             loops.detach(0)
             ctl = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
@@ -120,10 +143,10 @@ def main():
             wait_for(lambda: os.path.exists(f"/dev/{name}"), 5.0)
             attach(loops)
             bt.set_elevator(name, "mq-deadline")
-        ok, _ = wait_for(lambda: len(lines(d, rf"{name}: \d+ uevent\(s\) in ")) > acted, 5.0)
-        check(ok, "(q3) the remove/add cycles' uevents acted upon")
         check(wait_for(lambda: shown_ok(d, name), 10.0)[0], f"(q3) after 10 remove/add cycles {name} is back, ok: none")
-        print("   (q3) " + "; ".join(x.split(": ", 1)[1] for x in lines(d, rf"{name}: \d+ uevent\(s\) in ")[acted:]))
+        check(wait_for(lambda: merged_settled(d, name, mark), 5.0)[0],
+              "(q3) every merged uevent of the cycles got its trailing action")
+        print("   (q3) " + "; ".join(x.split(": ", 1)[1] for x in lines(d, rf"{name}: \d+ uevent\(s\) merged in ")[acted:]))
         again = lines(d, r"recorded by an earlier run")
         check(not again, f"(q3) no 'recorded by an earlier run' line after re-adds either: {again[:3]}")
         bad = lines(d, r"Failed to (set|restore).*(No such file|No such device|ENOENT|ENODEV)")
@@ -137,6 +160,8 @@ def main():
         loops.attach(1)
         check(wait_for(lambda: os.path.isdir(d.path("devices", a)), 5.0)[0], f"(q4) {a} shown")
         check(d.write("2", "devices", a, "policy", "rq_affinity") == 0, f"(q4) policy/rq_affinity 2 on {a}")
+        with open(f"/sys/block/{a}/uevent", "w") as f:
+            f.write("change\n")                               # a's window open: its detach is merged
         loops.detach(1)
         bt.sh("losetup", f"/dev/{b}", loops.backing[1])       # the same file: the same identity
         loops.attached.add(b)
