@@ -393,21 +393,43 @@ static int originals_to_kv(const Device *d, char ***ret) {
         return 0;
 }
 
-/* Keep originals/<identity> in step with what is recorded in memory (crash safety). */
+/* What d's originals file holds for key and kv, to compare with d->originals_saved (NULL: ENOMEM). */
+static char *originals_snapshot(const char *key, char * const *kv) {
+        _cleanup_free_ char *joined = strv_join(kv, "\n");
+        char *s = NULL;
+        if (!joined || asprintf(&s, "%s\n%s", key, joined) < 0)
+                return NULL;
+        return s;
+}
+
+/*
+ * Keep originals/<identity> in step with what is recorded in memory (crash safety). Called
+ * before every kernel write (on_apply_submit()), where it used to write and fsync() the file
+ * (and its directory) every time: on a disk re-added with its originals already stored, or a
+ * second knob of the same run, that fsync() stood between the uevent and the write (issue 12
+ * item 4). Now the file is written only when its content changes.
+ */
 static void persist_originals(Manager *m, Device *d) {
         _cleanup_strv_free_ char **kv = NULL;
-        _cleanup_free_ char *key = NULL;
+        _cleanup_free_ char *key = NULL, *snapshot = NULL;
         int r;
 
         if (!m->state || !(key = originals_key(d)))
                 return;
         r = originals_to_kv(d, &kv);
+        if (r >= 0 && (snapshot = originals_snapshot(key, kv)) && streq_ptr(snapshot, d->originals_saved))
+                return;         /* the file already holds exactly this */
         if (r >= 0)
                 r = state_save(m->state, STATE_ORIGINALS, key, kv);
         if (r >= 0 && kv && !strv_contains(m->originals_seen, key))
                 (void) strv_extend(&m->originals_seen, key);
-        if (r < 0)
+        if (r < 0) {
                 log_device_warning_errno(d->name, r, "Failed to persist original values, a crash would lose them: %m");
+                d->originals_saved = mfree_str(d->originals_saved);
+                return;
+        }
+        free(d->originals_saved);
+        d->originals_saved = TAKE_PTR(snapshot);        /* NULL (ENOMEM): the next save writes */
 }
 
 /*
@@ -429,6 +451,10 @@ static void load_originals(Manager *m, Device *d) {
                                          r == -EBADMSG ? ", set aside as .corrupt" : "");
                 return;
         }
+        /* what the file holds: a save of the same is skipped (an entry ignored below makes the
+         * next save differ, and rewrite the file without it) */
+        free(d->originals_saved);
+        d->originals_saved = originals_snapshot(key, kv);
         for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
                 Knob k = knob_from_string(kv[i]);
                 if (k >= 0 && k != KNOB_IRQ_AFFINITY)

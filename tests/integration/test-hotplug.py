@@ -14,6 +14,9 @@ mq-deadline as the original; --devices names only that loop.
        cycles (each cycle is 2 uevents), the end state right (devices/<loop> shown,
        applied/elevator ok: none), no "Original ... recorded by an earlier run" line: the
        originals were recorded by this run
+  (q5) (right after q0) policy/elevator kyber, then auto: both written, and the originals file
+       (mq-deadline stored at q0) is not saved again (inotify on the state directory): the
+       save and its fsync()s ran before every kernel write
   (q3) 10 hot-remove/re-add cycles (losetup -d, LOOP_CTL_REMOVE, LOOP_CTL_ADD, losetup): no
        "Failed to set/restore ... No such file or directory / No such device" warning (a write
        that loses the race says "Device vanished" once), the daemon alive, the end state right,
@@ -25,6 +28,7 @@ disk's directory goes, or comes back as a new one) are in tests/fixture/test-fix
 Root, /dev/fuse, /dev/loop-control, losetup (exit 77 otherwise).
 """
 
+import ctypes
 import fcntl
 import os
 import re
@@ -40,6 +44,36 @@ from blkmqd_test import check, finish, wait_for  # noqa: E402
 def lines(d, pattern):
     with open(d.log, errors="replace") as f:
         return [x for x in f.read().splitlines() if re.search(pattern, x)]
+
+
+class DirWatch:
+    """inotify on a directory: did anything create, rename or write a file in it? (the state
+    directory's files are saved as a temp file renamed over the old one, daemon/state.c)"""
+    IN_MODIFY, IN_MOVED_TO, IN_CREATE, IN_NONBLOCK = 0x2, 0x80, 0x100, 0o4000
+
+    def __init__(self, path):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(self.IN_NONBLOCK)
+        if self.fd < 0 or self.libc.inotify_add_watch(self.fd, path.encode(),
+                                                      self.IN_MODIFY | self.IN_MOVED_TO | self.IN_CREATE) < 0:
+            raise RuntimeError(f"inotify on {path}: {os.strerror(ctypes.get_errno())}")
+
+    def names(self):
+        """Names of the files touched since the last call."""
+        out = []
+        while True:
+            try:
+                buf = os.read(self.fd, 4096)
+            except BlockingIOError:
+                return out
+            i = 0
+            while i + 16 <= len(buf):
+                ln = int.from_bytes(buf[i + 12:i + 16], "little")
+                out.append(buf[i + 16:i + 16 + ln].rstrip(b"\0").decode(errors="replace"))
+                i += 16 + ln
+
+    def close(self):
+        os.close(self.fd)
 
 
 def merged_settled(d, name, since):
@@ -94,6 +128,19 @@ def main():
         bt.set_elevator(name, "mq-deadline")
         d.start("--devices", loops.globs())
         check(wait_for(lambda: shown_ok(d, name), 10.0)[0], f"(q0) {name}: applied/elevator ok: none")
+
+        # (q5) a write whose originals are stored already does not save them again: that save
+        # (write, fsync, rename, fsync of the directory) ran before every kernel write, between
+        # a uevent and its write (issue 12 item 4)
+        watch = DirWatch(os.path.join(d.state, "originals"))
+        try:
+            for value, want in (("kyber", "kyber"), ("auto", "none")):
+                check(d.write(value, "devices", name, "policy", "elevator") == 0, f"(q5) policy/elevator {value}")
+                check(bt.current_elevator(name) == want, f"(q5) {name} switched to {want}: {bt.current_elevator(name)}")
+                touched = watch.names()
+                check(not touched, f"(q5) originals unchanged (mq-deadline), nothing saved for the write of {want}: {touched}")
+        finally:
+            watch.close()
 
         # (q1) a burst of uevents: the first at once, the rest one trailing action
         before = len(lines(d, rf"{name}: Evaluating"))
