@@ -532,6 +532,7 @@ static void on_apply_finished(Device *d, void *userdata) {
                 persist_originals(m, d);
         if (d->run.written > 0 && d->facts)
                 manager_refresh(m, d, d->run.written_knobs & ((1u << KNOB_IRQ_AFFINITY) | (1u << KNOB_NIC_IRQ_AFFINITY) | (1u << KNOB_XPS)), true); /* facts/, explain: what the kernel has now */
+        fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/: the outcomes */
         if (m->started && !m->batch)
                 manager_update_status(m);
 
@@ -555,10 +556,12 @@ static void on_apply_submit(Device *d, void *userdata) {
         Manager *m = userdata;
         if (!d->run.restore)
                 persist_originals(m, d);
+        fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/<knob>: pending */
 }
 
 static void on_apply_timeout(Device *d, void *userdata) {
         Manager *m = userdata;
+        fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/<knob>: timeout */
         if (m->started)
                 manager_update_status(m);
         waiters_check(m);
@@ -1168,6 +1171,7 @@ static void on_verify(void *userdata, const char *device) {
         /* a verify is a look at the kernel: facts/ and explain follow what it has now, also
          * when someone changed a value blkmqd never wrote (no uevent comes for that) */
         manager_refresh(m, d, n > 0, n > 0);
+        fuse_fs_invalidate_disk(m->fuse, d->name);
 }
 
 /* After a verify: something an apply would act on (a failed write whose backoff may have

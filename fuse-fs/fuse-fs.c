@@ -22,8 +22,12 @@
 #include "render.h"
 
 #define FUSE_SUPER_MAGIC 0x65735546
-/* Seconds the kernel may cache names and attributes; contents are never cached (direct_io). */
+/* Seconds the kernel may cache names and attributes (live files: direct_io, never cached). */
 #define FUSE_FS_TIMEOUT 1.0
+/* Attributes of cacheable files (node_is_cacheable()): blkmqd invalidates them itself when
+ * what they show changes (fuse_fs_invalidate_disk()); the timeout only bounds a change that
+ * reached no invalidation (an open re-checks content and size anyway, see op_open()). */
+#define FUSE_FS_CACHED_TIMEOUT 60.0
 
 struct FuseFs {
         FuseFsContext ctx;
@@ -47,6 +51,7 @@ struct FuseFs {
         pthread_mutex_t notify_lock;
         pthread_cond_t notify_cond;
         struct Inval *notify_queue, **notify_tail;
+        unsigned notify_pending;        /* queued or being sent (under notify_lock) */
 };
 
 typedef struct Inval {
@@ -57,6 +62,11 @@ typedef struct Inval {
         struct fuse_file_info open_fi;
         off_t store_offset;     /* ... after storing store_byte there (-1: nothing to store) */
         char store_byte;
+        bool inval_first;       /* ... a cacheable file's open: drop the inode's pages and attributes, */
+        const char *store_data; /* ... then store its whole snapshot (owned by open_fi.fh) */
+        size_t store_len;
+        FuseFsWrite *write;     /* non-NULL: a write's answer, sent behind the invalidations before it */
+        int write_r;
         char name[];
 } Inval;
 
@@ -99,7 +109,16 @@ static void snapshot_free(Snapshot *s) {
  * reader's page read may hold while it waits for this loop to answer its READ.
  */
 static void open_finish(FuseFs *fs, Inval *i) {
-        if (i->store_offset >= 0) {
+        if (i->inval_first)
+                (void) fuse_lowlevel_notify_inval_inode(fs->session, i->ino, 0, 0);
+        if (i->store_len > 0) {
+                /* the page cache gets this open's content: i_size grows to it, and the first
+                 * read is a hit (a shorter content than i_size: the short READ of that page
+                 * cuts i_size back, as above) */
+                struct fuse_bufvec b = FUSE_BUFVEC_INIT(i->store_len);
+                b.buf[0].mem = (void *) i->store_data;
+                (void) fuse_lowlevel_notify_store(fs->session, i->ino, 0, &b, 0);
+        } else if (i->store_offset >= 0) {
                 struct fuse_bufvec b = FUSE_BUFVEC_INIT(1);
                 b.buf[0].mem = &i->store_byte;
                 (void) fuse_lowlevel_notify_store(fs->session, i->ino, i->store_offset, &b, 0);
@@ -107,6 +126,8 @@ static void open_finish(FuseFs *fs, Inval *i) {
         if (fuse_reply_open(i->open_req, &i->open_fi) < 0)
                 snapshot_free((Snapshot *) (uintptr_t) i->open_fi.fh);
 }
+
+static void write_reply(FuseFsWrite *w, int r);
 
 static void *notifier_main(void *userdata) {
         FuseFs *fs = userdata;
@@ -124,12 +145,15 @@ static void *notifier_main(void *userdata) {
                 pthread_mutex_unlock(&fs->notify_lock);
                 if (i->open_req)
                         open_finish(fs, i);
+                else if (i->write)
+                        write_reply(i->write, i->write_r);
                 else if (i->entry)
                         (void) fuse_lowlevel_notify_inval_entry(fs->session, i->ino, i->name, strlen(i->name));
                 else
                         (void) fuse_lowlevel_notify_inval_inode(fs->session, i->ino, 0, 0);
                 free(i);
                 pthread_mutex_lock(&fs->notify_lock);
+                fs->notify_pending--;
         }
         pthread_mutex_unlock(&fs->notify_lock);
         return NULL;
@@ -164,11 +188,30 @@ static bool notify_push(FuseFs *fs, Inval *i) {
         if (fs->notifier_started) {
                 *fs->notify_tail = i;
                 fs->notify_tail = &i->next;
+                fs->notify_pending++;
                 pthread_cond_signal(&fs->notify_cond);
                 queued = true;
         }
         pthread_mutex_unlock(&fs->notify_lock);
         return queued;
+}
+
+/* True while something queued for the notifier has not been sent yet: an answer that may show
+ * a change then goes behind it (op_open(), fuse_fs_write_done()), so whoever sees the change
+ * finds every invalidation the change made already done. */
+static bool notify_busy(FuseFs *fs) {
+        pthread_mutex_lock(&fs->notify_lock);
+        bool busy = fs->notify_pending > 0;
+        pthread_mutex_unlock(&fs->notify_lock);
+        return busy;
+}
+
+/* FNV-1a 64 of s: what a cacheable file's page cache holds, without keeping the text. */
+static uint64_t content_hash(const char *s, size_t n) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ (uint8_t) s[i]) * UINT64_C(0x100000001b3);
+        return h ^ n;
 }
 
 /* Drop what is queued and join the notifier; while it is inside the kernel, keep answering
@@ -183,6 +226,9 @@ static void notifier_stop(FuseFs *fs) {
                 fs->notify_queue = i->next;
                 if (i->open_req && fuse_reply_open(i->open_req, &i->open_fi) < 0)
                         snapshot_free((Snapshot *) (uintptr_t) i->open_fi.fh);
+                if (i->write)
+                        write_reply(i->write, i->write_r);
+                fs->notify_pending--;
                 free(i);
         }
         pthread_cond_signal(&fs->notify_cond);
@@ -323,7 +369,7 @@ static mode_t node_mode(const Node *n) {
  * node_textfile_mtime_seconds on prometheus/blkmqd.prom) then sees them fresh. Every other
  * file has the mount time.
  */
-static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
+static int node_stat(FuseFs *fs, Node *n, struct stat *st) {
         struct timespec t = fs->start;
         if (node_is_live(n) || n->type == NODE_APPLIED_KNOB)
                 (void) clock_gettime(CLOCK_REALTIME, &t);
@@ -347,11 +393,71 @@ static int node_stat(FuseFs *fs, const Node *n, struct stat *st) {
                 st->st_size = strlen(s);
                 st->st_blocks = (st->st_size + 511) / 512;
         }
+        if (node_is_cacheable(n)) {
+                /* the size the kernel is told now (LOOKUP, GETATTR, SETATTR answers) */
+                n->ka_size = (uint32_t) st->st_size;
+                n->ka_valid = st->st_size <= UINT32_MAX;
+        }
         return 0;
+}
+
+static double attr_timeout(const Node *n) {
+        return node_is_cacheable(n) ? FUSE_FS_CACHED_TIMEOUT : FUSE_FS_TIMEOUT;
 }
 
 static int populate(FuseFs *fs, Node *h);
 static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name);
+
+/* Render n with no side effect on the manager: applied/<knob> without the verify its open
+ * does (that verify may be what is invalidating). */
+static int render_quiet(FuseFs *fs, const Node *n, char **ret) {
+        if (n->type == NODE_APPLIED_KNOB) {
+                const Device *d = registry_get(fs->ctx.registry, n->device);
+                if (!d || !d->facts || n->arg < 0 || n->arg >= _KNOB_MAX)
+                        return -ENOENT;
+                return render_applied(&d->applied[n->arg], ret);
+        }
+        return render_node(&fs->ctx, n, ret);
+}
+
+/*
+ * A cacheable file the kernel knows: when what its page cache or attributes hold is not what
+ * the file shows now, forget both and queue fuse_lowlevel_notify_inval_inode() (pages and
+ * attributes). While the file is open, getattr keeps reporting the open's size (node_stat()),
+ * so the check is made again at its last close.
+ */
+static void check_cached(FuseFs *fs, Node *n) {
+        if (!node_is_cacheable(n) || n->nlookup == 0 || (!n->kc_valid && !n->ka_valid))
+                return;
+        _cleanup_free_ char *s = NULL;
+        if (render_quiet(fs, n, &s) >= 0) {
+                size_t size = strlen(s);
+                if ((!n->kc_valid || n->kc_hash == content_hash(s, size)) && (!n->ka_valid || n->ka_size == size))
+                        return;
+        }
+        n->kc_valid = n->ka_valid = false;
+        n->recheck = n->n_open > 0;
+        notify_inval(fs, n->ino, NULL);
+}
+
+static void check_cached_tree(FuseFs *fs, Node *n) {
+        check_cached(fs, n);
+        for (Node *c = n->children; c; c = c->next)
+                check_cached_tree(fs, c);
+}
+
+void fuse_fs_invalidate_disk(FuseFs *fs, const char *name) {
+        if (!fs || !fs->mounted || !name)
+                return;
+        Node *dev = device_node(fs, name);
+        if (dev)
+                check_cached_tree(fs, dev);
+        /* hosts/<host>/ shows the disks behind it */
+        const Device *d = registry_get(fs->ctx.registry, name);
+        Node *h = d && d->facts && d->facts->scsi_host ? node_child(fs->hosts, d->facts->scsi_host) : NULL;
+        if (h)
+                check_cached_tree(fs, h);
+}
 
 /*
  * Free an hctx/<n>/<attr> node the kernel holds no reference to: gone from the kernel's
@@ -390,6 +496,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
                 return;
         }
         e.ino = n->ino;
+        e.attr_timeout = attr_timeout(n);
         if (fuse_reply_entry(req, &e) == 0)
                 n->nlookup++;
         else
@@ -417,13 +524,13 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 }
 
 /* Answer with the attributes of n (rendering it for st_size unless it is live). */
-static void reply_attr(fuse_req_t req, FuseFs *fs, const Node *n) {
+static void reply_attr(fuse_req_t req, FuseFs *fs, Node *n) {
         struct stat st;
         int r = node_stat(fs, n, &st);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
-                fuse_reply_attr(req, &st, FUSE_FS_TIMEOUT);
+                fuse_reply_attr(req, &st, attr_timeout(n));
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -541,10 +648,42 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         s->size = strlen(s->data);
         s->ino = ino;
         fi->fh = (uintptr_t) s;
-        fi->direct_io = 1;      /* sizes change between opens; never serve stale page cache */
         fi->noflush = 1;        /* close() sends no FUSE_FLUSH (FOPEN_NOFLUSH, Linux >= 5.16): see probe_main() */
         n->n_open++;
         n->open_size = s->size;
+
+        if (node_is_cacheable(n) && (fi->flags & O_ACCMODE) == O_RDONLY && s->size <= UINT32_MAX) {
+                /*
+                 * Served from the kernel's page cache (FOPEN_KEEP_CACHE): one round trip
+                 * (this OPEN) instead of OPEN + READ. The content was rendered anyway, so
+                 * whatever the kernel holds is checked against it: the same bytes and size,
+                 * and nothing queued for the notifier -> answer now; else (first open, or a
+                 * change no invalidation covered yet) on the notifier thread, behind what is
+                 * queued: drop the inode's pages and attributes, store this content, answer.
+                 */
+                uint64_t h = content_hash(s->data, s->size);
+                fi->keep_cache = 1;
+                if (n->kc_valid && n->kc_hash == h && n->ka_valid && n->ka_size == s->size && !notify_busy(fs)) {
+                        if (fuse_reply_open(req, fi) < 0)
+                                snapshot_free(s);
+                        return;
+                }
+                Inval *i = fs->mounted ? calloc(1, sizeof(Inval) + 1) : NULL;
+                if (i) {
+                        *i = (Inval) { .ino = ino, .open_req = req, .open_fi = *fi, .store_offset = -1,
+                                       .inval_first = true, .store_data = s->data, .store_len = s->size };
+                        n->kc_valid = n->ka_valid = true;
+                        n->kc_hash = h;
+                        n->ka_size = (uint32_t) s->size;
+                        if (notify_push(fs, i))
+                                return;
+                        free(i);
+                }
+                /* no notifier: what the kernel holds is unknown, read this open directly */
+                n->kc_valid = n->ka_valid = false;
+                fi->keep_cache = 0;
+        }
+        fi->direct_io = 1;      /* sizes change between opens; never serve stale page cache */
 
         /* i_size = this snapshot's size before the open returns (open_finish()) */
         Inval *i = fs->mounted ? calloc(1, sizeof(Inval) + 1) : NULL;
@@ -583,6 +722,12 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         Node *n = node_get(fs, ino);
         if (n && n->n_open > 0)
                 n->n_open--;
+        if (n && n->n_open == 0 && n->recheck) {
+                n->recheck = false;
+                n->ka_valid = true;     /* getattr answered with the open's size meanwhile */
+                n->ka_size = n->open_size > UINT32_MAX ? UINT32_MAX : (uint32_t) n->open_size;
+                check_cached(fs, n);
+        }
         snapshot_free((Snapshot *) (uintptr_t) fi->fh);
         fuse_reply_err(req, 0);
 }
@@ -617,6 +762,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
                 fuse_reply_err(req, EACCES);
                 return;
         }
+        /* the kernel moves i_size itself after a write: its size and pages are unknown now */
+        n->kc_valid = n->ka_valid = false;
         FuseFsWrite *w = calloc(1, sizeof(FuseFsWrite));
         if (!w) {
                 fuse_reply_err(req, ENOMEM);
@@ -630,14 +777,29 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         fuse_fs_write_done(w, r);
 }
 
-void fuse_fs_write_done(FuseFsWrite *w, int r) {
-        if (!w)
-                return;
+static void write_reply(FuseFsWrite *w, int r) {
         if (r < 0)
                 fuse_reply_err(w->req, -r);
         else
                 fuse_reply_write(w->req, w->size);
         free(w);
+}
+
+void fuse_fs_write_done(FuseFsWrite *w, int r) {
+        if (!w)
+                return;
+        /* behind the invalidations the write caused (an evaluation, its writes' outcomes) */
+        FuseFs *fs = fuse_req_userdata(w->req);
+        if (fs->mounted && notify_busy(fs)) {
+                Inval *i = calloc(1, sizeof(Inval) + 1);
+                if (i) {
+                        *i = (Inval) { .write = w, .write_r = r, .store_offset = -1 };
+                        if (notify_push(fs, i))
+                                return;
+                        free(i);
+                }
+        }
+        write_reply(w, r);
 }
 
 /*
@@ -1122,6 +1284,7 @@ int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
                 hctx->arg2 = 0;                 /* filled again on next use */
                 notify_inval(fs, hctx->ino, NULL);
         }
+        fuse_fs_invalidate_disk(fs, d->name);   /* evaluated again: class, explain, facts/, plan/ ... */
         return 0;
 }
 
@@ -1149,8 +1312,13 @@ static bool modules_layout_matches(const FuseFs *fs) {
 int fuse_fs_modules_updated(FuseFs *fs) {
         const Modules *m = fs->ctx.modules;
 
-        if (!m || modules_layout_matches(fs))
+        if (!m)
                 return 0;
+        if (modules_layout_matches(fs)) {
+                if (fs->mounted)
+                        check_cached_tree(fs, fs->modules);
+                return 0;
+        }
         while (fs->modules->children)
                 node_free(fs, fs->modules->children);
         notify_inval(fs, fs->modules->ino, NULL);
@@ -1210,6 +1378,9 @@ int fuse_fs_hosts_updated(FuseFs *fs) {
         int r = nics_updated(fs);
         if (r < 0)
                 return r;
+
+        if (fs->mounted)
+                check_cached_tree(fs, fs->hosts);       /* luns, disks ... of the hosts that stay */
 
         /* drop hosts no disk refers to any more */
         for (Node *h = fs->hosts->children, *next; h; h = next) {

@@ -112,6 +112,18 @@ FuseFs *fuse_fs_free(FuseFs *fs);
 int fuse_fs_device_updated(FuseFs *fs, const Device *d);
 void fuse_fs_device_removed(FuseFs *fs, const char *name);
 
+/*
+ * blkmqd changed what name's files show (a write's outcome or one in flight, a verify that
+ * read the kernel again, an evaluation): every file of devices/<name>/ and of its hosts/<host>/
+ * that is served from the kernel's page cache and now shows something else than the kernel
+ * holds is invalidated (fuse_lowlevel_notify_inval_inode(): pages and attributes), from a
+ * helper thread. Opens and write answers that come later are sent behind those
+ * invalidations, so once a reader sees the change, a stat() or read of any other file sees
+ * it too. Cheap when nothing changed (only files the kernel knows are looked at).
+ * fs NULL or not mounted: nothing to do. fuse_fs_device_updated() calls it itself.
+ */
+void fuse_fs_invalidate_disk(FuseFs *fs, const char *name);
+
 /* Keep hosts/ in step with the registry (call after devices change). Returns 0 or -ENOMEM. */
 int fuse_fs_hosts_updated(FuseFs *fs);
 

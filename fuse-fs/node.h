@@ -138,6 +138,16 @@ struct Node {
         uint64_t nlookup;       /* kernel references (LOOKUP minus FORGET); hctx/<n>/<attr> is freed at 0 */
         uint32_t n_open;        /* open file handles (OPEN minus RELEASE) */
         uint64_t open_size;     /* size of the newest open handle's snapshot, reported while n_open > 0 */
+        /*
+         * What the kernel holds for a cacheable file (node_is_cacheable()): kc_hash is the
+         * content (FNV-1a 64 of the bytes) its page cache was given at an open, kc_size the
+         * size its attributes were last told (LOOKUP, GETATTR, open). Cleared when an
+         * invalidation for the inode is queued. See fuse_fs_invalidate_disk().
+         */
+        bool kc_valid, ka_valid;
+        bool recheck;           /* changed while open (getattr reports the open's size): check at the last close */
+        uint32_t ka_size;
+        uint64_t kc_hash;
 };
 
 /*
@@ -160,6 +170,15 @@ static inline bool node_is_dir(const Node *n) {
         }
 }
 
+/*
+ * Files whose content changes only when blkmqd changes what it knows about a disk (an
+ * evaluation, a write's outcome, a verify that noticed someone else's change, a hot-plug):
+ * served from the kernel's page cache (FOPEN_KEEP_CACHE) with an exact st_size, and
+ * invalidated when that happens (fuse_fs_invalidate_disk(), fuse-fs.c). Live files
+ * (node_is_live()) and the root control files are rendered at every open (direct_io).
+ */
+static inline bool node_is_cacheable(const Node *n);
+
 /* Files root may write (mode 0644); everything else is 0444. */
 static inline bool node_is_writable(const Node *n) {
         return n->type == NODE_MODE || n->type == NODE_RELOAD || n->type == NODE_RESTORE ||
@@ -181,6 +200,18 @@ static inline bool node_is_live(const Node *n) {
                 return n->arg2 >= HCTX_ATTR_STAT || n->arg2 == HCTX_ATTR_REMOTE_PCT;
         case NODE_HOST_ATTR:
                 return n->arg == HOST_ATTR_HOST_BUSY || n->arg == HOST_ATTR_OCCUPANCY;
+        default:
+                return false;
+        }
+}
+
+static inline bool node_is_cacheable(const Node *n) {
+        switch (n->type) {
+        case NODE_CLASS: case NODE_EXPLAIN: case NODE_FACT: case NODE_PLAN_KNOB:
+        case NODE_APPLIED_KNOB: case NODE_POLICY_KNOB: case NODE_MODULE_ATTR:
+                return true;
+        case NODE_HCTX_ATTR: case NODE_HOST_ATTR:
+                return !node_is_live(n);
         default:
                 return false;
         }

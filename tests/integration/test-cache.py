@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-cache.py [BLKMQD]   (default: $BLKMQD, else ./build/blkmqd)
+
+Issue 16 item 1: files whose content changes only on events (class, explain, facts/*, plan/*,
+applied/*, policy/*, hctx/<n>/ cpu_list, nr_tags ...) are served from the kernel's page cache
+and invalidated whenever blkmqd changes what they show. Never a stale read or size after an
+event: each case first reads and stat()s every file of the disk (the kernel then caches
+contents and attributes), makes the event, waits (poll with a deadline) until it is visible
+through one file, and then at once, for every file of the disk:
+  - stat() by path (the attributes the kernel caches), read() like cat, sendfile() (splice:
+    stops at the kernel's i_size) and an O_DIRECT read (a READ from blkmqd's fresh rendering,
+    past the page cache) agree: same bytes, st_size exact;
+  - the files the event changes show the new value.
+Cases (a loop device of the test's own, --devices naming it):
+  (o) an override write: echo mq-deadline > policy/elevator returns -> plan/, policy/,
+      applied/, facts/elevator and the rest;
+  (x) an external elevator change (sysfs, no uevent) seen by a read of applied/elevator (its
+      verify) -> facts/elevator, applied/elevator ("changed externally") and the rest;
+  (w) a write's outcome arriving from the writer thread: an override write held 3 s in the
+      writer (BLKMQD_TEST_HOLD_WRITE), every file read while applied/elevator is pending, then
+      the write returns -> applied/ ok, facts/elevator and the rest;
+  (r) hot-remove: once devices/ no longer lists the disk, no file of it opens or stats.
+Root, losetup, /dev/fuse (exit 77 otherwise).
+"""
+
+import mmap
+import os
+import sys
+import tempfile
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+from blkmqd_test import check, current_elevator, set_elevator, wait_for, write_file  # noqa: E402
+
+DEADLINE = 20.0
+LIVE_NAMES = {"stat", "completions", "stats_source", "remote_pct", "host_busy", "occupancy_pct"}
+
+
+def disk_files(d, name):
+    """Every cacheable file of devices/<name>/ (hctx/<n>/ only its static attributes)."""
+    root = d.path("devices", name)
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        for f in filenames:
+            if f in LIVE_NAMES:
+                continue
+            if rel.startswith("hctx/") and f not in ("cpu_list", "nr_tags", "nr_reserved_tags", "shared_tags",
+                                                     "irq", "irq_affinity", "irq_managed"):
+                continue
+            out.append(os.path.join(dirpath, f))
+    return sorted(out)
+
+
+def read_plain(path):
+    return bt.read_all(path)
+
+
+def read_sendfile(path):
+    """Through sendfile() into a temp file: splice, which reads the page cache up to i_size."""
+    with tempfile.TemporaryFile() as out:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            off = 0
+            while True:
+                n = os.sendfile(out.fileno(), fd, off, 65536)
+                if n <= 0:
+                    break
+                off += n
+        finally:
+            os.close(fd)
+        out.seek(0)
+        return out.read()
+
+
+def read_direct(path):
+    """O_DIRECT: READ requests answered from the open's rendering, never from the page cache."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, 1 << 16)
+    try:
+        n = os.readv(fd, [buf])
+        return bytes(buf[:n])
+    finally:
+        os.close(fd)
+        buf.close()
+
+
+def warm(files):
+    """Read and stat every file: the kernel now holds pages and attributes of each."""
+    for p in files:
+        os.stat(p)
+        read_plain(p)
+
+
+def check_all(files, what, expect=None):
+    """stat(), read(), sendfile() and O_DIRECT agree for every file; expect: {suffix: predicate}."""
+    bad = []
+    for p in files:
+        size = os.stat(p).st_size
+        plain = read_plain(p)
+        spliced = read_sendfile(p)
+        direct = read_direct(p)
+        if not (size == len(plain) and plain == spliced == direct):
+            bad.append(f"{p}: st_size {size}, read {plain!r}, sendfile {spliced!r}, O_DIRECT {direct!r}")
+    check(not bad, f"{what}: stat, read, sendfile and O_DIRECT agree for all {len(files)} files" +
+          "".join("\n      " + b for b in bad[:8]))
+    for suffix, pred in (expect or {}).items():
+        p = next((f for f in files if f.endswith(suffix)), None)
+        v = read_plain(p).decode() if p else None
+        check(p is not None and pred(v), f"{what}: {suffix} reads {v!r}")
+
+
+def start(d, tmp, name):
+    conf = os.path.join(tmp, "blkmqd.conf")
+    with open(conf, "w") as f:
+        f.write("[Manager]\nVerifySec=0\n")
+    d.start("--devices", name, "-c", conf)
+    ok, _ = wait_for(lambda: os.path.exists(d.path("devices", name, "policy", "elevator")), DEADLINE)
+    check(ok, f"{name} is shown")
+
+
+def case_override(d, loops, tmp):
+    """(o) an override write: every file of the disk right after the write returns"""
+    name = loops.attach("o")
+    start(d, tmp, name)
+    files = disk_files(d, name)
+    check(len(files) > 40, f"(o) {len(files)} cacheable files under devices/{name}")
+    warm(files)
+    check(write_file(d.path("devices", name, "policy", "elevator"), b"mq-deadline\n") == 0, "(o) override written")
+    check(current_elevator(name) == "mq-deadline", "(o) the kernel runs mq-deadline when the write returned")
+    check_all(files, "(o) after the override", {
+        "/policy/elevator": lambda v: v == "mq-deadline\n",
+        "/plan/elevator": lambda v: v == "mq-deadline\n",
+        "/facts/elevator": lambda v: v == "mq-deadline\n",
+        "/applied/elevator": lambda v: v.startswith("ok: mq-deadline"),
+    })
+    # and back: every size changes again
+    warm(files)
+    check(write_file(d.path("devices", name, "policy", "elevator"), b"auto\n") == 0, "(o) auto written")
+    check_all(files, "(o) after auto", {
+        "/policy/elevator": lambda v: v == "auto\n",
+        "/facts/elevator": lambda v: v == "none\n",
+    })
+
+
+def case_external(d, loops, tmp):
+    """(x) an external elevator change, seen by a read of applied/elevator"""
+    name = loops.attach("x")
+    start(d, tmp, name)
+    check(write_file(d.path("devices", name, "policy", "elevator"), b"mq-deadline\n") == 0, "(x) override written")
+    files = disk_files(d, name)
+    warm(files)
+    set_elevator(name, "kyber")             # no uevent; the read of applied/ verifies
+    applied = d.path("devices", name, "applied", "elevator")
+    ok, _ = wait_for(lambda: "kyber" in bt.read_all(applied).decode(), DEADLINE, 0.02)
+    check(ok, f"(x) applied/elevator notices kyber: {bt.read_all(applied)!r}")
+    check_all(files, "(x) after the external change", {
+        "/facts/elevator": lambda v: v == "kyber\n",
+        "/applied/elevator": lambda v: "kyber" in v,
+    })
+
+
+def case_write_result(d, loops, tmp):
+    """(w) a write's outcome from the writer thread: applied/ cached while pending, then ok"""
+    name = loops.attach("w")
+    # the writer worker sleeps 3 s before this disk's scheduler write (blkmqd's fault injection)
+    os.environ["BLKMQD_TEST_HOLD_WRITE"] = f"sysfs:block/{name}/queue/scheduler=3"
+    try:
+        start(d, tmp, name)
+    finally:
+        del os.environ["BLKMQD_TEST_HOLD_WRITE"]
+    files = disk_files(d, name)
+    applied = d.path("devices", name, "applied", "elevator")
+    result = []
+    t = threading.Thread(target=lambda: result.append(write_file(d.path("devices", name, "policy", "elevator"), b"mq-deadline\n")))
+    t.start()
+    try:
+        ok, _ = wait_for(lambda: bt.read_all(applied).startswith(b"pending"), DEADLINE, 0.01)
+        check(ok, f"(w) applied/elevator pending while the write is held: {bt.read_all(applied)!r}")
+        warm(files)                         # the pending state in the kernel's caches
+    finally:
+        t.join()
+    check(result == [0], f"(w) the override write returned {result}")
+    check(current_elevator(name) == "mq-deadline", "(w) the kernel runs mq-deadline when the write returned")
+    check_all(files, "(w) after the writer's outcome", {
+        "/applied/elevator": lambda v: v.startswith("ok: mq-deadline"),
+        "/facts/elevator": lambda v: v == "mq-deadline\n",
+        "/plan/elevator": lambda v: v == "mq-deadline\n",
+    })
+
+
+def case_remove(d, loops, tmp):
+    """(r) hot-remove: no file of the disk opens or stats once devices/ no longer lists it"""
+    name = loops.attach("r")
+    start(d, tmp, name)
+    files = disk_files(d, name)
+    warm(files)
+    loops.detach(name)
+    ok, _ = wait_for(lambda: name not in os.listdir(d.path("devices")), DEADLINE, 0.02)
+    check(ok, f"(r) devices/ no longer lists {name}")
+    left = []
+    for p in files:
+        for what, f in (("stat", os.stat), ("open", read_plain)):
+            try:
+                f(p)
+                left.append(f"{what} {p}")
+            except FileNotFoundError:
+                pass
+    check(not left, f"(r) none of the {len(files)} files stats or opens" + "".join("\n      " + x for x in left[:8]))
+
+
+def main():
+    exe = bt.exe_arg()
+    rc = bt.preflight(exe)
+    if rc is not None:
+        return rc
+    cases = [case_override, case_external, case_write_result, case_remove]
+    if os.environ.get("CASES"):
+        cases = [c for c in cases if c.__doc__.strip()[1] in os.environ["CASES"]]
+    bt.run_cases(exe, "blkmqd-cache-", cases)
+    return bt.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
