@@ -51,8 +51,22 @@ struct FuseFs {
         pthread_mutex_t notify_lock;
         pthread_cond_t notify_cond;
         struct Inval *notify_queue, **notify_tail;
-        unsigned notify_pending;        /* queued or being sent (under notify_lock) */
+        uint64_t notify_queued, notify_done;    /* items pushed, items sent or dropped (under notify_lock) */
+        struct Dying *dying;    /* removed disks whose invalidations are still queued */
 };
+
+/*
+ * A removed disk, in two steps: its nodes stay (lookups of devices/<disk> still succeed)
+ * until the notifier has sent an inode invalidation for every node of it the kernel knows
+ * (pages and attributes: a held fd's next read then comes here and fails, a cached stat()
+ * asks again); then the nodes are freed and the entry invalidated (reap_dying()). So once
+ * anyone sees the disk gone, no cached content or attribute of it is left.
+ */
+typedef struct Dying {
+        struct Dying *next;
+        Node *dev;
+        uint64_t ticket;        /* notify_done reaches it: every invalidation of the disk is sent */
+} Dying;
 
 typedef struct Inval {
         struct Inval *next;
@@ -153,7 +167,7 @@ static void *notifier_main(void *userdata) {
                         (void) fuse_lowlevel_notify_inval_inode(fs->session, i->ino, 0, 0);
                 free(i);
                 pthread_mutex_lock(&fs->notify_lock);
-                fs->notify_pending--;
+                fs->notify_done++;
         }
         pthread_mutex_unlock(&fs->notify_lock);
         return NULL;
@@ -188,7 +202,7 @@ static bool notify_push(FuseFs *fs, Inval *i) {
         if (fs->notifier_started) {
                 *fs->notify_tail = i;
                 fs->notify_tail = &i->next;
-                fs->notify_pending++;
+                fs->notify_queued++;
                 pthread_cond_signal(&fs->notify_cond);
                 queued = true;
         }
@@ -201,7 +215,7 @@ static bool notify_push(FuseFs *fs, Inval *i) {
  * finds every invalidation the change made already done. */
 static bool notify_busy(FuseFs *fs) {
         pthread_mutex_lock(&fs->notify_lock);
-        bool busy = fs->notify_pending > 0;
+        bool busy = fs->notify_done != fs->notify_queued;
         pthread_mutex_unlock(&fs->notify_lock);
         return busy;
 }
@@ -228,7 +242,7 @@ static void notifier_stop(FuseFs *fs) {
                         snapshot_free((Snapshot *) (uintptr_t) i->open_fi.fh);
                 if (i->write)
                         write_reply(i->write, i->write_r);
-                fs->notify_pending--;
+                fs->notify_done++;
                 free(i);
         }
         pthread_cond_signal(&fs->notify_cond);
@@ -406,6 +420,7 @@ static double attr_timeout(const Node *n) {
 }
 
 static int populate(FuseFs *fs, Node *h);
+static void reap_dying(FuseFs *fs, const char *force);
 static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name);
 
 /* Render n with no side effect on the manager: applied/<knob> without the verify its open
@@ -473,6 +488,7 @@ static const char *hctx_entry_name(int arg2);
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         FuseFs *fs = fuse_req_userdata(req);
+        reap_dying(fs, NULL);
         Node *p = node_get(fs, parent), *n;
         if (p && populate(fs, p) < 0) {
                 fuse_reply_err(req, ENOMEM);
@@ -535,10 +551,12 @@ static void reply_attr(fuse_req_t req, FuseFs *fs, Node *n) {
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         FuseFs *fs = fuse_req_userdata(req);
+        reap_dying(fs, NULL);
         Node *n = node_get(fs, ino);
 
         if (!n) {
-                fuse_reply_err(req, ENOENT);
+                /* fi: asked for an open file (a read past the cached i_size): like op_read() */
+                fuse_reply_err(req, fi ? EIO : ENOENT);
                 return;
         }
         reply_attr(req, fs, n);
@@ -546,6 +564,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         FuseFs *fs = fuse_req_userdata(req);
+        reap_dying(fs, NULL);
         Node *n = node_get(fs, ino);
 
         if (!n)
@@ -558,6 +577,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
         FuseFs *fs = fuse_req_userdata(req);
+        reap_dying(fs, NULL);
         Node *n = node_get(fs, ino);
 
         if (!n) {
@@ -618,6 +638,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         FuseFs *fs = fuse_req_userdata(req);
+        reap_dying(fs, NULL);
         Node *n = node_get(fs, ino);
         int r;
 
@@ -1068,6 +1089,11 @@ FuseFs *fuse_fs_free(FuseFs *fs) {
         }
         if (fs->created_mountpoint && fs->mountpoint)
                 (void) rmdir(fs->mountpoint);   /* only if empty, i.e. our mount is gone */
+        while (fs->dying) {
+                Dying *x = fs->dying;
+                fs->dying = x->next;
+                free(x);        /* its nodes go with the root */
+        }
         if (fs->root)
                 node_free(fs, fs->root);
         free(fs->buf.mem);
@@ -1246,8 +1272,10 @@ static int build_device(FuseFs *fs, const Device *d) {
 }
 
 int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
-        Node *dev = device_node(fs, d->name);
         int r;
+
+        reap_dying(fs, d->name);        /* the same name again: the old one goes now */
+        Node *dev = device_node(fs, d->name);
 
         if (!d->facts)
                 return 0;
@@ -1288,12 +1316,60 @@ int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
         return 0;
 }
 
+static void queue_inval_known(FuseFs *fs, Node *n) {
+        if (n->nlookup > 0) {
+                n->kc_valid = n->ka_valid = false;
+                notify_inval(fs, n->ino, NULL);
+        }
+        for (Node *c = n->children; c; c = c->next)
+                queue_inval_known(fs, c);
+}
+
+static void dying_free(FuseFs *fs, Dying **p) {
+        Dying *x = *p;
+        char name[256];
+        snprintf(name, sizeof(name), "%s", x->dev->name);
+        *p = x->next;
+        node_free(fs, x->dev);
+        free(x);
+        notify_inval(fs, fs->devices->ino, name);
+}
+
+/* Free the removed disks whose invalidations are all sent (force: name's now, whatever). */
+static void reap_dying(FuseFs *fs, const char *force) {
+        if (!fs->dying)
+                return;
+        pthread_mutex_lock(&fs->notify_lock);
+        uint64_t done = fs->notify_done;
+        pthread_mutex_unlock(&fs->notify_lock);
+        for (Dying **p = &fs->dying; *p;)
+                if ((*p)->ticket <= done || streq_ptr(force, (*p)->dev->name))
+                        dying_free(fs, p);
+                else
+                        p = &(*p)->next;
+}
+
 void fuse_fs_device_removed(FuseFs *fs, const char *name) {
         Node *dev = device_node(fs, name);
         if (!dev)
                 return;
-        node_free(fs, dev);
-        notify_inval(fs, fs->devices->ino, name);
+        for (Dying *x = fs->dying; x; x = x->next)
+                if (x->dev == dev)
+                        return;         /* removed already, its invalidations under way */
+        Dying *x = fs->mounted ? calloc(1, sizeof(Dying)) : NULL;
+        if (!x) {
+                node_free(fs, dev);
+                notify_inval(fs, fs->devices->ino, name);
+                return;
+        }
+        queue_inval_known(fs, dev);
+        pthread_mutex_lock(&fs->notify_lock);
+        x->ticket = fs->notify_queued;
+        pthread_mutex_unlock(&fs->notify_lock);
+        x->dev = dev;
+        x->next = fs->dying;
+        fs->dying = x;
+        reap_dying(fs, NULL);           /* nothing the kernel knew: gone at once */
 }
 
 /* True when modules/ lists exactly the module parameters in ctx->modules. */
