@@ -8,6 +8,9 @@
  * Reads are consistent: a file's content is rendered once when it is opened and every
  * read of that open file is served from that snapshot, so `dd bs=1` equals `cat`.
  * getattr renders too, so st_size is the real length (tail -c, wc -c and stat agree).
+ * Event-driven files (node_is_cacheable()) are served from the kernel's page cache and
+ * invalidated when what they show changes (fuse_fs_invalidate_disk()); the open still
+ * renders and re-checks, so content and size are never stale.
  */
 
 #include <stdbool.h>

@@ -47,8 +47,8 @@ def disk_files(d, name):
     for dirpath, dirnames, filenames in os.walk(root):
         rel = os.path.relpath(dirpath, root)
         for f in filenames:
-            if f in LIVE_NAMES:
-                continue
+            if f in LIVE_NAMES or rel == "iosched" or rel.startswith("iosched/"):
+                continue        # live, or the running elevator's tunables (read from the kernel at open)
             if rel.startswith("hctx/") and f not in ("cpu_list", "nr_tags", "nr_reserved_tags", "shared_tags",
                                                      "irq", "irq_affinity", "irq_managed"):
                 continue
