@@ -188,8 +188,11 @@ def main():
             finally:
                 os.close(ctl)
             wait_for(lambda: os.path.exists(f"/dev/{name}"), 5.0)
-            attach(loops)
+            # on the unbound device, before the attach: blkmqd looks at a disk once it has a
+            # medium, and may do so at once (leading edge); set after the attach, the
+            # elevator could come after blkmqd's look and be someone else's change
             bt.set_elevator(name, "mq-deadline")
+            attach(loops)
         check(wait_for(lambda: shown_ok(d, name), 10.0)[0], f"(q3) after 10 remove/add cycles {name} is back, ok: none")
         check(wait_for(lambda: merged_settled(d, name, mark), 5.0)[0],
               "(q3) every merged uevent of the cycles got its trailing action")
