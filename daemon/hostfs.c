@@ -114,12 +114,6 @@ const char *hostfs_test_hold(const HostFs *h) {
         return h->hold_glob ? h->hold : NULL;
 }
 
-const char *hostfs_kind_to_string(HostFsKind k) {
-        if (k < 0 || k >= _HOSTFS_KIND_MAX)
-                return NULL;
-        return kind_name[k];
-}
-
 int hostfs_new(const char *root, HostFs **ret) {
         if (!root)
                 root = getenv("BLKMQD_ROOT");
@@ -635,17 +629,6 @@ int hostfs_stat(HostFs *h, HostFsKind kind, const char *path, struct stat *ret) 
 bool hostfs_exists(HostFs *h, HostFsKind kind, const char *path) {
         struct stat st;
         return hostfs_stat(h, kind, path, &st) >= 0;
-}
-
-int hostfs_syspath_to_relative(const char *syspath, char **ret) {
-        const char *p = syspath ? startswith(syspath, "/sys/") : NULL;
-        if (isempty(p))
-                return -EINVAL;
-        char *s = strdup(p);
-        if (!s)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
 }
 
 bool hostfs_udevd_running(HostFs *h) {

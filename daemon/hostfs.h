@@ -38,9 +38,6 @@ typedef enum HostFsKind {
 
 typedef struct HostFs HostFs;
 
-/* "sysfs", "procfs", ... */
-const char *hostfs_kind_to_string(HostFsKind k);
-
 /*
  * Open the per-kind directories below root (NULL: $BLKMQD_ROOT, else "/").
  * A kind whose directory is missing is not an error: its operations return -ENOENT
@@ -157,12 +154,6 @@ int hostfs_stat(HostFs *h, HostFsKind kind, const char *path, struct stat *ret);
 
 /* True when path exists (following links). */
 bool hostfs_exists(HostFs *h, HostFsKind kind, const char *path);
-
-/*
- * Convert a libudev syspath ("/sys/devices/...") into a sysfs-relative path. Works
- * only for paths below "/sys". Returns 0 or -EINVAL.
- */
-int hostfs_syspath_to_relative(const char *syspath, char **ret);
 
 /* True when systemd-udevd runs (it owns /run/udev/control), i.e. the "udev" monitor source works. */
 bool hostfs_udevd_running(HostFs *h);

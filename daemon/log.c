@@ -27,10 +27,6 @@ void log_set_max_level(int level) {
         max_level = level;
 }
 
-int log_get_max_level(void) {
-        return max_level;
-}
-
 void log_open(void) {
         const char *e = getenv("JOURNAL_STREAM");
         struct stat st;

@@ -22,7 +22,6 @@
 
 /* Set the maximum level logged (LOG_INFO by default, LOG_DEBUG with -v). */
 void log_set_max_level(int level);
-int log_get_max_level(void);
 
 /*
  * Test seam: every message that passes the level check is also handed to fn (level, DEVICE=

@@ -85,14 +85,6 @@ typedef struct Waiter {
  * well inside TimeoutStopSec= (30 s in units/blkmqd.service.in). */
 #define MANAGER_STOP_BUDGET_USEC (15 * UINT64_C(1000000))
 
-const Registry *manager_registry(const Manager *m) {
-        return &m->registry;
-}
-
-HostFs *manager_hostfs(const Manager *m) {
-        return m->hostfs;
-}
-
 static ManagerMode effective_mode(const Config *c, bool cli_dry_run) {
         if (cli_dry_run)
                 return MODE_DRY_RUN;

@@ -55,7 +55,3 @@ void manager_device_event(Manager *m, const char *name, bool removed);
  * (may be NULL). Returns 0, -EIO when some failed, -EBUSY when a disk had a run in progress.
  */
 int manager_restore_all(Manager *m, RestoreCounts *ret);
-
-/* For tests: the registry and hostfs in use. */
-const Registry *manager_registry(const Manager *m);
-HostFs *manager_hostfs(const Manager *m);

@@ -113,10 +113,6 @@ Stats *stats_free(Stats *s) {
         return NULL;
 }
 
-const char *stats_bpf_unavailable(Stats *s) {
-        return s->bpf_unavailable;
-}
-
 const char *stats_providers(Stats *s) {
         snprintf(s->providers, sizeof(s->providers), "%s%sprocfs",
                  hostfs_debugfs_available(s->hostfs, NULL) ? "debugfs " : "",

@@ -84,8 +84,6 @@ Stats *stats_free(Stats *s);
 
 /* "debugfs bpf procfs" as available now, for /version. Static or owned by s. */
 const char *stats_providers(Stats *s);
-/* Why BPF is not loaded, or NULL when it is. */
-const char *stats_bpf_unavailable(Stats *s);
 
 /*
  * Read the counters of hctx number pos of f (f->hctx[pos]). irq_count: also STAT_IRQ_COUNT,

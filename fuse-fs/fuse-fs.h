@@ -2,8 +2,12 @@
 #pragma once
 
 /*
- * The FUSE tree (libfuse3 low-level API), served from the manager's sd-event loop on
- * one thread: no locking, and every render sees a consistent registry.
+ * The FUSE tree (libfuse3 low-level API), served from the manager's sd-event loop: every
+ * request is answered on that one thread, so renders need no locking and see a consistent
+ * registry. One helper thread (the notifier, fuse-fs.c) sends what must not be sent from
+ * the loop: kernel cache notifications (inval, store) and the OPEN replies that wait for a
+ * store. It takes work from a queue shared with the loop under a mutex and never touches the
+ * registry.
  *
  * Reads are consistent: a file's content is rendered once when it is opened and every
  * read of that open file is served from that snapshot, so `dd bs=1` equals `cat`.

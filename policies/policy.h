@@ -235,7 +235,7 @@ void plan_done(Plan *p);
 const char *plan_get(const Plan *p, Knob k);
 
 /*
- * Classify a disk. Pure function of the facts (see policies/classify.c for the rules).
+ * Classify a disk. Pure function of the facts (the rules: policy_classify() in policies/policy.c).
  * If ret_reason is non-NULL it receives the rule's explanation line (newly allocated,
  * may be NULL on ENOMEM).
  */

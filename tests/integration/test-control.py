@@ -33,18 +33,6 @@ from blkmqd_test import check, current_elevator, read_text, set_elevator, wait_f
 
 SYSFS_KNOBS = ("scheduler", "rq_affinity", "nr_requests")
 POLICY_FILES = ("elevator", "rq_affinity", "nr_requests", "irq_affinity", "enabled")
-# checks of bugs reported in docs/TESTING.md: printed, not counted as failures
-known_bugs = []
-
-
-def known_bug(cond, what):
-    bt.checks += 1
-    if cond:
-        print(f"ok (known bug fixed? update the test): {what}")
-    else:
-        print(f"KNOWN BUG: {what}")
-        known_bugs.append(what)
-
 
 def sysfs_snapshot(name):
     return {k: read_text(f"/sys/block/{name}/queue/{k}") for k in SYSFS_KNOBS}
@@ -414,9 +402,7 @@ def main():
     if vda_before:
         check(current_elevator("vda") == vda_before, "vda untouched")
 
-    for k in known_bugs:
-        print(f"   known bug: {k}")
-    return bt.finish(f"; {len(known_bugs)} known bug(s)")
+    return bt.finish()
 
 
 if __name__ == "__main__":
