@@ -19,6 +19,24 @@
 /* WriteJob.tag bit: the job puts a recorded original back within an apply run */
 #define TAG_RESTORE 0x100
 
+/*
+ * The steps of a run, in order: the elevator first (a switch starts the new elevator from its
+ * defaults and resets nr_requests), then the elevator's tunables (queue/iosched/), then the
+ * other queue knobs and the IRQ vectors. A restore goes the same way: the elevator blkmqd
+ * found comes back first, then the tunables it had.
+ */
+#define STEP_IOSCHED _KNOB_MAX
+#define N_STEPS (_KNOB_MAX + 1)
+/* Step i of a run: the elevator (0), its tunables (1), then every other knob in Knob order. */
+static int run_step_knob(int i) {
+        return i == 0 ? KNOB_ELEVATOR : i == 1 ? STEP_IOSCHED : i - 1;
+}
+
+/* The name of step k for messages: the knob, or "iosched". */
+static const char *step_name(int k) {
+        return k == STEP_IOSCHED ? "iosched" : knob_to_string(k);
+}
+
 /* The sysfs queue attribute behind each queue knob (block/blk-sysfs.c). */
 static const char * const queue_attr[_KNOB_MAX] = {
         [KNOB_ELEVATOR]    = "scheduler",
@@ -219,6 +237,10 @@ static uint64_t run_now_usec(const Device *d) {
 }
 
 
+static int iosched_record_before_switch(HostFs *h, Device *d, const char *elevator);
+static int iosched_drop_switch_originals(Device *d, const char *elevator);
+static uint64_t iosched_instance(HostFs *h, const char *disk);
+
 /* A job putting the recorded original of queue knob k back (within an apply run). */
 static int restore_job(const Device *d, Knob k, WriteJob **ret) {
         int r = knob_job(d, k, d->applied[k].original, NULL, false, ret);
@@ -309,8 +331,27 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 return 0;
         }
 
+        /* An elevator switch since blkmqd wrote nr_requests (queue/iosched is a new directory:
+         * the elevator was set up again, by anyone, also away and back) reset it: that is no
+         * one's value, it is written again like the tunables. */
+        bool nr_reset = false;
+        if (k == KNOB_NR_REQUESTS && IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted) &&
+            d->nr_requests_ino) {
+                uint64_t ino = iosched_instance(h, d->name);
+                nr_reset = ino && ino != d->nr_requests_ino;
+                if (nr_reset && o->verify_only) {
+                        applied_set(a, APPLY_EXTERNAL, 0, "reset to %s by an elevator switch since blkmqd wrote %s; written again at the "
+                                    "next evaluation", current, wanted);
+                        d->iosched_reset = true;
+                        return 0;
+                }
+                if (nr_reset)
+                        log_device_info(d->name, "nr_requests %s: reset by an elevator switch since blkmqd wrote %s; writing it again",
+                                        current, wanted);
+        }
+
         /* Someone else changed a value we wrote. */
-        if (IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted)) {
+        if (!nr_reset && IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted)) {
                 if (!o->reassert) {
                         /* Report once, do not fight. */
                         bool transition = a->state != APPLY_EXTERNAL;
@@ -328,6 +369,9 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                                 applied_set(nr, APPLY_UNMANAGED, 0, NULL);
                                 had = true;
                         }
+                        /* and the tunables recorded before blkmqd's switch */
+                        if (k == KNOB_ELEVATOR && iosched_drop_switch_originals(d, NULL) > 0)
+                                had = true;
                         return had || transition;       /* originals changed: the caller persists them */
                 }
                 if (o->verify_only) {
@@ -398,6 +442,8 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
          * so a restore (elevator first) finds the value that belongs to the original
          * elevator, and say what the switch did to it (queue_knob_finish()). */
         d->run.nr_before[0] = 0;
+        if (k == KNOB_ELEVATOR)
+                run->knob_iosched_recorded = iosched_record_before_switch(h, d, current) > 0;
         if (k == KNOB_ELEVATOR) {
                 _cleanup_free_ char *depth = NULL;
                 if (read_knob(h, d->name, KNOB_NR_REQUESTS, &depth) >= 0) {
@@ -446,6 +492,8 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                         d->applied[KNOB_NR_REQUESTS].original = mfree_str(d->applied[KNOB_NR_REQUESTS].original);
                         dropped = true;
                 }
+                if (!written && run->knob_iosched_recorded && iosched_drop_switch_originals(d, current) > 0)
+                        dropped = true;
                 if (disk_vanished(h, d, r)) {
                         applied_set(a, APPLY_ERROR, r, "%s writing %s to queue/%s: the disk vanished",
                                     strerrorname_np(-r) ?: "error", wanted, queue_attr[k]);
@@ -465,6 +513,8 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
 
         applied_set(a, APPLY_OK, 0, NULL);
         a->retry = (Backoff) {};
+        if (k == KNOB_NR_REQUESTS && h)
+                d->nr_requests_ino = iosched_instance(h, d->name);
         if (run->knob_reassert) {
                 backoff_bump(&a->war, now);
                 if (a->war.level == 1)
@@ -980,6 +1030,9 @@ bool apply_has_originals(const Device *d) {
         for (size_t i = 0; i < d->n_irq_applied; i++)
                 if (d->irq_applied[i].original)
                         return true;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                if (d->iosched[t].original)
+                        return true;
         return false;
 }
 
@@ -1017,6 +1070,8 @@ static void restore_check_external(HostFs *h, Device *d) {
                         nr->original = mfree_str(nr->original);
                         applied_set(nr, APPLY_UNMANAGED, 0, NULL);
                 }
+                if (k == KNOB_ELEVATOR)
+                        (void) iosched_drop_switch_originals(d, NULL);
         }
 }
 
@@ -1169,6 +1224,508 @@ static int restore_in_run_finish(HostFs *h, Device *d, Knob k, const WriteJob *j
         return 1;
 }
 
+/* ---- elevator tunables (queue/iosched/) -------------------------------------------------------- */
+
+/* IoschedTunable bits of ApplyRun.iosched_ops for the job in flight. */
+enum {
+        IOSCHED_OP_WRITE = 1,           /* the wanted value */
+        IOSCHED_OP_RESTORE = 2,         /* the original, put back */
+        IOSCHED_OP_NEW_ORIGINAL = 4,    /* the original was recorded for this write (dropped if refused) */
+        IOSCHED_OP_REASSERT = 8,        /* a rewrite of a value someone else changed (Reassert=yes) */
+        IOSCHED_OP_REAPPLY = 16,        /* a write again after an elevator switch reset it */
+};
+
+/*
+ * The order tunables are written in: table order, but bfq's strict_guarantees first: setting it
+ * raises slice_idle to 8 ms when lower (block/bfq-iosched.c bfq_strict_guarantees_store()), so
+ * a slice_idle written after it stays as written.
+ */
+static IoschedTunable iosched_order(size_t i) {
+        if (i == 0)
+                return IOSCHED_BFQ_STRICT_GUARANTEES;
+        IoschedTunable t = (IoschedTunable) (i - 1);
+        return t >= IOSCHED_BFQ_STRICT_GUARANTEES ? t + 1 : t;
+}
+
+static void iosched_path(char *buf, size_t size, const char *disk, const char *name) {
+        if (name)
+                snprintf(buf, size, "block/%s/queue/iosched/%s", disk, name);
+        else
+                snprintf(buf, size, "block/%s/queue/iosched", disk);
+}
+
+/* The inode number of queue/iosched: every elevator set-up makes a new one; 0 when none. */
+static uint64_t iosched_instance(HostFs *h, const char *disk) {
+        char path[PATH_MAX];
+        struct stat st;
+        iosched_path(path, sizeof(path), disk, NULL);
+        return h && hostfs_stat(h, HOSTFS_SYSFS, path, &st) >= 0 ? (uint64_t) st.st_ino : 0;
+}
+
+static int read_tunable(HostFs *h, const char *disk, const char *name, char **ret) {
+        char path[PATH_MAX];
+        iosched_path(path, sizeof(path), disk, name);
+        int r = hostfs_read(h, HOSTFS_SYSFS, path, ret);
+        if (r >= 0)
+                strip_newline(*ret);
+        return r;
+}
+
+static const char *tunable_label(IoschedTunable t, char *buf, size_t size) {
+        const IoschedTunableInfo *i = iosched_tunable_info(t);
+        snprintf(buf, size, "%s.%s", i->elevator, i->name);
+        return buf;
+}
+#define TUNABLE_LABEL(t) tunable_label(t, (char[96]) {}, 96)
+
+/* Nothing of blkmqd's is left of tunable t. */
+static void iosched_forget(Device *d, IoschedTunable t) {
+        d->iosched[t].original = mfree_str(d->iosched[t].original);
+        d->iosched[t].value = mfree_str(d->iosched[t].value);
+        d->iosched_read[t] = mfree_str(d->iosched_read[t]);
+        d->iosched_ino[t] = 0;
+}
+
+/*
+ * Before blkmqd switches the elevator away from elevator: its tunables' values now (a switch
+ * resets them), for those with no original yet. They are recorded with no value of blkmqd's,
+ * like nr_requests, and come back after the elevator is restored. Returns how many.
+ */
+static int iosched_record_before_switch(HostFs *h, Device *d, const char *elevator) {
+        int n = 0;
+        for (IoschedTunable t = 0; elevator && t < _IOSCHED_TUNABLE_MAX; t++) {
+                const IoschedTunableInfo *i = iosched_tunable_info(t);
+                Applied *a = &d->iosched[t];
+                _cleanup_free_ char *v = NULL;
+                if (!streq(i->elevator, elevator) || a->original || read_tunable(h, d->name, i->name, &v) < 0)
+                        continue;
+                applied_set(a, APPLY_UNMANAGED, 0, "%s when blkmqd switched away from %s (a switch resets it): comes back with %s",
+                            v, elevator, elevator);
+                a->original = TAKE_PTR(v);
+                n++;
+        }
+        return n;
+}
+
+/* Forget the tunables recorded only because of blkmqd's switch (no value of blkmqd's), of elevator (NULL: any). */
+static int iosched_drop_switch_originals(Device *d, const char *elevator) {
+        int n = 0;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                Applied *a = &d->iosched[t];
+                if (!a->original || a->value || (elevator && !streq(iosched_tunable_info(t)->elevator, elevator)))
+                        continue;
+                iosched_forget(d, t);
+                n++;
+        }
+        return n;
+}
+
+static int iosched_add_op(WriteJob **j, const Device *d, IoschedTunable t, const char *value, const char *before, bool read_back) {
+        char path[PATH_MAX];
+        iosched_path(path, sizeof(path), d->name, iosched_tunable_info(t)->name);
+        if (!*j && !(*j = write_job_new(d->name)))
+                return -ENOMEM;
+        if (write_job_add(*j, HOSTFS_SYSFS, path, value, read_back) < 0 ||
+            (before && !((*j)->ops[(*j)->n_ops - 1].before = strdup(before))))
+                return -ENOMEM;
+        (*j)->stop_on_error = false;    /* one tunable's failure does not stop the others */
+        (*j)->tag = STEP_IOSCHED;
+        log_device_debug(d->name, "Writing \"%s\" to \"%s\"", value, path);
+        return 0;
+}
+
+/* The tunable an op of the iosched job in flight is for (by file name among those with an op). */
+static IoschedTunable iosched_op_tunable(const Device *d, const WriteOp *op) {
+        const char *name = strrchr(op->path, '/');
+        for (IoschedTunable t = 0; name && t < _IOSCHED_TUNABLE_MAX; t++)
+                if (d->run.iosched_ops[t] && streq(iosched_tunable_info(t)->name, name + 1))
+                        return t;
+        return _IOSCHED_TUNABLE_INVALID;
+}
+
+/*
+ * Decide the elevator tunables on the loop thread, after the elevator: those of the running
+ * elevator the plan wants are written (one job, each read back); one blkmqd wrote that the plan
+ * no longer wants is put back; one whose elevator is not running waits for it. A value that
+ * differs from what blkmqd wrote while queue/iosched is a new directory was reset by an
+ * elevator switch (by anyone, also away and back): it is written again, it is nobody's change;
+ * in the same directory it was changed by someone else and follows the rules of every knob
+ * (Reassert=). Returns the number of originals dropped, or -errno.
+ */
+static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob **ret_job) {
+        ApplyRun *run = &d->run;
+        _cleanup_free_ char *elevator = NULL;
+        _cleanup_(write_job_freep) WriteJob *j = NULL;
+        uint64_t now = o->now_usec ?: clock_now_usec();
+        int dropped = 0, r;
+        bool any = false;
+
+        memset(run->iosched_ops, 0, sizeof(run->iosched_ops));
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                any = any || d->iosched[t].original || d->iosched[t].value || d->iosched[t].state != APPLY_UNMANAGED ||
+                      (d->plan.manage && d->plan.iosched[t]);
+        if (!any)
+                return 0;               /* no tunable wanted or recorded: nothing to read */
+        if (read_knob(h, d->name, KNOB_ELEVATOR, &elevator) < 0)
+                elevator = NULL;
+        uint64_t ino = iosched_instance(h, d->name);
+        run->iosched_ino = ino;
+        if (!o->verify_only)
+                d->iosched_reset = false;
+
+        for (size_t n = 0; n < _IOSCHED_TUNABLE_MAX; n++) {
+                IoschedTunable t = iosched_order(n);
+                const IoschedTunableInfo *info = iosched_tunable_info(t);
+                Applied *a = &d->iosched[t];
+                const char *wanted = d->plan.manage ? d->plan.iosched[t] : NULL, *label = TUNABLE_LABEL(t);
+                _cleanup_free_ char *cur = NULL;
+                char lbl[96];
+                snprintf(lbl, sizeof(lbl), "%s", label);
+
+                if (!elevator || !streq(elevator, info->elevator)) {
+                        /* blkmqd's value went with its elevator; one recorded before blkmqd's
+                         * switch (no value) stays: it comes back with the elevator */
+                        if (a->value) {
+                                iosched_forget(d, t);
+                                dropped++;
+                        }
+                        if (wanted)
+                                applied_set(a, APPLY_UNMANAGED, 0, "waits: the disk runs %s; written when %s runs", strna(elevator),
+                                            info->elevator);
+                        else if (a->state != APPLY_UNMANAGED || a->message)
+                                applied_set(a, APPLY_UNMANAGED, 0, NULL);
+                        continue;
+                }
+                r = read_tunable(h, d->name, info->name, &cur);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        if (disk_vanished(h, d, r))
+                                return dropped;
+                        if (wanted)
+                                applied_set(a, r == -ENOENT ? APPLY_UNSUPPORTED : APPLY_ERROR, r, "cannot read queue/iosched/%s: %s",
+                                            info->name, strerror(-r));
+                        continue;
+                }
+                bool new_instance = d->iosched_ino[t] && ino && ino != d->iosched_ino[t];
+                const char *eff = d->iosched_read[t] ?: a->value;
+
+                if (!wanted) {
+                        if (!a->original) {
+                                if (a->state != APPLY_UNMANAGED || a->message)
+                                        applied_set(a, APPLY_UNMANAGED, 0, NULL);
+                                continue;
+                        }
+                        if (a->value && new_instance) {
+                                iosched_forget(d, t);
+                                applied_set(a, APPLY_UNMANAGED, 0, "reset to %s by an elevator switch since blkmqd wrote it: nothing to put back", cur);
+                                dropped++;
+                                continue;
+                        }
+                        if (streq(cur, a->original)) {
+                                iosched_forget(d, t);
+                                applied_set(a, APPLY_UNMANAGED, 0, NULL);
+                                dropped++;
+                                continue;
+                        }
+                        if (a->value && !streq(cur, eff)) {
+                                applied_set(a, APPLY_UNMANAGED, 0, "changed externally to %s since blkmqd wrote %s: not blkmqd's to put back",
+                                            cur, a->value);
+                                iosched_forget(d, t);
+                                dropped++;
+                                continue;
+                        }
+                        if (o->verify_only)
+                                continue;
+                        if (o->dry_run) {
+                                applied_set(a, APPLY_DRY_RUN, 0, "would put back %s, the value before blkmqd changed it", a->original);
+                                continue;
+                        }
+                        if (iosched_add_op(&j, d, t, a->original, cur, false) < 0)
+                                return -ENOMEM;
+                        run->iosched_ops[t] = IOSCHED_OP_RESTORE;
+                        continue;
+                }
+
+                /* wanted */
+                bool ours = a->value && streq(a->value, wanted);
+                if (streq(cur, wanted) || (ours && eff && streq(cur, eff) && !new_instance)) {
+                        if (a->original && streq(a->original, wanted)) {
+                                a->original = mfree_str(a->original);
+                                dropped++;
+                        }
+                        if (a->state != APPLY_OK || !ours || a->message)
+                                applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                        a->retry = (Backoff) {};
+                        free_and_strdup(&a->value, wanted);
+                        d->iosched_ino[t] = ino;
+                        if (war_held(&a->war, now))
+                                log_external(d, lbl, LOG_INFO, "%s %s held since blkmqd's last rewrite: write war over", lbl, wanted);
+                        continue;
+                }
+                unsigned char ops = IOSCHED_OP_WRITE;
+                if (ours && (IN_SET_OK_EXTERNAL(a->state) || a->state == APPLY_KEPT)) {
+                        if (new_instance) {
+                                /* the elevator was set up again since blkmqd wrote it: its default is back */
+                                if (o->verify_only) {
+                                        applied_set(a, APPLY_EXTERNAL, 0, "reset to %s by an elevator switch since blkmqd wrote %s; written "
+                                                    "again at the next evaluation", cur, wanted);
+                                        d->iosched_reset = true;
+                                        continue;
+                                }
+                                ops |= IOSCHED_OP_REAPPLY;
+                        } else if (!o->reassert) {
+                                bool transition = a->state != APPLY_EXTERNAL, had = a->original;
+                                if (transition)
+                                        log_external(d, lbl, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)",
+                                                     lbl, cur, wanted);
+                                applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
+                                            cur, wanted);
+                                a->original = mfree_str(a->original);
+                                dropped += had || transition;
+                                continue;
+                        } else if (o->verify_only) {
+                                applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s); Reassert=yes: rewritten at the "
+                                            "next evaluation", cur, wanted);
+                                continue;
+                        } else if (o->dry_run)
+                                continue;
+                        else if (backoff_waiting(&a->war, now)) {
+                                applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s again (blkmqd wrote %s); write war: Reassert=yes "
+                                            "rewrites it in %u s", cur, wanted, backoff_left_sec(&a->war, now));
+                                continue;
+                        } else
+                                ops |= IOSCHED_OP_REASSERT;
+                }
+                if (o->verify_only) {
+                        /* not written yet on this elevator (it came back, or blkmqd could not write): the next evaluation does */
+                        if (a->state != APPLY_ERROR && a->state != APPLY_UNSUPPORTED)
+                                d->iosched_reset = true;
+                        continue;
+                }
+                if (o->dry_run) {
+                        if (a->state != APPLY_DRY_RUN || !streq_ptr(a->value, wanted))
+                                log_device_info(d->name, "dry-run: would set %s %s -> %s", lbl, cur, wanted);
+                        applied_set(a, APPLY_DRY_RUN, 0, "would write %s (now %s)", wanted, cur);
+                        free_and_strdup(&a->value, wanted);
+                        continue;
+                }
+                if (a->state == APPLY_UNSUPPORTED && ours)
+                        continue;               /* said once; never retried */
+                if (a->state == APPLY_ERROR && a->error && ours && backoff_waiting(&a->retry, now))
+                        continue;
+                if (!a->original) {
+                        if (!(a->original = strdup(cur)))
+                                return -ENOMEM;
+                        ops |= IOSCHED_OP_NEW_ORIGINAL;
+                }
+                free_and_strdup(&a->value, wanted);
+                if (iosched_add_op(&j, d, t, wanted, cur, true) < 0)
+                        return -ENOMEM;
+                run->iosched_ops[t] = ops;
+        }
+        if (j)
+                *ret_job = TAKE_PTR(j);
+        return dropped;
+}
+
+/* The writes of iosched_decide() returned. Returns values written plus originals dropped. */
+static int iosched_finish(HostFs *h, Device *d, const WriteJob *j) {
+        uint64_t now = run_now_usec(d);
+        int n = 0;
+
+        for (size_t i = 0; i < j->n_ops; i++) {
+                const WriteOp *op = &j->ops[i];
+                IoschedTunable t = iosched_op_tunable(d, op);
+                if (t < 0)
+                        continue;
+                const IoschedTunableInfo *info = iosched_tunable_info(t);
+                Applied *a = &d->iosched[t];
+                unsigned char ops = d->run.iosched_ops[t];
+                const char *lbl = TUNABLE_LABEL(t);
+                int r = op->result;
+                char label[96];
+                snprintf(label, sizeof(label), "%s", lbl);
+
+                if (ops & IOSCHED_OP_RESTORE) {
+                        if (r < 0 && disk_vanished(h, d, r))
+                                continue;
+                        if (r < 0) {
+                                log_device_warning_errno(d->name, r, "Failed to put back %s %s: %m", label, op->value);
+                                applied_set(a, APPLY_ERROR, r, "%s putting back %s", strerrorname_np(-r) ?: "error", op->value);
+                                continue;
+                        }
+                        log_device_info(d->name, "%s put back to %s, the value before blkmqd changed it", label, op->value);
+                        iosched_forget(d, t);
+                        applied_set(a, APPLY_UNMANAGED, 0, "put back to %s, the value before blkmqd changed it", op->value);
+                        n++;
+                        continue;
+                }
+
+                _cleanup_free_ char *after = NULL;
+                bool written = r >= 0;
+                if (r >= 0) {
+                        r = op->read_result;
+                        if (r >= 0 && !(after = strdup(op->read)))
+                                return -ENOMEM;
+                        if (after)
+                                strip_newline(after);
+                }
+                /* kept in jiffies (msecs_to_jiffies() on store, jiffies_to_msecs() on show): the
+                 * value reads back rounded to the tick; that is the kernel's, not a failure */
+                bool rounded = r >= 0 && !streq(after, op->value) && info->jiffies;
+                if (r >= 0 && !streq(after, op->value) && !rounded)
+                        r = -EIO;
+                if (r < 0) {
+                        WriteErrorClass c = apply_classify_error(r);
+                        if (!written && (ops & IOSCHED_OP_NEW_ORIGINAL)) {
+                                a->original = mfree_str(a->original);
+                                n++;
+                        }
+                        if (disk_vanished(h, d, r)) {
+                                applied_set(a, APPLY_ERROR, r, "%s writing %s to queue/iosched/%s: the disk vanished",
+                                            strerrorname_np(-r) ?: "error", op->value, info->name);
+                                continue;
+                        }
+                        bool again = a->state == APPLY_ERROR && a->error == r;
+                        applied_set(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, r, "%s writing %s to queue/iosched/%s%s%s",
+                                    strerrorname_np(-r) ?: "error", op->value, info->name, after ? ", read back " : "", strempty(after));
+                        if (c != WRITE_ERROR_UNSUPPORTED)
+                                backoff_bump(&a->retry, now);
+                        if (again)
+                                log_device_debug(d->name, "Failed to set %s %s again: %s", label, op->value, strerrorname_np(-r) ?: "error");
+                        else
+                                log_write_failed(d, label, r, c, "Failed to set %s %s (now %s)", label, op->value, after ?: strna(op->before));
+                        n += written;
+                        continue;
+                }
+                free_and_strdup(&d->iosched_read[t], rounded ? after : NULL);
+                d->iosched_ino[t] = d->run.iosched_ino;
+                a->retry = (Backoff) {};
+                if (a->original && streq(a->original, after)) {
+                        a->original = mfree_str(a->original);
+                        applied_set(a, APPLY_KEPT, 0, NULL);
+                } else if (rounded)
+                        applied_set(a, APPLY_OK, 0, "reads %s: the kernel keeps it in jiffies (%s)", after, info->source);
+                else
+                        applied_set(a, APPLY_OK, 0, NULL);
+                if (ops & IOSCHED_OP_REASSERT) {
+                        backoff_bump(&a->war, now);
+                        if (a->war.level == 1)
+                                log_external(d, label, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); rewritten (Reassert=yes)",
+                                             label, strna(op->before), op->value);
+                        else if (a->war.level == 2)
+                                log_external(d, label, LOG_WARNING, "%s changed externally to %s again after blkmqd rewrote %s: write war; "
+                                             "further rewrites back off (Reassert=yes)", label, strna(op->before), op->value);
+                } else if (ops & IOSCHED_OP_REAPPLY)
+                        log_device_info(d->name, "%s %s -> %s: written again, an elevator switch since blkmqd wrote it reset it", label,
+                                        strna(op->before), op->value);
+                else
+                        log_device_info(d->name, "%s %s -> %s", label, strna(op->before), op->value);
+                n++;
+        }
+        return n;
+}
+
+/*
+ * Restore (stop, restore): after the elevator blkmqd found is back, put back the tunables
+ * blkmqd changed on it, and those its own switch reset (recorded before it). A tunable whose
+ * elevator is not running has nothing to put back (its directory went with it); one reset by
+ * someone else's switch since blkmqd wrote it holds the elevator's default, which is nobody's;
+ * one someone else changed is left to them.
+ */
+static int iosched_restore_decide(HostFs *h, Device *d, WriteJob **ret_job) {
+        _cleanup_(write_job_freep) WriteJob *j = NULL;
+        _cleanup_free_ char *elevator = NULL;
+        bool any = false;
+
+        memset(d->run.iosched_ops, 0, sizeof(d->run.iosched_ops));
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                any = any || d->iosched[t].original;
+        if (!any)
+                return 0;
+        if (read_knob(h, d->name, KNOB_ELEVATOR, &elevator) < 0)
+                elevator = NULL;
+        uint64_t ino = iosched_instance(h, d->name);
+
+        for (size_t n = 0; n < _IOSCHED_TUNABLE_MAX; n++) {
+                IoschedTunable t = iosched_order(n);
+                const IoschedTunableInfo *info = iosched_tunable_info(t);
+                Applied *a = &d->iosched[t];
+                _cleanup_free_ char *cur = NULL;
+                if (!a->original)
+                        continue;
+                const char *lbl = TUNABLE_LABEL(t);
+                if (!elevator || !streq(elevator, info->elevator) || read_tunable(h, d->name, info->name, &cur) < 0) {
+                        log_device_debug(d->name, "%s: %s does not run (%s): nothing to put back", lbl, info->elevator, strna(elevator));
+                        iosched_forget(d, t);
+                        applied_set(a, APPLY_UNMANAGED, 0, NULL);
+                        continue;
+                }
+                bool new_instance = d->iosched_ino[t] && ino && ino != d->iosched_ino[t];
+                const char *eff = d->iosched_read[t] ?: a->value;
+                if (streq(cur, a->original) || (a->value && new_instance)) {
+                        iosched_forget(d, t);
+                        applied_set(a, APPLY_UNMANAGED, 0, NULL);
+                        continue;
+                }
+                if (a->value && !streq(cur, eff)) {
+                        log_external(d, lbl, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); not restoring %s over it",
+                                     lbl, cur, a->value, a->original);
+                        d->run.left++;
+                        iosched_forget(d, t);
+                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (it is no longer blkmqd's to restore)", cur);
+                        continue;
+                }
+                if (iosched_add_op(&j, d, t, a->original, cur, false) < 0)
+                        return -ENOMEM;
+                d->run.iosched_ops[t] = IOSCHED_OP_RESTORE;
+        }
+        if (j)
+                *ret_job = TAKE_PTR(j);
+        return 0;
+}
+
+static int iosched_restore_finish(HostFs *h, Device *d, const WriteJob *j) {
+        int n = 0;
+        for (size_t i = 0; i < j->n_ops; i++) {
+                const WriteOp *op = &j->ops[i];
+                IoschedTunable t = iosched_op_tunable(d, op);
+                if (t < 0)
+                        continue;
+                Applied *a = &d->iosched[t];
+                const char *lbl = TUNABLE_LABEL(t);
+                if (op->result < 0 && disk_vanished(h, d, op->result)) {
+                        applied_set(a, APPLY_ERROR, op->result, "the disk vanished before %s was put back", strna(a->original));
+                        continue;
+                }
+                if (op->result < 0) {
+                        log_device_warning_errno(d->name, op->result, "Failed to restore %s %s: %m", lbl, op->value);
+                        applied_set(a, APPLY_ERROR, op->result, "%s restoring %s", strerrorname_np(-op->result) ?: "error", op->value);
+                        if (d->run.error >= 0)
+                                d->run.error = op->result;
+                        d->run.failed++;
+                        continue;
+                }
+                log_device_info(d->name, "%s restored to %s", lbl, op->value);
+                iosched_forget(d, t);
+                applied_set(a, APPLY_UNMANAGED, 0, NULL);
+                n++;
+        }
+        return n;
+}
+
+/* The step's state in applied/ while its job waits (pending, timeout) or could not start. */
+static void step_set(Device *d, int k, ApplyState state, int error, const char *what) {
+        if (k != STEP_IOSCHED) {
+                applied_set(&d->applied[k], state, error, "%s", what);
+                return;
+        }
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                if (d->run.iosched_ops[t])
+                        applied_set(&d->iosched[t], state, error, "%s", what);
+}
+
 /* ---- runs: decide on the loop, write on a worker, go on when it returned ------------------------ */
 
 static int run_step(Applier *a, Device *d);
@@ -1179,12 +1736,14 @@ static Device *job_device(Applier *a, const WriteJob *j) {
         return d && d->run.job == j ? d : NULL;
 }
 
-/* The write of the knob d->run.next returned: record its outcome. */
+/* The write of the step d->run.next returned: record its outcome. */
 static void knob_finish(Applier *a, Device *d, const WriteJob *j) {
-        Knob k = d->run.next;
+        int k = run_step_knob(d->run.next);
         int r;
 
-        if (apply_net_knob(k))
+        if (k == STEP_IOSCHED)
+                r = d->run.restore ? iosched_restore_finish(a->hostfs, d, j) : iosched_finish(a->hostfs, d, j);
+        else if (apply_net_knob(k))
                 r = apply_net_finish(a->hostfs, d, k, j, d->run.restore || (j->tag & TAG_RESTORE));
         else if (d->run.restore)
                 r = k == KNOB_IRQ_AFFINITY ? irq_restore_finish(a->hostfs, d, j) : restore_knob_finish(a->hostfs, d, k, j);
@@ -1217,33 +1776,44 @@ static void on_job_timeout(WriteJob *j, void *userdata) {
         Device *d = job_device(a, j);
         if (!d)
                 return;
-        Knob k = d->run.next;
-        Applied *ap = &d->applied[k];
+        int k = run_step_knob(d->run.next);
         double sec = (double) writer_timeout_usec(a->writer) / 1e6;
+        char what_s[PATH_MAX + 256];
 
         d->run.timed_out = true;
         const char *what = d->run.restore || (j->tag & TAG_RESTORE) ? "restoring" : "writing";
-        if (j->n_ops == 1)
-                applied_set(ap, APPLY_TIMEOUT, 0, "%s %s to %s: no answer from the kernel after %g s", what,
-                            j->ops[0].value, j->ops[0].path, sec);
+        if (j->n_ops == 1 || k == STEP_IOSCHED)
+                snprintf(what_s, sizeof(what_s), "%s %s to %s: no answer from the kernel after %g s", what,
+                         j->ops[0].value, j->ops[0].path, sec);
         else
-                applied_set(ap, APPLY_TIMEOUT, 0, "%s %zu vector(s): no answer from the kernel after %g s", what,
-                            j->n_ops, sec);
+                snprintf(what_s, sizeof(what_s), "%s %zu vector(s): no answer from the kernel after %g s", what, j->n_ops, sec);
+        step_set(d, k, APPLY_TIMEOUT, 0, what_s);
         log_device_full(LOG_WARNING, ETIMEDOUT, d->name, BLKMQD_MESSAGE_WRITE_FAILED, NULL,
                         "%s: the write of \"%s\" to \"%s\" has not returned after %g s; the rest is served, "
-                        "its outcome is recorded when it returns", knob_to_string(k), j->ops[0].value, j->ops[0].path, sec);
+                        "its outcome is recorded when it returns", step_name(k), j->ops[0].value, j->ops[0].path, sec);
         if (a->on_timeout)
                 a->on_timeout(d, a->userdata);
 }
 
-/* The knob d->run.next waits for its write: say so in applied/. */
+/* The step d->run.next waits for its write: say so in applied/. */
 static void mark_pending(Device *d, const WriteJob *j) {
-        Applied *ap = &d->applied[d->run.next];
+        int k = run_step_knob(d->run.next);
         const char *what = d->run.restore || (j->tag & TAG_RESTORE) ? "restoring" : "writing";
+        char what_s[PATH_MAX + 64];
+        if (k == STEP_IOSCHED) {
+                /* each tunable says what is written to it */
+                for (size_t i = 0; i < j->n_ops; i++) {
+                        IoschedTunable t = iosched_op_tunable(d, &j->ops[i]);
+                        if (t >= 0)
+                                applied_set(&d->iosched[t], APPLY_PENDING, 0, "%s %s to %s", what, j->ops[i].value, j->ops[i].path);
+                }
+                return;
+        }
         if (j->n_ops == 1)
-                applied_set(ap, APPLY_PENDING, 0, "%s %s to %s", what, j->ops[0].value, j->ops[0].path);
+                snprintf(what_s, sizeof(what_s), "%s %s to %s", what, j->ops[0].value, j->ops[0].path);
         else
-                applied_set(ap, APPLY_PENDING, 0, "%s %zu vector(s)", what, j->n_ops);
+                snprintf(what_s, sizeof(what_s), "%s %zu vector(s)", what, j->n_ops);
+        step_set(d, k, APPLY_PENDING, 0, what_s);
 }
 
 /*
@@ -1256,12 +1826,14 @@ static int run_step(Applier *a, Device *d) {
         ApplyOptions o = { .dry_run = run->dry_run, .reassert = run->reassert, .verify_only = run->verify_only,
                            .now_usec = run->now_usec };
 
-        for (; run->next < _KNOB_MAX && !d->vanished; run->next++) {
-                Knob k = run->next;
+        for (; run->next < N_STEPS && !d->vanished; run->next++) {
+                int k = run_step_knob(run->next);
                 WriteJob *j = NULL;
                 int r;
 
-                if (apply_net_knob(k))
+                if (k == STEP_IOSCHED)
+                        r = run->restore ? iosched_restore_decide(a->hostfs, d, &j) : iosched_decide(a->hostfs, d, &o, &j);
+                else if (apply_net_knob(k))
                         r = run->restore ? apply_net_restore_decide(a->hostfs, d, k, &j) : apply_net_decide(a->hostfs, d, k, &o, &j);
                 else if (run->restore)
                         r = k == KNOB_IRQ_AFFINITY ? irq_restore_decide(a->hostfs, d, &j) : restore_knob_decide(a->hostfs, d, k, &j);
@@ -1269,7 +1841,7 @@ static int run_step(Applier *a, Device *d) {
                         r = k == KNOB_IRQ_AFFINITY ? irq_affinity_decide(a->hostfs, d, &o, &j) :
                                                      queue_knob_decide(a->hostfs, d, k, &o, &j);
                 if (r < 0) {
-                        log_device_warning_errno(d->name, r, "Failed to apply %s, ignoring: %m", knob_to_string(k));
+                        log_device_warning_errno(d->name, r, "Failed to apply %s, ignoring: %m", step_name(k));
                         if (run->error >= 0)
                                 run->error = r;
                         continue;
@@ -1293,10 +1865,11 @@ static int run_step(Applier *a, Device *d) {
                 r = writer_submit(a->writer, j, on_job_done, on_job_timeout, a);
                 if (r < 0) {
                         /* no worker thread: nothing was written; like a transient write error */
-                        Applied *ap = &d->applied[k];
+                        char what_s[128];
+                        snprintf(what_s, sizeof(what_s), "cannot start a writer thread: %s", strerror(-r));
+                        step_set(d, k, APPLY_ERROR, r, what_s);
                         run->job = NULL;
-                        applied_set(ap, APPLY_ERROR, r, "cannot start a writer thread: %s", strerror(-r));
-                        log_device_warning_errno(d->name, r, "%s: cannot start a writer thread, will retry: %m", knob_to_string(k));
+                        log_device_warning_errno(d->name, r, "%s: cannot start a writer thread, will retry: %m", step_name(k));
                         if (run->error >= 0)
                                 run->error = r;
                         continue;

@@ -150,9 +150,41 @@ static int check_elevator_names(ParseContext *p, const char *v) {
         return 1;
 }
 
+/*
+ * IoSched.<elevator>.<tunable>=VALUE|keep (keep, or auto, clears): the tunable, and the
+ * validated value into *ret (NULL for keep). 1, or fail()'s 0 with the line.
+ */
+static int parse_iosched_key(ParseContext *p, const char *key, const char *v, IoschedTunable *ret_t, char **ret) {
+        const char *dotted = startswith(key, "IoSched.");
+        IoschedTunable t = dotted ? iosched_tunable_from_dotted(dotted) : _IOSCHED_TUNABLE_INVALID;
+        if (t < 0)
+                return fail(p, "%s=: not an elevator tunable blkmqd knows (IoSched.bfq.slice_idle, IoSched.mq-deadline.fifo_batch, "
+                            "IoSched.kyber.read_lat_nsec, ...: man blkmqd.conf)", key);
+        *ret_t = t;
+        *ret = NULL;
+        if (streq(v, "keep") || streq(v, "auto"))
+                return 1;
+        int r = iosched_tunable_validate(t, v, strlen(v), ret);
+        if (r < 0) {
+                _cleanup_free_ char *expected = iosched_tunable_expected(t);
+                return fail(p, "%s=%s: %s; expected %s", key, v, r == -ERANGE ? "out of range" : "not a decimal number",
+                            strna(expected));
+        }
+        return 1;
+}
+
 static int parse_class(ParseContext *p, DiskClass cls, const char *key, const char *v) {
         ClassPolicy *cp = &p->config->policy.classes[cls];
 
+        if (startswith(key, "IoSched.")) {
+                IoschedTunable t;
+                char *value;
+                if (!parse_iosched_key(p, key, v, &t, &value))
+                        return 0;
+                free(cp->iosched[t]);
+                cp->iosched[t] = value;
+                return 1;
+        }
         if (streq(key, "Elevator")) {
                 if (!p->continuation)
                         cp->elevators = strv_free(cp->elevators);
@@ -241,6 +273,17 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
                 rule->settings.disabled = !b;
                 rule->has_enabled = true;
                 rule->settings.origin[_KNOB_MAX] = rule->label;
+                return 1;
+        }
+
+        if (startswith(key, "IoSched.")) {
+                IoschedTunable t;
+                _cleanup_free_ char *value = NULL;
+                if (!parse_iosched_key(p, key, v, &t, &value))
+                        return 0;
+                if (policy_overrides_set_iosched(&rule->settings, t, value) < 0)
+                        return fail(p, "out of memory");
+                rule->settings.iosched_origin[t] = rule->label;
                 return 1;
         }
 

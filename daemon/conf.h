@@ -19,6 +19,7 @@
  *   RqAffinity=0|1|2|keep
  *   IrqAffinity=hctx|keep
  *   HostTagset=auto|disable|keep  megaraid_sas/mpt3sas host_tagset_enable=0 (auto: kernels < 5.12)
+ *   IoSched.<elevator>.<tunable>=NUMBER|keep   an elevator tunable (policies/iosched.h ranges)
  *
  *   [Network]                     network disks (nvme-tcp/rdma, iSCSI, NBD; policies/net-align.c)
  *   NicIrqAffinity=hctx|keep      the NIC's unmanaged queue IRQs on their hctx's CPUs (default hctx)
@@ -31,7 +32,7 @@
  *   [Device:<name>]               every Match key must hold
  *   MatchName= MatchDriver= MatchTransport= MatchIdentity=   (fnmatch globs)
  *   MatchHwQueues=N | MIN-MAX     MatchRotational=yes|no
- *   Elevator= RqAffinity= NrRequests= IrqAffinity=hctx|CPULIST  Enabled=yes|no
+ *   Elevator= RqAffinity= NrRequests= IrqAffinity=hctx|CPULIST  IoSched.*=  Enabled=yes|no
  *   NicIrqAffinity=hctx|keep  Xps=hctx|keep  NrIoQueues=keep|N   (network disks)
  *
  * A bad line is reported as "file:line: what is wrong" and the whole load fails, so the

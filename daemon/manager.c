@@ -348,6 +348,18 @@ static void load_overrides(Manager *m, Device *d) {
         }
         for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
                 _cleanup_free_ char *v = NULL;
+                const char *dotted = startswith(kv[i], "iosched.");
+                if (dotted) {
+                        IoschedTunable t = iosched_tunable_from_dotted(dotted);
+                        r = t < 0 ? -EINVAL : iosched_override_validate(t, kv[i + 1], strlen(kv[i + 1]), d->facts, &v);
+                        if (r < 0) {
+                                log_device_warning_errno(d->name, r, "Stored override %s=%s no longer valid, ignoring: %m", kv[i], kv[i + 1]);
+                                continue;
+                        }
+                        (void) policy_overrides_set_iosched(&d->overrides, t, v);
+                        log_device_info(d->name, "Restored override %s=%s (identity %s)", kv[i], kv[i + 1], d->facts->identity);
+                        continue;
+                }
                 Knob k = streq(kv[i], "enabled") ? _KNOB_MAX : knob_from_string(kv[i]);
                 if (k < 0) {
                         log_device_warning_errno(d->name, EINVAL, "Stored override \"%s\" is unknown, ignoring", kv[i]);
@@ -374,6 +386,13 @@ static int originals_to_kv(const Device *d, char ***ret) {
                 if (d->applied[k].original &&
                     (strv_extend(&kv, knob_to_string(k)) < 0 || strv_extend(&kv, d->applied[k].original) < 0))
                         return -ENOMEM;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                const IoschedTunableInfo *i = iosched_tunable_info(t);
+                char key[128];
+                snprintf(key, sizeof(key), "iosched.%s.%s", i->elevator, i->name);
+                if (d->iosched[t].original && (strv_extend(&kv, key) < 0 || strv_extend(&kv, d->iosched[t].original) < 0))
+                        return -ENOMEM;
+        }
         for (size_t i = 0; i < d->n_irq_applied; i++) {
                 char key[32];
                 snprintf(key, sizeof(key), "irq.%u", d->irq_applied[i].irq);
@@ -449,7 +468,11 @@ static void load_originals(Manager *m, Device *d) {
         d->originals_saved = originals_snapshot(key, kv);
         for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
                 Knob k = knob_from_string(kv[i]);
-                if (k >= 0 && k != KNOB_IRQ_AFFINITY)
+                const char *dotted = startswith(kv[i], "iosched.");
+                IoschedTunable t = dotted ? iosched_tunable_from_dotted(dotted) : _IOSCHED_TUNABLE_INVALID;
+                if (t >= 0)
+                        (void) free_and_strdup(&d->iosched[t].original, kv[i + 1]);
+                else if (k >= 0 && k != KNOB_IRQ_AFFINITY)
                         (void) free_and_strdup(&d->applied[k].original, kv[i + 1]);
                 else if (sscanf(kv[i], "irq.%u", &irq) == 1) {
                         IrqApplied *n = realloc(d->irq_applied, (d->n_irq_applied + 1) * sizeof(IrqApplied));
@@ -972,12 +995,66 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
         return 0;
 }
 
+/* A write to policy/iosched/<elevator>/<tunable>: validated like every policy file, persisted, applied. */
+static int write_policy_iosched(Manager *m, const char *device, IoschedTunable t, const char *data, size_t len) {
+        Device *d = registry_get(&m->registry, device);
+        const IoschedTunableInfo *info = iosched_tunable_info(t);
+        _cleanup_free_ char *v = NULL, *text = NULL;
+        int r;
+
+        if (!d || !d->facts || !info)
+                return -ENOENT;
+        r = iosched_override_validate(t, data, len, d->facts, &v);
+        if (r < 0) {
+                size_t shown = len > 0 && data[len - 1] == '\n' ? len - 1 : len;
+                text = strndup(data, MIN(shown, (size_t) 64));
+                if (text)
+                        for (char *c = text; *c; c++)
+                                if (*c == '\n')
+                                        *c = ' ';
+                _cleanup_free_ char *expected = iosched_tunable_expected(t);
+                const char *why = r != -EINVAL ? "" :
+                        disk_facts_elevator_source(d->facts, info->elevator) == ELEVATOR_UNAVAILABLE ? " (the disk cannot run this elevator)" :
+                        streq_ptr(d->facts->elevator, info->elevator) && !disk_facts_iosched(d->facts, info->name) ?
+                                " (this kernel's elevator has no such file)" : "";
+                return log_device_full(LOG_WARNING, r, device, NULL, NULL,
+                                       "policy/iosched/%s/%s: rejected \"%s\"%s: %m%s; expected %s", info->elevator, info->name,
+                                       text ?: "", shown > 64 ? "..." : "", why, strna(expected));
+        }
+        r = policy_overrides_set_iosched(&d->overrides, t, v);
+        if (r < 0)
+                return r;
+        log_device_info(device, "policy/iosched/%s/%s set to %s by the administrator", info->elevator, info->name, v ?: "auto");
+        if (!apply_busy(d)) {
+                r = device_refresh_knobs(m->hostfs, d->facts, true);
+                if (r < 0)
+                        return r;
+        }
+        if (m->state && d->facts->identity && d->identity_shared)
+                log_device_full(LOG_NOTICE, 0, device, NULL, NULL, "policy/iosched/%s/%s not stored: identity %s is shared with another "
+                                "disk, the setting lasts until %s is removed", info->elevator, info->name, d->facts->identity, device);
+        else if (m->state && d->facts->identity) {
+                r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
+                if (r < 0)
+                        log_device_warning_errno(device, r, "Failed to persist overrides, they last until restart: %m");
+        }
+        manager_evaluate(m, d, false);
+        manager_update_status(m);
+        return 0;
+}
+
 static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len, off_t offset,
                          FuseFsWrite *pending) {
         Manager *m = userdata;
         char v[32];
         int r;
 
+        if (offset != 0 && type == NODE_POLICY_IOSCHED_TUNABLE) {
+                const IoschedTunableInfo *i = iosched_tunable_info(knob);
+                return log_full(LOG_WARNING, EINVAL, device, NULL, NULL, __FILE__, __LINE__, __func__,
+                                "policy/iosched/%s/%s: write at offset %jd rejected: a value must be written in one write() at offset 0",
+                                i ? i->elevator : "?", i ? i->name : "?", (intmax_t) offset);
+        }
         if (offset != 0) {
                 const char *file = type == NODE_POLICY_KNOB ? (knob == _KNOB_MAX ? "policy/enabled" : NULL) :
                                    type == NODE_MODE ? "mode" : type == NODE_RELOAD ? "reload" : "restore";
@@ -988,6 +1065,8 @@ static int on_fuse_write(void *userdata, NodeTypeRef type, const char *device, i
 
         if (type == NODE_POLICY_KNOB)
                 return reply_when_settled(m, pending, device, false, write_policy(m, device, knob, data, len));
+        if (type == NODE_POLICY_IOSCHED_TUNABLE)
+                return reply_when_settled(m, pending, device, false, write_policy_iosched(m, device, knob, data, len));
 
         r = control_value(data, len, v, sizeof(v));
         if (r < 0)
@@ -1171,6 +1250,12 @@ static void on_verify(void *userdata, const char *device) {
 static bool verify_needs_apply(const Device *d, bool reassert) {
         for (Knob k = 0; k < _KNOB_MAX; k++)
                 if (d->applied[k].state == APPLY_ERROR || (reassert && d->applied[k].state == APPLY_EXTERNAL))
+                        return true;
+        /* an elevator switch (away and back, by anyone) reset a tunable or nr_requests blkmqd wrote */
+        if (d->iosched_reset)
+                return true;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                if (d->iosched[t].state == APPLY_ERROR || (reassert && d->iosched[t].state == APPLY_EXTERNAL))
                         return true;
         return false;
 }

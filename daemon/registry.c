@@ -43,6 +43,10 @@ static Device *device_free(Device *d) {
         policy_overrides_done(&d->overrides);
         for (size_t i = 0; i < _KNOB_MAX; i++)
                 applied_done(&d->applied[i]);
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                applied_done(&d->iosched[t]);
+                free(d->iosched_read[t]);
+        }
         for (size_t i = 0; i < d->n_irq_applied; i++) {
                 free(d->irq_applied[i].original);
                 free(d->irq_applied[i].value);

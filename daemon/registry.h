@@ -99,6 +99,10 @@ typedef struct ApplyRun {
         int knob_prev_error;    /* the same write failed before with this error (0: not) */
         size_t irq_total, irq_kept, irq_managed, irq_would;     /* irq_affinity, decided before its write */
         char nr_before[32];     /* nr_requests before the elevator write in flight ("" unknown): the switch resets it */
+        bool knob_iosched_recorded;     /* the elevator's tunables were recorded before this elevator switch */
+        /* the elevator tunables' job in flight (apply.c iosched_decide()): IOSCHED_OP_* per tunable */
+        unsigned char iosched_ops[_IOSCHED_TUNABLE_MAX];
+        uint64_t iosched_ino;   /* inode of queue/iosched when they were decided */
         /* set by the manager while a write is in flight, acted upon when the run ends */
         bool again;             /* the plan changed: apply again */
         bool event_pending;     /* a uevent came: gather again (not while the disk's write is in flight) */
@@ -113,6 +117,20 @@ typedef struct Device {
         Applied applied[_KNOB_MAX];
         IrqApplied *irq_applied;
         size_t n_irq_applied;
+        /*
+         * Elevator tunables (daemon/apply.c, after the elevator): like applied[], per tunable.
+         * value is what blkmqd asked for; iosched_read what the kernel read back (differs for
+         * tunables kept in jiffies); iosched_ino the inode of queue/iosched when blkmqd wrote
+         * (a new one means the elevator was set up again by a switch: the tunable is back at
+         * its default, which is no one's change). An original with value NULL was recorded
+         * only because blkmqd switched the elevator away from it (like nr_requests): it comes
+         * back after the elevator is restored.
+         */
+        Applied iosched[_IOSCHED_TUNABLE_MAX];
+        char *iosched_read[_IOSCHED_TUNABLE_MAX];
+        uint64_t iosched_ino[_IOSCHED_TUNABLE_MAX];
+        bool iosched_reset;     /* a verify found a wanted tunable reset by an elevator switch: apply again */
+        uint64_t nr_requests_ino;       /* inode of queue/iosched when blkmqd wrote nr_requests (a switch resets it) */
         StatSample *history;    /* STATS_HISTORY per hctx position, ring; sized to facts->n_hctx */
         size_t n_history_hctx;
         StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */

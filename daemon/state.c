@@ -220,6 +220,13 @@ int state_save_overrides(State *s, const char *identity, const PolicyOverrides *
                 if (v && (strv_extend(&kv, knob_to_string(k)) < 0 || strv_extend(&kv, v) < 0))
                         return -ENOMEM;
         }
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                const IoschedTunableInfo *i = iosched_tunable_info(t);
+                char key[128];
+                snprintf(key, sizeof(key), "iosched.%s.%s", i->elevator, i->name);
+                if (o->iosched[t] && (strv_extend(&kv, key) < 0 || strv_extend(&kv, o->iosched[t]) < 0))
+                        return -ENOMEM;
+        }
         if ((o->disabled || o->enabled_set) &&
             (strv_extend(&kv, "enabled") < 0 || strv_extend(&kv, o->disabled ? "0" : "1") < 0))
                 return -ENOMEM;

@@ -385,7 +385,7 @@ static mode_t node_mode(const Node *n) {
  */
 static int node_stat(FuseFs *fs, Node *n, struct stat *st) {
         struct timespec t = fs->start;
-        if (node_is_live(n) || n->type == NODE_APPLIED_KNOB)
+        if (node_is_live(n) || n->type == NODE_APPLIED_KNOB || n->type == NODE_APPLIED_IOSCHED)
                 (void) clock_gettime(CLOCK_REALTIME, &t);
         *st = (struct stat) {
                 .st_ino = n->ino,
@@ -1226,6 +1226,26 @@ static int build_network(FuseFs *fs, Node *dev, const Device *d) {
         return node_new_static(fs, dir, NODE_NETWORK_ATTR, FUSE_FS_ALIGNMENT, d->name, _NET_FACT_MAX, 0) ? 0 : -ENOMEM;
 }
 
+/* plan/iosched, applied/iosched and policy/iosched/<elevator>/<tunable> for every tunable blkmqd knows. */
+static int build_iosched_knobs(FuseFs *fs, Node *dev, const Device *d) {
+        Node *plan = node_child(dev, FUSE_FS_PLAN), *applied = node_child(dev, FUSE_FS_APPLIED),
+             *policy = node_child(dev, FUSE_FS_POLICY), *dir, *elev = NULL;
+        if (!plan || !applied || !policy ||
+            !node_new_static(fs, plan, NODE_PLAN_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0) ||
+            !node_new_static(fs, applied, NODE_APPLIED_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0) ||
+            !(dir = node_new_static(fs, policy, NODE_POLICY_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0)))
+                return -ENOMEM;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                const IoschedTunableInfo *i = iosched_tunable_info(t);
+                if ((!elev || !streq(elev->name, i->elevator)) &&
+                    !(elev = node_new_static(fs, dir, NODE_POLICY_IOSCHED_ELEVATOR, i->elevator, d->name, 0, 0)))
+                        return -ENOMEM;
+                if (!node_new_static(fs, elev, NODE_POLICY_IOSCHED_TUNABLE, i->name, d->name, t, 0))
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static int build_device(FuseFs *fs, const Device *d) {
         Node *dev = node_new(fs, fs->devices, NODE_DEVICE, d->name, d->name, 0, 0), *dir;
         if (!dev)
@@ -1263,7 +1283,8 @@ static int build_device(FuseFs *fs, const Device *d) {
         if (!node_new_static(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, _KNOB_MAX, 0))
                 return -ENOMEM;
 
-        if (!(dir = node_new_static(fs, dev, NODE_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0)) || iosched_sync(fs, dir, d) < 0)
+        if (!(dir = node_new_static(fs, dev, NODE_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0)) || iosched_sync(fs, dir, d) < 0 ||
+            build_iosched_knobs(fs, dev, d) < 0)
                 return -ENOMEM;
 
         if (d->facts->net && build_network(fs, dev, d) < 0)

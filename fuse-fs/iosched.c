@@ -21,6 +21,67 @@ int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret) {
                         return asprintf(ret, "unknown: queue/iosched/%s: %s\n", v->name, strerror(-v->error)) < 0 ? -ENOMEM : 0;
                 return asprintf(ret, "%s\n", v->value) < 0 ? -ENOMEM : 0;
         }
+        case NODE_POLICY_IOSCHED_TUNABLE:
+                if (n->arg < 0 || n->arg >= _IOSCHED_TUNABLE_MAX)
+                        return -ENOENT;
+                return asprintf(ret, "%s\n", d->overrides.iosched[n->arg] ?: "auto") < 0 ? -ENOMEM : 0;
+        case NODE_PLAN_IOSCHED: {
+                char *s = NULL;
+                size_t len = 0;
+                FILE *m = open_memstream(&s, &len);
+                if (!m)
+                        return -ENOMEM;
+                bool any = false;
+                for (IoschedTunable t = 0; d->plan.manage && t < _IOSCHED_TUNABLE_MAX; t++)
+                        if (d->plan.iosched[t]) {
+                                const IoschedTunableInfo *i = iosched_tunable_info(t);
+                                fprintf(m, "%s.%s %s\n", i->elevator, i->name, d->plan.iosched[t]);
+                                any = true;
+                        }
+                if (!any)
+                        fputs("keep\n", m);
+                if (fclose(m) != 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+                *ret = s;
+                return 0;
+        }
+        case NODE_APPLIED_IOSCHED: {
+                if (ctx->verify)
+                        ctx->verify(ctx->userdata, n->device);
+                d = registry_get(ctx->registry, n->device);
+                if (!d)
+                        return -ENOENT;
+                char *s = NULL;
+                size_t len = 0;
+                FILE *m = open_memstream(&s, &len);
+                if (!m)
+                        return -ENOMEM;
+                bool any = false;
+                for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                        const Applied *a = &d->iosched[t];
+                        _cleanup_free_ char *line = NULL;
+                        if (a->state == APPLY_UNMANAGED && !a->message && !a->original)
+                                continue;
+                        const IoschedTunableInfo *i = iosched_tunable_info(t);
+                        if (render_applied(a, &line) < 0) {
+                                fclose(m);
+                                free(s);
+                                return -ENOMEM;
+                        }
+                        fprintf(m, "%s.%s %s", i->elevator, i->name, line);
+                        any = true;
+                }
+                if (!any)
+                        fputs("unmanaged\n", m);
+                if (fclose(m) != 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+                *ret = s;
+                return 0;
+        }
         default:
                 return -EISDIR;
         }

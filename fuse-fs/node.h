@@ -79,6 +79,11 @@ typedef enum NodeType {
         NODE_NICS,              /* /nics/ */
         NODE_NIC,               /* /nics/<if>/ */
         NODE_NIC_ATTR,          /* /nics/<if>/<fact>                   arg = NicFact, _NIC_FACT_MAX = disks */
+        NODE_POLICY_IOSCHED,    /* /devices/<disk>/policy/iosched/ */
+        NODE_POLICY_IOSCHED_ELEVATOR,   /* /devices/<disk>/policy/iosched/<elevator>/ */
+        NODE_POLICY_IOSCHED_TUNABLE,    /* /devices/<disk>/policy/iosched/<elevator>/<tunable>  rw  arg = IoschedTunable */
+        NODE_PLAN_IOSCHED,      /* /devices/<disk>/plan/iosched: "<elevator>.<tunable> <value>" per wanted tunable, or "keep" */
+        NODE_APPLIED_IOSCHED,   /* /devices/<disk>/applied/iosched: "<elevator>.<tunable> <state>" per tunable blkmqd tracks */
         _NODE_TYPE_MAX,
 } NodeType;
 
@@ -164,6 +169,7 @@ static inline bool node_is_dir(const Node *n) {
         case NODE_MODULES: case NODE_MODULE: case NODE_MODULE_PARAM:
         case NODE_PROM_DIR: case NODE_HOSTS: case NODE_HOST: case NODE_IOSCHED:
         case NODE_NETWORK: case NODE_NICS: case NODE_NIC:
+        case NODE_POLICY_IOSCHED: case NODE_POLICY_IOSCHED_ELEVATOR:
                 return true;
         default:
                 return false;
@@ -182,7 +188,7 @@ static inline bool node_is_cacheable(const Node *n);
 /* Files root may write (mode 0644); everything else is 0444. */
 static inline bool node_is_writable(const Node *n) {
         return n->type == NODE_MODE || n->type == NODE_RELOAD || n->type == NODE_RESTORE ||
-               n->type == NODE_POLICY_KNOB;
+               n->type == NODE_POLICY_KNOB || n->type == NODE_POLICY_IOSCHED_TUNABLE;
 }
 
 /*

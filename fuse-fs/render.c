@@ -38,6 +38,9 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
         case NODE_MODULE_ATTR:
                 return render_module(ctx, n, ret);
         case NODE_IOSCHED_ATTR:
+        case NODE_POLICY_IOSCHED_TUNABLE:
+        case NODE_PLAN_IOSCHED:
+        case NODE_APPLIED_IOSCHED:
                 return render_iosched(ctx, n, ret);
         default:
                 return -EISDIR;

@@ -39,6 +39,25 @@
  *
  * Zoned disks on kernels before zone write plugging (6.10) keep or get mq-deadline whatever
  * the list says: policies/elevator.c.
+ *
+ * Elevator tunables (IoSched.<elevator>.<tunable>=, issue 18): no class has a shipped value.
+ * What was looked at, and why none of it is evidence enough to change a disk unasked:
+ *   - bfq slice_idle=0 and low_latency=0, the usual advice for BFQ on RAID or flash: the
+ *     kernel's BFQ document (Documentation/block/bfq-iosched.rst) says BFQ favours latency
+ *     over throughput by default and to set low_latency=0 where throughput is the only goal;
+ *     CFQ's document (Documentation/block/cfq-iosched.txt, where slice_idle comes from) says
+ *     slice_idle=0 can raise throughput with many spindles behind one LUN, at the cost of
+ *     isolation and I/O priority. Both are trade-offs of the goal, not a fix for a set-up:
+ *     the classes where throughput matters most (many-hctx-slow, shared-tags,
+ *     fast-multiqueue) do not run bfq under the shipped elevator lists, and on one hctx
+ *     whoever chose bfq chose its guarantees. No measurement of it was made here.
+ *   - the BFQ waker-detection regression (c65e6fd460b4, 5.16-5.18) is a kernel bug with a
+ *     kernel fix (f950667356ce, c5ac56bb6110); explain names it, and no tunable undoes it.
+ *   - mq-deadline's one-request-at-a-time dispatch on fast many-queue devices (the 2025
+ *     "blk-mq-sched: support request batch dispatching for sq elevator" RFC) is not a
+ *     tunable's default: fast-multiqueue moves such disks off mq-deadline instead.
+ * An administrator sets them per class or per disk; blkmqd writes them in the right order and
+ * keeps them across elevator switches.
  */
 #include <errno.h>
 

@@ -11,6 +11,7 @@
 #include "iosched.h"
 #include "macro.h"
 #include "parse.h"
+#include "policy-internal.h"
 
 #define BFQ "block/bfq-iosched.c "
 #define DD "block/mq-deadline.c "
@@ -108,6 +109,21 @@ int iosched_tunable_validate(IoschedTunable t, const char *input, size_t len, ch
         return asprintf(ret, "%" PRIu64, v) < 0 ? -ENOMEM : 0;
 }
 
+int iosched_override_validate(IoschedTunable t, const char *input, size_t len, const DiskFacts *f, char **ret) {
+        const IoschedTunableInfo *info = iosched_tunable_info(t);
+        char *v = NULL;
+        int r = iosched_tunable_validate(t, input, len, &v);
+        if (r < 0)
+                return r;
+        if (v && (disk_facts_elevator_source(f, info->elevator) == ELEVATOR_UNAVAILABLE ||
+                  (streq_ptr(f->elevator, info->elevator) && !f->iosched_unknown && !disk_facts_iosched(f, info->name)))) {
+                free(v);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
 char *iosched_tunable_expected(IoschedTunable t) {
         const IoschedTunableInfo *info = iosched_tunable_info(t);
         char *s = NULL;
@@ -153,4 +169,77 @@ const char *iosched_known_issue(const char *elevator, const char *release, const
                "(\"bfq: Allow current waker to defend against a tentative one\"), in 5.19 and in 5.17/5.18 stable updates "
                "from June 2022 (the sublevel's patches cannot be checked here): dbench with 128 clients 1237 s against "
                "950-988 s without the regression; bfq idles for processes that share a queue";
+}
+
+/* "policy/iosched/bfq/slice_idle" for an admin override, else "config [Device:x] IoSched.bfq.slice_idle". */
+static const char *iosched_label(const PolicyOverrides *o, IoschedTunable t, char *buf, size_t size) {
+        const IoschedTunableInfo *i = &table[t];
+        if (o->iosched_origin[t])
+                snprintf(buf, size, "%s IoSched.%s.%s", o->iosched_origin[t], i->elevator, i->name);
+        else
+                snprintf(buf, size, "policy/iosched/%s/%s", i->elevator, i->name);
+        return buf;
+}
+
+/*
+ * The tunables of the elevator the disk will run (plan->elevator when blkmqd switches it,
+ * else the current one). An override (policy/iosched/..., [Device:] IoSched.*=) wins over
+ * the class's IoSched.*= for the same tunable. A wish for another elevator's tunable waits
+ * (explained for overrides: the admin asked for it); a tunable the running elevator of this
+ * kernel does not have is left out (explained). bfq's slice_idle and slice_idle_us are one
+ * variable (bfqd->bfq_slice_idle): with both wanted, slice_idle_us wins and slice_idle is
+ * left out (else each write would undo the other).
+ */
+int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+        const char *running = plan->elevator ?: f->elevator;
+        bool current = running && streq_ptr(running, f->elevator);
+        char label[256];
+        int r;
+
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                const IoschedTunableInfo *i = &table[t];
+                const char *want = o->iosched[t] ?: cp->iosched[t];
+                bool override = o->iosched[t];
+
+                if (!want)
+                        continue;
+                if (override)
+                        iosched_label(o, t, label, sizeof(label));
+                else
+                        snprintf(label, sizeof(label), "config [Class:%s] IoSched.%s.%s", disk_class_to_string(plan->class),
+                                 i->elevator, i->name);
+                if (!running || !streq(running, i->elevator)) {
+                        if (override && (r = plan_explain(plan, "%s: %s=%s elevator=%s -> %s.%s waits: it is written when %s runs "
+                                                          "(rule iosched-elevator)", f->name, label, want, running ?: "unknown",
+                                                          i->elevator, i->name, i->elevator)) < 0)
+                                return r;
+                        continue;
+                }
+                const IoschedValue *v = current ? disk_facts_iosched(f, i->name) : NULL;
+                if (current && !f->iosched_unknown && !v) {
+                        r = plan_explain(plan, "%s: %s=%s elevator=%s -> %s.%s left alone: this kernel's %s has no queue/iosched/%s "
+                                         "(rule iosched-missing)", f->name, label, want, running, i->elevator, i->name,
+                                         i->elevator, i->name);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (!(plan->iosched[t] = strdup(want)))
+                        return -ENOMEM;
+                r = plan_explain(plan, "%s: elevator=%s%s %s.%s=%s %s=%s -> %s.%s=%s%s (rule iosched)", f->name, running,
+                                 current ? "" : " (planned)", i->elevator, i->name,
+                                 v && v->value ? v->value : current ? "unknown" : "default", label, want, i->elevator, i->name, want,
+                                 current ? "" : ", written after the switch (a switch starts the elevator from its defaults)");
+                if (r < 0)
+                        return r;
+        }
+        if (plan->iosched[IOSCHED_BFQ_SLICE_IDLE] && plan->iosched[IOSCHED_BFQ_SLICE_IDLE_US]) {
+                r = plan_explain(plan, "%s: bfq.slice_idle=%s bfq.slice_idle_us=%s -> bfq.slice_idle left alone: both set the same "
+                                 "value (bfqd->bfq_slice_idle, block/bfq-iosched.c); slice_idle_us wins (rule iosched-conflict)",
+                                 f->name, plan->iosched[IOSCHED_BFQ_SLICE_IDLE], plan->iosched[IOSCHED_BFQ_SLICE_IDLE_US]);
+                plan->iosched[IOSCHED_BFQ_SLICE_IDLE] = mfree_str(plan->iosched[IOSCHED_BFQ_SLICE_IDLE]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }

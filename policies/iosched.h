@@ -79,6 +79,15 @@ bool iosched_elevator_known(const char *elevator);
  */
 int iosched_tunable_validate(IoschedTunable t, const char *input, size_t len, char **ret);
 
+struct DiskFacts;
+/*
+ * Validate a write to devices/<disk>/policy/iosched/<elevator>/<tunable>: as
+ * iosched_tunable_validate(), and -EINVAL when the disk cannot run the elevator at all
+ * (not listed, built in or loadable: disk_facts_elevator_source()) or runs it and this
+ * kernel's elevator has no such file. "auto" is always accepted. Pure.
+ */
+int iosched_override_validate(IoschedTunable t, const char *input, size_t len, const struct DiskFacts *f, char **ret);
+
 /* What the tunable takes, for a refusal message ("0 to 2147483647 (ms), or \"auto\""). Newly allocated. */
 char *iosched_tunable_expected(IoschedTunable t);
 

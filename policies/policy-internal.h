@@ -39,5 +39,8 @@ static inline const char *override_label_buf(const PolicyOverrides *o, Knob k, c
  * the nic_irq_affinity/xps/nr_io_queues wishes. np NULL: the defaults. 0 or -ENOMEM. */
 int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o, Plan *plan);
 
+/* Elevator tunables (policies/iosched.c): plan->iosched for the elevator the disk will run. 0 or -ENOMEM. */
+int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
+
 /* Module parameters (policies/module-params.c). 0 or -ENOMEM. */
 int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp, Plan *plan);

@@ -46,8 +46,11 @@ void device_rule_done(DeviceRule *rule) {
 }
 
 void policy_config_done(PolicyConfig *config) {
-        for (size_t i = 0; i < _DISK_CLASS_MAX; i++)
+        for (size_t i = 0; i < _DISK_CLASS_MAX; i++) {
                 config->classes[i].elevators = strv_free(config->classes[i].elevators);
+                for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                        config->classes[i].iosched[t] = mfree_str(config->classes[i].iosched[t]);
+        }
         for (size_t i = 0; i < config->n_rules; i++)
                 device_rule_done(&config->rules[i]);
         module_wishes_free(config->module_params, config->n_module_params);
@@ -97,6 +100,13 @@ static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const
                                 goto fail;
                         m.origin[k] = admin->origin[k];
                 }
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                if (admin->iosched[t]) {
+                        r = policy_overrides_set_iosched(&m, t, admin->iosched[t]);
+                        if (r < 0)
+                                goto fail;
+                        m.iosched_origin[t] = admin->iosched_origin[t];
+                }
         m.disabled = admin->disabled;
         m.origin[_KNOB_MAX] = admin->origin[_KNOB_MAX];
         m.enabled_set = admin->enabled_set;
@@ -120,6 +130,13 @@ static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const
                                 m.origin[k] = rule->settings.origin[k];
                         }
                 }
+                for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                        if (rule->settings.iosched[t] && !m.iosched[t]) {
+                                r = policy_overrides_set_iosched(&m, t, rule->settings.iosched[t]);
+                                if (r < 0)
+                                        goto fail;
+                                m.iosched_origin[t] = rule->settings.iosched_origin[t];
+                        }
                 if (rule->has_enabled && !admin_enabled_set) {
                         m.disabled = rule->settings.disabled;
                         m.origin[_KNOB_MAX] = rule->settings.origin[_KNOB_MAX];
@@ -165,6 +182,8 @@ void plan_done(Plan *p) {
         free(p->xps);
         free(p->nr_io_queues);
         free(p->net_alignment);
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                free(p->iosched[t]);
         module_wishes_free(p->modules, p->n_modules);
         strv_free(p->explain);
         *p = (Plan) {};
@@ -208,9 +227,17 @@ int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value) {
         return free_and_strdup(slot, value);
 }
 
+int policy_overrides_set_iosched(PolicyOverrides *o, IoschedTunable t, const char *value) {
+        if (t < 0 || t >= _IOSCHED_TUNABLE_MAX)
+                return -EINVAL;
+        return free_and_strdup(&o->iosched[t], value);
+}
+
 void policy_overrides_done(PolicyOverrides *o) {
         for (Knob k = 0; k < _KNOB_MAX; k++)
                 free(*overrides_slot(o, k));
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                free(o->iosched[t]);
         *o = (PolicyOverrides) {};
 }
 
@@ -408,6 +435,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                 r = policy_nr_requests(facts, overrides, &plan);
         if (r >= 0)
                 r = policy_irq_affinity(facts, cp, overrides, &plan);
+        if (r >= 0)
+                r = policy_iosched(facts, cp, overrides, &plan);
         if (r >= 0)
                 r = policy_module_params(facts, config, cp, &plan);
         if (r >= 0)

@@ -54,6 +54,7 @@ typedef struct ClassPolicy {
         HostTagsetPolicy host_tagset;
         int rq_affinity;        /* 0, 1, 2; -1 = keep (block/blk-sysfs.c queue_rq_affinity_store) */
         bool irq_follow_hctx;   /* place non-managed queue vectors on their hctx's CPUs */
+        char *iosched[_IOSCHED_TUNABLE_MAX];    /* IoSched.<elevator>.<tunable>=: validated values; NULL = keep */
 } ClassPolicy;
 
 /*
@@ -120,6 +121,10 @@ typedef struct PolicyOverrides {
         /* Where each value came from, for explain: NULL = the admin's policy/<knob> file,
          * else e.g. "config [Device:hba]". Not owned. */
         const char *origin[_KNOB_MAX + 1];
+        /* policy/iosched/<elevator>/<tunable> (or [Device:] IoSched.<elevator>.<tunable>=):
+         * validated values, NULL = auto; origins as above */
+        char *iosched[_IOSCHED_TUNABLE_MAX];
+        const char *iosched_origin[_IOSCHED_TUNABLE_MAX];
 } PolicyOverrides;
 
 /*
@@ -186,6 +191,8 @@ void policy_overrides_done(PolicyOverrides *o);
 const char *policy_overrides_get(const PolicyOverrides *o, Knob k);
 /* Set (value != NULL) or clear (NULL) the override of k. Returns 0 or -ENOMEM. */
 int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value);
+/* Set or clear the override of an elevator tunable (a value iosched_tunable_validate() gave). 0, -EINVAL, -ENOMEM. */
+int policy_overrides_set_iosched(PolicyOverrides *o, IoschedTunable t, const char *value);
 
 /*
  * Validate what a user wrote into policy/<knob> and normalise it.
@@ -225,6 +232,9 @@ typedef struct Plan {
         char *net_alignment;    /* network disks: "aligned: …", "misaligned: …", "not applicable: …", "unknown: …" */
         int net_hctx_without_queue;     /* hctx with no NIC queue vector on their CPUs; -1 not computed */
         unsigned net_queues;            /* NIC queues the alignment counted (0: not computed) */
+        /* elevator tunables wanted, only of the elevator the disk will run (the planned one,
+         * else the current one): written after the elevator (a switch resets them) */
+        char *iosched[_IOSCHED_TUNABLE_MAX];
         ModuleWish *modules;    /* module parameters wanted because of this disk */
         size_t n_modules;
         char **explain;         /* strv of explanation lines, without trailing newline */

@@ -10,6 +10,19 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
 (i1) devices/<loop>/iosched/ lists exactly the files of the kernel's queue/iosched/ with the
      kernel's values, follows a value and an elevator someone else changes (noticed by a
      verify, a read of applied/), is empty under none, and is read-only.
+(i2) policy/iosched/bfq/slice_idle 0 is written to the kernel, plan/ and applied/ say so;
+     bad values (out of the kernel's range, not decimal, a tunable this elevator lacks) are
+     refused with ERANGE/EINVAL, change nothing and log one line; "auto" puts 8 back at once;
+     the override persists across a restart.
+(i3) someone switches the elevator away and back (no verify in between: the tunable reads
+     the elevator's default again): the periodic verify writes it again; switched away, it
+     waits ("waits: the disk runs kyber"), and is written when bfq runs again; a value someone
+     else writes on the same elevator is theirs (Reassert=no); stop puts 8 back.
+(i4) blkmqd switches the elevator (config: stacked -> mq-deadline, IoSched.mq-deadline.fifo_batch=32)
+     away from bfq whose slice_idle an admin set to 0: fifo_batch is written after the switch,
+     and stop brings back bfq, then slice_idle 0 (the switch had reset it).
+(i5) nr_requests blkmqd wrote, reset by someone's elevator switch away and back: written again
+     by the periodic verify.
 """
 
 import errno
@@ -97,6 +110,168 @@ def case_i1_view(d, loops, tmp):
     set_elevator(name, "none")
 
 
+def policy_write(d, name, elev, tunable, value):
+    return d.write(value, "devices", name, "policy", "iosched", elev, tunable)
+
+
+def applied_iosched(d, name):
+    return d.read("devices", name, "applied", "iosched")
+
+
+def log_lines(d, needle, start=0):
+    with open(d.log, errors="replace") as f:
+        lines = f.readlines()[start:]
+    return [l for l in lines if needle in l and not l.startswith("<7>")]
+
+
+def log_len(d):
+    with open(d.log, errors="replace") as f:
+        return len(f.readlines())
+
+
+def tunable(name, t):
+    return read_text(f"/sys/block/{name}/queue/iosched/{t}").strip()
+
+
+VERIFY = "[Manager]\nVerifySec=1\n" + KEEP
+
+
+def case_i2_policy(d, loops, tmp):
+    """(i2) policy/iosched/<elevator>/<tunable>: written, validated, auto puts back, persisted"""
+    name = loops.attach("i2")
+    set_elevator(name, "bfq")
+    default = tunable(name, "slice_idle")
+    start(d, tmp, name, KEEP)
+    try:
+        check(d.read("devices", name, "policy", "iosched", "bfq", "slice_idle") == "auto\n", "(i2) policy file reads auto")
+        check(d.read("devices", name, "plan", "iosched") == "keep\n", "(i2) plan/iosched keep")
+        check(policy_write(d, name, "bfq", "slice_idle", "0") == 0, "(i2) policy/iosched/bfq/slice_idle 0 accepted")
+        check(tunable(name, "slice_idle") == "0", f"(i2) the kernel has slice_idle 0 ({tunable(name, 'slice_idle')})")
+        check(d.read("devices", name, "plan", "iosched") == "bfq.slice_idle 0\n", "(i2) plan/iosched names it")
+        a = applied_iosched(d, name)
+        check(a == f"bfq.slice_idle ok: 0 (was {default})\n", f"(i2) applied/iosched: {a!r}")
+        check(d.read("devices", name, "iosched", "slice_idle") == "0\n", "(i2) iosched/slice_idle reads 0")
+        check("bfq.slice_idle=0 (rule iosched)" in d.read("devices", name, "explain"), "(i2) explain has the decision")
+
+        low = tunable(name, "low_latency")
+        for tun, value, err in (("low_latency", "2", errno.ERANGE), ("low_latency", "x", errno.EINVAL),
+                                ("slice_idle", "0x1", errno.EINVAL), ("slice_idle", "-1", errno.ERANGE),
+                                ("slice_idle", "2147483648", errno.ERANGE), ("fifo_expire_sync", "0", errno.ERANGE)):
+            n0 = log_len(d)
+            e = policy_write(d, name, "bfq", tun, value)
+            check(e == err, f"(i2) {tun} {value!r} refused with {errno.errorcode[err]} ({errno.errorcode.get(e, e)})")
+            lines = log_lines(d, f"policy/iosched/bfq/{tun}", n0)
+            check(len(lines) == 1, f"(i2) ... one log line: {lines}")
+        check(tunable(name, "low_latency") == low and tunable(name, "slice_idle") == "0", "(i2) nothing changed in the kernel")
+        check(d.read("devices", name, "policy", "iosched", "bfq", "low_latency") == "auto\n", "(i2) nor in policy/")
+
+        # the running bfq has no such file: mq-deadline's fifo_batch is fine (waits), a write under none too
+        check(policy_write(d, name, "mq-deadline", "fifo_batch", "8") == 0, "(i2) mq-deadline/fifo_batch accepted (waits for mq-deadline)")
+        check("waits" in d.read("devices", name, "explain"), "(i2) explain says it waits")
+        check(policy_write(d, name, "mq-deadline", "fifo_batch", "auto") == 0, "(i2) back to auto")
+
+        # persisted: a restart brings it back
+        d.stop()
+        check(tunable(name, "slice_idle") == default, f"(i2) stop put slice_idle back to {default}")
+        start(d, tmp, name, KEEP)
+        ok, _ = wait_for(lambda: tunable(name, "slice_idle") == "0", 5.0)
+        check(ok, "(i2) the stored override is applied again after a restart")
+
+        check(policy_write(d, name, "bfq", "slice_idle", "auto") == 0, "(i2) auto accepted")
+        check(tunable(name, "slice_idle") == default, f"(i2) auto put {default} back at once ({tunable(name, 'slice_idle')})")
+        a = applied_iosched(d, name)
+        check(a.startswith("bfq.slice_idle unmanaged: put back to"), f"(i2) applied/iosched says it was put back: {a!r}")
+    finally:
+        d.stop()
+    set_elevator(name, "none")
+
+
+def case_i3_reapply(d, loops, tmp):
+    """(i3) a tunable reset by someone's elevator switch away and back is written again; restored at stop"""
+    name = loops.attach("i3")
+    set_elevator(name, "bfq")
+    default = tunable(name, "slice_idle")
+    start(d, tmp, name, VERIFY)
+    try:
+        check(policy_write(d, name, "bfq", "slice_idle", "0") == 0, "(i3) slice_idle 0")
+        check(tunable(name, "slice_idle") == "0", "(i3) the kernel has 0")
+        n0 = log_len(d)
+        # away and back at once: the verify sees bfq, and slice_idle at bfq's default
+        set_elevator(name, "kyber")
+        set_elevator(name, "bfq")
+        check(tunable(name, "slice_idle") == default, f"(i3) the switch reset slice_idle to {default}")
+        ok, t = wait_for(lambda: tunable(name, "slice_idle") == "0", 10.0, 0.05)
+        check(ok, f"(i3) the periodic verify wrote slice_idle 0 again ({t:.1f} s)")
+        lines = log_lines(d, "bfq.slice_idle", n0)
+        check(any("written again" in l for l in lines), f"(i3) the log says it was written again after a switch: {lines}")
+        check(not any("changed externally" in l for l in lines), "(i3) not reported as someone else's change")
+
+        # away for longer: it waits, and comes back with bfq
+        set_elevator(name, "kyber")
+        ok, _ = wait_for(lambda: "waits: the disk runs kyber" in applied_iosched(d, name), 10.0, 0.05)
+        check(ok, f"(i3) applied/iosched: waits for bfq ({applied_iosched(d, name)!r})")
+        set_elevator(name, "bfq")
+        ok, _ = wait_for(lambda: tunable(name, "slice_idle") == "0", 10.0, 0.05)
+        check(ok, "(i3) written when bfq runs again")
+
+        # someone else writes it on the same bfq: theirs
+        n0 = log_len(d)
+        set_tunable(name, "slice_idle", "3")
+        ok, _ = wait_for(lambda: "changed externally to 3" in applied_iosched(d, name), 10.0, 0.05)
+        check(ok, f"(i3) someone else's 3 is reported ({applied_iosched(d, name)!r})")
+        check(tunable(name, "slice_idle") == "3", "(i3) ... and left (Reassert=no)")
+        check(len(log_lines(d, "bfq.slice_idle changed externally", n0)) == 1, "(i3) ... with one log line")
+        set_tunable(name, "slice_idle", "0")
+        ok, _ = wait_for(lambda: "bfq.slice_idle ok: 0" in applied_iosched(d, name) or "kept: 0" in applied_iosched(d, name), 10.0, 0.05)
+        check(ok, f"(i3) 0 again is blkmqd's value again ({applied_iosched(d, name)!r})")
+    finally:
+        d.stop()
+    v = tunable(name, "slice_idle")
+    check(v in (default, "0"), f"(i3) after stop slice_idle is {v}")
+    set_elevator(name, "none")
+
+
+def case_i4_switch_order(d, loops, tmp):
+    """(i4) blkmqd's elevator switch: tunables written after it; stop restores the elevator, then its tunables"""
+    name = loops.attach("i4")
+    set_elevator(name, "bfq")
+    set_tunable(name, "slice_idle", "0")          # an admin's value, which a switch resets
+    start(d, tmp, name, "[Class:stacked]\nElevator=mq-deadline\nIoSched.mq-deadline.fifo_batch=32\n")
+    try:
+        ok, _ = wait_for(lambda: current_elevator(name) == "mq-deadline" and tunable(name, "fifo_batch") == "32", 5.0)
+        check(ok, f"(i4) blkmqd switched to mq-deadline and wrote fifo_batch 32 after it ({current_elevator(name)}, "
+                  f"{kernel_iosched(name).get('fifo_batch')})")
+        a = applied_iosched(d, name)
+        check("mq-deadline.fifo_batch ok: 32 (was 16)" in a, f"(i4) applied/iosched: {a!r}")
+        check("IoSched.mq-deadline.fifo_batch=32 -> mq-deadline.fifo_batch=32" in d.read("devices", name, "explain"),
+              "(i4) explain names the config key")
+    finally:
+        d.stop()
+    check(current_elevator(name) == "bfq", f"(i4) stop brought bfq back ({current_elevator(name)})")
+    check(tunable(name, "slice_idle") == "0", f"(i4) ... and the admin's slice_idle 0 the switch had reset ({tunable(name, 'slice_idle')})")
+    set_elevator(name, "none")
+
+
+def case_i5_nr_requests(d, loops, tmp):
+    """(i5) nr_requests blkmqd wrote and an elevator switch away and back reset: written again"""
+    name = loops.attach("i5")
+    set_elevator(name, "bfq")
+    start(d, tmp, name, VERIFY)
+    try:
+        check(d.write("64", "devices", name, "policy", "nr_requests") == 0, "(i5) policy/nr_requests 64")
+        nr = lambda: read_text(f"/sys/block/{name}/queue/nr_requests").strip()
+        check(nr() == "64", f"(i5) the kernel has 64 ({nr()})")
+        set_elevator(name, "kyber")
+        set_elevator(name, "bfq")
+        check(nr() != "64", f"(i5) the switch reset nr_requests ({nr()})")
+        ok, t = wait_for(lambda: nr() == "64", 10.0, 0.05)
+        check(ok, f"(i5) the periodic verify wrote 64 again ({t:.1f} s)")
+        check("changed externally" not in d.read("devices", name, "applied", "nr_requests"), "(i5) not someone else's change")
+    finally:
+        d.stop()
+    set_elevator(name, "none")
+
+
 def main():
     exe = bt.exe_arg()
     rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes")
@@ -106,7 +281,7 @@ def main():
     for m in ("bfq", "kyber-iosched"):
         bt.sh("modprobe", "-q", m, check_rc=False)
     vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    cases = (case_i1_view,)
+    cases = (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order, case_i5_nr_requests)
     only = os.environ.get("BLKMQD_CASES")
     if only:
         cases = [c for c in cases if c.__name__.split("_")[1] in only.split(",")]

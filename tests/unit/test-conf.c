@@ -294,6 +294,44 @@ static void test_device(void) {
         BAD("[Device:x]\nMatchModel=X*\n", "test.conf:2: unknown key \"MatchModel\" in [Device:x]");
 }
 
+/* IoSched.<elevator>.<tunable>= in [Class:] and [Device:] (issue 18): validated like policy/iosched/. */
+static void test_iosched(void) {
+        Config c;
+        OK("[Class:single-queue-rotational]\nIoSched.bfq.slice_idle=0\nIoSched.mq-deadline.fifo_batch=32\n"
+           "IoSched.mq-deadline.writes_starved=-1\nIoSched.kyber.read_lat_nsec=007\n", &c);
+        const ClassPolicy *cp = &c.policy.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL];
+        CHECK_STR(cp->iosched[IOSCHED_BFQ_SLICE_IDLE], "0");
+        CHECK_STR(cp->iosched[IOSCHED_DEADLINE_FIFO_BATCH], "32");
+        CHECK_STR(cp->iosched[IOSCHED_DEADLINE_WRITES_STARVED], "-1");
+        CHECK_STR(cp->iosched[IOSCHED_KYBER_READ_LAT_NSEC], "7");
+        CHECK_NULL(cp->iosched[IOSCHED_BFQ_LOW_LATENCY]);
+        CHECK_NULL(c.policy.classes[DISK_CLASS_STACKED].iosched[IOSCHED_BFQ_SLICE_IDLE]);
+        config_done(&c);
+
+        /* keep (or auto) clears an earlier file's value */
+        OK("[Class:stacked]\nIoSched.bfq.low_latency=0\nIoSched.bfq.low_latency=keep\n", &c);
+        CHECK_NULL(c.policy.classes[DISK_CLASS_STACKED].iosched[IOSCHED_BFQ_LOW_LATENCY]);
+        config_done(&c);
+
+        OK("[Device:a]\nMatchName=sd*\nIoSched.bfq.slice_idle_us=500\n", &c);
+        CHECK_INT(c.policy.n_rules, 1);
+        CHECK_STR(c.policy.rules[0].settings.iosched[IOSCHED_BFQ_SLICE_IDLE_US], "500");
+        CHECK_STR(c.policy.rules[0].settings.iosched_origin[IOSCHED_BFQ_SLICE_IDLE_US], "config [Device:a]");
+        config_done(&c);
+
+        BAD("[Class:stacked]\nIoSched.bfq.low_latency=2\n",
+            "test.conf:2: IoSched.bfq.low_latency=2: out of range; expected a decimal number from 0 to 1*");
+        BAD("[Class:stacked]\nIoSched.bfq.slice_idle=0x8\n",
+            "test.conf:2: IoSched.bfq.slice_idle=0x8: not a decimal number; expected a decimal number from 0 to 2147483647*");
+        BAD("[Class:stacked]\nIoSched.bfq.fifo_expire_sync=0\n", "test.conf:2: IoSched.bfq.fifo_expire_sync=0: out of range*");
+        BAD("[Class:stacked]\nIoSched.cfq.slice_idle=0\n",
+            "test.conf:2: IoSched.cfq.slice_idle=: not an elevator tunable blkmqd knows*");
+        BAD("[Class:stacked]\nIoSched.bfq.read_expire=1\n",
+            "test.conf:2: IoSched.bfq.read_expire=: not an elevator tunable blkmqd knows*");
+        BAD("[Device:x]\nIoSched.kyber.write_lat_nsec=-5\n", "test.conf:2: IoSched.kyber.write_lat_nsec=-5: out of range*");
+        BAD("[Manager]\nIoSched.bfq.slice_idle=0\n", "test.conf:2: unknown key*");
+}
+
 static void test_line_numbers(void) {
         BAD("[Bogus]\nA=b\n", "test.conf:2: unknown section [Bogus]");
         BAD("A=b\n", "test.conf:1: unknown section []");
@@ -583,6 +621,7 @@ int main(int argc, char *argv[]) {
         }
         test_defaults();
         test_network();
+        test_iosched();
         test_manager();
         test_class();
         test_module();

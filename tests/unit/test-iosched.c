@@ -154,6 +154,95 @@ int main(void) {
         STRV_FOREACH(l, p.explain)
                 CHECK(!strstr(*l, "known issue"));
         plan_done(&p);
+
+        /* policy: the tunables of the elevator the disk will run */
+        f->n_iosched = 3;
+        f->iosched = calloc(3, sizeof(IoschedValue));
+        f->iosched[0] = (IoschedValue) { .name = strdup("low_latency"), .value = strdup("1"), .writable = true };
+        f->iosched[1] = (IoschedValue) { .name = strdup("slice_idle"), .value = strdup("8"), .writable = true };
+        f->iosched[2] = (IoschedValue) { .name = strdup("slice_idle_us"), .value = strdup("8000"), .writable = true };
+        f->iosched_elevator = strdup("bfq");
+        cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].iosched[IOSCHED_BFQ_SLICE_IDLE] = strdup("0");
+        cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].iosched[IOSCHED_DEADLINE_FIFO_BATCH] = strdup("32");
+        CHECK_INT(policy_evaluate(f, &cfg, NULL, &p), 0);
+        CHECK(p.iosched[IOSCHED_BFQ_SLICE_IDLE] && streq(p.iosched[IOSCHED_BFQ_SLICE_IDLE], "0"));
+        CHECK(!p.iosched[IOSCHED_DEADLINE_FIFO_BATCH]);          /* mq-deadline does not run */
+        found = false;
+        STRV_FOREACH(l, p.explain)
+                found = found || streq(*l, "sdx: elevator=bfq bfq.slice_idle=8 config [Class:single-queue-rotational] "
+                                       "IoSched.bfq.slice_idle=0 -> bfq.slice_idle=0 (rule iosched)");
+        CHECK(found);
+        STRV_FOREACH(l, p.explain)
+                CHECK(!strstr(*l, "fifo_batch"));               /* a class default for another elevator is not noise */
+        plan_done(&p);
+
+        /* an override wins over the class; one for another elevator waits (explained); a file this
+         * kernel's bfq lacks is left out; slice_idle and slice_idle_us: the latter wins */
+        PolicyOverrides o = {};
+        CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_BFQ_SLICE_IDLE, "4"), 0);
+        CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_KYBER_READ_LAT_NSEC, "1000"), 0);
+        CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_BFQ_MAX_BUDGET, "100"), 0);
+        CHECK_INT(policy_evaluate(f, &cfg, &o, &p), 0);
+        CHECK(p.iosched[IOSCHED_BFQ_SLICE_IDLE] && streq(p.iosched[IOSCHED_BFQ_SLICE_IDLE], "4"));
+        CHECK(!p.iosched[IOSCHED_KYBER_READ_LAT_NSEC]);
+        CHECK(!p.iosched[IOSCHED_BFQ_MAX_BUDGET]);
+        bool waits = false, missing = false;
+        STRV_FOREACH(l, p.explain) {
+                waits = waits || (strstr(*l, "policy/iosched/kyber/read_lat_nsec=1000 elevator=bfq -> kyber.read_lat_nsec waits") &&
+                                  strstr(*l, "(rule iosched-elevator)"));
+                missing = missing || (strstr(*l, "bfq.max_budget left alone: this kernel's bfq has no queue/iosched/max_budget") &&
+                                      strstr(*l, "(rule iosched-missing)"));
+        }
+        CHECK(waits && missing);
+        plan_done(&p);
+        CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_BFQ_SLICE_IDLE_US, "500"), 0);
+        CHECK_INT(policy_evaluate(f, &cfg, &o, &p), 0);
+        CHECK(!p.iosched[IOSCHED_BFQ_SLICE_IDLE]);
+        CHECK(p.iosched[IOSCHED_BFQ_SLICE_IDLE_US] && streq(p.iosched[IOSCHED_BFQ_SLICE_IDLE_US], "500"));
+        found = false;
+        STRV_FOREACH(l, p.explain)
+                found = found || strstr(*l, "(rule iosched-conflict)");
+        CHECK(found);
+        plan_done(&p);
+        policy_overrides_done(&o);
+
+        /* a switch blkmqd plans: the new elevator's tunables, written after it */
+        cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].elevators = strv_free(cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].elevators);
+        CHECK_INT(strv_extend(&cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].elevators, "mq-deadline"), 0);
+        CHECK_INT(policy_evaluate(f, &cfg, NULL, &p), 0);
+        CHECK(p.elevator && streq(p.elevator, "mq-deadline"));
+        CHECK(p.iosched[IOSCHED_DEADLINE_FIFO_BATCH] && streq(p.iosched[IOSCHED_DEADLINE_FIFO_BATCH], "32"));
+        CHECK(!p.iosched[IOSCHED_BFQ_SLICE_IDLE]);
+        found = false;
+        STRV_FOREACH(l, p.explain)
+                found = found || (strstr(*l, "elevator=mq-deadline (planned) mq-deadline.fifo_batch=default") &&
+                                  strstr(*l, "written after the switch"));
+        CHECK(found);
+        plan_done(&p);
+
+        /* an unmanaged disk (policy/enabled 0) wants nothing */
+        o = (PolicyOverrides) { .disabled = true };
+        CHECK_INT(policy_evaluate(f, &cfg, &o, &p), 0);
+        for (IoschedTunable k = 0; k < _IOSCHED_TUNABLE_MAX; k++)
+                CHECK(!p.iosched[k]);
+        plan_done(&p);
+
+        /* policy/iosched/ writes: the disk must be able to run the elevator, and the running
+         * elevator must have the file */
+        char *v = NULL;
+        CHECK_INT(iosched_override_validate(IOSCHED_BFQ_SLICE_IDLE, "0", 1, f, &v), 0);
+        CHECK(v && streq(v, "0"));
+        free(v);
+        v = (char *) "untouched";
+        CHECK_INT(iosched_override_validate(IOSCHED_BFQ_MAX_BUDGET, "0", 1, f, &v), -EINVAL);  /* bfq runs, no such file */
+        CHECK_INT(iosched_override_validate(IOSCHED_KYBER_READ_LAT_NSEC, "5", 1, f, &v), -EINVAL); /* kyber not offered */
+        CHECK_INT(iosched_override_validate(IOSCHED_DEADLINE_FIFO_BATCH, "-1", 2, f, &v), -ERANGE);
+        CHECK(streq(v, "untouched"));
+        CHECK_INT(iosched_override_validate(IOSCHED_KYBER_READ_LAT_NSEC, "auto", 4, f, &v), 0);  /* auto always */
+        CHECK(v == NULL);
+        CHECK_INT(iosched_override_validate(IOSCHED_DEADLINE_FIFO_BATCH, "8", 1, f, &v), 0);   /* mq-deadline offered, not running */
+        free(v);
+
         policy_config_done(&cfg);
         disk_facts_free(f);
         return tap_finish("iosched");
