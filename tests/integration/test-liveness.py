@@ -56,7 +56,9 @@ def tree_files(mnt, disks):
     for disk in disks:
         base = os.path.join(mnt, "devices", disk)
         for root, dirs, names in os.walk(base):
-            dirs[:] = [x for x in dirs if not (root.endswith("/hctx") and x != "0")]
+            # iosched/ lists the running elevator's tunables: they come and go with an elevator
+            # switch (this test makes some), like sysfs's queue/iosched/ (test-iosched.py reads them)
+            dirs[:] = [x for x in dirs if not (root.endswith("/hctx") and x != "0") and not (root == base and x == "iosched")]
             files += [os.path.join(root, n) for n in names]
     return files
 
