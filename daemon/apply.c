@@ -442,7 +442,9 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
          * so a restore (elevator first) finds the value that belongs to the original
          * elevator, and say what the switch did to it (queue_knob_finish()). */
         d->run.nr_before[0] = 0;
-        if (k == KNOB_ELEVATOR)
+        /* ... and so does every tunable of the elevator; those of the elevator blkmqd found
+         * (its original recorded just now) come back after it is restored */
+        if (k == KNOB_ELEVATOR && run->knob_new_original)
                 run->knob_iosched_recorded = iosched_record_before_switch(h, d, current) > 0;
         if (k == KNOB_ELEVATOR) {
                 _cleanup_free_ char *depth = NULL;
