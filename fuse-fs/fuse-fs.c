@@ -94,6 +94,7 @@ typedef struct Snapshot {
         uint64_t ino;
         char *data;
         size_t size;
+        uint64_t hash;          /* content_hash() of data, for a cacheable file's open */
 } Snapshot;
 
 static int node_compare(const void *a, const void *b) {
@@ -575,7 +576,14 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
                 fuse_reply_open(req, fi);
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+/*
+ * READDIR and READDIRPLUS. plus: each entry with its attributes (rendered like a LOOKUP, and
+ * counted as one), so a tree walk (find, ls -l, a `cat` of every file) needs no LOOKUP per
+ * name. hctx/<n>/ files are listed without (the kernel then looks up the ones it uses):
+ * they exist only while the kernel holds them, and a walk of 4,096 x 64 hctx would make all
+ * of them at once.
+ */
+static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
         FuseFs *fs = fuse_req_userdata(req);
         reap_dying(fs, NULL);
         Node *n = node_get(fs, ino);
@@ -597,12 +605,13 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 
         size_t used = 0;
         off_t i = 0;
-        const Node *c = n->children;
+        Node *c = n->children, *child;
         int entries[HCTX_INO_SPAN];
         size_t n_entries = n->type == NODE_HCTX_N ? hctx_entries(entries, ELEMENTSOF(entries)) : 0;
         for (;; i++) {
                 const char *name;
                 struct stat st = {};
+                child = NULL;
                 if (i == 0) {
                         name = ".";
                         st.st_ino = n->ino;
@@ -624,16 +633,38 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
                         name = c->name;
                         st.st_ino = c->ino;
                         st.st_mode = node_mode(c);
+                        child = c;
                         c = c->next;
                 }
                 if (i < off)
                         continue;
-                size_t k = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
+                size_t k;
+                if (plus) {
+                        struct fuse_entry_param e = { .attr = st };
+                        if (child && node_stat(fs, child, &e.attr) >= 0) {
+                                e.ino = child->ino;
+                                e.attr_timeout = attr_timeout(child);
+                                e.entry_timeout = FUSE_FS_TIMEOUT;
+                        } else
+                                e.attr = st;    /* ino 0: a name only, looked up when used */
+                        k = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, i + 1);
+                        if (k <= size - used && e.ino)
+                                child->nlookup++;
+                } else
+                        k = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
                 if (k > size - used)
                         break;
                 used += k;
         }
         fuse_reply_buf(req, buf, used);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        readdir_common(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        readdir_common(req, ino, size, off, true);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -682,7 +713,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                  * change no invalidation covered yet) on the notifier thread, behind what is
                  * queued: drop the inode's pages and attributes, store this content, answer.
                  */
-                uint64_t h = content_hash(s->data, s->size);
+                uint64_t h = s->hash = content_hash(s->data, s->size);
                 fi->keep_cache = 1;
                 if (n->kc_valid && n->kc_hash == h && n->ka_valid && n->ka_size == s->size && !notify_busy(fs)) {
                         if (fuse_reply_open(req, fi) < 0)
@@ -727,10 +758,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
         Snapshot *s = (Snapshot *) (uintptr_t) fi->fh;
 
         /* The node is gone: its device was removed while this file was open. */
-        if (!node_get(fs, ino)) {
+        Node *n = node_get(fs, ino);
+        if (!n) {
                 fuse_reply_err(req, EIO);
                 return;
         }
+        /* a page read for an older open (the cache was dropped since): the page cache gets
+         * that open's content, so what the kernel holds is no longer known */
+        if (n->kc_valid && s->hash != n->kc_hash)
+                n->kc_valid = false;
         if (off < 0 || (size_t) off >= s->size) {
                 fuse_reply_buf(req, NULL, 0);
                 return;
@@ -874,6 +910,7 @@ static const struct fuse_lowlevel_ops fuse_fs_ops = {
         .getattr = op_getattr,
         .opendir = op_opendir,
         .readdir = op_readdir,
+        .readdirplus = op_readdirplus,
         .open = op_open,
         .read = op_read,
         .release = op_release,

@@ -21,6 +21,9 @@ Cases (a loop device of the test's own, --devices naming it):
   (w) a write's outcome arriving from the writer thread: an override write held 3 s in the
       writer (BLKMQD_TEST_HOLD_WRITE), every file read while applied/elevator is pending, then
       the write returns -> applied/ ok, facts/elevator and the rest;
+  (h) a file held open across an override write, its pages dropped (POSIX_FADV_DONTNEED) and
+      read again through the held fd (the page cache then holds that open's older content):
+      later opens still read the new content;
   (r) hot-remove: once devices/ no longer lists the disk, no file of it opens or stats.
 Root, losetup, /dev/fuse (exit 77 otherwise).
 """
@@ -193,6 +196,31 @@ def case_write_result(d, loops, tmp):
     })
 
 
+def case_held(d, loops, tmp):
+    """(h) a file held open across a change: its reads keep its content, new opens get the new one"""
+    name = loops.attach("h")
+    start(d, tmp, name)
+    plan = d.path("devices", name, "plan", "elevator")
+    old = bt.read_all(plan)
+    fd1 = os.open(plan, os.O_RDONLY)
+    try:
+        check(os.pread(fd1, 4096, 0) == old, f"(h) held open: {old!r}")
+        check(write_file(d.path("devices", name, "policy", "elevator"), b"kyber\n") == 0, "(h) override written")
+        check(bt.read_all(plan) == b"kyber\n", f"(h) a new open reads kyber: {bt.read_all(plan)!r}")
+        # the held fd's next read comes from blkmqd (its pages dropped) and refills the page cache
+        # with that open's content; no later open may be served from it
+        os.posix_fadvise(fd1, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.pread(fd1, 4096, 0)
+        for i in range(3):
+            v = bt.read_all(plan)
+            check(v == b"kyber\n", f"(h) open {i + 1} after the held fd read again: {v!r}")
+            s = os.stat(plan).st_size
+            check(s == len(b"kyber\n"), f"(h) st_size {s}")
+    finally:
+        os.close(fd1)
+    check_all(disk_files(d, name), "(h) after the held fd is closed")
+
+
 def case_remove(d, loops, tmp):
     """(r) hot-remove: no file of the disk opens or stats once devices/ no longer lists it"""
     name = loops.attach("r")
@@ -218,7 +246,7 @@ def main():
     rc = bt.preflight(exe)
     if rc is not None:
         return rc
-    cases = [case_override, case_external, case_write_result, case_remove]
+    cases = [case_override, case_external, case_write_result, case_held, case_remove]
     if os.environ.get("CASES"):
         cases = [c for c in cases if c.__doc__.strip()[1] in os.environ["CASES"]]
     bt.run_cases(exe, "blkmqd-cache-", cases)
