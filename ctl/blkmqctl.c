@@ -349,6 +349,23 @@ static char *applied_state(const char *disk) {
                 char *v = read_dev(disk, "applied", knobs[i], NULL);
                 if (!v)
                         continue;
+                if (strcmp(knobs[i], "iosched") == 0) {
+                        /* one "<elevator>.<tunable> <state>: ..." line per tunable */
+                        for (char *save = NULL, *l = strtok_r(v, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                                char *st = strchr(l, ' ');
+                                st = st ? st + 1 : l;
+                                st[strcspn(st, ":")] = '\0';
+                                if (!best || state_rank(st) < state_rank(best)) {
+                                        char *c = strdup(st);
+                                        if (c) {
+                                                free(best);
+                                                best = c;
+                                        }
+                                }
+                        }
+                        free(v);
+                        continue;
+                }
                 v[strcspn(v, ":\n")] = '\0';
                 if (!best || state_rank(v) < state_rank(best)) {
                         free(best);
@@ -883,8 +900,14 @@ static int write_text(const char *path, const char *value) {
         return r;
 }
 
+/* "iosched/<elevator>/<tunable>": an elevator tunable's policy file (issue 18). */
+static bool knob_is_iosched(const char *knob) {
+        const char *e = strncmp(knob, "iosched/", 8) == 0 ? knob + 8 : NULL, *t = e ? strchr(e, '/') : NULL;
+        return t && t > e && t[1] && !strchr(t + 1, '/') && e[0] != '.' && t[1] != '.';
+}
+
 static int write_policy(const char *disk, const char *knob, const char *value) {
-        if (!*knob || strchr(knob, '/') || knob[0] == '.') {
+        if (!*knob || (strchr(knob, '/') && !knob_is_iosched(knob)) || knob[0] == '.') {
                 err("Invalid knob name \"%s\"", knob);
                 return EXIT_USAGE;
         }
@@ -955,9 +978,35 @@ static int cmd_reset(int argc, char **argv) {
                 return EXIT_FAILED;
         }
         int ret = EXIT_OK;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                if (strcmp(knobs[i], "iosched") == 0) {
+                        /* policy/iosched/<elevator>/<tunable>: each one not auto already */
+                        char **elevs = NULL;
+                        size_t ne = 0;
+                        if (list_dev_dir(argv[1], "policy/iosched", &elevs, &ne) < 0)
+                                continue;
+                        for (size_t e = 0; e < ne; e++) {
+                                char **tun = NULL, sub[512];
+                                size_t nt = 0;
+                                snprintf(sub, sizeof(sub), "policy/iosched/%s", elevs[e]);
+                                if (list_dev_dir(argv[1], sub, &tun, &nt) < 0)
+                                        continue;
+                                for (size_t t = 0; t < nt; t++) {
+                                        char *v = read_dev(argv[1], sub, tun[t], NULL), knob[768];
+                                        bool is_auto = v && strcmp(v, "auto\n") == 0;
+                                        free(v);
+                                        snprintf(knob, sizeof(knob), "iosched/%s/%s", elevs[e], tun[t]);
+                                        if (!is_auto && write_policy(argv[1], knob, "auto") != EXIT_OK)
+                                                ret = EXIT_FAILED;
+                                }
+                                FREE_STRV(tun, nt);
+                        }
+                        FREE_STRV(elevs, ne);
+                        continue;
+                }
                 if (write_policy(argv[1], knobs[i], "auto") != EXIT_OK)
                         ret = EXIT_FAILED;
+        }
         FREE_STRV(knobs, n);
         return ret;
 }

@@ -435,12 +435,20 @@ def ctl_checks(mp, disk):
         for knob, value in (("elevator", "mq-deadline"), ("rq_affinity", "2"), ("enabled", "0")):
             r = ctl(mp, "set", disk, knob, value)
             check(r.returncode == 0, "set %s %s: exit 0 (%s)" % (knob, value, r.stderr.strip()))
+        # an elevator tunable (policy/iosched/<elevator>/<tunable>, issue 18) takes part too
+        tun = "iosched/mq-deadline/fifo_batch"
+        r = ctl(mp, "set", disk, tun, "8")
+        check(r.returncode == 0 and open(policy + "/" + tun).read().strip() == "8",
+              "set %s 8: exit 0, reads 8 (%s)" % (tun, r.stderr.strip()))
+        r = ctl(mp, "set", disk, "iosched/mq-deadline/fifo_batch", "2147483648")
+        check(r.returncode == 2 and "Numerical result out of range" in r.stderr, "set a tunable out of range: exit 2 (ERANGE)")
         r = ctl(mp, "reset", disk)
         check(r.returncode == 0, "reset DISK: exit 0 (%s)" % r.stderr.strip())
-        files = sorted(os.listdir(policy))
+        files = sorted(os.path.relpath(os.path.join(root, f), policy)
+                       for root, _, names in os.walk(policy) for f in names)
         values = {f: open(policy + "/" + f).read().strip() for f in files}
         check("enabled" in files and all(v == "auto" for v in values.values()),
-              "reset DISK: every policy file reads auto: %r" % values)
+              "reset DISK: every policy file reads auto, the tunables' too: %r" % values)
         r = ctl(mp, "set", disk, "enabled", "1")
         check(r.returncode == 0 and open(policy + "/enabled").read().strip() == "1", "set enabled 1: reads 1")
         r = ctl(mp, "reset", disk, "enabled")

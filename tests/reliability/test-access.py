@@ -50,7 +50,9 @@ CONTROL = {"mode", "reload", "restore"}
 
 def is_control(rel_path):
     parts = rel_path.split("/")
-    return rel_path in CONTROL or (len(parts) == 4 and parts[0] == "devices" and parts[2] == "policy")
+    # devices/<disk>/policy/<knob>, and devices/<disk>/policy/iosched/<elevator>/<tunable> (issue 18)
+    return rel_path in CONTROL or (len(parts) >= 4 and parts[0] == "devices" and parts[2] == "policy" and
+                                   (len(parts) == 4 or (len(parts) == 6 and parts[3] == "iosched")))
 
 
 def body(exe, tmp, argv):
