@@ -117,6 +117,23 @@ blkmqd_nvme_tcp() {
         skip "hctx/0/dispatched of the hidden $P" "BPF provider not loaded"
     fi
     check_placed "apply"
+    # metrics (the tree's metrics file, as in the Prometheus textfile)
+    grep -E '^blkmqd_(net|nic)_' $M/metrics | sed 's/^/# metrics: /'
+    assert_match "metrics: blkmqd_net_alignment" "^blkmqd_net_alignment\\{disk=\"$P\",transport=\"tcp\",interface=\"$I\",nic=\"$I\",state=\"misaligned\"\\} 1\$" \
+        "$(grep "^blkmqd_net_alignment{disk=\"$P\"" $M/metrics)"
+    assert_eq "metrics: blkmqd_net_io_queues" "blkmqd_net_io_queues{disk=\"$P\",controller=\"$C\"} 4" \
+        "$(grep "^blkmqd_net_io_queues{disk=\"$P\"" $M/metrics)"
+    assert_eq "metrics: blkmqd_nic_channels combined" "blkmqd_nic_channels{nic=\"$I\",type=\"combined\"} 2" \
+        "$(grep "^blkmqd_nic_channels{nic=\"$I\",type=\"combined\"" $M/metrics)"
+    # the daemon's libnl answers (blkmqd-net-capture links the same code) against iproute2 + ethtool
+    if [ -x /opt/blkmqd/blkmqd-net-capture ]; then
+        netlink_facts | grep -v '^#' | sort > /tmp/facts.tools
+        /opt/blkmqd/blkmqd-net-capture | grep -v '^#' | sed 's/ flags=[0-9a-fx]*//' | sort > /tmp/facts.libnl
+        assert_eq "blkmqd-net-capture (libnl: route, links, ethtool-netlink channels) = iproute2 + ethtool" \
+            "$(cat /tmp/facts.tools)" "$(cat /tmp/facts.libnl)"
+    else
+        skip "blkmqd-net-capture agrees with iproute2 + ethtool" "not packed (meson passes --binary build/tests/blkmqd-net-capture)"
+    fi
     for cpu in 0 1 2 3; do
         taskset -c $cpu dd if=/dev/$NVME_DISK of=/dev/null bs=4k count=50 skip=$((cpu * 1000 + 500)) iflag=direct 2>/dev/null
     done
