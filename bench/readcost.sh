@@ -13,7 +13,11 @@
 # One loop device on a temp file (attached with losetup -f, detached at exit), blkmqd limited
 # to it with --devices, mounted on a temp directory (unmounted at exit). The first path is the
 # baseline (sysfs queue/rotational); every ratio is relative to it. Stats files (hctx/0/
-# dispatched, metrics) are included when the daemon has them.
+# dispatched, stat, metrics) are included when the daemon has them.
+# The peer: when lxcfs is installed (Debian package lxcfs), it is mounted on a temp directory
+# of its own (lxcfs -f, unmounted and stopped at exit) and its proc/uptime and
+# sys/devices/system/cpu/online are read in the same run; without it those rows are left out
+# and the script says so.
 set -euo pipefail
 
 BLKMQD=${1:-build/blkmqd}
@@ -28,9 +32,12 @@ BLOCKS=${BLOCKS:-20}
 DIR=$(mktemp -d /tmp/blkmqd-readcost.XXXXXX)
 LOOP=
 PID=
+LXCFS_PID=
 cleanup() {
         [[ -n $PID ]] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
         mountpoint -q "$DIR/mnt" 2>/dev/null && umount -l "$DIR/mnt" || true
+        mountpoint -q "$DIR/lxcfs" 2>/dev/null && umount -l "$DIR/lxcfs" || true
+        [[ -n $LXCFS_PID ]] && kill -TERM "$LXCFS_PID" 2>/dev/null && wait "$LXCFS_PID" 2>/dev/null || true
         [[ -n $LOOP ]] && losetup -d "$LOOP" || true
         rm -rf "$DIR"
 }
@@ -58,16 +65,34 @@ done
 M=$DIR/mnt/devices/$D
 paths=(/sys/block/"$D"/queue/rotational "$M"/facts/rotational "$M"/class "$M"/explain
        /sys/block/"$D"/mq/0/cpu_list "$M"/hctx/0/cpu_list)
-for extra in "$M"/hctx/0/dispatched "$M"/stats/dispatched "$DIR"/mnt/metrics; do
+for extra in "$M"/hctx/0/dispatched "$M"/stat "$DIR"/mnt/metrics; do
         [[ -f $extra ]] && paths+=("$extra")
 done
+
+LXCFS_NOTE="lxcfs:   not installed (apt-get install lxcfs): its rows are left out"
+if command -v lxcfs >/dev/null; then
+        mkdir -p "$DIR/lxcfs"
+        lxcfs -f -p "$DIR/lxcfs.pid" "$DIR/lxcfs" >"$DIR/lxcfs.log" 2>&1 &
+        LXCFS_PID=$!
+        for _ in $(seq 1 200); do
+                [[ -s $DIR/lxcfs/proc/uptime ]] 2>/dev/null && break
+                sleep 0.05
+        done
+        if [[ -s $DIR/lxcfs/proc/uptime ]]; then
+                paths+=("$DIR/lxcfs/proc/uptime" "$DIR/lxcfs/sys/devices/system/cpu/online")
+                LXCFS_NOTE="lxcfs:   $(lxcfs --version 2>&1 | head -1) mounted on LXCFS (lxcfs -f)"
+        else
+                LXCFS_NOTE="lxcfs:   installed but did not mount: $(tail -1 "$DIR/lxcfs.log"); its rows are left out"
+        fi
+fi
 
 echo "date:    $(date -u +%FT%TZ)"
 echo "kernel:  $(uname -sr) ($(uname -v))"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "blkmqd:  $BLKMQD -m MNT --devices $D (loop on a 64 MiB temp file)"
-echo "command: $READCOST -n $N -b $BLOCKS ${paths[*]}"
+echo "$LXCFS_NOTE"
+echo "command: $READCOST -n $N -b $BLOCKS ${paths[*]}" | sed -e "s|$DIR/mnt|MNT|g" -e "s|$DIR/lxcfs|LXCFS|g"
 echo
-"$READCOST" -n "$N" -b "$BLOCKS" "${paths[@]}" | sed "s|$DIR/mnt|MNT|"
+"$READCOST" -n "$N" -b "$BLOCKS" "${paths[@]}" | sed -e "s|$DIR/mnt|MNT|" -e "s|$DIR/lxcfs|LXCFS|"
 echo
 echo "blkmqd CPU for the whole run: $(awk '{ printf "%.2f s user, %.2f s system", $14 / 100, $15 / 100 }' /proc/"$PID"/stat)"
