@@ -1223,6 +1223,10 @@ static int on_read_block_softirqs(void *userdata, uint64_t *counts, size_t max, 
         return proc_softirqs_block_parse(text, counts, max, ret_n);
 }
 
+static void on_scrape(void *userdata, bool begin) {
+        stats_scrape(((Manager *) userdata)->stats, begin);
+}
+
 static int on_read_bpf_missed(void *userdata, StatsBpfMissed *ret) {
         Manager *m = userdata;
         return stats_bpf_missed(m->stats, ret);
@@ -1455,6 +1459,7 @@ int manager_startup(Manager *m) {
                         .verify = on_verify,
                         .read_block_softirqs = on_read_block_softirqs,
                         .read_bpf_missed = on_read_bpf_missed,
+                        .scrape = on_scrape,
                         .kernel_release = on_kernel_release,
                         .providers = on_providers,
                         .userdata = m,

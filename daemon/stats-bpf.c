@@ -39,6 +39,11 @@ struct StatsBpf {
         bool has_runs;
         const char *runs_attach;    /* "fentry", "kprobe"; NULL iff !has_runs */
         char *runs_reason;          /* NULL iff has_runs */
+        /* blkmqd_stats_bpf_snapshot(): the whole map, summed over CPUs, sorted by key */
+        bool snap_valid;
+        size_t n_snap, snap_alloc;
+        struct hctx_stats_key *snap_keys;
+        HctxBpfCounters *snap_values;
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct btf *, btf__free);
@@ -270,8 +275,99 @@ StatsBpf *blkmqd_stats_bpf_free(StatsBpf *s) {
                 return NULL;
         hctx_stats__destroy(s->skel);
         free(s->runs_reason);
+        free(s->snap_keys);
+        free(s->snap_values);
         free(s);
         return NULL;
+}
+
+static int key_compare(const void *a, const void *b) {
+        const struct hctx_stats_key *x = a, *y = b;
+        if (x->kdev != y->kdev)
+                return x->kdev < y->kdev ? -1 : 1;
+        return x->hctx < y->hctx ? -1 : x->hctx > y->hctx;
+}
+
+typedef struct SnapEntry {
+        struct hctx_stats_key key;
+        HctxBpfCounters c;
+} SnapEntry;
+
+static int snap_entry_compare(const void *a, const void *b) {
+        return key_compare(&((const SnapEntry *) a)->key, &((const SnapEntry *) b)->key);
+}
+
+int blkmqd_stats_bpf_snapshot(StatsBpf *s) {
+        enum { CHUNK = 256 };
+        _cleanup_free_ struct hctx_stats_key *keys = NULL;
+        _cleanup_free_ struct hctx_stats_value *values = NULL;
+        _cleanup_free_ SnapEntry *e = NULL;
+        size_t n = 0, alloc = 0;
+        uint32_t in = 0, out = 0;
+        bool first = true;
+
+        if (!s)
+                return -EINVAL;
+        s->snap_valid = false;
+        keys = calloc(CHUNK, sizeof(*keys));
+        values = calloc((size_t) CHUNK * s->n_cpus, sizeof(*values));
+        if (!keys || !values)
+                return -ENOMEM;
+        for (;;) {
+                uint32_t count = CHUNK;
+                int r = bpf_map_lookup_batch(s->map_fd, first ? NULL : &in, &out, keys, values, &count, NULL);
+                int error = r < 0 ? errno : 0;
+                if (r < 0 && error != ENOENT)
+                        return -error;  /* EINVAL/ENOTSUPP: no batch ops (< 5.6): reads go per element */
+                if (n + count > alloc) {
+                        size_t na = MAX(alloc * 2, n + count + CHUNK);
+                        SnapEntry *ne = realloc(e, na * sizeof(*e));
+                        if (!ne)
+                                return -ENOMEM;
+                        e = ne;
+                        alloc = na;
+                }
+                for (uint32_t i = 0; i < count; i++) {
+                        HctxBpfCounters c = {};
+                        for (int k = 0; k < s->n_cpus; k++) {
+                                const struct hctx_stats_value *v = &values[(size_t) i * s->n_cpus + k];
+                                c.dispatched += v->dispatched;
+                                c.completed_local += v->completed_local;
+                                c.completed_remote += v->completed_remote;
+                                c.runs += v->runs;
+                        }
+                        e[n++] = (SnapEntry) { .key = keys[i], .c = c };
+                }
+                if (error == ENOENT)
+                        break;          /* the last chunk */
+                in = out;
+                first = false;
+        }
+        if (n > 1)
+                qsort(e, n, sizeof(*e), snap_entry_compare);
+        if (n > s->snap_alloc) {
+                struct hctx_stats_key *nk = realloc(s->snap_keys, n * sizeof(*nk));
+                if (nk)
+                        s->snap_keys = nk;
+                HctxBpfCounters *nv = nk ? realloc(s->snap_values, n * sizeof(*nv)) : NULL;
+                if (nv)
+                        s->snap_values = nv;
+                if (!nk || !nv)
+                        return -ENOMEM;
+                s->snap_alloc = n;
+        }
+        for (size_t i = 0; i < n; i++) {
+                s->snap_keys[i] = e[i].key;
+                s->snap_values[i] = e[i].c;
+        }
+        s->n_snap = n;
+        s->snap_valid = true;
+        return 0;
+}
+
+void blkmqd_stats_bpf_snapshot_drop(StatsBpf *s) {
+        if (s)
+                s->snap_valid = false;
 }
 
 int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCounters *ret) {
@@ -285,6 +381,15 @@ int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCount
         r = devnum_to_kdev(devnum, &key.kdev);
         if (r < 0)
                 return r;
+
+        if (s->snap_valid) {
+                const struct hctx_stats_key *k = s->n_snap ?
+                        bsearch(&key, s->snap_keys, s->n_snap, sizeof(key), key_compare) : NULL;
+                if (!k)
+                        return -ENOENT;         /* as bpf_map_lookup_elem() for a key never seen */
+                *ret = s->snap_values[k - s->snap_keys];
+                return 0;
+        }
 
         /* Per-CPU maps return one value per possible CPU, each rounded up to 8 bytes. */
         _Static_assert(sizeof(struct hctx_stats_value) % 8 == 0, "per-CPU value must be 8-aligned");
@@ -435,6 +540,13 @@ int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCount
 
 int blkmqd_stats_bpf_missed(StatsBpf *s, StatsBpfMissed *ret) {
         return -EOPNOTSUPP;
+}
+
+int blkmqd_stats_bpf_snapshot(StatsBpf *s) {
+        return -EOPNOTSUPP;
+}
+
+void blkmqd_stats_bpf_snapshot_drop(StatsBpf *s) {
 }
 
 bool blkmqd_stats_bpf_has_runs(StatsBpf *s) {

@@ -113,6 +113,17 @@ static inline void blkmqd_stats_bpf_freep(StatsBpf **s) {
  */
 int blkmqd_stats_bpf_read(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCounters *ret);
 
+/*
+ * Copy the whole per-hctx map with BPF_MAP_LOOKUP_BATCH (Linux >= 5.6, kernel/bpf/hashtab.c
+ * htab_percpu_map_lookup_batch()), a few syscalls instead of one lookup per hctx; until
+ * blkmqd_stats_bpf_snapshot_drop(), blkmqd_stats_bpf_read() answers from that copy (a
+ * metrics scrape: every hctx as of the scrape's start). Returns 0; -EINVAL, -ENOTSUPP or
+ * another -errno when the kernel has no batch operation (reads then go to the map, one
+ * lookup each, as without a snapshot); -ENOMEM.
+ */
+int blkmqd_stats_bpf_snapshot(StatsBpf *s);
+void blkmqd_stats_bpf_snapshot_drop(StatsBpf *s);
+
 /* Events the counters above do not contain, host-wide (all disks), since attach. */
 typedef struct StatsBpfMissed {
         /* Tracepoint hits the kernel did not run the program for, because it was already running

@@ -120,6 +120,15 @@ const char *stats_providers(Stats *s) {
         return s->providers;
 }
 
+void stats_scrape(Stats *s, bool begin) {
+        if (!s || !s->bpf)
+                return;
+        if (begin)
+                (void) blkmqd_stats_bpf_snapshot(s->bpf);       /* failure: per-hctx lookups */
+        else
+                blkmqd_stats_bpf_snapshot_drop(s->bpf);
+}
+
 int stats_bpf_missed(Stats *s, StatsBpfMissed *ret) {
         if (!s->bpf)
                 return -EOPNOTSUPP;

@@ -106,6 +106,10 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
  */
 int stats_bpf_missed(Stats *s, StatsBpfMissed *ret);
 
+/* A metrics scrape begins (the BPF map is copied once, blkmqd_stats_bpf_snapshot()) or ends
+ * (reads go to the map again). */
+void stats_scrape(Stats *s, bool begin);
+
 /* Drop BPF map entries of a removed disk. */
 void stats_forget_disk(Stats *s, unsigned major, unsigned minor);
 

@@ -80,6 +80,8 @@ typedef struct FuseFsContext {
         /* Events the BPF counters lack (all disks, since attach). 0, -EOPNOTSUPP when the BPF
          * provider is not loaded, other -errno. NULL: not offered. */
         int (*read_bpf_missed)(void *userdata, StatsBpfMissed *ret);
+        /* A metrics rendering begins (begin) or ends: counters may be read in one go. NULL: none. */
+        void (*scrape)(void *userdata, bool begin);
         /* Re-read the knobs of device (no writes) so applied/ notices external changes. */
         void (*verify)(void *userdata, const char *device);
         /* Kernel release and statistics providers, for /metrics' blkmqd_info. */

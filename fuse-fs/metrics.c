@@ -222,7 +222,9 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
         disk_gauge(f, reg, "blkmqd_disk_nr_requests", "queue/nr_requests", FACT_NR_REQUESTS);
         disk_stats(f, ctx);
 
-        /* per hctx: read each once, then one family per counter */
+        /* per hctx: read each once (BPF counters: one copy of the map), then one family per counter */
+        if (ctx->scrape)
+                ctx->scrape(ctx->userdata, true);
         for (size_t i = 0; i < reg->n_devices; i++) {
                 const Device *d = reg->devices[i];
                 if (!d->facts || d->facts->n_hctx == 0)
@@ -233,12 +235,16 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
                 if (!dr[n].hctx || !dr[n].ok) {
                         n++;
                         fclose(f);
+                        if (ctx->scrape)
+                                ctx->scrape(ctx->userdata, false);
                         goto finish;
                 }
                 for (size_t h = 0; h < d->facts->n_hctx; h++)
                         dr[n].ok[h] = ctx->read_hctx(ctx->userdata, d->name, h, true, &dr[n].hctx[h]) >= 0;
                 n++;
         }
+        if (ctx->scrape)
+                ctx->scrape(ctx->userdata, false);
         for (StatId id = 0; id < _STAT_MAX; id++)
                 hctx_family(f, dr, n, id);
 

@@ -383,6 +383,27 @@ int main(int argc, char *argv[]) {
         else
                 CHECK(after.runs == 0, "runs counted although unavailable");
 
+        /* One copy of the whole map (BPF_MAP_LOOKUP_BATCH, what a metrics scrape reads): the
+         * counters of a lookup of the key, at least those read before and at most those read
+         * after (they only grow); a key the map lacks is ENOENT, as the map itself says. */
+        r = blkmqd_stats_bpf_snapshot(s);
+        CHECK(r == 0, "snapshot (BPF_MAP_LOOKUP_BATCH): %s", strerror(-r));
+        if (r == 0) {
+                HctxBpfCounters snap = {}, direct = {};
+                r = blkmqd_stats_bpf_read(s, loop.devnum, 0, &snap);
+                CHECK(r == 0, "read from the snapshot: %s", strerror(-r));
+                CHECK(blkmqd_stats_bpf_read(s, loop.devnum, 1, &other) == -ENOENT, "snapshot: hctx 1 is ENOENT");
+                blkmqd_stats_bpf_snapshot_drop(s);
+                r = blkmqd_stats_bpf_read(s, loop.devnum, 0, &direct);
+                CHECK(r == 0, "read after the snapshot: %s", strerror(-r));
+                print_counters("snapshot", &snap);
+                CHECK(after.dispatched <= snap.dispatched && snap.dispatched <= direct.dispatched &&
+                      after.completed_local <= snap.completed_local && snap.completed_local <= direct.completed_local &&
+                      after.completed_remote <= snap.completed_remote && snap.completed_remote <= direct.completed_remote &&
+                      after.runs <= snap.runs && snap.runs <= direct.runs,
+                      "snapshot counters not between the lookups before and after it");
+        }
+
         r = blkmqd_stats_bpf_forget(s, loop.devnum);
         CHECK(r >= 1, "forget returned %d", r);
         r = blkmqd_stats_bpf_read(s, loop.devnum, 0, &other);
