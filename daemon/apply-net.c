@@ -170,6 +170,29 @@ static int composite_job(const Device *d, Knob k, const Item *target, size_t n, 
         return 0;
 }
 
+/* The cpulist of item id in items, NULL when absent. */
+static const char *items_find(const Item *items, size_t n, const char *id) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(items[i].id, id))
+                        return items[i].cpus;
+        return NULL;
+}
+
+/* The composite of the items for which keep[i] is set ("" when none). */
+static char *items_join(const Item *items, size_t n, const bool *keep) {
+        char *s = strdup("");
+        for (size_t i = 0; s && i < n; i++) {
+                char *t;
+                if (!keep[i])
+                        continue;
+                if (asprintf(&t, "%s%s%s:%s", s, *s ? " " : "", items[i].id, items[i].cpus) < 0)
+                        t = NULL;
+                free(s);
+                s = t;
+        }
+        return s;
+}
+
 static int propose_nr_io_queues(Device *d, const ApplyOptions *o) {
         Applied *a = &d->applied[KNOB_NR_IO_QUEUES];
         const char *wanted = d->plan.manage ? d->plan.nr_io_queues : NULL;
@@ -255,14 +278,34 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
 
         /* someone else changed what blkmqd wrote: reported once, not fought (Reassert=no) */
         if ((a->state == APPLY_OK || a->state == APPLY_EXTERNAL) && streq_ptr(a->value, wanted) && !same && !o->reassert) {
-                bool transition = a->state != APPLY_EXTERNAL, had = a->original;
+                bool transition = a->state != APPLY_EXTERNAL;
+                _cleanup_free_ char *was = a->original ? strdup(a->original) : NULL;
                 if (transition)
                         log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)",
                                           knob, current, wanted);
-                set_state(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
+                set_state(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; what changed is no longer blkmqd's to restore)",
                           current, wanted);
-                a->original = mfree_str(a->original);
-                return had || transition;
+                /* the items someone else changed are theirs now; the others keep their original */
+                _cleanup_free_ Item *orig = NULL;
+                size_t n_orig = 0;
+                if (a->original && items_parse(k, a->original, &orig, &n_orig) >= 0) {
+                        _cleanup_free_ bool *keep = calloc(n_orig + 1, sizeof(bool));
+                        bool any = false;
+                        if (!keep)
+                                return -ENOMEM;
+                        for (size_t i = 0; i < n_orig; i++) {
+                                const char *c = items_find(cur_items, n_cur, orig[i].id), *w = items_find(items, n, orig[i].id);
+                                keep[i] = c && w && cpulists_equal(c, w);
+                                any = any || keep[i];
+                        }
+                        _cleanup_free_ char *kept = any ? items_join(orig, n_orig, keep) : NULL;
+                        if (any && !kept)
+                                return -ENOMEM;
+                        free(a->original);
+                        a->original = TAKE_PTR(kept);
+                } else
+                        a->original = mfree_str(a->original);
+                return transition || !streq_ptr(was, a->original);
         }
         if (o->verify_only)
                 return 0;
@@ -290,12 +333,17 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
         return composite_job(d, k, items, n, cur_items, ret_job);
 }
 
+/*
+ * Per item of the original: already back (nothing to do), someone else's (the current value is
+ * neither the original nor blkmqd's: left, counted), or blkmqd's (written back). Items are
+ * independent: another tool moving one NIC vector does not keep the others from coming back.
+ */
 int apply_net_restore_decide(HostFs *h, Device *d, Knob k, WriteJob **ret_job) {
         Applied *a = &d->applied[k];
-        _cleanup_free_ Item *items = NULL, *cur_items = NULL;
-        _cleanup_free_ char *current = NULL;
-        size_t n = 0, n_cur = 0;
-        int failed = -1;
+        _cleanup_free_ Item *items = NULL, *mine = NULL;
+        _cleanup_free_ bool *todo = NULL;
+        _cleanup_free_ char *theirs = NULL;
+        size_t n = 0, n_mine = 0, n_todo = 0;
 
         if (k == KNOB_NR_IO_QUEUES || !a->original) {
                 if (k == KNOB_NR_IO_QUEUES && d->run.restore) {
@@ -312,35 +360,51 @@ int apply_net_restore_decide(HostFs *h, Device *d, Knob k, WriteJob **ret_job) {
                 a->original = mfree_str(a->original);
                 return r == -ENOMEM ? r : 0;
         }
-        r = read_composite(h, items, n, &current, &failed);
-        if (r == -ENOMEM)
-                return r;
-        if (r >= 0 && items_parse(k, current, &cur_items, &n_cur) >= 0 && n_cur == n) {
-                bool back = true, theirs = false;
-                _cleanup_free_ Item *mine = NULL;
-                size_t n_mine = 0;
-                for (size_t i = 0; i < n; i++)
-                        back = back && cpulists_equal(items[i].cpus, cur_items[i].cpus);
-                if (!back && a->value && items_parse(k, a->value, &mine, &n_mine) >= 0)
-                        /* an item that is neither the original nor blkmqd's value: someone else's now */
-                        for (size_t i = 0; i < n; i++)
-                                for (size_t m = 0; m < n_mine; m++)
-                                        if (streq(mine[m].id, items[i].id) && !cpulists_equal(mine[m].cpus, cur_items[i].cpus) &&
-                                            !cpulists_equal(items[i].cpus, cur_items[i].cpus))
-                                                theirs = true;
-                if (back || theirs) {
-                        if (theirs) {
-                                log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s changed externally to %s (blkmqd wrote %s); not restoring %s over it",
-                                                  knob_to_string(k), current, strna(a->value), a->original);
-                                d->run.left++;
-                        }
-                        a->original = mfree_str(a->original);
-                        a->value = mfree_str(a->value);
-                        set_state(a, APPLY_UNMANAGED, 0, theirs ? "changed externally: not blkmqd's to put back" : NULL);
-                        return 0;
+        if (a->value && items_parse(k, a->value, &mine, &n_mine) < 0)
+                n_mine = 0;
+        if (!(todo = calloc(n + 1, sizeof(bool))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *cur = NULL;
+                if (item_read(h, &items[i], &cur) < 0) {
+                        todo[i] = true;         /* unreadable: try the write, its error is reported */
+                        n_todo++;
+                        continue;
                 }
+                if (cpulists_equal(cur, items[i].cpus))
+                        continue;               /* already back */
+                const char *m = items_find(mine, n_mine, items[i].id);
+                if (m && !cpulists_equal(cur, m)) {
+                        char *t;
+                        if (asprintf(&t, "%s%s%s at %s", strempty(theirs), theirs ? ", " : "", items[i].id, *cur ? cur : "none") < 0)
+                                return -ENOMEM;
+                        free(theirs);
+                        theirs = t;
+                        d->run.left++;
+                        continue;
+                }
+                todo[i] = true;
+                n_todo++;
         }
-        r = composite_job(d, k, items, n, r >= 0 && n_cur == n ? cur_items : NULL, ret_job);
+        if (theirs)
+                log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s: changed externally since blkmqd wrote it, not restored over: %s",
+                                knob_to_string(k), theirs);
+        if (n_todo == 0) {
+                a->original = mfree_str(a->original);
+                a->value = mfree_str(a->value);
+                set_state(a, APPLY_UNMANAGED, 0, theirs ? "changed externally: not blkmqd's to put back" : NULL);
+                return 0;
+        }
+        /* only the items written back stay the original (a failed write keeps them for the next restore) */
+        _cleanup_free_ char *keep = items_join(items, n, todo);
+        if (!keep || free_and_strdup(&a->original, keep) < 0)
+                return -ENOMEM;
+        _cleanup_free_ Item *back = NULL;
+        size_t n_back = 0;
+        r = items_parse(k, a->original, &back, &n_back);
+        if (r < 0)
+                return r;
+        r = composite_job(d, k, back, n_back, NULL, ret_job);
         if (r >= 0 && *ret_job)
                 (*ret_job)->tag |= 0x100;       /* TAG_RESTORE of daemon/apply.c */
         return r;
