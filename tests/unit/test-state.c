@@ -166,6 +166,17 @@ static void test_round_trip(void) {
         free(content);
         content = test_read_file(file);
         CHECK_STR(content, "# blkmqd overrides for loop:/tmp/backing file\nrq_affinity=2\nnr_requests=64\nirq_affinity=hctx\n");
+        /* elevator tunables (issue 18): "iosched.<elevator>.<tunable>", after the knobs */
+        CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_BFQ_SLICE_IDLE, "0"), 0);
+        CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_DEADLINE_WRITES_STARVED, "-2"), 0);
+        CHECK_INT(state_save_overrides(s, id, &o), 0);
+        free(content);
+        content = test_read_file(file);
+        CHECK_STR(content, "# blkmqd overrides for loop:/tmp/backing file\nrq_affinity=2\nnr_requests=64\nirq_affinity=hctx\n"
+                           "iosched.bfq.slice_idle=0\niosched.mq-deadline.writes_starved=-2\n");
+        CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_BFQ_SLICE_IDLE, NULL), 0);
+        CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_DEADLINE_WRITES_STARVED, NULL), 0);
+        CHECK_INT(state_save_overrides(s, id, &o), 0);
         if (old >= 0) {
                 char buf[512] = {};
                 ssize_t n = read(old, buf, sizeof(buf) - 1);
