@@ -2,16 +2,44 @@
 /*
  * libFuzzer: policy_override_validate() for every knob. Input: knob byte, then the bytes a
  * user writes. Accepted values are normalised: validating the result again gives the same
- * result; never a blank, newline or NUL in it; rq_affinity 0..2.
+ * result; never a blank, newline or NUL in it; rq_affinity 0..2. A knob byte with the high bit
+ * set picks an elevator tunable instead (iosched_override_validate(), issue 18): accepted
+ * values are decimal, within the tunable's [min, max], and validate to themselves.
  */
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <inttypes.h>
+
 #include "facts.h"
+#include "iosched.h"
 #include "parse.h"
 #include "policy.h"
+
+static void one_tunable(IoschedTunable t, const uint8_t *data, size_t size, const DiskFacts *f) {
+        const IoschedTunableInfo *info = iosched_tunable_info(t);
+        char *v = NULL;
+        int r = iosched_override_validate(t, (const char *) data, size, f, &v);
+        assert(r == 0 || r == -EINVAL || r == -ERANGE || r == -ENOMEM);
+        if (r < 0 || !v) {
+                assert(!v);
+                return;
+        }
+        assert(*v && strspn(v + (v[0] == '-'), "0123456789") == strlen(v + (v[0] == '-')));
+        assert(strcmp(v, "-0") != 0 && (v[0] != '0' || !v[1]));
+        if (v[0] == '-')
+                assert(info->min < 0 && strtoll(v, NULL, 10) >= info->min);
+        else {
+                uint64_t n = strtoull(v, NULL, 10);
+                assert(n <= info->max && (info->min <= 0 || n >= (uint64_t) info->min));
+        }
+        char *again = NULL;
+        assert(iosched_override_validate(t, v, strlen(v), f, &again) == 0 && again && strcmp(again, v) == 0);
+        free(again);
+        free(v);
+}
 
 static DiskFacts *f;
 static CpuSet online;
@@ -28,6 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (size < 1)
                 return 0;
+        if (data[0] & 0x80) {
+                one_tunable((IoschedTunable) ((data[0] & 0x7f) % _IOSCHED_TUNABLE_MAX), data + 1, size - 1, f);
+                return 0;
+        }
         Knob k = (Knob) (data[0] % (_KNOB_MAX + 1));
         char *v = NULL;
         int r = policy_override_validate(k, (const char *) data + 1, size - 1, f, &online, &v);
