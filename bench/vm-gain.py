@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-bench/vm-gain.py [--blkmqd build/blkmqd] [--pairs N] [--runtime S] [--quick] [--only p6|p7]
+bench/vm-gain.py [--blkmqd build/blkmqd] [--pairs N] [--runtime S] [--quick] [--only p6|p7|p11]
 bench/vm-gain.py --summarize LOG...
 
 P6/P7 (the tuning gain) in the VM harness (docs/VM-HARNESS.md): boots
-tests/vm/scenarios/bench-null-blk.sh (P6) and bench-slow-disk.sh (P7) with the built daemon and
+tests/vm/scenarios/bench-null-blk.sh (P6), bench-slow-disk.sh (P7) and bench-nvme-tcp.sh (P11) with the built daemon and
 fio, then summarizes the "# BENCH ..." lines of each console log: per case (and workload), the
 per-pair ratios blkmqd / kernel of IOPS, mean latency and read p99, their median and the ratio of
 means. Pairs ran back to back in one boot with alternating order.
@@ -23,7 +23,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
-SCEN = {"p6": "tests/vm/scenarios/bench-null-blk.sh", "p7": "tests/vm/scenarios/bench-slow-disk.sh"}
+SCEN = {"p6": "tests/vm/scenarios/bench-null-blk.sh", "p7": "tests/vm/scenarios/bench-slow-disk.sh",
+        "p11": "tests/vm/scenarios/bench-nvme-tcp.sh"}
 
 
 def parse(log):

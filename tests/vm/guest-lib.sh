@@ -46,6 +46,7 @@
 #   nvme_tcp_setup                        network + nvmet-tcp target + nvme-tcp connect for
 #                                         the scenarios with the NET_HEADER below; sets
 #                                         NVME_INI_IF NVME_TGT_IF NVME_CTRL NVME_DISK NVME_PATH
+#   nvme_tcp_connect [OPTS] / nvme_tcp_disconnect   again, e.g. with nr_io_queues=2
 #   netlink_facts                         print the netlink facts (route, links, channels) in
 #                                         the <root>/netlink/facts format (iproute2 + ethtool)
 #   finish                                explicit end (optional; the EXIT trap does the same)
@@ -329,7 +330,14 @@ nvme_tcp_setup() {
         [ $_p -lt 30 ] || { fail "$NVME_TCP_ADDR reachable through $NVME_INI_IF"; return 1; }
         usleep 200000
     done
-    echo "nqn=$NVME_TCP_NQN,transport=tcp,traddr=$NVME_TCP_ADDR,trsvcid=4420" > /dev/nvme-fabrics
+    nvme_tcp_connect
+}
+
+# nvme_tcp_connect [OPTIONS]: connect to the target nvme_tcp_setup made (OPTIONS appended to the
+# fabrics string, e.g. nr_io_queues=2); sets NVME_CTRL NVME_DISK NVME_PATH.
+# nvme_tcp_disconnect: delete the controller $NVME_CTRL and wait until it is gone.
+nvme_tcp_connect() {
+    echo "nqn=$NVME_TCP_NQN,transport=tcp,traddr=$NVME_TCP_ADDR,trsvcid=4420${1:+,$1}" > /dev/nvme-fabrics
     NVME_CTRL=""
     for _c in /sys/class/nvme/nvme*; do
         [ "$(cat "$_c/transport" 2>/dev/null)" = tcp ] && NVME_CTRL=${_c##*/}
@@ -354,6 +362,11 @@ nvme_tcp_setup() {
         { fail "nvme-tcp namespace block device" "path '$NVME_PATH' disk '$NVME_DISK'"; return 1; }
     note "nvme-tcp: $NVME_CTRL $(cat /sys/class/nvme/$NVME_CTRL/address) disk $NVME_DISK path $NVME_PATH over $NVME_INI_IF"
     return 0
+}
+
+nvme_tcp_disconnect() {
+    echo 1 > /sys/class/nvme/$NVME_CTRL/delete_controller
+    wait_for_gone /sys/class/nvme/$NVME_CTRL 30 && wait_for_gone /sys/block/$NVME_DISK 30
 }
 
 # The <root>/netlink/facts records blkmqd reads in --root mode (docs/DESIGN-NOTES.md, issue 15):
