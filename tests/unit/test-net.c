@@ -224,7 +224,6 @@ static void test_rule(void) {
 
         /* unknown channels and no TX queue count: unknown, nothing wished */
         f->net->nic->combined = 0;
-        f->net->nic->n_tx_queues = 0;
         nic_facts_set_unknown(f->net->nic, NIC_FACT_CHANNELS, "ethtool channels: not supported by the driver (EOPNOTSUPP)");
         nic_facts_set_unknown(f->net->nic, NIC_FACT_TX_QUEUES, "class/net/eth1/queues: not present");
         CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
