@@ -19,6 +19,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "net.h"
 #include "modules.h"
 #include "node.h"
 #include "policy.h"
@@ -650,7 +651,10 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
         int r = free_and_strdup(&d->facts->elevator_before, d->applied[KNOB_ELEVATOR].original);
         if (r < 0)
                 return r;
-        return policy_evaluate(d->facts, &m->config.policy, &d->overrides, ret);
+        r = policy_evaluate(d->facts, &m->config.policy, &d->overrides, ret);
+        if (r >= 0 && (r = net_arbitrate(&m->registry, d, ret)) < 0)    /* one disk places a NIC */
+                plan_done(ret);
+        return r;
 }
 
 /*
