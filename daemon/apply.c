@@ -126,9 +126,20 @@ static int knob_job(const Device *d, Knob k, const char *value, const char *befo
                 return -ENOMEM;
         }
         j->tag = k;
-        log_device_debug(d->name, "Writing \"%s\" to \"%s\"", value, path);
         *ret = j;
         return 0;
+}
+
+/*
+ * The debug line before each write of j: said when the job is handed over (after the originals
+ * it changes are saved), so the line's time is when the write is issued.
+ */
+static void log_job_writes(const Device *d, const WriteJob *j) {
+        for (size_t i = 0; i < j->n_ops; i++)
+                if (j->ops[i].kind == HOSTFS_PROCFS)
+                        log_device_debug(d->name, "Writing \"%s\" to procfs \"%s\"", j->ops[i].value, j->ops[i].path);
+                else
+                        log_device_debug(d->name, "Writing \"%s\" to \"%s\"", j->ops[i].value, j->ops[i].path);
 }
 
 /*
@@ -879,7 +890,6 @@ static int irq_vector_decide(HostFs *h, Device *d, IrqApplied *ia, const char *t
         (*j)->stop_on_error = false;    /* one vector's failure does not stop the others */
         (*j)->tag = KNOB_IRQ_AFFINITY;
         ia->outcome = reassert ? IRQ_WRITING_REASSERT : IRQ_WRITING;
-        log_device_debug(d->name, "Writing \"%s\" to procfs \"%s\"", target, path);
         return 0;
 }
 
@@ -1853,6 +1863,7 @@ static int run_step(Applier *a, Device *d) {
                         continue;
 
                 if (!a->writer) {
+                        log_job_writes(d, j);
                         writer_run_inline(a->hostfs, j);
                         run->job = j;
                         knob_finish(a, d, j);
@@ -1864,6 +1875,7 @@ static int run_step(Applier *a, Device *d) {
                 if (a->on_submit)
                         a->on_submit(d, a->userdata);
                 run->job = j;
+                log_job_writes(d, j);
                 r = writer_submit(a->writer, j, on_job_done, on_job_timeout, a);
                 if (r < 0) {
                         /* no worker thread: nothing was written; like a transient write error */
