@@ -1174,35 +1174,29 @@ static int apply_modprobe_d(HostFs *h, GatherCache *c, char * const *pairs) {
 }
 
 /*
- * The elevators of the running release's module tree, once per batch: modules.builtin (built
- * in) and modules.dep (loadable), plus modules.alias lines "alias <name>-iosched <module>"
- * for a module whose file name does not say it (the kernel asks for "<name>-iosched").
+ * Read the elevators of release's module tree: modules.builtin (built in) and modules.dep
+ * (loadable), plus modules.alias lines "alias <name>-iosched <module>" for a module whose file
+ * name does not say it (the kernel asks for "<name>-iosched"). *ret_error: reading modules.dep
+ * failed (-errno). Returns 0 or -ENOMEM.
  */
-static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *c) {
+static int read_module_tree(HostFs *h, const char *release, int *ret_error, char ***builtin_l, char ***loadable_l,
+                            char ***pairs) {
         _cleanup_free_ char *dep = NULL, *builtin = NULL, *alias = NULL;
-        _cleanup_strv_free_ char **pairs = NULL;
         char path[PATH_MAX];
         int r;
 
-        if (c->have_elevator_modules)
-                return 0;
-        c->have_elevator_modules = true;
-        if (!release) {
-                c->elevator_modules_error = -ENOENT;
-                return 0;
-        }
         snprintf(path, sizeof(path), "%s/modules.dep", release);
         r = hostfs_read(h, HOSTFS_MODULES, path, &dep);
         if (r == -ENOMEM)
                 return r;
-        c->elevator_modules_error = r < 0 ? r : 0;
+        *ret_error = r < 0 ? r : 0;
         snprintf(path, sizeof(path), "%s/modules.builtin", release);
         r = hostfs_read(h, HOSTFS_MODULES, path, &builtin);
         if (r == -ENOMEM)
                 return r;
-        if (builtin && elevators_of_module_list(builtin, &c->elevators_builtin, NULL) < 0)
+        if (builtin && elevators_of_module_list(builtin, builtin_l, NULL) < 0)
                 return -ENOMEM;
-        if (dep && elevators_of_module_list(dep, &c->elevators_loadable, &pairs) < 0)
+        if (dep && elevators_of_module_list(dep, loadable_l, pairs) < 0)
                 return -ENOMEM;
 
         /* modules.alias has ~25,000 lines (PCI/USB ids): look only at the "-iosched " ones */
@@ -1221,19 +1215,92 @@ static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *
                         if (elevator_name_is_legacy(a, NULL))
                                 continue;
                         snprintf(pair, sizeof(pair), "%s=%.*s", a, (int) (end - mod), mod);
-                        if (!strv_contains(c->elevators_loadable, a) && !strv_contains(c->elevators_builtin, a) &&
-                            (strv_extend(&c->elevators_loadable, a) < 0 || strv_extend(&pairs, pair) < 0))
+                        if (!strv_contains(*loadable_l, a) && !strv_contains(*builtin_l, a) &&
+                            (strv_extend(loadable_l, a) < 0 || strv_extend(pairs, pair) < 0))
                                 return -ENOMEM;
                 }
         /* built in wins: the same name in both lists is registered at boot */
         char **loadable = NULL;
-        STRV_FOREACH(e, c->elevators_loadable)
-                if (!strv_contains(c->elevators_builtin, *e) && strv_extend(&loadable, *e) < 0) {
+        STRV_FOREACH(e, *loadable_l)
+                if (!strv_contains(*builtin_l, *e) && strv_extend(&loadable, *e) < 0) {
                         strv_free(loadable);
                         return -ENOMEM;
                 }
-        strv_free(c->elevators_loadable);
-        c->elevators_loadable = loadable;
+        strv_free(*loadable_l);
+        *loadable_l = loadable;
+        return 0;
+}
+
+void module_tree_cache_done(ModuleTreeCache *c) {
+        free(c->release);
+        strv_free(c->builtin);
+        strv_free(c->loadable);
+        strv_free(c->pairs);
+        *c = (ModuleTreeCache) {};
+}
+
+static const char * const module_tree_files[] = { "modules.dep", "modules.builtin", "modules.alias" };
+
+/* The identity of release's module index files now (st_ino 0: absent or unreadable). */
+static void module_tree_stat(HostFs *h, const char *release, struct stat files[static 3]) {
+        for (size_t i = 0; i < ELEMENTSOF(module_tree_files); i++) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof(path), "%s/%s", release, module_tree_files[i]);
+                if (hostfs_stat(h, HOSTFS_MODULES, path, &files[i]) < 0)
+                        files[i] = (struct stat) {};
+        }
+}
+
+static bool module_tree_same(const struct stat *a, const struct stat *b) {
+        return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/*
+ * The elevators of the running release's module tree, once per batch, and from c->module_tree
+ * (when the caller keeps one) while its files are unchanged; modprobe.d applied every time.
+ */
+static int gather_elevator_modules(HostFs *h, const char *release, GatherCache *c) {
+        _cleanup_strv_free_ char **pairs = NULL;
+        ModuleTreeCache *t = c->module_tree;
+        int r;
+
+        if (c->have_elevator_modules)
+                return 0;
+        c->have_elevator_modules = true;
+        if (!release) {
+                c->elevator_modules_error = -ENOENT;
+                return 0;
+        }
+        struct stat now[3];
+        if (t)
+                module_tree_stat(h, release, now);
+        bool hit = t && t->valid && streq_ptr(t->release, release);
+        for (size_t i = 0; hit && i < ELEMENTSOF(now); i++)
+                hit = module_tree_same(&now[i], &t->files[i]);
+        if (hit) {
+                c->elevator_modules_error = t->error;
+                if ((t->builtin && !(c->elevators_builtin = strv_copy(t->builtin))) ||
+                    (t->loadable && !(c->elevators_loadable = strv_copy(t->loadable))) ||
+                    (t->pairs && !(pairs = strv_copy(t->pairs))))
+                        return -ENOMEM;
+                return apply_modprobe_d(h, c, pairs);
+        }
+
+        r = read_module_tree(h, release, &c->elevator_modules_error, &c->elevators_builtin, &c->elevators_loadable, &pairs);
+        if (r < 0)
+                return r;
+        if (t) {
+                /* the stat taken before the read: a file replaced in between is read again next time */
+                module_tree_cache_done(t);
+                t->release = strdup(release);
+                t->error = c->elevator_modules_error;
+                memcpy(t->files, now, sizeof(now));
+                t->valid = t->release &&
+                           (!c->elevators_builtin || (t->builtin = strv_copy(c->elevators_builtin))) &&
+                           (!c->elevators_loadable || (t->loadable = strv_copy(c->elevators_loadable))) &&
+                           (!pairs || (t->pairs = strv_copy(pairs)));
+        }
         return apply_modprobe_d(h, c, pairs);
 }
 

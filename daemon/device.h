@@ -17,6 +17,8 @@
  *   the kernel can load: block/elevator.c elv_iosched_load_module()).
  */
 
+#include <sys/stat.h>
+
 #include "facts.h"
 #include "hostfs.h"
 #include "interrupts.h"
@@ -46,6 +48,24 @@ typedef struct GatherFunction {
  * brings new IRQs, so single events read fresh. A batch is a snapshot: values blkmqd itself
  * writes during it (IRQ affinity) invalidate the vectors read before.
  */
+/*
+ * The elevators of the running release's module tree, kept across gathers (the manager owns
+ * one) while modules.dep, modules.builtin and modules.alias are the same files (inode, size,
+ * mtime): a single uevent does not read and scan them again (~2 MB on a Debian kernel, most of
+ * a gather's time; issue 12 item 4). modprobe.d is read at every gather (small, and an edit
+ * there must count at once).
+ */
+typedef struct ModuleTreeCache {
+        bool valid;
+        char *release;
+        struct stat files[3];           /* modules.dep, modules.builtin, modules.alias; st_ino 0: absent */
+        int error;                      /* reading modules.dep failed: -errno */
+        char **builtin, **loadable;     /* before modprobe.d */
+        char **pairs;                   /* "<elevator>=<module>" */
+} ModuleTreeCache;
+
+void module_tree_cache_done(ModuleTreeCache *c);
+
 typedef struct GatherCache {
         bool have_interrupts;
         ProcInterrupts interrupts;
@@ -60,6 +80,7 @@ typedef struct GatherCache {
         int elevator_modules_error;     /* reading modules.dep failed: -errno */
         char **elevators_builtin, **elevators_loadable;
         char **elevators_blocked;       /* "bfq: blacklist bfq in /etc/modprobe.d/x.conf (...)" */
+        ModuleTreeCache *module_tree;   /* optional, outlives the cache (not freed with it) */
 } GatherCache;
 
 void gather_cache_done(GatherCache *c);

@@ -47,6 +47,7 @@ struct Manager {
         uint64_t rate_window_usec;
         UdevMonitor *monitor;
         GatherCache *batch;             /* during coldplug and reload: machine-wide inputs read once */
+        ModuleTreeCache module_tree;    /* the module tree's elevators, across gathers while unchanged */
         char **batch_added;             /* disks new in the batch: stored state loaded at its end, when
                                          * every disk's identity is known (identity collisions) */
         char **originals_seen;          /* state keys whose originals this run loaded or wrote */
@@ -210,6 +211,7 @@ Manager *manager_free(Manager *m) {
         strv_free(m->cli_globs);
         strv_free(m->batch_added);
         strv_free(m->originals_seen);
+        module_tree_cache_done(&m->module_tree);
         free(m->module_originals_saved);
         free(m->config_path);
         free(m->mountpoint);
@@ -722,6 +724,9 @@ static void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
 
 void manager_device_event(Manager *m, const char *name, bool removed) {
         _cleanup_(disk_facts_freep) DiskFacts *facts = NULL;
+        /* a single event: machine-wide inputs read for it alone, but the module tree's
+         * elevators from the manager's cache while the tree is unchanged */
+        _cleanup_(gather_cache_done) GatherCache single = { .module_tree = &m->module_tree };
         Device *d;
         int r;
 
@@ -750,7 +755,7 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
                 goto finish;
         }
 
-        r = device_gather_cached(m->hostfs, name, m->batch, &facts);
+        r = device_gather_cached(m->hostfs, name, m->batch ?: &single, &facts);
         if (r == -ENOENT || r == -ENOMEDIUM || r == -EINVAL) {
                 if (r == -ENOMEDIUM)
                         log_device_debug(name, "No medium (size 0), not listed");
@@ -868,7 +873,7 @@ static void manager_batch_end(Manager *m) {
 /* Every disk again: re-gather (a SIGHUP or reload may follow hardware changes too). */
 static void manager_reevaluate_all(Manager *m) {
         _cleanup_strv_free_ char **names = NULL;
-        _cleanup_(gather_cache_done) GatherCache batch = {};
+        _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree };
         for (size_t i = 0; i < m->registry.n_devices; i++)
                 if (strv_extend(&names, m->registry.devices[i]->name) < 0)
                         return;
@@ -1490,7 +1495,7 @@ int manager_startup(Manager *m) {
                 if (r < 0)
                         log_warning_errno(r, "Stored original module parameters unreadable, ignoring: %m");
         }
-        _cleanup_(gather_cache_done) GatherCache batch = {};
+        _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree };
         m->batch = &batch;
         r = m->monitor ? udev_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);
         manager_batch_end(m);
