@@ -13,6 +13,7 @@
  * alignment does not apply in virtual_reason. Never a made-up 0.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
