@@ -47,7 +47,7 @@ SUITE = "bookworm"
 # (systemd-analyze security) and to read the tree from outside the service.
 PACKAGES = [
     "systemd", "systemd-sysv", "udev", "kmod", "fuse3", "libfuse3-3", "libinih1", "libbpf1",
-    "libelf1", "zlib1g", "iproute2",
+    "libelf1", "zlib1g", "libnl-3-200", "libnl-route-3-200", "libnl-genl-3-200", "iproute2",
     "fio", "procps", "curl",
     "irqbalance", "tuned", "prometheus-node-exporter",
 ]
