@@ -1377,10 +1377,24 @@ static int gather_multipath(HostFs *h, DiskFacts *f) {
                 snprintf(head, sizeof(head), "nvme%un%u", s, n);
                 snprintf(path, sizeof(path), "block/%s/multipath/%s", head, f->name);
                 bool listed = hostfs_exists(h, HOSTFS_SYSFS, path);
+                /* Kernels without the head's multipath/ directory (6.1 and 6.12 have none,
+                 * tests/fixtures/vm-*-nvme-tcp-2q): the head is the disk nvme<s>n<n> of the
+                 * subsystem nvme-subsys<s> the path's name points at (nvme_mpath_set_disk_name(),
+                 * drivers/nvme/host/multipath.c). */
+                bool in_subsys = false;
+                char subsys[64], hpath[PATH_MAX];
+                _cleanup_free_ char *hdev = NULL;
+                snprintf(subsys, sizeof(subsys), "/nvme-subsys%u", s);
+                snprintf(hpath, sizeof(hpath), "block/%s/device", head);
+                if (!listed && hostfs_resolve(h, HOSTFS_SYSFS, hpath, &hdev) >= 0) {
+                        size_t lh = strlen(hdev), ls = strlen(subsys);
+                        in_subsys = lh >= ls && streq(hdev + lh - ls, subsys);
+                }
                 if (listed || streq_ptr(hidden, "1"))
-                        return set_multipath(f, MULTIPATH_NVME_PATH, listed ? head : NULL, "%s%s%s",
+                        return set_multipath(f, MULTIPATH_NVME_PATH, listed || in_subsys ? head : NULL, "%s%s%s%s%s",
                                              streq_ptr(hidden, "1") ? "hidden=1" : "name nvme<subsys>c<ctrl>n<ns>",
-                                             listed ? ", listed in block/" : "", listed ? path + 6 : "");
+                                             listed ? ", listed in block/" : "", listed ? path + 6 : "",
+                                             in_subsys ? ", head block/" : "", in_subsys ? head : "");
         }
 
         snprintf(path, sizeof(path), "block/%s/holders", f->name);
