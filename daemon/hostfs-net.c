@@ -230,7 +230,12 @@ static int on_nl_error(struct sockaddr_nl *nla, struct nlmsgerr *err, void *arg)
 /* Send msg on sk and receive the answer into valid (NL_CB_VALID); the kernel's error as -errno. */
 static int nl_transact(struct nl_sock *sk, struct nl_msg *msg, nl_recvmsg_msg_cb_t valid, void *userdata) {
         int error = 0;
-        struct nl_cb *cb = nl_cb_clone(nl_socket_get_cb(sk));
+        /* nl_socket_get_cb() takes a reference (nl_cb_get()): put it, or the socket's callbacks
+         * outlive nl_socket_free() */
+        struct nl_cb *sk_cb = nl_socket_get_cb(sk);
+        struct nl_cb *cb = sk_cb ? nl_cb_clone(sk_cb) : NULL;
+        if (sk_cb)
+                nl_cb_put(sk_cb);
         if (!cb)
                 return -ENOMEM;
         nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, valid, userdata);
