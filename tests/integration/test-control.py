@@ -38,6 +38,10 @@ def sysfs_snapshot(name):
     return {k: read_text(f"/sys/block/{name}/queue/{k}") for k in SYSFS_KNOBS}
 
 
+def snapshot_diff(before, now):
+    return {k: (before.get(k), now.get(k)) for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)}
+
+
 def log_lines(d):
     """Non-debug lines of the current daemon log."""
     d.logf.flush()
@@ -287,7 +291,8 @@ def case_k_modes(d, loops, tmp):
         wait_for(lambda: os.path.exists(d.path("devices", name, "applied", "elevator")), 5.0)
         check(d.read("mode") == "off\n", "(k) Mode=off from the config")
         time.sleep(0.2)
-        check(sysfs_snapshot(name) == before, "(k) off: nothing written")
+        now = sysfs_snapshot(name)
+        check(now == before, "(k) off: nothing written" + ("" if now == before else f": {snapshot_diff(before, now)}"))
         check(write_file(d.path("mode"), b"dry-run\n") == 0 and d.read("mode") == "dry-run\n", "(k) mode <- dry-run")
         v = wait_applied(d, name, "elevator", lambda v: v.startswith("dry-run"))
         check(v == "dry-run: would write none (now mq-deadline)\n", f"(k) dry-run: applied/elevator {v!r}")
