@@ -745,6 +745,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                         i->store_offset = (off_t) s->size - 1;
                         i->store_byte = s->data[s->size - 1];
                 }
+                /*
+                 * The only open handle of the inode (n_open was 0) and nothing queued: no
+                 * reader can hold a page-cache folio of it (a page read needs an open fd), so
+                 * the store cannot wait for this loop; done here, it spares the hand-off to
+                 * the notifier thread (a live file's `cat`). Else behind the queue, as above.
+                 */
+                if (n->n_open == 1 && !notify_busy(fs)) {
+                        open_finish(fs, i);
+                        free(i);
+                        return;
+                }
                 if (notify_push(fs, i))
                         return;
                 free(i);
