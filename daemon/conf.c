@@ -19,18 +19,7 @@ static const char * const mode_table[_MODE_MAX] = {
         [MODE_OFF]     = "off",
 };
 
-const char *manager_mode_to_string(ManagerMode m) {
-        if (m < 0 || m >= _MODE_MAX)
-                return NULL;
-        return mode_table[m];
-}
-
-ManagerMode manager_mode_from_string(const char *s) {
-        for (ManagerMode m = 0; m < _MODE_MAX; m++)
-                if (streq(mode_table[m], s))
-                        return m;
-        return _MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(manager_mode, ManagerMode, mode_table, _MODE_MAX, _MODE_INVALID);
 
 void config_done(Config *c) {
         policy_config_done(&c->policy);

@@ -23,11 +23,7 @@ static const char * const state_table[_MODPARAM_STATE_MAX] = {
         [MODPARAM_ERROR]          = "error",
 };
 
-const char *module_param_state_to_string(ModuleParamState s) {
-        if (s < 0 || s >= _MODPARAM_STATE_MAX)
-                return NULL;
-        return state_table[s];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(module_param_state, ModuleParamState, state_table, _MODPARAM_STATE_MAX);
 
 static void param_done(ModuleParam *p) {
         free(p->module);

@@ -20,11 +20,7 @@ static const char * const apply_state_table[_APPLY_STATE_MAX] = {
         [APPLY_PENDING_RECONNECT] = "pending-reconnect",
 };
 
-const char *apply_state_to_string(ApplyState s) {
-        if (s < 0 || s >= _APPLY_STATE_MAX)
-                return NULL;
-        return apply_state_table[s];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(apply_state, ApplyState, apply_state_table, _APPLY_STATE_MAX);
 
 void applied_done(Applied *a) {
         free(a->original);

@@ -15,11 +15,7 @@ static const char * const disk_stat_table[_DISK_STAT_MAX] = {
         "flush_ios", "flush_ticks",
 };
 
-const char *disk_stat_field_to_string(DiskStatField f) {
-        if (f < 0 || f >= _DISK_STAT_MAX)
-                return NULL;
-        return disk_stat_table[f];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(disk_stat_field, DiskStatField, disk_stat_table, _DISK_STAT_MAX);
 
 /* Parse the next unsigned decimal at *p (after blanks); -EINVAL when none. */
 static int next_u64(const char **p, uint64_t *ret) {

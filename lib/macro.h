@@ -66,6 +66,33 @@ static inline bool streq_ptr(const char *a, const char *b) {
         return streq(a, b);
 }
 
+/*
+ * Enum <-> string over a table of names indexed by the enum (designated initializers; a NULL
+ * hole has no name), as systemd's DEFINE_STRING_TABLE_LOOKUP:
+ *   const char *name##_to_string(type)       NULL when out of range or a hole
+ *   type name##_from_string(const char *)    the index whose name equals s; invalid when none or
+ *                                            s is NULL
+ * n is the table's length (the enum's _MAX).
+ */
+#define DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, n)                               \
+        const char *name##_to_string(type i) {                                                 \
+                if ((unsigned long) (long) i >= (unsigned long) (n)) /* negative: huge */      \
+                        return NULL;                                                           \
+                return table[i];                                                               \
+        }
+
+#define DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, n, invalid)                    \
+        type name##_from_string(const char *s) {                                               \
+                for (size_t i = 0; s && i < (size_t) (n); i++)                                 \
+                        if (table[i] && strcmp(table[i], s) == 0)                              \
+                                return (type) i;                                               \
+                return invalid;                                                                \
+        }
+
+#define DEFINE_STRING_TABLE_LOOKUP(name, type, table, n, invalid)                               \
+        DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, table, n)                             \
+        DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, table, n, invalid)
+
 static inline const char *strna(const char *s) {
         return s ?: "n/a";
 }

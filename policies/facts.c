@@ -43,31 +43,9 @@ static const char * const zoned_table[_ZONED_MAX] = {
         [ZONED_HOST_MANAGED] = "host-managed",
 };
 
-const char *zoned_to_string(Zoned z) {
-        if (z < 0 || z >= _ZONED_MAX)
-                return NULL;
-        return zoned_table[z];
-}
+DEFINE_STRING_TABLE_LOOKUP(zoned, Zoned, zoned_table, _ZONED_MAX, _ZONED_INVALID);
 
-Zoned zoned_from_string(const char *s) {
-        for (Zoned z = 0; z < _ZONED_MAX; z++)
-                if (streq(zoned_table[z], s))
-                        return z;
-        return _ZONED_INVALID;
-}
-
-const char *fact_to_string(Fact f) {
-        if (f < 0 || f >= _FACT_MAX)
-                return NULL;
-        return fact_table[f];
-}
-
-Fact fact_from_string(const char *s) {
-        for (Fact f = 0; f < _FACT_MAX; f++)
-                if (streq(fact_table[f], s))
-                        return f;
-        return _FACT_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(fact, Fact, fact_table, _FACT_MAX, _FACT_INVALID);
 
 const char *tristate_to_string(Tristate t) {
         return t == TRISTATE_YES ? "1" : t == TRISTATE_NO ? "0" : "unknown";
@@ -374,11 +352,7 @@ static const char * const elevator_source_table[] = {
         [ELEVATOR_LOADABLE]    = "loadable module (modules.dep): the kernel loads it on the write",
 };
 
-const char *elevator_source_to_string(ElevatorSource s) {
-        if (s < 0 || (size_t) s >= ELEMENTSOF(elevator_source_table))
-                return NULL;
-        return elevator_source_table[s];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(elevator_source, ElevatorSource, elevator_source_table, ELEMENTSOF(elevator_source_table));
 
 const char *disk_facts_elevator_blocked(const DiskFacts *f, const char *name) {
         size_t l = name ? strlen(name) : 0;

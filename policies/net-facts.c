@@ -41,27 +41,9 @@ static const char * const nic_fact_table[_NIC_FACT_MAX] = {
         [NIC_FACT_RPS]             = "rps",
 };
 
-const char *net_fact_to_string(NetFact f) {
-        return f >= 0 && f < _NET_FACT_MAX ? net_fact_table[f] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP(net_fact, NetFact, net_fact_table, _NET_FACT_MAX, _NET_FACT_INVALID);
 
-NetFact net_fact_from_string(const char *s) {
-        for (NetFact f = 0; s && f < _NET_FACT_MAX; f++)
-                if (streq(net_fact_table[f], s))
-                        return f;
-        return _NET_FACT_INVALID;
-}
-
-const char *nic_fact_to_string(NicFact f) {
-        return f >= 0 && f < _NIC_FACT_MAX ? nic_fact_table[f] : NULL;
-}
-
-NicFact nic_fact_from_string(const char *s) {
-        for (NicFact f = 0; s && f < _NIC_FACT_MAX; f++)
-                if (streq(nic_fact_table[f], s))
-                        return f;
-        return _NIC_FACT_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(nic_fact, NicFact, nic_fact_table, _NIC_FACT_MAX, _NIC_FACT_INVALID);
 
 NicFacts *nic_facts_new(const char *ifname) {
         NicFacts *n = calloc(1, sizeof(NicFacts));

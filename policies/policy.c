@@ -21,18 +21,7 @@ static const char * const disk_class_table[_DISK_CLASS_MAX] = {
         [DISK_CLASS_UNKNOWN]                 = "unknown",
 };
 
-const char *disk_class_to_string(DiskClass c) {
-        if (c < 0 || c >= _DISK_CLASS_MAX)
-                return NULL;
-        return disk_class_table[c];
-}
-
-DiskClass disk_class_from_string(const char *s) {
-        for (DiskClass c = 0; c < _DISK_CLASS_MAX; c++)
-                if (streq(disk_class_table[c], s))
-                        return c;
-        return _DISK_CLASS_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(disk_class, DiskClass, disk_class_table, _DISK_CLASS_MAX, _DISK_CLASS_INVALID);
 
 void device_rule_done(DeviceRule *rule) {
         free(rule->name);
@@ -160,18 +149,7 @@ static const char * const knob_table[_KNOB_MAX] = {
         [KNOB_NR_IO_QUEUES] = "nr_io_queues",
 };
 
-const char *knob_to_string(Knob k) {
-        if (k < 0 || k >= _KNOB_MAX)
-                return NULL;
-        return knob_table[k];
-}
-
-Knob knob_from_string(const char *s) {
-        for (Knob k = 0; k < _KNOB_MAX; k++)
-                if (streq(knob_table[k], s))
-                        return k;
-        return _KNOB_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(knob, Knob, knob_table, _KNOB_MAX, _KNOB_INVALID);
 
 void plan_done(Plan *p) {
         free(p->elevator);

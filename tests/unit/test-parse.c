@@ -283,6 +283,27 @@ static void test_misc(void) {
         CHECK_STR(disk_name_from_kernel("cciss/c0d", buf, 10), "cciss!c0d");
 }
 
+/* DEFINE_STRING_TABLE_LOOKUP (lib/macro.h): range, holes, NULL, exact match */
+typedef enum Colour { COLOUR_RED, COLOUR_HOLE, COLOUR_BLUE, _COLOUR_MAX, _COLOUR_INVALID = -22 } Colour;
+static const char * const colour_table[_COLOUR_MAX] = { [COLOUR_RED] = "red", [COLOUR_BLUE] = "blue" };
+static const char *colour_to_string(Colour c);
+static Colour colour_from_string(const char *s);
+DEFINE_STRING_TABLE_LOOKUP(colour, Colour, colour_table, _COLOUR_MAX, _COLOUR_INVALID)
+
+static void test_string_table(void) {
+        CHECK(streq_ptr(colour_to_string(COLOUR_RED), "red"));
+        CHECK(streq_ptr(colour_to_string(COLOUR_BLUE), "blue"));
+        CHECK(colour_to_string(COLOUR_HOLE) == NULL);
+        CHECK(colour_to_string(_COLOUR_MAX) == NULL);
+        CHECK(colour_to_string((Colour) -1) == NULL);
+        CHECK(colour_from_string("blue") == COLOUR_BLUE);
+        CHECK(colour_from_string("red") == COLOUR_RED);
+        CHECK(colour_from_string("Blue") == _COLOUR_INVALID);
+        CHECK(colour_from_string("blue ") == _COLOUR_INVALID);
+        CHECK(colour_from_string("") == _COLOUR_INVALID);
+        CHECK(colour_from_string(NULL) == _COLOUR_INVALID);
+}
+
 int main(void) {
         test_parse_u64();
         test_parse_int();
@@ -290,5 +311,6 @@ int main(void) {
         test_parse_scheduler();
         test_flags_has_token();
         test_misc();
+        test_string_table();
         return tap_finish("test-parse");
 }
