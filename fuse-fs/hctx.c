@@ -17,11 +17,7 @@ static const char * const hctx_attr_table[_HCTX_ATTR_MAX] = {
         [HCTX_ATTR_REMOTE_PCT]       = "remote_pct",
 };
 
-const char *hctx_attr_to_string(HctxAttr a) {
-        if (a < 0 || a >= _HCTX_ATTR_MAX)
-                return NULL;
-        return hctx_attr_table[a];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(hctx_attr, HctxAttr, hctx_attr_table, _HCTX_ATTR_MAX);
 
 static int render_i64(int64_t v, const char *what, char **ret) {
         int r = v < 0 ? asprintf(ret, "unknown: %s not readable\n", what) : asprintf(ret, "%" PRIi64 "\n", v);

@@ -19,11 +19,7 @@ static const char * const host_attr_table[_HOST_ATTR_MAX] = {
         [HOST_ATTR_OCCUPANCY]    = "occupancy_pct",
 };
 
-const char *host_attr_to_string(HostAttr a) {
-        if (a < 0 || a >= _HOST_ATTR_MAX)
-                return NULL;
-        return host_attr_table[a];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(host_attr, HostAttr, host_attr_table, _HOST_ATTR_MAX);
 
 int render_host(const FuseFsContext *ctx, const Node *n, char **ret) {
         const char *host = n->parent ? n->parent->name : NULL;

@@ -13,11 +13,7 @@ static const char * const module_attr_table[_MODULE_ATTR_MAX] = {
         [MODULE_ATTR_NOTE]      = "note",
 };
 
-const char *module_attr_to_string(ModuleAttr a) {
-        if (a < 0 || a >= _MODULE_ATTR_MAX)
-                return NULL;
-        return module_attr_table[a];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(module_attr, ModuleAttr, module_attr_table, _MODULE_ATTR_MAX);
 
 int render_module(const FuseFsContext *ctx, const Node *n, char **ret) {
         const Node *param = n->parent, *module = param ? param->parent : NULL;
