@@ -3,7 +3,9 @@
 # bench/reaction.py (uevent of a loop attach -> elevator write done; blkmqd alone, the same
 # write by a udev rule, blkmqd behind udevd) on a Debian 12 userspace booted with systemd.
 # reaction.py starts its own systemd-udevd (the image's, systemd 252) in a private mount
-# namespace, so the system's udevd is stopped for the run. Timings, not assertions:
+# namespace, so the system's udevd is stopped for the run. Each attach follows 0.25 s of quiet on
+# the device (reaction.py --gap; back to back it would fall into blkmqd's coalescing window of the
+# previous detach, lib/debounce.h). Timings, not assertions:
 #   tests/vm/distro.py run --kernel 6.12 --scenario bench/vm-udev-path.sh --build build -v
 # smp: 2
 # mem: 1024
