@@ -49,9 +49,20 @@ const char *stat_id_help(StatId s) {
         return s >= 0 && s < _STAT_MAX ? stat_table[s].help : NULL;
 }
 
+/* Kernel versions as Stats.kernel holds them (major * 1000 + minor), one per debugfs removal,
+ * named with the commit that removed the files: from these versions on the files are not even
+ * tried (metrics scrapes read every hctx of every disk). */
+#define KERNEL_VERSION_MM(major, minor) ((major) * 1000u + (minor))
+/* afd7de03c526: hctx queued and the dispatched histogram */
+#define KERNEL_HCTX_QUEUED_DISPATCHED_REMOVED KERNEL_VERSION_MM(5, 16)
+/* 9a14d6ce4135: per-ctx cpuN/{dispatched,completed,merged} */
+#define KERNEL_CTX_COUNTERS_REMOVED           KERNEL_VERSION_MM(5, 16)
+/* 49e60333d743: hctx run */
+#define KERNEL_HCTX_RUN_REMOVED               KERNEL_VERSION_MM(6, 8)
+
 struct Stats {
         HostFs *hostfs;
-        unsigned kernel;        /* major * 1000 + minor; 0 = unknown (then every file is tried) */
+        unsigned kernel;        /* KERNEL_VERSION_MM(major, minor); 0 = unknown (then every file is tried) */
         StatsBpf *bpf;
         char *bpf_unavailable;
         char providers[64];
@@ -81,7 +92,7 @@ int stats_new(HostFs *h, Stats **ret) {
         _cleanup_free_ char *release = NULL;
         unsigned maj, min;
         if (hostfs_kernel_release(h, &release) >= 0 && kernel_release_parse(release, &maj, &min) >= 0)
-                s->kernel = maj * 1000 + min;
+                s->kernel = KERNEL_VERSION_MM(maj, min);
         if (!HAVE_BPF)
                 s->bpf_unavailable = strdup("BPF provider not built (meson -Dbpf=disabled, or no clang/bpftool/BTF at build time)");
         else if (hostfs_is_live(h)) {
@@ -195,8 +206,8 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
                 const char *file, *removed;
                 unsigned removed_in;
         } dbg[] = {
-                { STAT_RUNS,          "run",           "hctx run was removed from debugfs in 6.8 (49e60333d743)", 6008 },
-                { STAT_QUEUED,        "queued",        "hctx queued was removed from debugfs in 5.16 (afd7de03c526); no BPF replacement", 5016 },
+                { STAT_RUNS,          "run",           "hctx run was removed from debugfs in 6.8 (49e60333d743)", KERNEL_HCTX_RUN_REMOVED },
+                { STAT_QUEUED,        "queued",        "hctx queued was removed from debugfs in 5.16 (afd7de03c526); no BPF replacement", KERNEL_HCTX_QUEUED_DISPATCHED_REMOVED },
                 { STAT_ACTIVE,        "active",        "no hctx active file", 0 },
                 { STAT_DISPATCH_BUSY, "dispatch_busy", "no hctx dispatch_busy file", 0 },
         };
@@ -227,7 +238,7 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
         else
                 set_unavailable(&st.v[STAT_SCHED_TAGS_BUSY], "%s",
                                 r < 0 ? debugfs_why(r, "no sched_tags file") : "no elevator attached (sched_tags empty)");
-        r = s->kernel >= 5016 ? -ENOENT : read_debugfs(s, f, x->index, "dispatched", &disp);
+        r = s->kernel >= KERNEL_HCTX_QUEUED_DISPATCHED_REMOVED ? -ENOENT : read_debugfs(s, f, x->index, "dispatched", &disp);
         if (r >= 0 && debugfs_dispatched_parse(disp, &u) >= 0)
                 set_value(&st.v[STAT_DISPATCH_BATCHES], u, "debugfs");
         else
@@ -247,7 +258,7 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
         for (size_t i = 0; i < ELEMENTSOF(ctx); i++) {
                 uint64_t sum = 0;
                 unsigned seen = 0;
-                r = s->kernel >= 5016 ? -ENOENT : 0;    /* 9a14d6ce4135 */
+                r = s->kernel >= KERNEL_CTX_COUNTERS_REMOVED ? -ENOENT : 0;
                 for (unsigned cpu = 0; cpu < x->cpus.n_words * 64 && r >= 0; cpu++) {
                         _cleanup_free_ char *text = NULL;
                         char file[64];
