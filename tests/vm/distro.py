@@ -5,6 +5,7 @@
     distro.py prepare --cache DIR [--kernel 6.1|6.12 ...]
     distro.py run --cache DIR --kernel 6.1|6.12 --scenario tests/vm/systemd/NAME.sh \
                   --build BUILDDIR [--log FILE] [--timeout S] [-v]
+    distro.py check-packages BINARY...
 
 The root file system is made from Debian packages with mmdebstrap (PACKAGES below), turned
 into an ext4 image and cached (CACHE/distro/rootfs-KEY.img); every boot uses it read-only
@@ -477,6 +478,92 @@ def run(args):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def library_packages(binary):
+    """The Debian packages holding the libraries BINARY names in its dynamic section (DT_NEEDED),
+    as {soname: package}; raises H.Missing when readelf, ldd or dpkg is not there.  A soname the
+    host cannot resolve or no package owns maps to None."""
+    for tool in ("readelf", "ldd", "dpkg"):
+        if not shutil.which(tool):
+            raise H.Missing(tool)
+    dyn = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True, check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
+    resolved = dict(re.findall(r"^\s*(\S+) => (/\S+)", subprocess.run(
+        ["ldd", binary], capture_output=True, text=True).stdout, re.M))
+    out = {}
+    for soname in needed:
+        path, pkg = resolved.get(soname), None
+        # merged /usr: dpkg knows a library under one of /lib and /usr/lib, ldd may print either
+        for cand in ([path, os.path.realpath(path)] if path else []):
+            for alt in (cand, cand[4:] if cand.startswith("/usr/") else "/usr" + cand):
+                r = subprocess.run(["dpkg", "-S", alt], capture_output=True, text=True)
+                if r.returncode == 0:
+                    pkg = r.stdout.split(":", 1)[0].split(",")[0].strip()
+                    break
+            if pkg:
+                break
+        out[soname] = pkg
+    return out
+
+
+def image_closure(packages):
+    """Every package mmdebstrap puts into the image for PACKAGES: their dependency closure
+    (Depends and Pre-Depends, as apt-cache resolves them from the host's package lists).
+    Raises H.Missing when apt-cache or the lists are not there."""
+    if not shutil.which("apt-cache"):
+        raise H.Missing("apt-cache")
+    r = subprocess.run(["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests",
+                        "--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances"]
+                       + list(packages), capture_output=True, text=True)
+    names = {l.strip() for l in r.stdout.splitlines() if l and not l[0].isspace()}
+    if r.returncode != 0 or not set(packages) <= names:
+        raise H.Missing("apt package lists for %s (run apt-get update): %s"
+                        % (", ".join(sorted(set(packages) - names)), r.stderr.strip()[:200]))
+    return names
+
+
+def in_minbase(pkg):
+    """True when mmdebstrap --variant=minbase installs PKG by itself: Essential: yes or
+    Priority: required in the archive."""
+    r = subprocess.run(["apt-cache", "show", "--no-all-versions", pkg], capture_output=True, text=True)
+    return bool(re.search(r"^(Essential: yes|Priority: required)$", r.stdout, re.M))
+
+
+def check_packages(binaries, packages):
+    """Every library the BINARIES link must come into the image: a package of PACKAGES, one of
+    their dependencies, or one minbase installs.  Prints one line a library; returns the
+    libraries that would be missing as [(binary, soname, package)]."""
+    closure = image_closure(packages)
+    missing = []
+    for b in binaries:
+        for soname, pkg in library_packages(b).items():
+            ok = pkg is not None and (pkg in closure or in_minbase(pkg))
+            print("%s %s: %s (%s)" % ("ok  " if ok else "MISS", os.path.basename(b), soname,
+                                     pkg or "no package owns it on this host"))
+            if not ok:
+                missing.append((b, soname, pkg))
+    return missing
+
+
+def cmd_check_packages(binaries):
+    """The image's hand-written PACKAGES list against what the built binaries link (readelf).
+    A library missing from the image fails every systemd scenario with status 127 long after
+    a boot; this finds it in seconds.  Then it checks itself: against minbase plus systemd
+    alone the same binaries must miss libfuse3 (a check that cannot fail proves nothing)."""
+    missing = check_packages(binaries, PACKAGES)
+    for b, soname, pkg in missing:
+        print("FAIL: %s needs %s from %s, which tests/vm/distro.py PACKAGES does not bring into "
+              "the image: add the package" % (b, soname, pkg or "an unknown package"), file=sys.stderr)
+    print("control: the same check with PACKAGES = [systemd]:")
+    control = check_packages(binaries, ["systemd"])
+    if not any(s.startswith("libfuse3") for _, s, _ in control):
+        print("FAIL: control: with PACKAGES = [systemd] libfuse3 was not reported missing",
+              file=sys.stderr)
+        return 1
+    print("control: with PACKAGES = [systemd], %d libraries reported missing, as they must be"
+          % len(control))
+    return 1 if missing else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -496,8 +583,12 @@ def main():
     r.add_argument("--log")
     r.add_argument("--env", action="append", default=[], metavar="K=V")
     r.add_argument("-v", "--verbose", action="store_true")
+    c = sub.add_parser("check-packages", help="PACKAGES against the libraries BINARY links")
+    c.add_argument("binary", nargs="+")
     args = ap.parse_args()
     try:
+        if args.cmd == "check-packages":
+            return cmd_check_packages(args.binary)
         if args.cmd == "prepare":
             print(json.dumps(prepare(args.cache, args.kernel or list(H.KERNELS)), indent=1))
             return 0
