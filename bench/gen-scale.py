@@ -149,6 +149,7 @@ def main():
         g.file(f"sys/{pci}/numa_node", "0\n")
         g.file(f"sys/{pci}/local_cpulist", online + "\n")
         g.link(f"sys/{pci}/driver", "sys/bus/pci/drivers/megaraid_sas")
+        g.link(f"sys/{pci}/subsystem", "sys/bus/pci")
         for v in range(n_vec):
             irq = irq_base + h * n_vec + v
             g.file(f"sys/{pci}/msi_irqs/{irq}", "msix\n")
@@ -175,6 +176,7 @@ def main():
         g.file(f"{sh}/cmd_per_lun", f"{a.queue_depth}\n")
         g.file(f"{sh}/unique_id", f"{h + 1}\n")
         g.link(f"sys/class/scsi_host/host{h}", sh)
+        g.link(f"{host}/subsystem", "sys/bus/scsi")
 
         for t in range(per_host):
             d = h * per_host + t
@@ -189,6 +191,7 @@ def main():
             g.file(f"{sdev}/wwid", f"naa.600062b2{d:024x}\n")
             g.file(f"{sdev}/state", "running\n")
             g.link(f"{sdev}/driver", "sys/bus/scsi/drivers/sd")
+            g.link(f"{sdev}/subsystem", "sys/bus/scsi")       # block/<d>/device/subsystem: the transport
             blk = f"{sdev}/block/{name}"
             ma, mi = sd_devt(d)
             g.file(f"{blk}/dev", f"{ma}:{mi}\n")

@@ -255,21 +255,6 @@ static int gather_queue_knobs(HostFs *h, DiskFacts *f) {
         return gather_i64(h, f, FACT_NR_REQUESTS, path, &f->nr_requests);
 }
 
-/* The "hostN" component of a SCSI device path, or NULL. */
-static char *scsi_host_of(const char *devpath) {
-        const char *p = devpath;
-        char *found = NULL;
-        while ((p = strstr(p, "/host"))) {
-                p++;
-                size_t l = strspn(p + 4, "0123456789");
-                if (l > 0 && (p[4 + l] == '/' || p[4 + l] == 0)) {
-                        free(found);
-                        found = strndup(p, 4 + l);
-                }
-        }
-        return found;
-}
-
 static int basename_of_link(HostFs *h, const char *path, char **ret) {
         _cleanup_free_ char *target = NULL;
         int r = hostfs_readlink(h, HOSTFS_SYSFS, path, &target);
@@ -281,6 +266,18 @@ static int basename_of_link(HostFs *h, const char *path, char **ret) {
                 return -ENOMEM;
         *ret = s;
         return 0;
+}
+
+/*
+ * The transport named by the subsystem of a disk's parent device (the basename of
+ * block/<d>/device/subsystem). The NVMe classes say "nvme" (drivers/nvme/host/core.c:
+ * nvme_class for a controller, nvme_subsys_class for a multipath head); any other bus or
+ * class is its own name ("virtio", "mmc", "scsi", "xen", "nd", ...).
+ */
+static const char *transport_of_subsystem(const char *subsystem) {
+        if (streq(subsystem, "nvme-subsystem"))
+                return "nvme";
+        return subsystem;
 }
 
 /* class/scsi_host/<host>/<attr> as a number into *v (left alone on error). Returns 0 or -errno. */
@@ -348,8 +345,7 @@ static int gather_scsi_host(HostFs *h, DiskFacts *f, GatherCache *cache) {
         return host_attr_unknown(f, FACT_HOST_CAN_QUEUE, "can_queue", g->can_queue_error);
 }
 
-/* Walk up from devpath to the first directory that has child; returns its path or NULL. */
-static char *ancestor_with(HostFs *h, const char *devpath, const char *child) {
+char *device_ancestor_with(HostFs *h, const char *devpath, const char *child) {
         _cleanup_free_ char *p = strdup(devpath);
         if (!p)
                 return NULL;
@@ -527,7 +523,7 @@ static int irq_facts_copy(const IrqFacts *src, IrqFacts *dst) {
 }
 
 static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, GatherCache *cache) {
-        _cleanup_free_ char *pci = devpath ? ancestor_with(h, devpath, "msi_irqs") : NULL;
+        _cleanup_free_ char *pci = devpath ? device_ancestor_with(h, devpath, "msi_irqs") : NULL;
 
         if (!pci)
                 return disk_facts_set_unknown(f, FACT_IRQ_VECTORS, "no PCI function with MSI vectors above the device");
@@ -551,7 +547,7 @@ static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugf
 
 int device_function_irqs(HostFs *h, const char *devpath, const char *kernel_release, bool debugfs,
                          GatherCache *cache, const IrqFacts **ret, size_t *ret_n, char **ret_pci) {
-        _cleanup_free_ char *pci = devpath ? ancestor_with(h, devpath, "msi_irqs") : NULL;
+        _cleanup_free_ char *pci = devpath ? device_ancestor_with(h, devpath, "msi_irqs") : NULL;
         if (!pci)
                 return -ENOENT;
         const GatherFunction *g = function_irqs(h, pci, kernel_release, debugfs, cache);
@@ -567,7 +563,7 @@ int device_function_irqs(HostFs *h, const char *devpath, const char *kernel_rele
 }
 
 static int gather_numa(HostFs *h, DiskFacts *f, const char *devpath) {
-        _cleanup_free_ char *dir = devpath ? ancestor_with(h, devpath, "numa_node") : NULL;
+        _cleanup_free_ char *dir = devpath ? device_ancestor_with(h, devpath, "numa_node") : NULL;
         char path[PATH_MAX];
         int v, r;
 
@@ -626,27 +622,41 @@ static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **
                 return 0;
         }
 
-        f->scsi_host = scsi_host_of(devpath);
-        if (f->scsi_host) {
-                f->transport = strdup("scsi");
-                if (!f->transport)
+        /* The bus or class of the parent device says the transport: block/<d>/device/subsystem
+         * ("bus/scsi", "bus/virtio", "bus/mmc", "class/nvme", and "class/nvme-subsystem" for a
+         * native-multipath head, whose parent is the nvme-subsys<N> device). */
+        _cleanup_free_ char *subsystem = NULL;
+        char why[PATH_MAX + 64];        /* why the SCSI host facts are unknown */
+        snprintf(path, sizeof(path), "block/%s/device/subsystem", f->name);
+        r = basename_of_link(h, path, &subsystem);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                disk_facts_set_unknown(f, FACT_TRANSPORT, "%s: %s", path, errno_reason(r));
+                snprintf(why, sizeof(why), "transport unknown (%s: %s)", path, errno_reason(r));
+        } else if (free_and_strdup(&f->transport, transport_of_subsystem(subsystem)) < 0)
+                return -ENOMEM;
+        else
+                snprintf(why, sizeof(why), "not a SCSI device");
+
+        if (streq_ptr(f->transport, "scsi")) {
+                /* the Scsi_Host device ("host<N>", drivers/scsi/hosts.c) is the ancestor that
+                 * holds its scsi_host class device */
+                _cleanup_free_ char *host = device_ancestor_with(h, devpath, "scsi_host");
+                const char *b = host ? strrchr(host, '/') : NULL;
+                if (b && !(f->scsi_host = strdup(b + 1)))
                         return -ENOMEM;
+                snprintf(why, sizeof(why), "no scsi_host directory above %s", devpath);
+        }
+        if (f->scsi_host) {
                 r = gather_scsi_host(h, f, cache);
                 if (r < 0)
                         return r;
         } else {
-                disk_facts_set_unknown(f, FACT_SCSI_HOST, "not a SCSI device");
-                disk_facts_set_unknown(f, FACT_HOST_NR_HW_QUEUES, "not a SCSI device");
-                disk_facts_set_unknown(f, FACT_HOST_CAN_QUEUE, "not a SCSI device");
-
-                const char *t = strstr(devpath, "/nvme") ? "nvme" :
-                                strstr(devpath, "/virtio") ? "virtio" :
-                                strstr(devpath, "/mmc") ? "mmc" :
-                                strstr(devpath, "/usb") ? "usb" : NULL;
-                if (t)
-                        f->transport = strdup(t);
-                else
-                        disk_facts_set_unknown(f, FACT_TRANSPORT, "unrecognised device path %s", devpath);
+                disk_facts_set_unknown(f, FACT_SCSI_HOST, "%s", why);
+                disk_facts_set_unknown(f, FACT_HOST_NR_HW_QUEUES, "%s", why);
+                disk_facts_set_unknown(f, FACT_HOST_CAN_QUEUE, "%s", why);
+                const char *t = f->transport;
 
                 /* nvme: block/<d>/device is the controller, its "device" the PCI function */
                 r = -ENOENT;

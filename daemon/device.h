@@ -119,6 +119,13 @@ int device_gather_hctx_details(HostFs *h, DiskFacts *f);
 int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs);
 
 /*
+ * The nearest of sysfs path devpath ("devices/...") and its ancestors, up to "devices", that has
+ * an entry named child ("scsi_host", "msi_irqs", "iscsi_session"): its path, newly allocated, or
+ * NULL when none has one (or out of memory).
+ */
+char *device_ancestor_with(HostFs *h, const char *devpath, const char *child);
+
+/*
  * The MSI/MSI-X vectors of the PCI function above sysfs path devpath (the nearest ancestor
  * with msi_irqs/), as gathered for disks: name, affinity, managed state (for NIC queue vectors,
  * daemon/net.c). *ret points into cache (valid until the next call with it); *ret_pci (newly

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "hostfs-net.h"
 #include "macro.h"
 #include "net.h"
@@ -142,13 +143,13 @@ static int gather_nvme(HostFs *h, NetFacts *n, const char *ctrl) {
         return 0;
 }
 
-static int gather_iscsi(HostFs *h, NetFacts *n, const char *devpath) {
+/* session: the iSCSI session device above the disk ("devices/platform/host3/session1"). */
+static int gather_iscsi(HostFs *h, NetFacts *n, const char *session) {
         char path[PATH_MAX];
-        const char *s = strstr(devpath, "/session");
         unsigned sid;
         int r;
 
-        if (!s || sscanf(s, "/session%u", &sid) != 1)
+        if (sscanf(basename_of(session), "session%u", &sid) != 1)
                 return -EINVAL;
         if (asprintf(&n->controller, "session%u", sid) < 0)
                 return -ENOMEM;
@@ -429,7 +430,7 @@ static int gather_path(HostFs *h, NetFacts *n, const char *release, bool debugfs
 }
 
 int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, GatherCache *cache) {
-        _cleanup_free_ char *ctrl = NULL, *transport = NULL;
+        _cleanup_free_ char *ctrl = NULL, *transport = NULL, *session = NULL;
         NetFacts *n = NULL;
         const char *why = NULL;
         int r;
@@ -441,10 +442,13 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
                 if (!(n = f->net = net_facts_new(transport)))
                         return -ENOMEM;
                 r = gather_nvme(h, n, ctrl);
-        } else if (devpath && strstr(devpath, "/session") && f->scsi_host) {
+        } else if (devpath && f->scsi_host &&
+                   /* the session device ("session<sid>", drivers/scsi/scsi_transport_iscsi.c)
+                    * is the ancestor holding its iscsi_session class directory */
+                   (session = device_ancestor_with(h, devpath, "iscsi_session"))) {
                 if (!(n = f->net = net_facts_new("iscsi")))
                         return -ENOMEM;
-                r = gather_iscsi(h, n, devpath);
+                r = gather_iscsi(h, n, session);
         } else if (!devpath && startswith(f->name, "nbd")) {
                 if (!(n = f->net = net_facts_new("nbd")))
                         return -ENOMEM;
