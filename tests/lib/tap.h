@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * Minimal assertion helpers shared by the unit and fixture tests. Every check prints
+ * Minimal assertion helpers shared by the C tests of every suite (unit, fixture, integration). Every check prints
  * what it compared on failure (file:line, expression, both values) and the test keeps
  * going; tap_finish() turns the failure count into the exit code (0 pass, 1 fail).
  * Meson treats 77 as "skipped".

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * File and process helpers shared by the unit and fixture tests (header only, like tap.h):
+ * File and process helpers shared by the unit, fixture and integration tests (header only, like tap.h):
  *
  *   test_read_file(path), test_read_file_at(root, rel)    a whole file as a string (NULL: cannot open)
  *   test_write_file_at(root, rel, content)                 write (truncate) a file: 0 or -errno
