@@ -143,7 +143,7 @@ typedef struct Device {
                                  * not persisted, its originals go to "<identity>#<name>" */
         char *irq_logged;       /* irq_affinity state last logged (one line per change of state) */
         char *originals_saved;  /* "<key>\n<k>=<v>..." as last written to or read from the state
-                                 * directory (manager.c persist_originals()): an unchanged save
+                                 * directory (persist.c manager_persist_originals()): an unchanged save
                                  * is skipped, so no fsync() waits in front of a kernel write */
         ApplyRun run;
 } Device;

@@ -143,7 +143,7 @@ fi
 
 # ---- the journal ------------------------------------------------------------------------
 journalctl -o json -u "$UNIT" --no-pager MESSAGE_ID=$DECISION | head -n 1 >/tmp/j1.json
-assert_match "journal: CODE_FILE is the caller's, once (not an array)" '"CODE_FILE":"[^"]*manager.c"' "$(cat /tmp/j1.json)"
+assert_match "journal: CODE_FILE is the caller's, once (not an array)" '"CODE_FILE":"[^"]*pipeline.c"' "$(cat /tmp/j1.json)"
 for d in $(disks); do
     if journal_has $DECISION "DEVICE=$d" 'BLKMQD_CLASS=[a-z-]+' 'BLKMQD_RULE=[a-z0-9_-]+'; then
         pass "journal: a decision record (MESSAGE_ID=$DECISION) for $d carries DEVICE=, BLKMQD_CLASS=, BLKMQD_RULE="

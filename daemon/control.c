@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Writes to the tree: policy/<knob>, policy/iosched/<elevator>/<tunable>, mode, reload,
+ * restore (validated, persisted, evaluated and applied), the root control files' content, and
+ * the waiters: a FUSE write whose kernel writes are in flight is answered when its disks settle.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "manager-internal.h"
+#include "policy.h"
+#include "strv.h"
+
+/*
+ * A FUSE write (policy/<knob>, mode, reload, restore) whose kernel writes are in flight: its
+ * writer gets the answer when every disk it touched has settled (its run ended, or its write
+ * passed the deadline: applied/ then says "timeout (still pending)").
+ */
+typedef struct Waiter {
+        struct Waiter *next;
+        FuseFsWrite *pending;
+        char **disks;
+        bool restore;                   /* the answer is the restore's outcome */
+} Waiter;
+
+static int waiter_result(Manager *m, const Waiter *w) {
+        if (!w->restore)
+                return 0;
+        m->restored = m->restore_count;
+        return m->restore_failed ? -EIO : 0;
+}
+
+void manager_waiters_check(Manager *m) {
+        for (Waiter **p = &m->waiters, *w; (w = *p);) {
+                bool settled = true;
+                STRV_FOREACH(n, w->disks)
+                        settled = settled && manager_disk_settled(m, *n);
+                if (!settled) {
+                        p = &w->next;
+                        continue;
+                }
+                *p = w->next;
+                fuse_fs_write_done(w->pending, waiter_result(m, w));
+                strv_free(w->disks);
+                free(w);
+        }
+}
+
+void manager_waiters_release_all(Manager *m) {
+        while (m->waiters) {
+                Waiter *w = m->waiters;
+                m->waiters = w->next;
+                fuse_fs_write_done(w->pending, waiter_result(m, w));
+                strv_free(w->disks);
+                free(w);
+        }
+}
+
+/*
+ * Answer a FUSE write now (returns r) or when every disk (one, or all when device is NULL)
+ * has settled (returns FUSE_FS_WRITE_DEFERRED; the waiter owns pending).
+ */
+static int reply_when_settled(Manager *m, FuseFsWrite *pending, const char *device, bool restore, int r) {
+        _cleanup_strv_free_ char **disks = NULL;
+        if (r < 0 || !pending)
+                return r;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                const char *n = m->registry.devices[i]->name;
+                if ((!device || streq(device, n)) && !manager_disk_settled(m, n) && strv_extend(&disks, n) < 0)
+                        return r;       /* ENOMEM: answer now */
+        }
+        if (!disks)
+                return restore ? waiter_result(m, &(Waiter) { .restore = true }) : r;
+        Waiter *w = calloc(1, sizeof(Waiter));
+        if (!w)
+                return r;
+        *w = (Waiter) { .pending = pending, .disks = TAKE_PTR(disks), .restore = restore, .next = m->waiters };
+        m->waiters = w;
+        return FUSE_FS_WRITE_DEFERRED;
+}
+
+int manager_render_control(void *userdata, NodeTypeRef type, char **ret) {
+        Manager *m = userdata;
+        int r;
+
+        switch (type) {
+        case NODE_VERSION: {
+                _cleanup_free_ char *kernel = NULL;
+                (void) hostfs_kernel_release(m->hostfs, &kernel);
+                bool debugfs = hostfs_debugfs_available(m->hostfs, NULL);
+                r = asprintf(ret, "blkmqd %s kernel %s source %s debugfs %s stats %s\n",
+                             BLKMQD_VERSION, kernel ?: "unknown",
+                             m->monitor ? udev_monitor_source(m->monitor) : "fixture",
+                             debugfs ? "yes" : "no", stats_providers(m->stats));
+                break;
+        }
+        case NODE_MODE:
+                r = asprintf(ret, "%s\n", manager_mode_to_string(m->mode));
+                break;
+        case NODE_RELOAD:
+                r = asprintf(ret, "%u\n", m->reloads);
+                break;
+        case NODE_RESTORE:
+                r = asprintf(ret, "%u\n", m->restored);
+                break;
+        default:
+                return -ENOENT;
+        }
+        return r < 0 ? -ENOMEM : 0;
+}
+
+/* The written bytes as a string: one trailing newline dropped; -EINVAL for NUL, empty, too long. */
+static int control_value(const char *data, size_t len, char *buf, size_t size) {
+        if (len > 0 && data[len - 1] == '\n')
+                len--;
+        if (len == 0 || len >= size || memchr(data, 0, len))
+                return -EINVAL;
+        memcpy(buf, data, len);
+        buf[len] = 0;
+        return 0;
+}
+
+static int write_policy(Manager *m, const char *device, int knob, const char *data, size_t len) {
+        Device *d = registry_get(&m->registry, device);
+        _cleanup_free_ char *v = NULL, *text = NULL, *online_text = NULL;
+        _cleanup_(cpuset_done) CpuSet online = {};
+        const char *kname = knob == _KNOB_MAX ? "enabled" : knob_to_string(knob);
+        int r;
+
+        if (!d || !d->facts)
+                return -ENOENT;
+
+        if (knob == KNOB_IRQ_AFFINITY &&
+            hostfs_read(m->hostfs, HOSTFS_SYSFS, "devices/system/cpu/online", &online_text) >= 0)
+                (void) cpuset_parse(online_text, &online);      /* also named in the refusal message */
+
+        r = policy_override_validate(knob, data, len, d->facts, online.n_words ? &online : NULL, &v);
+        if (r < 0) {
+                size_t shown = len > 0 && data[len - 1] == '\n' ? len - 1 : len;
+                text = strndup(data, MIN(shown, (size_t) 64));
+                if (text)
+                        for (char *c = text; *c; c++)
+                                if (*c == '\n')
+                                        *c = ' ';
+                _cleanup_free_ char *expected = policy_override_expected(knob, d->facts, online.n_words ? &online : NULL);
+                return log_device_full(LOG_WARNING, r, device, NULL, NULL,
+                                       "policy/%s: rejected \"%s\"%s: %m; expected %s", kname, text ?: "",
+                                       shown > 64 ? "..." : "", strna(expected));
+        }
+
+        if (knob == _KNOB_MAX) {
+                d->overrides.enabled_set = v;
+                d->overrides.disabled = v && streq(v, "0");
+        } else {
+                r = policy_overrides_set(&d->overrides, knob, v);
+                if (r < 0)
+                        return r;
+        }
+        log_device_info(device, "policy/%s set to %s by the administrator", kname, v ?: "auto");
+        /* decide from what the kernel has now (a scheduler write sends no uevent); not while
+         * the disk's own write is in flight: its run ends in a refresh anyway */
+        if (!apply_busy(d)) {
+                r = device_refresh_knobs(m->hostfs, d->facts, true);
+                if (r < 0)
+                        return r;
+        }
+
+        if (m->state && d->facts->identity && d->identity_shared)
+                log_device_full(LOG_NOTICE, 0, device, NULL, NULL, "policy/%s not stored: identity %s is shared with another disk, the setting "
+                                  "lasts until %s is removed", kname, d->facts->identity, device);
+        else if (m->state && d->facts->identity) {
+                r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
+                if (r < 0)
+                        log_device_warning_errno(device, r, "Failed to persist overrides, they last until restart: %m");
+        }
+        manager_evaluate(m, d, false);
+        manager_update_modules(m);
+        manager_update_status(m);
+        return 0;
+}
+
+/* A write to policy/iosched/<elevator>/<tunable>: validated like every policy file, persisted, applied. */
+static int write_policy_iosched(Manager *m, const char *device, IoschedTunable t, const char *data, size_t len) {
+        Device *d = registry_get(&m->registry, device);
+        const IoschedTunableInfo *info = iosched_tunable_info(t);
+        _cleanup_free_ char *v = NULL, *text = NULL;
+        int r;
+
+        if (!d || !d->facts || !info)
+                return -ENOENT;
+        r = iosched_override_validate(t, data, len, d->facts, &v);
+        if (r < 0) {
+                size_t shown = len > 0 && data[len - 1] == '\n' ? len - 1 : len;
+                text = strndup(data, MIN(shown, (size_t) 64));
+                if (text)
+                        for (char *c = text; *c; c++)
+                                if (*c == '\n')
+                                        *c = ' ';
+                _cleanup_free_ char *expected = iosched_tunable_expected(t);
+                const char *why = r != -EINVAL ? "" :
+                        disk_facts_elevator_source(d->facts, info->elevator) == ELEVATOR_UNAVAILABLE ? " (the disk cannot run this elevator)" :
+                        streq_ptr(d->facts->elevator, info->elevator) && !disk_facts_iosched(d->facts, info->name) ?
+                                " (this kernel's elevator has no such file)" : "";
+                return log_device_full(LOG_WARNING, r, device, NULL, NULL,
+                                       "policy/iosched/%s/%s: rejected \"%s\"%s: %m%s; expected %s", info->elevator, info->name,
+                                       text ?: "", shown > 64 ? "..." : "", why, strna(expected));
+        }
+        r = policy_overrides_set_iosched(&d->overrides, t, v);
+        if (r < 0)
+                return r;
+        log_device_info(device, "policy/iosched/%s/%s set to %s by the administrator", info->elevator, info->name, v ?: "auto");
+        if (!apply_busy(d)) {
+                r = device_refresh_knobs(m->hostfs, d->facts, true);
+                if (r < 0)
+                        return r;
+        }
+        if (m->state && d->facts->identity && d->identity_shared)
+                log_device_full(LOG_NOTICE, 0, device, NULL, NULL, "policy/iosched/%s/%s not stored: identity %s is shared with another "
+                                "disk, the setting lasts until %s is removed", info->elevator, info->name, d->facts->identity, device);
+        else if (m->state && d->facts->identity) {
+                r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
+                if (r < 0)
+                        log_device_warning_errno(device, r, "Failed to persist overrides, they last until restart: %m");
+        }
+        manager_evaluate(m, d, false);
+        manager_update_status(m);
+        return 0;
+}
+
+int manager_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len,
+                       off_t offset, FuseFsWrite *pending) {
+        Manager *m = userdata;
+        char v[32];
+        int r;
+
+        if (offset != 0 && type == NODE_POLICY_IOSCHED_TUNABLE) {
+                const IoschedTunableInfo *i = iosched_tunable_info(knob);
+                return log_full(LOG_WARNING, EINVAL, device, NULL, NULL, __FILE__, __LINE__, __func__,
+                                "policy/iosched/%s/%s: write at offset %jd rejected: a value must be written in one write() at offset 0",
+                                i ? i->elevator : "?", i ? i->name : "?", (intmax_t) offset);
+        }
+        if (offset != 0) {
+                const char *file = type == NODE_POLICY_KNOB ? (knob == _KNOB_MAX ? "policy/enabled" : NULL) :
+                                   type == NODE_MODE ? "mode" : type == NODE_RELOAD ? "reload" : "restore";
+                return log_full(LOG_WARNING, EINVAL, device, NULL, NULL, __FILE__, __LINE__, __func__,
+                                "%s%s: write at offset %jd rejected: a value must be written in one write() at offset 0",
+                                file ? file : "policy/", file ? "" : knob_to_string(knob), (intmax_t) offset);
+        }
+
+        if (type == NODE_POLICY_KNOB)
+                return reply_when_settled(m, pending, device, false, write_policy(m, device, knob, data, len));
+        if (type == NODE_POLICY_IOSCHED_TUNABLE)
+                return reply_when_settled(m, pending, device, false, write_policy_iosched(m, device, knob, data, len));
+
+        r = control_value(data, len, v, sizeof(v));
+        if (r < 0)
+                return log_warning_errno(r, "Control write rejected: empty, too long or not text");
+
+        switch (type) {
+        case NODE_MODE: {
+                ManagerMode mode = manager_mode_from_string(v);
+                if (mode < 0)
+                        return log_warning_errno(EINVAL, "mode: rejected \"%s\": expected auto, dry-run or off", v);
+                if (mode == m->mode)
+                        return 0;
+                log_info("mode %s -> %s", manager_mode_to_string(m->mode), v);
+                m->mode = mode;
+                manager_reevaluate_all(m);
+                manager_update_status(m);
+                return reply_when_settled(m, pending, NULL, false, 0);
+        }
+        case NODE_RELOAD:
+                if (!streq(v, "1"))
+                        return log_warning_errno(EINVAL, "reload: rejected \"%s\": write 1", v);
+                return reply_when_settled(m, pending, NULL, false, manager_reload(m));
+        case NODE_RESTORE: {
+                if (!streq(v, "1"))
+                        return log_warning_errno(EINVAL, "restore: rejected \"%s\": write 1", v);
+                int k = modules_restore(m->hostfs, &m->modules);
+                manager_persist_module_originals(m);
+                m->restore_count = k > 0 ? k : 0;
+                m->restore_failed = k < 0;
+                m->restore_counts = (RestoreCounts) { .restored = m->restore_count, .failed = k < 0 };
+                m->mode = MODE_OFF;
+                /* every disk: now, or when its write in flight returned (restore_after) */
+                for (size_t i = 0; i < m->registry.n_devices; i++)
+                        manager_restore_device(m, m->registry.devices[i]);
+                m->restored = m->restore_count;
+                char tail[128];
+                log_info("restore: %u original value(s) put back%s%s; mode is now off", m->restore_count,
+                         manager_restore_counts_tail(&m->restore_counts, tail, sizeof(tail)),
+                         writer_pending(m->writer) ? " so far, the rest when their writes return" : "");
+                manager_reevaluate_all(m);
+                manager_update_status(m);
+                return reply_when_settled(m, pending, NULL, true, 0);
+        }
+        default:
+                return -EACCES;
+        }
+}

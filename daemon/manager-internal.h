@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The manager's private state and the functions its files share (layer 5, libblkmqd-manager;
+ * HACKING.md "The pipeline in code"). One file per job:
+ *
+ *   manager.c   lifecycle: new, startup (a straight line), ready, run, signals, stop, reload, status
+ *   pipeline.c  the device pipeline: event -> gather (device.c) -> evaluate (policies/) ->
+ *               apply (apply.c, on the writer) -> the run's end (refresh, FUSE tree, modules)
+ *   persist.c   the state directory: stored overrides, recorded originals, identity collisions
+ *   control.c   writes to the tree (policy/, mode, reload, restore) and the root control files;
+ *               FUSE writes answered when their disks' writes have settled (waiters)
+ *   readers.c   statistics the tree reads on demand (hctx, disk stat, host_busy, softirqs, BPF)
+ *   verify.c    the verify: a look at the kernel without writing (periodic, VerifySec=, or an
+ *               applied/ read)
+ *
+ * Everything here runs on the sd-event loop thread. Not installed, not for the other layers.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "apply.h"
+#include "conf.h"
+#include "device.h"
+#include "fuse-fs.h"
+#include "hostfs.h"
+#include "manager.h"
+#include "modules.h"
+#include "node.h"
+#include "registry.h"
+#include "state.h"
+#include "stats.h"
+#include "udev-monitor.h"
+#include "writer.h"
+
+struct Manager {
+        sd_event *event;
+        HostFs *hostfs;
+        Registry registry;
+        Modules modules;
+        Config config;
+        char *config_path;
+        unsigned reloads;               /* successful config (re)loads */
+        unsigned restored;              /* values put back by the last restore */
+        State *state;
+        Stats *stats;
+        ProcInterrupts interrupts;      /* parsed /proc/interrupts, reused for 100 ms */
+        uint64_t interrupts_usec;
+        char *kernel_release;
+        uint64_t rate_window_usec;
+        UdevMonitor *monitor;
+        GatherCache *batch;             /* during coldplug and reload: machine-wide inputs read once */
+        ModuleTreeCache module_tree;    /* the module tree's elevators, across gathers while unchanged */
+        char **batch_added;             /* disks new in the batch: stored state loaded at its end, when
+                                         * every disk's identity is known (identity collisions) */
+        char **originals_seen;          /* state keys whose originals this run loaded or wrote */
+        char *module_originals_saved;   /* what originals/module-parameters holds ("" none), NULL unknown */
+        FuseFs *fuse;
+        char *mountpoint;
+        char **cli_globs;               /* --devices: wins over Devices= */
+        bool cli_dry_run;
+        ManagerMode mode;
+        bool started;
+        Writer *writer;                 /* kernel writes, off this thread (daemon/writer.h) */
+        Applier applier;
+        struct Waiter *waiters;         /* FUSE writes answered when their disks' writes returned (control.c) */
+        unsigned restore_count;         /* values put back by the restore in progress */
+        bool restore_failed;
+        RestoreCounts restore_counts;   /* ... restored, failed, left (changed by someone else) */
+        bool stopping;                  /* SIGTERM/SIGINT: restoring, then exit */
+        bool ready_pending;             /* coldplug done, its writes not settled: not mounted, no READY yet */
+        bool stop_done;                 /* the stop restore ran (manager_free does not repeat it) */
+        sd_event_source *stop_timer;
+        sd_event_source *verify_timer;  /* VerifySec=: NULL when off (no wake-ups at all) */
+};
+
+/* ---- manager.c: lifecycle ------------------------------------------------------------- */
+
+/* Send sd_notify STATUS= (mode, disks per class, knobs in error). */
+void manager_update_status(Manager *m);
+
+/*
+ * Not yet ready (coldplug's writes in flight) and now every disk has settled: mount the tree,
+ * log the start, READY=1. Returns 0 (also when not ready yet) or -errno of the mount (logged,
+ * the loop is told to exit).
+ */
+int manager_ready_check(Manager *m);
+
+/* Stopping and no disk has a run in progress: leave the loop. */
+void manager_stop_check(Manager *m);
+
+/* ", 2 failed, 1 left as changed by someone else" for c in buf (size bytes; empty when both
+ * are 0). Returns buf. */
+const char *manager_restore_counts_tail(const RestoreCounts *c, char *buf, size_t size);
+
+/* ---- pipeline.c: event -> gather -> evaluate -> apply -> refresh ----------------------------- */
+
+/* (manager_device_event() is public: manager.h.) */
+
+/* Evaluate d with the facts it has, log decisions (all when log_decisions, else only new
+ * ones), apply the plan and update d's FUSE files. Failures are logged. */
+void manager_evaluate(Manager *m, Device *d, bool log_decisions);
+
+/*
+ * After a write, a restore or a verify: read d's facts a write can change again (irqs: the
+ * IRQ affinities too) and, when something changed or evaluate is set, recompute the plan's
+ * explain (decisions stay, nothing is applied or logged). Failures are logged.
+ */
+void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate);
+
+/* Apply d's plan on the writer (not in mode off or while stopping); a disk whose run is in
+ * progress applies again when it ends. */
+void manager_apply(Manager *m, Device *d);
+
+/* Put d's originals back, now or when its run in progress ends. */
+void manager_restore_device(Manager *m, Device *d);
+
+/* Forget disk name: FUSE files, statistics, kept files, registry entry. No-op when unknown. */
+void manager_remove_device(Manager *m, const char *name);
+
+/* Decide and (mode auto, ModuleParamsWrite=) write module parameters for all disks' plans,
+ * persist their originals, update modules/. Failures are logged. */
+void manager_update_modules(Manager *m);
+
+/* End a coldplug or reload batch (m->batch): stored settings of the disks new in it are loaded
+ * (every identity collision known first), they are evaluated; hosts/ updated once. */
+void manager_batch_end(Manager *m);
+
+/* Gather and evaluate every disk again as one batch (reload, mode change, restore). */
+void manager_reevaluate_all(Manager *m);
+
+/* True when disk name has no run in progress, or only one whose write passed its deadline
+ * (also when there is no such disk). */
+bool manager_disk_settled(Manager *m, const char *name);
+
+/* Applier callbacks (apply.h; userdata is the Manager): a run ended, a job is about to be
+ * submitted to the writer, a job passed its deadline. */
+void manager_on_apply_finished(Device *d, void *userdata);
+void manager_on_apply_submit(Device *d, void *userdata);
+void manager_on_apply_timeout(Device *d, void *userdata);
+
+/* ---- persist.c: the state directory ----------------------------------------------------- */
+
+/*
+ * A disk just added: check its identity against the other disks' (manager_check_identity()),
+ * then load its stored overrides and originals. Problems are logged, never fatal.
+ */
+void manager_load_stored(Manager *m, Device *d);
+
+/*
+ * Two present disks with one identity: mark both Device.identity_shared (one warning each);
+ * a disk of the same identity that is no longer present is removed first. No-op without
+ * facts or identity.
+ */
+void manager_check_identity(Manager *m, Device *d);
+
+/* Load d's stored overrides (not for a shared identity); invalid ones are dropped, logged. */
+void manager_load_overrides(Manager *m, Device *d);
+
+/* Load originals an earlier run (or this one, before d was removed) recorded for d. */
+void manager_load_originals(Manager *m, Device *d);
+
+/* Save d's recorded originals when they differ from what the state directory holds (crash
+ * safety: called before every kernel write). A failure is logged. */
+void manager_persist_originals(Manager *m, Device *d);
+
+/* Load originals/module-parameters into m->modules (at startup). A failure is logged. */
+void manager_load_module_originals(Manager *m);
+
+/* Save the runtime module parameters blkmqd changed, when they differ. A failure is logged. */
+void manager_persist_module_originals(Manager *m);
+
+/* ---- control.c: writes to the tree, root control files --------------------------------- */
+
+/* FuseFsContext.render_control (fuse-fs.h): version, mode, reload, restore into *ret.
+ * Returns 0, -ENOENT for another node type, -ENOMEM. */
+int manager_render_control(void *userdata, NodeTypeRef type, char **ret);
+
+/*
+ * FuseFsContext.write (fuse-fs.h): a write to policy/<knob>, policy/iosched/..., mode, reload
+ * or restore. Returns 0, -EINVAL/-ERANGE (logged, nothing changed), -ENOENT, -EACCES, -EIO
+ * (a restore that failed), or FUSE_FS_WRITE_DEFERRED (answered through pending when the
+ * disks it touched have settled, manager_waiters_check()).
+ */
+int manager_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len,
+                       off_t offset, FuseFsWrite *pending);
+
+/* Answer every deferred FUSE write whose disks have all settled. */
+void manager_waiters_check(Manager *m);
+
+/* Answer every deferred FUSE write now (at exit). */
+void manager_waiters_release_all(Manager *m);
+
+/* ---- readers.c: statistics read on demand (FuseFsContext callbacks, fuse-fs.h) ----------- */
+
+/* .load_hctx_details: read device's per-hctx details. Returns 0, -ENOENT, -ENOMEM. */
+int manager_load_hctx_details(void *userdata, const char *device);
+
+/* .read_hctx: statistics and rates of hctx position pos of device. Returns 0, -ENOENT, -errno. */
+int manager_read_hctx(void *userdata, const char *device, size_t pos, bool irq_count, HctxReading *ret);
+
+/* .read_disk_stat: block/<disk>/stat and inflight with rates. Returns 0, -ENOENT, -errno. */
+int manager_read_disk_stat(void *userdata, const char *device, DiskStat *ret, StatRates *ret_rates);
+
+/* .read_host_busy: scsi_host <host>'s host_busy. Returns 0 or -errno. */
+int manager_read_host_busy(void *userdata, const char *host, uint64_t *ret);
+
+/* .read_block_softirqs: BLOCK softirqs per CPU. Returns 0 or -errno. */
+int manager_read_block_softirqs(void *userdata, uint64_t *counts, size_t max, size_t *ret_n);
+
+/* .read_bpf_missed: events the BPF counters lack. Returns 0, -EOPNOTSUPP, -errno. */
+int manager_read_bpf_missed(void *userdata, StatsBpfMissed *ret);
+
+/* .scrape: a metrics rendering begins (begin) or ends. */
+void manager_scrape(void *userdata, bool begin);
+
+/* .kernel_release, .providers: for blkmqd_info (never NULL for providers; release may be). */
+const char *manager_kernel_release(void *userdata);
+const char *manager_stats_providers(void *userdata);
+
+/* ---- verify.c: a look at the kernel, no writes ---------------------------------------- */
+
+/*
+ * FuseFsContext.verify (fuse-fs.h) and the periodic verify: re-read device's knobs (no writes)
+ * so applied/ notices changes by others; facts/ and explain follow. Not while its run is in
+ * progress.
+ */
+void manager_verify_disk(void *userdata, const char *device);
+
+/* Arm, re-arm or remove the periodic verify (VerifySec=) after a (re)load of the configuration.
+ * A failure is logged. */
+void manager_update_verify_timer(Manager *m);

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The state directory (state.c) as the manager uses it: overrides set through policy/ and the
+ * originals blkmqd recorded before its writes, keyed by disk identity; identity collisions
+ * (two present disks, one identity) decide that nothing is stored or loaded for either.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "macro.h"
+#include "manager-internal.h"
+#include "policy.h"
+#include "strv.h"
+
+/*
+ * Is e still the disk it was when gathered: its sysfs directory the same, a medium in it?
+ * (Its removal, or the detach of a loop device, may still wait in the uevent debounce.)
+ */
+static bool device_present(Manager *m, const Device *e) {
+        char path[300];
+        struct stat st;
+        uint64_t size;
+        snprintf(path, sizeof(path), "block/%s", e->name);
+        if (hostfs_stat(m->hostfs, HOSTFS_SYSFS, path, &st) < 0 ||
+            (e->facts->sysfs_ino && (uint64_t) st.st_ino != e->facts->sysfs_ino))
+                return false;
+        snprintf(path, sizeof(path), "block/%s/size", e->name);
+        return hostfs_read_u64(m->hostfs, HOSTFS_SYSFS, path, &size) < 0 || size > 0;
+}
+
+/*
+ * Two present disks with one identity (issue 13 item 10): stored settings cannot say which
+ * disk they were made on, so neither gets them, and neither's settings are stored under it.
+ * Marks d (and the disk it collides with); one warning per disk. See gather_identity() for
+ * where identities are made distinct and where they still can collide.
+ */
+void manager_check_identity(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **stale = NULL;
+
+        if (!d->facts || !d->facts->identity)
+                return;
+        /* a disk that came back under another name (sdb -> sdc) before the old name's removal
+         * was handled is no collision: the old name goes now */
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *e = m->registry.devices[i];
+                if (e != d && e->facts && streq_ptr(e->facts->identity, d->facts->identity) && !device_present(m, e) &&
+                    !e->run.active)
+                        (void) strv_extend(&stale, e->name);
+        }
+        STRV_FOREACH(n, stale)
+                manager_remove_device(m, *n);
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *e = m->registry.devices[i];
+                if (e == d || !e->facts || !streq_ptr(e->facts->identity, d->facts->identity))
+                        continue;
+                if (!d->identity_shared)
+                        log_device_full(LOG_WARNING, 0, d->name, NULL, NULL, "Identity %s is also %s's: stored settings are not applied to %s, "
+                                           "and its settings are not stored (they last until it is removed)",
+                                           d->facts->identity, e->name, d->name);
+                if (!e->identity_shared)
+                        log_device_full(LOG_WARNING, 0, e->name, NULL, NULL, "Identity %s is also %s's: %s's settings are not stored from now on",
+                                           e->facts->identity, d->name, e->name);
+                d->identity_shared = e->identity_shared = true;
+        }
+}
+
+/* The key of d's originals in the state directory (NULL: none, or ENOMEM). */
+static char *originals_key(const Device *d) {
+        char *k = NULL;
+        if (!d->facts || !d->facts->identity)
+                return NULL;
+        if (!d->identity_shared)
+                return strdup(d->facts->identity);
+        /* kernel names are unique at any moment: a restart in the same boot finds them */
+        return asprintf(&k, "%s#%s", d->facts->identity, d->name) < 0 ? NULL : k;
+}
+
+/* Load persisted overrides of a newly seen disk; values no longer valid are dropped with a log line. */
+void manager_load_overrides(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        int r;
+
+        if (!m->state || !d->facts->identity || d->identity_shared)
+                return;
+        r = state_load_overrides(m->state, d->facts->identity, &kv);
+        if (r == -EBADMSG) {
+                log_device_warning_errno(d->name, r, "Stored overrides for %s are corrupt, set aside as .corrupt", d->facts->identity);
+                return;
+        }
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Failed to load stored overrides, ignoring: %m");
+                return;
+        }
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+                _cleanup_free_ char *v = NULL;
+                const char *dotted = startswith(kv[i], "iosched.");
+                if (dotted) {
+                        IoschedTunable t = iosched_tunable_from_dotted(dotted);
+                        r = t < 0 ? -EINVAL : iosched_override_validate(t, kv[i + 1], strlen(kv[i + 1]), d->facts, &v);
+                        if (r < 0) {
+                                log_device_warning_errno(d->name, r, "Stored override %s=%s no longer valid, ignoring: %m", kv[i], kv[i + 1]);
+                                continue;
+                        }
+                        (void) policy_overrides_set_iosched(&d->overrides, t, v);
+                        log_device_info(d->name, "Restored override %s=%s (identity %s)", kv[i], kv[i + 1], d->facts->identity);
+                        continue;
+                }
+                Knob k = streq(kv[i], "enabled") ? _KNOB_MAX : knob_from_string(kv[i]);
+                if (k < 0) {
+                        log_device_warning_errno(d->name, EINVAL, "Stored override \"%s\" is unknown, ignoring", kv[i]);
+                        continue;
+                }
+                r = policy_override_validate(k, kv[i + 1], strlen(kv[i + 1]), d->facts, NULL, &v);
+                if (r < 0) {
+                        log_device_warning_errno(d->name, r, "Stored override %s=%s no longer valid, ignoring: %m", kv[i], kv[i + 1]);
+                        continue;
+                }
+                if (k == _KNOB_MAX) {
+                        d->overrides.enabled_set = v;
+                        d->overrides.disabled = v && streq(v, "0");
+                } else
+                        (void) policy_overrides_set(&d->overrides, k, v);
+                log_device_info(d->name, "Restored override %s=%s (identity %s)", kv[i], kv[i + 1], d->facts->identity);
+        }
+}
+
+/* Originals as "knob=value" and "irq.N=value" pairs. */
+static int originals_to_kv(const Device *d, char ***ret) {
+        _cleanup_strv_free_ char **kv = NULL;
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (d->applied[k].original &&
+                    (strv_extend(&kv, knob_to_string(k)) < 0 || strv_extend(&kv, d->applied[k].original) < 0))
+                        return -ENOMEM;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                const IoschedTunableInfo *i = iosched_tunable_info(t);
+                char key[128];
+                snprintf(key, sizeof(key), "iosched.%s.%s", i->elevator, i->name);
+                if (d->iosched[t].original && (strv_extend(&kv, key) < 0 || strv_extend(&kv, d->iosched[t].original) < 0))
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < d->n_irq_applied; i++) {
+                char key[32];
+                snprintf(key, sizeof(key), "irq.%u", d->irq_applied[i].irq);
+                if (d->irq_applied[i].original &&
+                    (strv_extend(&kv, key) < 0 || strv_extend(&kv, d->irq_applied[i].original) < 0))
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(kv);
+        return 0;
+}
+
+/* What d's originals file holds for key and kv, to compare with d->originals_saved (NULL: ENOMEM). */
+static char *originals_snapshot(const char *key, char * const *kv) {
+        _cleanup_free_ char *joined = strv_join(kv, "\n");
+        char *s = NULL;
+        if (!joined || asprintf(&s, "%s\n%s", key, joined) < 0)
+                return NULL;
+        return s;
+}
+
+/*
+ * Keep originals/<identity> in step with what is recorded in memory (crash safety). Called
+ * before every kernel write (manager_on_apply_submit()), where it used to write and fsync() the file
+ * (and its directory) every time: on a disk re-added with its originals already stored, or a
+ * second knob of the same run, that fsync() stood between the uevent and the write (issue 12
+ * item 4). Now the file is written only when its content changes.
+ */
+void manager_persist_originals(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *key = NULL, *snapshot = NULL;
+        int r;
+
+        if (!m->state || !(key = originals_key(d)))
+                return;
+        r = originals_to_kv(d, &kv);
+        if (r >= 0 && (snapshot = originals_snapshot(key, kv)) && streq_ptr(snapshot, d->originals_saved))
+                return;         /* the file already holds exactly this */
+        if (r >= 0)
+                r = state_save(m->state, STATE_ORIGINALS, key, kv);
+        if (r >= 0 && kv && !strv_contains(m->originals_seen, key))
+                (void) strv_extend(&m->originals_seen, key);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Failed to persist original values, a crash would lose them: %m");
+                d->originals_saved = mfree_str(d->originals_saved);
+                return;
+        }
+        free(d->originals_saved);
+        d->originals_saved = TAKE_PTR(snapshot);        /* NULL (ENOMEM): the next save writes */
+}
+
+/*
+ * Originals recorded by an earlier run that did not get to restore them (crash, kill -9), or
+ * by this run before the disk was removed (said once, not on every re-add).
+ */
+void manager_load_originals(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *key = NULL;
+        unsigned irq;
+        int r;
+
+        if (!m->state || !(key = originals_key(d)))
+                return;
+        bool earlier_run = !strv_contains(m->originals_seen, key);
+        r = state_load(m->state, STATE_ORIGINALS, key, &kv);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Stored original values unreadable%s: %m",
+                                         r == -EBADMSG ? ", set aside as .corrupt" : "");
+                return;
+        }
+        /* what the file holds: a save of the same is skipped (an entry ignored below makes the
+         * next save differ, and rewrite the file without it) */
+        free(d->originals_saved);
+        d->originals_saved = originals_snapshot(key, kv);
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+                Knob k = knob_from_string(kv[i]);
+                const char *dotted = startswith(kv[i], "iosched.");
+                IoschedTunable t = dotted ? iosched_tunable_from_dotted(dotted) : _IOSCHED_TUNABLE_INVALID;
+                if (t >= 0)
+                        (void) free_and_strdup(&d->iosched[t].original, kv[i + 1]);
+                else if (k >= 0 && k != KNOB_IRQ_AFFINITY)
+                        (void) free_and_strdup(&d->applied[k].original, kv[i + 1]);
+                else if (sscanf(kv[i], "irq.%u", &irq) == 1) {
+                        IrqApplied *n = realloc(d->irq_applied, (d->n_irq_applied + 1) * sizeof(IrqApplied));
+                        if (!n)
+                                return;
+                        d->irq_applied = n;
+                        n[d->n_irq_applied++] = (IrqApplied) { .irq = irq, .original = strdup(kv[i + 1]) };
+                } else {
+                        log_device_warning_errno(d->name, EINVAL, "Stored original \"%s\" unknown, ignoring", kv[i]);
+                        continue;
+                }
+                if (earlier_run)
+                        log_device_info(d->name, "Original %s=%s recorded by an earlier run will be restored on stop",
+                                        kv[i], kv[i + 1]);
+                else
+                        log_device_debug(d->name, "Original %s=%s recorded before the disk was last removed, kept",
+                                         kv[i], kv[i + 1]);
+        }
+        if (kv && earlier_run)
+                (void) strv_extend(&m->originals_seen, key);
+}
+
+/* A disk just added: its identity checked against the others', then what is stored for it. */
+void manager_load_stored(Manager *m, Device *d) {
+        manager_check_identity(m, d);
+        manager_load_overrides(m, d);
+        manager_load_originals(m, d);
+}
+
+/* Module parameter originals an earlier run recorded (restored on stop, like a disk's). */
+void manager_load_module_originals(Manager *m) {
+        _cleanup_strv_free_ char **kv = NULL;
+        int r;
+
+        if (!m->state)
+                return;
+        r = state_load(m->state, STATE_ORIGINALS, MODULES_STATE_KEY, &kv);
+        if (r >= 0)
+                r = modules_load_originals(&m->modules, kv);
+        if (r < 0)
+                log_warning_errno(r, "Stored original module parameters unreadable, ignoring: %m");
+}
+
+/* Keep originals/module-parameters in step with the runtime module values blkmqd changed. */
+void manager_persist_module_originals(Manager *m) {
+        _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *joined = NULL;
+        if (!m->state)
+                return;
+        int r = modules_originals(&m->modules, &kv);
+        if (r >= 0 && !(joined = strv_join(kv, "\n")))
+                r = -ENOMEM;
+        if (r >= 0 && streq_ptr(joined, m->module_originals_saved))
+                return;         /* unchanged: not rewritten on every uevent */
+        if (r >= 0)
+                r = state_save(m->state, STATE_ORIGINALS, MODULES_STATE_KEY, kv);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to persist original module parameters, a restart would lose them: %m");
+                return;
+        }
+        free(m->module_originals_saved);
+        m->module_originals_saved = TAKE_PTR(joined);
+}

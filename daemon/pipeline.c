@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The device pipeline (HACKING.md "The pipeline in code"): a uevent (or a batch: coldplug,
+ * reload) -> facts gathered (device.c, through hostfs) -> policy evaluated (policies/) ->
+ * decisions logged -> the plan applied (apply.c, writes on the writer's workers) -> the run's
+ * end: originals persisted, facts read again, the FUSE tree and module parameters updated.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "manager-internal.h"
+#include "net.h"
+#include "policy.h"
+#include "strv.h"
+
+/* --devices/Devices= globs match sysfs's name ("cciss!c0d0") or the kernel's ("cciss/c0d0"). */
+static bool manager_matches(const Manager *m, const char *name) {
+        char * const *globs = m->cli_globs ?: m->config.devices;
+        char kernel[256];
+        bool bang = strchr(name, '!') && disk_name_to_kernel(name, kernel, sizeof(kernel));
+        if (!globs)
+                return true;
+        STRV_FOREACH(g, globs)
+                if (fnmatch(*g, name, 0) == 0 || (bang && fnmatch(*g, kernel, 0) == 0))
+                        return true;
+        return false;
+}
+
+void manager_remove_device(Manager *m, const char *name) {
+        if (!registry_get(&m->registry, name))
+                return;
+        Device *d = registry_get(&m->registry, name);
+        if (m->fuse)
+                fuse_fs_device_removed(m->fuse, name);
+        if (m->stats && d->facts)
+                stats_forget_disk(m->stats, d->facts->major, d->facts->minor);
+        char prefix[300];
+        snprintf(prefix, sizeof(prefix), "block/%s/", name);
+        hostfs_close_kept(m->hostfs, HOSTFS_SYSFS, prefix);       /* stat, inflight */
+        hostfs_close_kept(m->hostfs, HOSTFS_DEBUGFS, prefix);     /* hctxN/ statistics */
+        registry_remove(&m->registry, name);
+        log_device_info(name, "Disk removed");
+}
+
+/*
+ * Apply d's plan: decided here, written by the writer's workers; the run ends in
+ * manager_on_apply_finished(). A disk whose run is in progress applies again when it ends.
+ */
+void manager_apply(Manager *m, Device *d) {
+        if (m->mode == MODE_OFF || m->stopping)
+                return;
+        if (d->run.active) {
+                d->run.again = true;
+                return;
+        }
+        ApplyOptions o = { .dry_run = m->mode == MODE_DRY_RUN, .reassert = m->config.reassert };
+        (void) apply_start(&m->applier, d, &o);
+}
+
+/* Put d's originals back (now, or when its run in progress ends). */
+void manager_restore_device(Manager *m, Device *d) {
+        if (d->run.active)
+                d->run.restore_after = true;
+        else if (apply_has_originals(d))
+                (void) apply_restore_start(&m->applier, d);
+}
+
+void manager_on_apply_finished(Device *d, void *userdata) {
+        Manager *m = userdata;
+        bool again = d->run.again, event = d->run.event_pending, restore_after = d->run.restore_after;
+
+        d->run.again = d->run.event_pending = d->run.restore_after = false;
+        if (d->run.restore) {
+                m->restore_count += d->run.written;
+                m->restore_failed = m->restore_failed || d->run.error < 0 || d->run.failed;
+                m->restore_counts.restored += d->run.written;
+                m->restore_counts.failed += d->run.failed;
+                m->restore_counts.left += d->run.left;
+        }
+        if (d->run.written > 0 || d->run.restore)
+                manager_persist_originals(m, d);
+        if (d->run.written > 0 && d->facts)
+                manager_refresh(m, d, d->run.written_knobs & ((1u << KNOB_IRQ_AFFINITY) | (1u << KNOB_NIC_IRQ_AFFINITY) | (1u << KNOB_XPS)), true); /* facts/, explain: what the kernel has now */
+        fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/: the outcomes */
+        if (m->started && !m->batch)
+                manager_update_status(m);
+
+        /* what came in while the disk's write was in flight; d may be gone after it */
+        if ((m->stopping || restore_after) && !d->run.restore)
+                manager_restore_device(m, d);   /* (the plan is not applied again when stopping) */
+        else if (event || d->vanished) {
+                /* a vanished disk: gone (removed now) or back as a new disk (added afresh) */
+                _cleanup_free_ char *name = strdup(d->name);
+                if (name)
+                        manager_device_event(m, name, false);
+        } else if (again)
+                manager_apply(m, d);
+
+        manager_waiters_check(m);
+        (void) manager_ready_check(m);
+        manager_stop_check(m);
+}
+
+void manager_on_apply_submit(Device *d, void *userdata) {
+        Manager *m = userdata;
+        if (!d->run.restore)
+                manager_persist_originals(m, d);
+        fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/<knob>: pending */
+}
+
+void manager_on_apply_timeout(Device *d, void *userdata) {
+        Manager *m = userdata;
+        fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/<knob>: timeout */
+        if (m->started)
+                manager_update_status(m);
+        manager_waiters_check(m);
+        (void) manager_ready_check(m);
+}
+
+/* True when name has no run in progress, or only one whose write passed its deadline. */
+bool manager_disk_settled(Manager *m, const char *name) {
+        Device *d = registry_get(&m->registry, name);
+        return !d || !d->run.active || d->run.timed_out;
+}
+
+/* Policy for d's facts, deciding the elevator from the one blkmqd found (its recorded original). */
+static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
+        int r = free_and_strdup(&d->facts->elevator_before, d->applied[KNOB_ELEVATOR].original);
+        if (r < 0)
+                return r;
+        r = policy_evaluate(d->facts, &m->config.policy, &d->overrides, ret);
+        if (r >= 0 && (r = net_arbitrate(&m->registry, d, ret)) < 0)    /* one disk places a NIC */
+                plan_done(ret);
+        return r;
+}
+
+/*
+ * After blkmqd wrote, put something back, or noticed someone else's change: the facts are
+ * read again (every fact a write can change, device_refresh_knobs()) and the explain lines
+ * computed again from them, so facts/, explain, metrics and blkmqctl show what the kernel
+ * has now. The decisions are the same (the elevator is decided from the one blkmqd found):
+ * nothing is applied and nothing logged again.
+ */
+void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate) {
+        Plan plan;
+        int r = device_refresh_knobs(m->hostfs, d->facts, irqs);
+        bool changed = r > 0;
+        if (r == 0 && !evaluate)
+                return;                 /* nothing changed (a verify of a quiet disk): the explain stands */
+        if (r >= 0)
+                r = evaluate_policy(m, d, &plan);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Failed to read the disk's state again after a change, ignoring: %m");
+                return;
+        }
+        plan_done(&d->plan);
+        d->plan = plan;
+        /* the elevator's tunables (iosched/) come and go with the elevator */
+        if (changed && m->fuse && fuse_fs_device_updated(m->fuse, d) < 0)
+                log_device_warning_errno(d->name, ENOMEM, "Failed to update FUSE tree, ignoring: %m");
+}
+
+/* Evaluate and apply d with the facts it has. */
+void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
+        Plan plan;
+        int r = evaluate_policy(m, d, &plan);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Failed to evaluate policy, ignoring: %m");
+                return;
+        }
+        /* Log decisions that are new, so a re-evaluation does not repeat them. */
+        char f_class[64];
+        snprintf(f_class, sizeof(f_class), "BLKMQD_CLASS=%s", disk_class_to_string(plan.class));
+        STRV_FOREACH(line, plan.explain) {
+                if (!log_decisions && strv_contains(d->plan.explain, *line))
+                        continue;
+                const char *rule = strstr(*line, "(rule ");
+                char f_rule[96] = "BLKMQD_RULE=";
+                if (rule)
+                        snprintf(f_rule, sizeof(f_rule), "BLKMQD_RULE=%.*s", (int) strcspn(rule + 6, ")"), rule + 6);
+                const char *fields[] = { f_class, f_rule, NULL };
+                /* DEVICE= for journalctl; log_full() prefixes the name, the line starts with it */
+                const char *text = *line;
+                size_t nl = strlen(d->name);
+                if (strncmp(text, d->name, nl) == 0 && text[nl] == ':' && text[nl + 1] == ' ')
+                        text += nl + 2;
+                log_full(LOG_INFO, 0, d->name, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", text);
+        }
+        plan_done(&d->plan);
+        d->plan = plan;
+
+        manager_apply(m, d);
+        if (m->fuse) {
+                r = fuse_fs_device_updated(m->fuse, d);
+                if (r < 0)
+                        log_device_warning_errno(d->name, r, "Failed to update FUSE tree, ignoring: %m");
+        }
+}
+
+void manager_device_event(Manager *m, const char *name, bool removed) {
+        _cleanup_(disk_facts_freep) DiskFacts *facts = NULL;
+        /* a single event: machine-wide inputs read for it alone, but the module tree's
+         * elevators from the manager's cache while the tree is unchanged */
+        _cleanup_(gather_cache_done) GatherCache single = { .module_tree = &m->module_tree };
+        Device *d;
+        int r;
+
+        if (!manager_matches(m, name))
+                return;
+        if (!disk_name_is_valid(name)) {
+                /* never silently: a disk the kernel has and blkmqd does not show needs a why */
+                if (!removed)
+                        log_warning_errno(EINVAL, "Disk \"%s\" not managed: its name is no usable file name (empty, \".\", "
+                                          "\"..\", longer than 31 bytes or containing \"/\"), ignoring", name);
+                return;
+        }
+
+        /* A disk whose write is in flight is not read again until it returns (its queue
+         * attributes may wait for the same lock): the event is taken up then. */
+        d = registry_get(&m->registry, name);
+        if (d && apply_busy(d) && !removed) {
+                d->run.event_pending = true;
+                return;
+        }
+        if (m->stopping && !removed)
+                return;
+
+        if (removed) {
+                manager_remove_device(m, name);
+                goto finish;
+        }
+
+        r = device_gather_cached(m->hostfs, name, m->batch ?: &single, &facts);
+        if (r == -ENOENT || r == -ENOMEDIUM || r == -EINVAL) {
+                if (r == -ENOMEDIUM)
+                        log_device_debug(name, "No medium (size 0), not listed");
+                manager_remove_device(m, name);
+                goto finish;
+        }
+        if (r < 0) {
+                log_device_warning_errno(name, r, "Failed to gather facts, ignoring: %m");
+                return;
+        }
+
+        /* Same name, another disk (a loop device re-bound to another file, or removed and
+         * added again while its events were debounced: a new sysfs directory): start afresh. */
+        d = registry_get(&m->registry, name);
+        bool new_instance = d && d->facts && facts->sysfs_ino && d->facts->sysfs_ino && facts->sysfs_ino != d->facts->sysfs_ino;
+        if (d && d->vanished && !new_instance) {
+                /* still the disk that went away (its removal in progress): its remove uevent ends it */
+                log_device_debug(name, "Vanished, waiting for its removal");
+                return;
+        }
+        if (d && d->facts && (!streq_ptr(d->facts->identity, facts->identity) || new_instance))
+                manager_remove_device(m, name);
+
+        r = registry_add(&m->registry, name, &d);
+        if (r < 0) {
+                log_device_warning_errno(name, r, "Failed to add disk, ignoring: %m");
+                return;
+        }
+        bool added = r > 0;
+
+        disk_facts_free(d->facts);
+        d->facts = TAKE_PTR(facts);
+        d->generation++;
+        if (added && m->batch) {
+                /* stored settings wait for the batch's end: a disk later in it may have the same
+                 * identity, and then neither may get them */
+                if (strv_extend(&m->batch_added, name) >= 0)
+                        goto finish;
+        }
+        if (added)
+                manager_load_stored(m, d);
+
+        log_device_debug(name, "Evaluating (facts gathered%s)", added ? ", new disk" : "");
+        manager_evaluate(m, d, added);
+finish:
+        if (m->fuse && !m->batch)       /* a batch updates hosts/ once at its end */
+                (void) fuse_fs_hosts_updated(m->fuse);
+        if (m->started) {
+                manager_update_modules(m);
+                manager_update_status(m);
+        }
+        /* a disk removed while its write was in flight: that write's return will find no disk
+         * and say nothing, so whoever waited for the disk is answered now */
+        manager_waiters_check(m);
+        manager_stop_check(m);
+}
+
+void manager_update_modules(Manager *m) {
+        int r = modules_update(m->hostfs, &m->modules, &m->registry, &m->config.policy,
+                               m->mode == MODE_AUTO && m->config.module_params_write);
+        manager_persist_module_originals(m);
+        if (r >= 0 && m->fuse)
+                r = fuse_fs_modules_updated(m->fuse);
+        if (r < 0)
+                log_warning_errno(r, "Failed to update module parameters, ignoring: %m");
+}
+
+/* After a coldplug or reload batch: machine-wide inputs are no longer shared; hosts/ once for all. */
+void manager_batch_end(Manager *m) {
+        _cleanup_strv_free_ char **added = TAKE_PTR(m->batch_added);
+
+        m->batch = NULL;
+        STRV_FOREACH(n, added) {                /* every collision known before anything is loaded */
+                Device *d = registry_get(&m->registry, *n);
+                if (d)
+                        manager_check_identity(m, d);
+        }
+        STRV_FOREACH(n, added) {
+                Device *d = registry_get(&m->registry, *n);
+                if (!d || !d->facts)
+                        continue;
+                manager_load_overrides(m, d);
+                manager_load_originals(m, d);
+                manager_evaluate(m, d, true);
+        }
+        if (m->fuse)
+                (void) fuse_fs_hosts_updated(m->fuse);
+}
+
+/* Every disk again: re-gather (a SIGHUP or reload may follow hardware changes too). */
+void manager_reevaluate_all(Manager *m) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree };
+        for (size_t i = 0; i < m->registry.n_devices; i++)
+                if (strv_extend(&names, m->registry.devices[i]->name) < 0)
+                        return;
+        m->batch = &batch;
+        STRV_FOREACH(n, names)
+                manager_device_event(m, *n, false);
+        manager_batch_end(m);
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The verify: a look at the kernel that writes nothing (apply in verify mode, a few reads).
+ * Periodic (VerifySec=), or when applied/ is read (FuseFsContext.verify).
+ */
+#include <errno.h>
+
+#include "log.h"
+#include "manager-internal.h"
+
+void manager_verify_disk(void *userdata, const char *device) {
+        Manager *m = userdata;
+        Device *d = registry_get(&m->registry, device);
+        ApplyOptions o = { .verify_only = true, .reassert = m->config.reassert };
+
+        /* never while the disk's own write is in flight (its run ends in a refresh) */
+        if (!d || !d->facts || apply_busy(d))
+                return;
+        int n = d->plan.manage && m->mode != MODE_OFF ? apply_device(m->hostfs, d, &o) : 0;
+        if (n > 0)
+                manager_persist_originals(m, d);
+        /* a verify is a look at the kernel: facts/ and explain follow what it has now, also
+         * when someone changed a value blkmqd never wrote (no uevent comes for that) */
+        manager_refresh(m, d, n > 0, n > 0);
+        fuse_fs_invalidate_disk(m->fuse, d->name);
+}
+
+/* After a verify: something an apply would act on (a failed write whose backoff may have
+ * passed; with Reassert=yes a value someone else changed). The apply decides the backoff. */
+static bool verify_needs_apply(const Device *d, bool reassert) {
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (d->applied[k].state == APPLY_ERROR || (reassert && d->applied[k].state == APPLY_EXTERNAL))
+                        return true;
+        /* an elevator switch (away and back, by anyone) reset a tunable or nr_requests blkmqd wrote */
+        if (d->iosched_reset)
+                return true;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                if (d->iosched[t].state == APPLY_ERROR || (reassert && d->iosched[t].state == APPLY_EXTERNAL))
+                        return true;
+        return false;
+}
+
+/*
+ * The periodic verify (VerifySec=): the kernel sends no uevent when someone else writes a queue
+ * attribute or an IRQ's affinity, so without it a change is only noticed when someone reads
+ * applied/. Every disk blkmqd manages is looked at with a verify that writes nothing (a few
+ * reads); only a disk with something to do is applied again (mode auto): a failed write is
+ * retried, and with Reassert=yes a changed value rewritten, both with backoff.
+ */
+static void manager_verify_all(Manager *m) {
+        size_t n = 0, applied = 0;
+
+        if (m->mode == MODE_OFF || m->stopping)
+                return;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *d = m->registry.devices[i];
+                if (!d->facts || !d->plan.manage || d->run.active)
+                        continue;
+                n++;
+                manager_verify_disk(m, d->name);
+                if (m->mode == MODE_AUTO && !d->run.active && verify_needs_apply(d, m->config.reassert)) {
+                        applied++;
+                        manager_apply(m, d);
+                }
+        }
+        log_debug("Periodic verify: %zu disk(s) looked at, %zu applied again", n, applied);
+}
+
+static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        manager_verify_all(m);
+        if (m->config.verify_usec > 0) {
+                (void) sd_event_source_set_time_relative(s, m->config.verify_usec);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+/* Arm, re-arm or remove the periodic verify after a (re)load of the configuration. */
+void manager_update_verify_timer(Manager *m) {
+        uint64_t usec = m->config.verify_usec;
+        int r;
+
+        if (usec == 0) {
+                m->verify_timer = sd_event_source_disable_unref(m->verify_timer);
+                return;
+        }
+        /* accuracy: a tenth of the interval, so the wake-up can be coalesced with others */
+        if (!m->verify_timer)
+                r = sd_event_add_time_relative(m->event, &m->verify_timer, CLOCK_MONOTONIC, usec, usec / 10, on_verify_timer, m);
+        else {
+                r = sd_event_source_set_time_relative(m->verify_timer, usec);
+                if (r >= 0)
+                        r = sd_event_source_set_time_accuracy(m->verify_timer, usec / 10);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->verify_timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0)
+                log_warning_errno(r, "Cannot set up the periodic verify (VerifySec=), changes by others are noticed "
+                                  "only when applied/ is read: %m");
+}
