@@ -126,15 +126,69 @@ static int control_value(const char *data, size_t len, char *buf, size_t size) {
         return 0;
 }
 
+/*
+ * A rejected policy write: one warning naming file ("policy/<knob>"), what was written (a
+ * trailing newline dropped, newlines shown as spaces, cut at 64 bytes), why (may be "") and
+ * what is expected. Returns r.
+ */
+static int log_rejected(const char *device, int r, const char *file, const char *data, size_t len, const char *why,
+                        const char *expected) {
+        _cleanup_free_ char *text = NULL;
+        size_t shown = len > 0 && data[len - 1] == '\n' ? len - 1 : len;
+
+        text = strndup(data, MIN(shown, (size_t) 64));
+        if (text)
+                for (char *c = text; *c; c++)
+                        if (*c == '\n')
+                                *c = ' ';
+        return log_device_full(LOG_WARNING, r, device, NULL, NULL, "%s: rejected \"%s\"%s: %m%s; expected %s", file, text ?: "",
+                               shown > 64 ? "..." : "", why, strna(expected));
+}
+
+/*
+ * d's override behind file (policy/...) was set to v (NULL: auto): said, the facts a write can
+ * change read again, the overrides persisted (not for a shared identity), d evaluated and
+ * applied, module parameters updated when modules (an override they may follow), STATUS=.
+ * Returns 0, or -errno of the read (the override stays set).
+ */
+static int override_set(Manager *m, Device *d, const char *file, const char *v, bool modules) {
+        int r;
+
+        log_device_info(d->name, "%s set to %s by the administrator", file, v ?: "auto");
+        /* decide from what the kernel has now (a scheduler write sends no uevent); not while
+         * the disk's own write is in flight: its run ends in a refresh anyway */
+        if (!apply_busy(d)) {
+                r = device_refresh_knobs(m->hostfs, d->facts, true);
+                if (r < 0)
+                        return r;
+        }
+
+        if (m->state && d->facts->identity && d->identity_shared)
+                log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s not stored: identity %s is shared with another disk, the setting "
+                                "lasts until %s is removed", file, d->facts->identity, d->name);
+        else if (m->state && d->facts->identity) {
+                r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
+                if (r < 0)
+                        log_device_warning_errno(d->name, r, "Failed to persist overrides, they last until restart: %m");
+        }
+        manager_evaluate(m, d, false);
+        if (modules)
+                manager_update_modules(m);
+        manager_update_status(m);
+        return 0;
+}
+
+/* A write to policy/<knob> (knob _KNOB_MAX: policy/enabled): validated, persisted, applied. */
 static int write_policy(Manager *m, const char *device, int knob, const char *data, size_t len) {
         Device *d = registry_get(&m->registry, device);
-        _cleanup_free_ char *v = NULL, *text = NULL, *online_text = NULL;
+        _cleanup_free_ char *v = NULL, *online_text = NULL;
         _cleanup_(cpuset_done) CpuSet online = {};
-        const char *kname = knob == _KNOB_MAX ? "enabled" : knob_to_string(knob);
+        char file[64];
         int r;
 
         if (!d || !d->facts)
                 return -ENOENT;
+        snprintf(file, sizeof(file), "policy/%s", knob == _KNOB_MAX ? "enabled" : knob_to_string(knob));
 
         if (knob == KNOB_IRQ_AFFINITY &&
             hostfs_read(m->hostfs, HOSTFS_SYSFS, "devices/system/cpu/online", &online_text) >= 0)
@@ -142,16 +196,8 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
 
         r = policy_override_validate(knob, data, len, d->facts, online.n_words ? &online : NULL, &v);
         if (r < 0) {
-                size_t shown = len > 0 && data[len - 1] == '\n' ? len - 1 : len;
-                text = strndup(data, MIN(shown, (size_t) 64));
-                if (text)
-                        for (char *c = text; *c; c++)
-                                if (*c == '\n')
-                                        *c = ' ';
                 _cleanup_free_ char *expected = policy_override_expected(knob, d->facts, online.n_words ? &online : NULL);
-                return log_device_full(LOG_WARNING, r, device, NULL, NULL,
-                                       "policy/%s: rejected \"%s\"%s: %m; expected %s", kname, text ?: "",
-                                       shown > 64 ? "..." : "", strna(expected));
+                return log_rejected(device, r, file, data, len, "", expected);
         }
 
         if (knob == _KNOB_MAX) {
@@ -162,75 +208,33 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
                 if (r < 0)
                         return r;
         }
-        log_device_info(device, "policy/%s set to %s by the administrator", kname, v ?: "auto");
-        /* decide from what the kernel has now (a scheduler write sends no uevent); not while
-         * the disk's own write is in flight: its run ends in a refresh anyway */
-        if (!apply_busy(d)) {
-                r = device_refresh_knobs(m->hostfs, d->facts, true);
-                if (r < 0)
-                        return r;
-        }
-
-        if (m->state && d->facts->identity && d->identity_shared)
-                log_device_full(LOG_NOTICE, 0, device, NULL, NULL, "policy/%s not stored: identity %s is shared with another disk, the setting "
-                                  "lasts until %s is removed", kname, d->facts->identity, device);
-        else if (m->state && d->facts->identity) {
-                r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
-                if (r < 0)
-                        log_device_warning_errno(device, r, "Failed to persist overrides, they last until restart: %m");
-        }
-        manager_evaluate(m, d, false);
-        manager_update_modules(m);
-        manager_update_status(m);
-        return 0;
+        return override_set(m, d, file, v, true);
 }
 
 /* A write to policy/iosched/<elevator>/<tunable>: validated like every policy file, persisted, applied. */
 static int write_policy_iosched(Manager *m, const char *device, IoschedTunable t, const char *data, size_t len) {
         Device *d = registry_get(&m->registry, device);
         const IoschedTunableInfo *info = iosched_tunable_info(t);
-        _cleanup_free_ char *v = NULL, *text = NULL;
+        _cleanup_free_ char *v = NULL;
+        char file[128];
         int r;
 
         if (!d || !d->facts || !info)
                 return -ENOENT;
+        snprintf(file, sizeof(file), "policy/iosched/%s/%s", info->elevator, info->name);
         r = iosched_override_validate(t, data, len, d->facts, &v);
         if (r < 0) {
-                size_t shown = len > 0 && data[len - 1] == '\n' ? len - 1 : len;
-                text = strndup(data, MIN(shown, (size_t) 64));
-                if (text)
-                        for (char *c = text; *c; c++)
-                                if (*c == '\n')
-                                        *c = ' ';
                 _cleanup_free_ char *expected = iosched_tunable_expected(t);
                 const char *why = r != -EINVAL ? "" :
                         disk_facts_elevator_source(d->facts, info->elevator) == ELEVATOR_UNAVAILABLE ? " (the disk cannot run this elevator)" :
                         streq_ptr(d->facts->elevator, info->elevator) && !disk_facts_iosched(d->facts, info->name) ?
                                 " (this kernel's elevator has no such file)" : "";
-                return log_device_full(LOG_WARNING, r, device, NULL, NULL,
-                                       "policy/iosched/%s/%s: rejected \"%s\"%s: %m%s; expected %s", info->elevator, info->name,
-                                       text ?: "", shown > 64 ? "..." : "", why, strna(expected));
+                return log_rejected(device, r, file, data, len, why, expected);
         }
         r = policy_overrides_set_iosched(&d->overrides, t, v);
         if (r < 0)
                 return r;
-        log_device_info(device, "policy/iosched/%s/%s set to %s by the administrator", info->elevator, info->name, v ?: "auto");
-        if (!apply_busy(d)) {
-                r = device_refresh_knobs(m->hostfs, d->facts, true);
-                if (r < 0)
-                        return r;
-        }
-        if (m->state && d->facts->identity && d->identity_shared)
-                log_device_full(LOG_NOTICE, 0, device, NULL, NULL, "policy/iosched/%s/%s not stored: identity %s is shared with another "
-                                "disk, the setting lasts until %s is removed", info->elevator, info->name, d->facts->identity, device);
-        else if (m->state && d->facts->identity) {
-                r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
-                if (r < 0)
-                        log_device_warning_errno(device, r, "Failed to persist overrides, they last until restart: %m");
-        }
-        manager_evaluate(m, d, false);
-        manager_update_status(m);
-        return 0;
+        return override_set(m, d, file, v, false);
 }
 
 int manager_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len,
