@@ -1720,3 +1720,19 @@ int device_list_disks(HostFs *h, char ***ret) {
         *ret = TAKE_PTR(disks);
         return 0;
 }
+
+int device_list_lower(HostFs *h, const char *name, char ***ret) {
+        char path[PATH_MAX];
+        struct stat st;
+
+        snprintf(path, sizeof(path), "block/%s/slaves", name);
+        int r = hostfs_list(h, HOSTFS_SYSFS, path, ret);
+        if (r != -ENOENT)
+                return r;
+        /* every disk has slaves/ (block/genhd.c device_add_disk()), but a fixture tree may not */
+        snprintf(path, sizeof(path), "block/%s", name);
+        if (hostfs_stat(h, HOSTFS_SYSFS, path, &st) < 0)
+                return -ENOENT;
+        *ret = calloc(1, sizeof(char *));
+        return *ret ? 0 : -ENOMEM;
+}

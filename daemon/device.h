@@ -141,3 +141,13 @@ int device_function_irqs(HostFs *h, const char *devpath, const char *kernel_rele
  * line (the manager does). Returns 0 with a strv, or -errno.
  */
 int device_list_disks(HostFs *h, char ***ret);
+
+/*
+ * The disks a stacking device sits on: the entries of sysfs block/<name>/slaves/ (a dm map's
+ * legs or components, an md array's members; drivers/md/dm-table.c and md.c link them with
+ * bd_link_disk_holder(), block/holder.c, which sends no uevent to the lower disk). Partitions
+ * there ("sda1") are returned as listed; the caller looks them up among its disks.
+ * Returns 0 with a strv (empty when the device stacks on nothing), -ENOENT (no such device,
+ * e.g. already removed), -errno.
+ */
+int device_list_lower(HostFs *h, const char *name, char ***ret);

@@ -70,6 +70,7 @@ struct Manager {
         unsigned restore_count;         /* values put back by the restore in progress */
         bool restore_failed;
         RestoreCounts restore_counts;   /* ... restored, failed, left (changed by someone else) */
+        bool cascading;                 /* re-gathering the disks below a holder that changed (pipeline.c) */
         bool stopping;                  /* SIGTERM/SIGINT: restoring, then exit */
         bool ready_pending;             /* coldplug done, its writes not settled: not mounted, no READY yet */
         bool stop_done;                 /* the stop restore ran (manager_free does not repeat it) */

@@ -202,7 +202,7 @@ void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
         }
 }
 
-void manager_device_event(Manager *m, const char *name, bool removed) {
+static void device_event_one(Manager *m, const char *name, bool removed) {
         _cleanup_(disk_facts_freep) DiskFacts *facts = NULL;
         /* a single event: machine-wide inputs read for it alone, but the module tree's
          * elevators from the manager's cache while the tree is unchanged */
@@ -291,6 +291,58 @@ finish:
          * and say nothing, so whoever waited for the disk is answered now */
         manager_waiters_check(m);
         manager_stop_check(m);
+}
+
+/*
+ * The disks whose facts depend on name as their holder: the legs blkmqd knows as legs of name
+ * (facts multipath_of), and, while name exists, the disks in its slaves/. A dm-multipath map
+ * that is made, reloaded (queue_mode), or removed changes what its legs are (multipath-leg or
+ * tuned as themselves), but the kernel sends uevents for the map only: bd_link_disk_holder()
+ * (block/holder.c) adds holders/ links without an event for the lower disk, and multipathd
+ * sends "change" to the paths only when it made the map itself. read_slaves: also list
+ * slaves/ (not for a removed device). Returns a strv (possibly empty) or NULL on ENOMEM.
+ */
+static char **stacked_on(Manager *m, const char *name, bool read_slaves) {
+        _cleanup_strv_free_ char **lower = NULL, **out = calloc(1, sizeof(char *));
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                const Device *e = m->registry.devices[i];
+                if (e->facts && streq_ptr(e->facts->multipath_of, name) && !streq(e->name, name) &&
+                    strv_extend(&out, e->name) < 0)
+                        return NULL;
+        }
+        if (read_slaves && device_list_lower(m->hostfs, name, &lower) >= 0)
+                STRV_FOREACH(l, lower)
+                        if (!streq(*l, name) && !strv_contains(out, *l) && registry_get(&m->registry, *l) &&
+                            strv_extend(&out, *l) < 0)
+                                return NULL;
+        return TAKE_PTR(out);
+}
+
+void manager_device_event(Manager *m, const char *name, bool removed) {
+        /* A batch (coldplug, reload) gathers every disk anyway; a cascade's own events do not
+         * cascade again (a leg is no holder of its map). */
+        if (m->batch || m->cascading) {
+                device_event_one(m, name, removed);
+                return;
+        }
+        _cleanup_strv_free_ char **before = stacked_on(m, name, false);
+        device_event_one(m, name, removed);
+        _cleanup_strv_free_ char **after = stacked_on(m, name, !removed);
+
+        m->cascading = true;
+        STRV_FOREACH(l, before)
+                if (registry_get(&m->registry, *l)) {
+                        log_device_debug(*l, "Gathering again: %s, which it was a leg of, %s", name, removed ? "was removed" : "changed");
+                        device_event_one(m, *l, false);
+                }
+        STRV_FOREACH(l, after)
+                if (!strv_contains(before, *l) && registry_get(&m->registry, *l)) {
+                        log_device_debug(*l, "Gathering again: it is below %s now (slaves/)", name);
+                        device_event_one(m, *l, false);
+                }
+        m->cascading = false;
 }
 
 void manager_update_modules(Manager *m) {

@@ -7,7 +7,7 @@ set -eu
 RUN="meson ninja-build pkg-config gcc libc6-dev libudev-dev libfuse3-dev fuse3 libsystemd-dev libinih-dev
      clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev kmod util-linux scdoc
      libnl-3-dev libnl-route-3-dev libnl-genl-3-dev"
-TESTS="umockdev libumockdev-dev valgrind libclang-rt-14-dev fio inotify-tools ethtool iproute2
+TESTS="dmsetup umockdev libumockdev-dev valgrind libclang-rt-14-dev fio inotify-tools ethtool iproute2
        qemu-system-x86 busybox-static cpio udev mmdebstrap e2fsprogs
        prometheus prometheus-node-exporter curl python3"
 
