@@ -85,7 +85,7 @@ static int reply_when_settled(Manager *m, FuseFsWrite *pending, const char *devi
         return FUSE_FS_WRITE_DEFERRED;
 }
 
-int manager_render_control(void *userdata, NodeTypeRef type, char **ret) {
+int manager_render_control(void *userdata, NodeType type, char **ret) {
         Manager *m = userdata;
         int r;
 
@@ -237,7 +237,7 @@ static int write_policy_iosched(Manager *m, const char *device, IoschedTunable t
         return override_set(m, d, file, v, false);
 }
 
-int manager_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len,
+int manager_fuse_write(void *userdata, NodeType type, const char *device, int knob, const char *data, size_t len,
                        off_t offset, FuseFsWrite *pending) {
         Manager *m = userdata;
         char v[32];

@@ -178,7 +178,7 @@ void manager_persist_module_originals(Manager *m);
 
 /* FuseFsContext.render_control (fuse-fs.h): version, mode, reload, restore into *ret.
  * Returns 0, -ENOENT for another node type, -ENOMEM. */
-int manager_render_control(void *userdata, NodeTypeRef type, char **ret);
+int manager_render_control(void *userdata, NodeType type, char **ret);
 
 /*
  * FuseFsContext.write (fuse-fs.h): a write to policy/<knob>, policy/iosched/..., mode, reload
@@ -186,7 +186,7 @@ int manager_render_control(void *userdata, NodeTypeRef type, char **ret);
  * (a restore that failed), or FUSE_FS_WRITE_DEFERRED (answered through pending when the
  * disks it touched have settled, manager_waiters_check()).
  */
-int manager_fuse_write(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len,
+int manager_fuse_write(void *userdata, NodeType type, const char *device, int knob, const char *data, size_t len,
                        off_t offset, FuseFsWrite *pending);
 
 /* Answer every deferred FUSE write whose disks have all settled. */

@@ -21,6 +21,7 @@
 #include <systemd/sd-event.h>
 
 #include "modules.h"
+#include "node.h"
 #include "registry.h"
 
 #include "blkstat.h"
@@ -35,7 +36,6 @@ typedef struct HctxReading {
 } HctxReading;
 
 void hctx_reading_done(HctxReading *r);
-typedef int NodeTypeRef;        /* a NodeType (fuse-fs/node.h) */
 
 /* A FUSE write not answered yet (FuseFsContext.write returned FUSE_FS_WRITE_DEFERRED). */
 typedef struct FuseFsWrite FuseFsWrite;
@@ -49,7 +49,7 @@ typedef struct FuseFsContext {
         const Registry *registry;
         const Modules *modules;
         /* Render a root control file (version, mode, reload, restore) into *ret. Returns 0 or -errno. */
-        int (*render_control)(void *userdata, NodeTypeRef type, char **ret);
+        int (*render_control)(void *userdata, NodeType type, char **ret);
         /*
          * A write to a writable file: the bytes as written (not NUL-terminated) and the file
          * offset (a value must come in one write() at offset 0, like sysfs). device is the
@@ -59,7 +59,7 @@ typedef struct FuseFsContext {
          * fuse_fs_write_done(pending, r) (the writer waits, interruptibly, while the loop
          * serves everyone else: a write whose kernel writes are still in flight).
          */
-        int (*write)(void *userdata, NodeTypeRef type, const char *device, int knob, const char *data, size_t len, off_t offset,
+        int (*write)(void *userdata, NodeType type, const char *device, int knob, const char *data, size_t len, off_t offset,
                      FuseFsWrite *pending);
         /*
          * Make sure device's per-hctx details are read (DiskFacts.hctx_details; gathering

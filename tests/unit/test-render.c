@@ -45,7 +45,7 @@ static void test_render_applied(void) {
         CHECK_INT(knob_from_string("scheduler"), _KNOB_INVALID);
 }
 
-static int render_version(void *userdata, NodeTypeRef type, char **ret) {
+static int render_version(void *userdata, NodeType type, char **ret) {
         *ret = strdup(type == NODE_VERSION ? "blkmqd test\n" : "other\n");
         return *ret ? 0 : -ENOMEM;
 }
