@@ -261,7 +261,7 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
                         return fail(p, "Enabled=%s: expected yes or no", v);
                 rule->settings.disabled = !b;
                 rule->has_enabled = true;
-                rule->settings.origin[_KNOB_MAX] = rule->label;
+                rule->settings.origin[POLICY_FILE_ENABLED] = rule->label;
                 return 1;
         }
 

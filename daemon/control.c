@@ -178,7 +178,7 @@ static int override_set(Manager *m, Device *d, const char *file, const char *v, 
         return 0;
 }
 
-/* A write to policy/<knob> (knob _KNOB_MAX: policy/enabled): validated, persisted, applied. */
+/* A write to policy/<file> (knob: a PolicyFile, a Knob or POLICY_FILE_ENABLED): validated, persisted, applied. */
 static int write_policy(Manager *m, const char *device, int knob, const char *data, size_t len) {
         Device *d = registry_get(&m->registry, device);
         _cleanup_free_ char *v = NULL, *online_text = NULL;
@@ -188,7 +188,7 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
 
         if (!d || !d->facts)
                 return -ENOENT;
-        snprintf(file, sizeof(file), "policy/%s", knob == _KNOB_MAX ? "enabled" : knob_to_string(knob));
+        snprintf(file, sizeof(file), "policy/%s", policy_file_to_string(knob));
 
         if (knob == KNOB_IRQ_AFFINITY &&
             hostfs_read(m->hostfs, HOSTFS_SYSFS, "devices/system/cpu/online", &online_text) >= 0)
@@ -200,7 +200,7 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
                 return log_rejected(device, r, file, data, len, "", expected);
         }
 
-        if (knob == _KNOB_MAX) {
+        if (knob == POLICY_FILE_ENABLED) {
                 d->overrides.enabled_set = v;
                 d->overrides.disabled = v && streq(v, "0");
         } else {
@@ -250,7 +250,7 @@ int manager_fuse_write(void *userdata, NodeType type, const char *device, int kn
                                 i ? i->elevator : "?", i ? i->name : "?", (intmax_t) offset);
         }
         if (offset != 0) {
-                const char *file = type == NODE_POLICY_KNOB ? (knob == _KNOB_MAX ? "policy/enabled" : NULL) :
+                const char *file = type == NODE_POLICY_KNOB ? (knob == POLICY_FILE_ENABLED ? "policy/enabled" : NULL) :
                                    type == NODE_MODE ? "mode" : type == NODE_RELOAD ? "reload" : "restore";
                 return log_full(LOG_WARNING, EINVAL, device, NULL, NULL, __FILE__, __LINE__, __func__,
                                 "%s%s: write at offset %jd rejected: a value must be written in one write() at offset 0",

@@ -536,14 +536,12 @@ int net_arbitrate(const Registry *reg, const Device *d, Plan *plan) {
         }
         if (!owner)
                 return 0;
-        char *line;
-        if (asprintf(&line, "%s: %s is placed for %s (controller %s), whose hctx layout differs from this disk's "
-                     "(controller %s): one disk places a NIC -> nic_irq_affinity and xps left to %s (rule net-align-shared)",
-                     d->name, nic->ifname, owner->name, strna(owner->facts->net->controller), strna(d->facts->net->controller),
-                     owner->name) < 0)
-                return -ENOMEM;
-        int r = strv_extend(&plan->explain, line);
-        free(line);
+        int r = plan_explain(plan, d->name, KNOB_BIT(KNOB_NIC_IRQ_AFFINITY) | KNOB_BIT(KNOB_XPS), PLAN_OUTCOME_LEFT_ALONE,
+                             "net-align-shared",
+                             "%s is placed for %s (controller %s), whose hctx layout differs from this disk's "
+                             "(controller %s): one disk places a NIC -> nic_irq_affinity and xps left to %s",
+                             nic->ifname, owner->name, strna(owner->facts->net->controller), strna(d->facts->net->controller),
+                             owner->name);
         if (r < 0)
                 return r;
         plan->nic_irq_affinity = mfree_str(plan->nic_irq_affinity);

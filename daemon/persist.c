@@ -109,7 +109,7 @@ void manager_load_overrides(Manager *m, Device *d) {
                         log_device_info(d->name, "Restored override %s=%s (identity %s)", kv[i], kv[i + 1], d->facts->identity);
                         continue;
                 }
-                Knob k = streq(kv[i], "enabled") ? _KNOB_MAX : knob_from_string(kv[i]);
+                PolicyFile k = policy_file_from_string(kv[i]);
                 if (k < 0) {
                         log_device_warning_errno(d->name, EINVAL, "Stored override \"%s\" is unknown, ignoring", kv[i]);
                         continue;
@@ -119,11 +119,11 @@ void manager_load_overrides(Manager *m, Device *d) {
                         log_device_warning_errno(d->name, r, "Stored override %s=%s no longer valid, ignoring: %m", kv[i], kv[i + 1]);
                         continue;
                 }
-                if (k == _KNOB_MAX) {
+                if (k == POLICY_FILE_ENABLED) {
                         d->overrides.enabled_set = v;
                         d->overrides.disabled = v && streq(v, "0");
                 } else
-                        (void) policy_overrides_set(&d->overrides, k, v);
+                        (void) policy_overrides_set(&d->overrides, (Knob) k, v);
                 log_device_info(d->name, "Restored override %s=%s (identity %s)", kv[i], kv[i + 1], d->facts->identity);
         }
 }

@@ -176,20 +176,14 @@ void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
         /* Log decisions that are new, so a re-evaluation does not repeat them. */
         char f_class[64];
         snprintf(f_class, sizeof(f_class), "BLKMQD_CLASS=%s", disk_class_to_string(plan.class));
-        STRV_FOREACH(line, plan.explain) {
-                if (!log_decisions && strv_contains(d->plan.explain, *line))
+        PLAN_FOREACH_ENTRY(e, &plan) {
+                if (!log_decisions && plan_has_line(&d->plan, e->text))
                         continue;
-                const char *rule = strstr(*line, "(rule ");
-                char f_rule[96] = "BLKMQD_RULE=";
-                if (rule)
-                        snprintf(f_rule, sizeof(f_rule), "BLKMQD_RULE=%.*s", (int) strcspn(rule + 6, ")"), rule + 6);
+                char f_rule[96];
+                snprintf(f_rule, sizeof(f_rule), "BLKMQD_RULE=%s", strempty(e->rule));
                 const char *fields[] = { f_class, f_rule, NULL };
-                /* DEVICE= for journalctl; log_full() prefixes the name, the line starts with it */
-                const char *text = *line;
-                size_t nl = strlen(d->name);
-                if (strncmp(text, d->name, nl) == 0 && text[nl] == ':' && text[nl + 1] == ' ')
-                        text += nl + 2;
-                log_full(LOG_INFO, 0, d->name, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", text);
+                /* DEVICE= for journalctl; log_full() prefixes the name, so the body goes without it */
+                log_full(LOG_INFO, 0, d->name, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", e->body);
         }
         plan_done(&d->plan);
         d->plan = plan;

@@ -49,10 +49,21 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
         case NODE_CLASS:
                 return asprintf(ret, "%s\n", disk_class_to_string(d->plan.class)) < 0 ? -ENOMEM : 0;
         case NODE_EXPLAIN: {
-                _cleanup_free_ char *s = strv_join(d->plan.explain, "\n");
-                if (!s)
+                /* one line per plan entry, as plan_explain() rendered it */
+                char *buf = NULL;
+                size_t size = 0;
+                FILE *out = open_memstream(&buf, &size);
+                if (!out)
                         return -ENOMEM;
-                return asprintf(ret, "%s\n", s) < 0 ? -ENOMEM : 0;
+                PLAN_FOREACH_ENTRY(e, &d->plan)
+                        fprintf(out, "%s%s", e != d->plan.entries ? "\n" : "", e->text);
+                fputc('\n', out);
+                if (fclose(out) != 0) {
+                        free(buf);
+                        return -ENOMEM;
+                }
+                *ret = buf;
+                return 0;
         }
         case NODE_FACT:
                 return disk_facts_render(d->facts, n->arg, ret);
@@ -68,7 +79,7 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
                         return -ENOENT;
                 return render_applied(&d->applied[n->arg], ret);
         case NODE_POLICY_KNOB:
-                if (n->arg == _KNOB_MAX)
+                if (n->arg == POLICY_FILE_ENABLED)
                         return asprintf(ret, "%s\n", d->overrides.disabled ? "0" : d->overrides.enabled_set ? "1" : "auto") < 0 ? -ENOMEM : 0;
                 return asprintf(ret, "%s\n", policy_overrides_get(&d->overrides, n->arg) ?: "auto") < 0 ? -ENOMEM : 0;
         default:

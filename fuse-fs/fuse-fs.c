@@ -1328,7 +1328,7 @@ static int build_device(FuseFs *fs, const Device *d) {
                                 return -ENOMEM;
         }
         /* dir is policy/ now */
-        if (!node_new_static(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, _KNOB_MAX, 0))
+        if (!node_new_static(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, POLICY_FILE_ENABLED, 0))
                 return -ENOMEM;
 
         if (!(dir = node_new_static(fs, dev, NODE_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0)) || iosched_sync(fs, dir, d) < 0 ||

@@ -53,8 +53,8 @@ typedef struct FuseFsContext {
         /*
          * A write to a writable file: the bytes as written (not NUL-terminated) and the file
          * offset (a value must come in one write() at offset 0, like sysfs). device is the
-         * disk for policy files, NULL at the root; knob: the Knob for policy files
-         * (_KNOB_MAX = enabled). Returns 0 or -errno (EINVAL, ERANGE, ENOENT ...), which the
+         * disk for policy files, NULL at the root; knob: the PolicyFile of a policy file (a
+         * Knob, or POLICY_FILE_ENABLED). Returns 0 or -errno (EINVAL, ERANGE, ENOENT ...), which the
          * writer gets; or FUSE_FS_WRITE_DEFERRED: the answer comes later, through
          * fuse_fs_write_done(pending, r) (the writer waits, interruptibly, while the loop
          * serves everyone else: a write whose kernel writes are still in flight).

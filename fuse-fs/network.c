@@ -54,16 +54,9 @@ int render_nic(const FuseFsContext *ctx, const Node *n, char **ret) {
         return nic_facts_render(nic, n->arg, ret);
 }
 
-/* "aligned", "misaligned", "not-applicable", "unknown", "unavailable" from the alignment line. */
-static const char *alignment_state(const char *a) {
-        static const char * const states[][2] = {
-                { "aligned", "aligned" }, { "misaligned", "misaligned" }, { "not applicable", "not-applicable" },
-                { "unknown", "unknown" }, { "unavailable", "unavailable" },
-        };
-        for (size_t i = 0; a && i < ELEMENTSOF(states); i++)
-                if (startswith(a, states[i][0]) && a[strlen(states[i][0])] == ':')
-                        return states[i][1];
-        return "unknown";
+/* "aligned", "misaligned", "not-applicable", "unknown", "unavailable": the plan's state, "unknown" before one. */
+static const char *alignment_state(const Plan *p) {
+        return p->net_alignment ? net_alignment_state_to_label(p->net_alignment_state) : "unknown";
 }
 
 void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, const char *, const char *, const char *),
@@ -84,7 +77,7 @@ void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, con
                 put_label(f, "transport", n->transport, false);
                 put_label(f, "interface", n->interface ?: "", false);
                 put_label(f, "nic", n->nic ? n->nic->ifname : "", false);
-                put_label(f, "state", alignment_state(d->plan.net_alignment), false);
+                put_label(f, "state", alignment_state(&d->plan), false);
                 fputs("} 1\n", f);
         }
         any = false;

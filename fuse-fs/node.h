@@ -64,7 +64,7 @@ typedef enum NodeType {
         NODE_COMPLETIONS,       /* /devices/<disk>/completions: per-hctx locality table */
         NODE_STATS_SOURCE,      /* /devices/<disk>/stats_source: where each counter comes from */
         NODE_POLICY,            /* /devices/<disk>/policy/ */
-        NODE_POLICY_KNOB,       /* /devices/<disk>/policy/<knob>  rw  arg = Knob, _KNOB_MAX = "enabled" */
+        NODE_POLICY_KNOB,       /* /devices/<disk>/policy/<knob>  rw  arg = PolicyFile: a Knob or POLICY_FILE_ENABLED */
         NODE_MODULES,           /* /modules/ */
         NODE_MODULE,            /* /modules/<module>/ */
         NODE_MODULE_PARAM,      /* /modules/<module>/<param>/ */

@@ -40,14 +40,17 @@ static int explain_evidence(const DiskFacts *f, Plan *plan, const char *cur, con
                 if (!why)
                         continue;
                 if (streq(*e, cur) && !streq_ptr(cur, f->elevator))     /* what the kernel has now, and the one found */
-                        r = plan_explain(plan, "%s: class=%s elevator=%s (%s before blkmqd switched it) -> %s not wanted here: %s (rule elevator-evidence)",
-                                         f->name, cls, f->elevator, *e, *e, why);
+                        r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "elevator-evidence",
+                                         "class=%s elevator=%s (%s before blkmqd switched it) -> %s not wanted here: %s",
+                                         cls, f->elevator, *e, *e, why);
                 else if (streq(*e, cur))
-                        r = plan_explain(plan, "%s: class=%s elevator=%s -> not wanted here: %s (rule elevator-evidence)",
-                                         f->name, cls, *e, why);
+                        r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "elevator-evidence",
+                                         "class=%s elevator=%s -> not wanted here: %s",
+                                         cls, *e, why);
                 else if (!set)
-                        r = plan_explain(plan, "%s: class=%s offered=%s -> not chosen: %s (rule elevator-evidence)",
-                                         f->name, cls, *e, why);
+                        r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "elevator-evidence",
+                                         "class=%s offered=%s -> not chosen: %s",
+                                         cls, *e, why);
                 else
                         continue;
                 if (r < 0)
@@ -97,8 +100,9 @@ static int explain_source(const DiskFacts *f, Plan *plan) {
         ElevatorSource src = disk_facts_elevator_source(f, plan->elevator);
         if (!plan->elevator || src == ELEVATOR_LISTED || src == ELEVATOR_UNAVAILABLE)
                 return 0;
-        return plan_explain(plan, "%s: elevator=%s not listed in queue/scheduler -> available: %s%s%s (rule elevator-available)",
-                            f->name, plan->elevator, elevator_source_to_string(src),
+        return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "elevator-available",
+                            "elevator=%s not listed in queue/scheduler -> available: %s%s%s",
+                            plan->elevator, elevator_source_to_string(src),
                             f->kernel_release ? ", release " : "", strempty(f->kernel_release));
 }
 
@@ -108,8 +112,9 @@ static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, P
         int r;
 
         if (o->elevator && !streq(o->elevator, "mq-deadline")) {
-                r = plan_explain(plan, "%s: %s=%s zoned=%s kernel=%s -> override not applied: %s (rule elevator-zoned)",
-                                 f->name, override_label(o, KNOB_ELEVATOR), o->elevator, z, kernel, why);
+                r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "elevator-zoned",
+                                 "%s=%s zoned=%s kernel=%s -> override not applied: %s",
+                                 override_label(o, KNOB_ELEVATOR), o->elevator, z, kernel, why);
                 if (r < 0)
                         return r;
         }
@@ -117,17 +122,20 @@ static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, P
                 r = plan_set(plan, "mq-deadline");
                 if (r < 0)
                         return r;
-                return plan_explain(plan, "%s: zoned=%s kernel=%s elevator=mq-deadline -> elevator=mq-deadline, kept: %s (rule elevator-zoned)",
-                                    f->name, z, kernel, why);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, "elevator-zoned",
+                                    "zoned=%s kernel=%s elevator=mq-deadline -> elevator=mq-deadline, kept: %s",
+                                    z, kernel, why);
         }
         if (disk_facts_elevator_source(f, "mq-deadline") == ELEVATOR_UNAVAILABLE)
-                return plan_explain(plan, "%s: zoned=%s kernel=%s elevator=%s -> elevator left alone: mq-deadline is needed (%s) but neither listed, built in nor loadable (rule elevator-zoned)",
-                                    f->name, z, kernel, f->elevator, why);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_LEFT_ALONE, "elevator-zoned",
+                                    "zoned=%s kernel=%s elevator=%s -> elevator left alone: mq-deadline is needed (%s) but neither listed, built in nor loadable",
+                                    z, kernel, f->elevator, why);
         r = plan_set(plan, "mq-deadline");
         if (r < 0)
                 return r;
-        r = plan_explain(plan, "%s: zoned=%s kernel=%s elevator=%s -> elevator=mq-deadline: %s (rule elevator-zoned)",
-                         f->name, z, kernel, f->elevator, why);
+        r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, "elevator-zoned",
+                         "zoned=%s kernel=%s elevator=%s -> elevator=mq-deadline: %s",
+                         z, kernel, f->elevator, why);
         return r < 0 ? r : explain_source(f, plan);
 }
 
@@ -141,8 +149,8 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
 
         if (!f->elevator_configurable || !f->elevator) {
                 const char *why = f->unknown[FACT_ELEVATOR] ?: "queue/scheduler reads \"none\" without brackets";
-                return plan_explain(plan, "%s: elevator unknown or not configurable (%s) -> elevator left alone (rule elevator-not-configurable)",
-                                    f->name, why);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_LEFT_ALONE, "elevator-not-configurable",
+                                    "elevator unknown or not configurable (%s) -> elevator left alone", why);
         }
 
         if (disk_facts_zoned_needs_deadline(f, &zwhy))
@@ -158,17 +166,18 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
         if (o->elevator) {
                 if (disk_facts_elevator_source(f, o->elevator) == ELEVATOR_UNAVAILABLE) {
                         const char *blocked = disk_facts_elevator_blocked(f, o->elevator);
-                        return plan_explain(plan, "%s: %s=%s available=%s -> elevator left alone, override not offered by the device%s%s (rule %s)",
-                                            f->name, override_label(o, KNOB_ELEVATOR), o->elevator, available,
-                                            blocked ? ": its module is kept from loading: " : "", strempty(blocked),
-                                            o->origin[KNOB_ELEVATOR] ? "config" : "override");
+                        return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_LEFT_ALONE,
+                                            RULE_OF_ORIGIN(o, KNOB_ELEVATOR),
+                                            "%s=%s available=%s -> elevator left alone, override not offered by the device%s%s",
+                                            override_label(o, KNOB_ELEVATOR), o->elevator, available,
+                                            blocked ? ": its module is kept from loading: " : "", strempty(blocked));
                 }
                 r = plan_set(plan, o->elevator);
                 if (r >= 0)
-                        r = plan_explain(plan, "%s: %s=%s elevator=%s -> elevator=%s%s (rule %s)",
-                                         f->name, override_label(o, KNOB_ELEVATOR), o->elevator, shown, o->elevator,
-                                         streq(o->elevator, f->elevator) ? ", kept" : "",
-                                         o->origin[KNOB_ELEVATOR] ? "config" : "override");
+                        r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED,
+                                         RULE_OF_ORIGIN(o, KNOB_ELEVATOR), "%s=%s elevator=%s -> elevator=%s%s",
+                                         override_label(o, KNOB_ELEVATOR), o->elevator, shown, o->elevator,
+                                         streq(o->elevator, f->elevator) ? ", kept" : "");
                 return r < 0 ? r : explain_source(f, plan);
         }
 
@@ -176,8 +185,9 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                 r = plan_set(plan, base);
                 if (r < 0)
                         return r;
-                return plan_explain(plan, "%s: class=%s elevator=%s -> elevator=%s, kept: any elevator is fine for this class (rule elevator-%s)",
-                                    f->name, cls, shown, base, cls);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("elevator", cls),
+                                    "class=%s elevator=%s -> elevator=%s, kept: any elevator is fine for this class",
+                                    cls, shown, base);
         }
 
         wanted = strv_join(cp->elevators, ",");
@@ -188,8 +198,8 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                 r = plan_set(plan, base);
                 if (r < 0)
                         return r;
-                return plan_explain(plan, "%s: class=%s elevator=%s wanted=%s -> elevator=%s, kept (rule elevator-%s)",
-                                    f->name, cls, shown, wanted, base, cls);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("elevator", cls),
+                                    "class=%s elevator=%s wanted=%s -> elevator=%s, kept", cls, shown, wanted, base);
         }
 
         /* the current elevator is not wanted: the first wanted one the disk can take, then why */
@@ -202,13 +212,15 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
         if (e_set) {
                 r = plan_set(plan, e_set);
                 if (r >= 0)
-                        r = plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator=%s (rule elevator-%s)",
-                                         f->name, cls, shown, wanted, available, e_set, cls);
+                        r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("elevator", cls),
+                                         "class=%s elevator=%s wanted=%s available=%s -> elevator=%s",
+                                         cls, shown, wanted, available, e_set);
                 if (r >= 0)
                         r = explain_source(f, plan);
         } else
-                r = plan_explain(plan, "%s: class=%s elevator=%s wanted=%s available=%s -> elevator left alone, none of the wanted elevators is offered (rule elevator-%s)",
-                                 f->name, cls, shown, wanted, available, cls);
+                r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_CLASS("elevator", cls),
+                                 "class=%s elevator=%s wanted=%s available=%s -> elevator left alone, none of the wanted elevators is offered",
+                                 cls, shown, wanted, available);
         if (r < 0)
                 return r;
         return explain_evidence(f, plan, base, e_set);

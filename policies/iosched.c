@@ -209,16 +209,17 @@ int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverri
                         snprintf(label, sizeof(label), "config [Class:%s] IoSched.%s.%s", disk_class_to_string(plan->class),
                                  i->elevator, i->name);
                 if (!running || !streq(running, i->elevator)) {
-                        if (override && (r = plan_explain(plan, "%s: %s=%s elevator=%s -> %s.%s waits: it is written when %s runs "
-                                                          "(rule iosched-elevator)", f->name, label, want, running ?: "unknown",
+                        if (override && (r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "iosched-elevator",
+                                                          "%s=%s elevator=%s -> %s.%s waits: it is written when %s runs",
+                                                          label, want, running ?: "unknown",
                                                           i->elevator, i->name, i->elevator)) < 0)
                                 return r;
                         continue;
                 }
                 const IoschedValue *v = current ? disk_facts_iosched(f, i->name) : NULL;
                 if (current && !f->iosched_unknown && !v) {
-                        r = plan_explain(plan, "%s: %s=%s elevator=%s -> %s.%s left alone: this kernel's %s has no queue/iosched/%s "
-                                         "(rule iosched-missing)", f->name, label, want, running, i->elevator, i->name,
+                        r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "iosched-missing",
+                                         "%s=%s elevator=%s -> %s.%s left alone: this kernel's %s has no queue/iosched/%s", label, want, running, i->elevator, i->name,
                                          i->elevator, i->name);
                         if (r < 0)
                                 return r;
@@ -226,7 +227,7 @@ int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverri
                 }
                 if (!(plan->iosched[t] = strdup(want)))
                         return -ENOMEM;
-                r = plan_explain(plan, "%s: elevator=%s%s %s.%s=%s %s=%s -> %s.%s=%s%s (rule iosched)", f->name, running,
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_PLANNED, "iosched", "elevator=%s%s %s.%s=%s %s=%s -> %s.%s=%s%s", running,
                                  current ? "" : " (planned)", i->elevator, i->name,
                                  v && v->value ? v->value : current ? "unknown" : "default", label, want, i->elevator, i->name, want,
                                  current ? "" : ", written after the switch (a switch starts the elevator from its defaults)");
@@ -234,9 +235,10 @@ int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverri
                         return r;
         }
         if (plan->iosched[IOSCHED_BFQ_SLICE_IDLE] && plan->iosched[IOSCHED_BFQ_SLICE_IDLE_US]) {
-                r = plan_explain(plan, "%s: bfq.slice_idle=%s bfq.slice_idle_us=%s -> bfq.slice_idle left alone: both set the same "
-                                 "value (bfqd->bfq_slice_idle, block/bfq-iosched.c); slice_idle_us wins (rule iosched-conflict)",
-                                 f->name, plan->iosched[IOSCHED_BFQ_SLICE_IDLE], plan->iosched[IOSCHED_BFQ_SLICE_IDLE_US]);
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "iosched-conflict",
+                                 "bfq.slice_idle=%s bfq.slice_idle_us=%s -> bfq.slice_idle left alone: both set the same "
+                                 "value (bfqd->bfq_slice_idle, block/bfq-iosched.c); slice_idle_us wins",
+                                 plan->iosched[IOSCHED_BFQ_SLICE_IDLE], plan->iosched[IOSCHED_BFQ_SLICE_IDLE_US]);
                 plan->iosched[IOSCHED_BFQ_SLICE_IDLE] = mfree_str(plan->iosched[IOSCHED_BFQ_SLICE_IDLE]);
                 if (r < 0)
                         return r;

@@ -44,33 +44,38 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
                 }
 
         if (queue == 0)
-                return plan_explain(plan, "%s: queue vectors=0 -> irq_affinity left alone: no request-queue IRQ vectors (%s) (rule irq-affinity-none)",
-                                    f->name, f->unknown[FACT_IRQ_VECTORS] ?:
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, "irq-affinity-none",
+                                    "queue vectors=0 -> irq_affinity left alone: no request-queue IRQ vectors (%s)",
+                                    f->unknown[FACT_IRQ_VECTORS] ?:
                                     f->n_irqs == 0 ? "no MSI/MSI-X vectors: legacy INTx interrupts" : "only config/control vectors");
 
         const char *want = o->irq_affinity ?: (cp->irq_follow_hctx ? "hctx" : NULL);
         if (!want)
-                return plan_explain(plan, "%s: class=%s queue vectors=%zu -> irq_affinity left alone: the class does not place IRQs "
-                                    "(IrqAffinity=keep for [Class:%s]) (rule irq-affinity-%s)",
-                                    f->name, cls, queue, cls, cls);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
+                                    RULE_OF_CLASS("irq-affinity", cls),
+                                    "class=%s queue vectors=%zu -> irq_affinity left alone: the class does not place IRQs "
+                                    "(IrqAffinity=keep for [Class:%s])", cls, queue, cls);
 
         if (managed == queue)
-                return plan_explain(plan, "%s: queue vectors=%zu managed=%zu -> irq_affinity left alone: managed by kernel (rule irq-affinity-managed)",
-                                    f->name, queue, managed);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, "irq-affinity-managed",
+                                    "queue vectors=%zu managed=%zu -> irq_affinity left alone: managed by kernel", queue, managed);
 
         if (streq(want, "hctx") && irq_affinity_hctx_all_managed(f))
-                return plan_explain(plan, "%s: queue vectors=%zu managed=%zu hctx=%zu -> irq_affinity left alone: every hctx has its own kernel-managed vector, the other %zu serve no hctx (rule irq-affinity-managed)",
-                                    f->name, queue, managed, f->n_hctx, queue - managed);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, "irq-affinity-managed",
+                                    "queue vectors=%zu managed=%zu hctx=%zu -> irq_affinity left alone: every hctx has its own kernel-managed vector, the other %zu serve no hctx",
+                                    queue, managed, f->n_hctx, queue - managed);
 
         if (streq(want, "hctx") && mapped == 0)
-                return plan_explain(plan, "%s: queue vectors=%zu hctx=%zu -> irq_affinity left alone: no vector could be matched to an hctx (rule irq-affinity-unmapped)",
-                                    f->name, queue, f->n_hctx);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, "irq-affinity-unmapped",
+                                    "queue vectors=%zu hctx=%zu -> irq_affinity left alone: no vector could be matched to an hctx",
+                                    queue, f->n_hctx);
 
         plan->irq_affinity = strdup(want);
         if (!plan->irq_affinity)
                 return -ENOMEM;
-        return plan_explain(plan, "%s: %s=%s queue vectors=%zu managed=%zu mapping=%s -> irq_affinity=%s, managed vectors skipped (rule %s)",
-                            f->name, o->irq_affinity ? override_label(o, KNOB_IRQ_AFFINITY) : "class",
-                            o->irq_affinity ?: cls, queue, managed, f->irq_mapping ?: "none", want,
-                            !o->irq_affinity ? "irq-affinity-follow-hctx" : o->origin[KNOB_IRQ_AFFINITY] ? "config" : "override");
+        return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_PLANNED,
+                            !o->irq_affinity ? "irq-affinity-follow-hctx" : RULE_OF_ORIGIN(o, KNOB_IRQ_AFFINITY),
+                            "%s=%s queue vectors=%zu managed=%zu mapping=%s -> irq_affinity=%s, managed vectors skipped",
+                            o->irq_affinity ? override_label(o, KNOB_IRQ_AFFINITY) : "class",
+                            o->irq_affinity ?: cls, queue, managed, f->irq_mapping ?: "none", want);
 }

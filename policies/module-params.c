@@ -84,24 +84,27 @@ static int host_tagset(const DiskFacts *f, const ClassPolicy *cp, Plan *plan) {
         if (plan->class != DISK_CLASS_MANY_HCTX_SLOW)
                 return 0;
         if (cp->host_tagset == HOST_TAGSET_KEEP)
-                return plan_explain(plan, "%s: driver=%s HostTagset=keep -> %s.host_tagset_enable left alone (rule module-host-tagset)",
-                                    f->name, f->driver, f->driver);
+                return plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "module-host-tagset",
+                                    "driver=%s HostTagset=keep -> %s.host_tagset_enable left alone", f->driver, f->driver);
 
         const ModuleParamFacts *p = find_param(f, f->driver, "host_tagset_enable");
         if (!p || !p->value)
-                return plan_explain(plan, "%s: driver=%s -> %s.host_tagset_enable not proposed: this kernel's %s has no such parameter (rule module-host-tagset)",
-                                    f->name, f->driver, f->driver, f->driver);
+                return plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "module-host-tagset",
+                                    "driver=%s -> %s.host_tagset_enable not proposed: this kernel's %s has no such parameter",
+                                    f->driver, f->driver, f->driver);
 
         old_kernel = kernel_release_parse(f->kernel_release, &maj, &min) >= 0 && (maj < 5 || (maj == 5 && min < 12));
         if (cp->host_tagset == HOST_TAGSET_AUTO && !old_kernel)
-                return plan_explain(plan, "%s: driver=%s kernel=%u.%u host_tagset_enable=%s -> %s.host_tagset_enable left at %s: kernel has the single-queue elevator fix (b6e68ee82585, 5.12) (rule module-host-tagset)",
-                                    f->name, f->driver, maj, min, p->value, f->driver, p->value);
+                return plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "module-host-tagset",
+                                    "driver=%s kernel=%u.%u host_tagset_enable=%s -> %s.host_tagset_enable left at %s: kernel has the single-queue elevator fix (b6e68ee82585, 5.12)",
+                                    f->driver, maj, min, p->value, f->driver, p->value);
 
         int r = module_wishes_add(&plan->modules, &plan->n_modules, f->driver, "host_tagset_enable", "0");
         if (r < 0)
                 return r;
-        return plan_explain(plan, "%s: nr_hw_queues=%zu rotational=%s shared_tags=%s driver=%s kernel=%u.%u -> %s.host_tagset_enable=0 (one hctx; takes effect at the next boot%s) (rule module-host-tagset)",
-                            f->name, f->n_hctx, tristate_to_string(f->rotational), tristate_to_string(f->shared_tags),
+        return plan_explain(plan, f->name, 0, PLAN_OUTCOME_PLANNED, "module-host-tagset",
+                            "nr_hw_queues=%zu rotational=%s shared_tags=%s driver=%s kernel=%u.%u -> %s.host_tagset_enable=0 (one hctx; takes effect at the next boot%s)",
+                            f->n_hctx, tristate_to_string(f->rotational), tristate_to_string(f->shared_tags),
                             f->driver, maj, min, f->driver, f->root_disk ? ", rebuild the initramfs: the root filesystem is on this disk" : "");
 }
 
@@ -118,8 +121,9 @@ int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const C
                 r = module_wishes_add(&plan->modules, &plan->n_modules, w->module, w->param, w->value);
                 if (r < 0)
                         return r;
-                r = plan_explain(plan, "%s: driver=%s config [Module:%s] %s=%s -> %s.%s=%s, takes effect at %s (rule config)",
-                                 f->name, f->driver, w->module, w->param, w->value, w->module, w->param, w->value, w->takes_effect);
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_PLANNED, "config",
+                                 "driver=%s config [Module:%s] %s=%s -> %s.%s=%s, takes effect at %s",
+                                 f->driver, w->module, w->param, w->value, w->module, w->param, w->value, w->takes_effect);
                 if (r < 0)
                         return r;
         }

@@ -100,17 +100,25 @@ static int format_ranges(const HctxFacts *h, const bool *set, size_t n, char **r
         return 0;
 }
 
-static int set_alignment(Plan *plan, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int set_alignment(Plan *plan, const char *fmt, ...) {
+/* The knobs of a network disk's alignment. */
+#define NET_KNOBS (KNOB_BIT(KNOB_NIC_IRQ_AFFINITY) | KNOB_BIT(KNOB_XPS) | KNOB_BIT(KNOB_NR_IO_QUEUES))
+
+/* plan->net_alignment = "<state>: <why>", plan->net_alignment_state = state. 0 or -ENOMEM. */
+static int set_alignment(Plan *plan, NetAlignmentState state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int set_alignment(Plan *plan, NetAlignmentState state, const char *fmt, ...) {
+        _cleanup_free_ char *why = NULL;
         va_list ap;
         char *s;
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        int r = vasprintf(&why, fmt, ap);
         va_end(ap);
         if (r < 0)
                 return -ENOMEM;
+        if (asprintf(&s, "%s: %s", net_alignment_state_to_string(state), why) < 0)
+                return -ENOMEM;
         free(plan->net_alignment);
         plan->net_alignment = s;
+        plan->net_alignment_state = state;
         return 0;
 }
 
@@ -125,38 +133,42 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         if (!np)
                 np = &defaults;
         if (n->unavailable) {
-                r = set_alignment(plan, "unavailable: %s", n->unavailable);
-                return r < 0 ? r : plan_explain(plan, "%s: network facts: unavailable (%s)", f->name, n->unavailable);
+                r = set_alignment(plan, NET_ALIGNMENT_UNAVAILABLE, "%s", n->unavailable);
+                return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, NULL,
+                                                "network facts: unavailable (%s)", n->unavailable);
         }
         if (!n->nic) {
                 const char *why = n->unknown[NET_FACT_INTERFACE] ?: n->unknown[NET_FACT_LOWER_DEVICE] ?: "no NIC found";
-                r = set_alignment(plan, "unknown: %s", why);
-                return r < 0 ? r : plan_explain(plan, "%s: transport=%s traddr=%s -> network alignment unknown: %s (rule net-align)",
-                                                f->name, n->transport, n->traddr ?: "unknown", why);
+                r = set_alignment(plan, NET_ALIGNMENT_UNKNOWN, "%s", why);
+                return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, "net-align",
+                                                "transport=%s traddr=%s -> network alignment unknown: %s",
+                                                n->transport, n->traddr ?: "unknown", why);
         }
         const NicFacts *nic = n->nic;
         if (!f->has_mq || f->n_hctx == 0) {
                 /* an NVMe multipath head (nvme0n1 over nvme0c0n1, ...) is bio-based: the hidden
                  * path disks have the hctx and get the alignment (drivers/nvme/host/multipath.c) */
-                r = set_alignment(plan, "not applicable: no blk-mq queue here%s", f->multipath == MULTIPATH_NONE ? "" :
+                r = set_alignment(plan, NET_ALIGNMENT_NOT_APPLICABLE, "no blk-mq queue here%s", f->multipath == MULTIPATH_NONE ? "" :
                                   "; the path devices (nvme<S>c<C>n<N>) carry the hctx and are aligned");
-                return r < 0 ? r : plan_explain(plan, "%s: over %s -> network alignment not applicable: no hctx on this "
-                                                "(bio-based) disk; its path devices are aligned (rule net-align-head)",
-                                                f->name, nic->ifname);
+                return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, "net-align-head",
+                                                "over %s -> network alignment not applicable: no hctx on this "
+                                                "(bio-based) disk; its path devices are aligned", nic->ifname);
         }
         if (nic->virtual_reason) {
-                r = set_alignment(plan, "not applicable: %s is virtual: %s", nic->ifname, nic->virtual_reason);
-                return r < 0 ? r : plan_explain(plan, "%s: %zu hctx over %s%s%s%s -> not applicable: %s (rule net-align-virtual)",
-                                                f->name, f->n_hctx, nic->ifname, n->lower_chain ? " (" : "",
+                r = set_alignment(plan, NET_ALIGNMENT_NOT_APPLICABLE, "%s is virtual: %s", nic->ifname, nic->virtual_reason);
+                return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, "net-align-virtual",
+                                                "%zu hctx over %s%s%s%s -> not applicable: %s",
+                                                f->n_hctx, nic->ifname, n->lower_chain ? " (" : "",
                                                 strempty(n->lower_chain), n->lower_chain ? ")" : "", nic->virtual_reason);
         }
 
         unsigned queues = net_align_queues(nic);
         if (queues == 0) {
                 const char *why = nic->unknown[NIC_FACT_CHANNELS] ?: "the NIC reports no channels";
-                r = set_alignment(plan, "unknown: %s", why);
-                return r < 0 ? r : plan_explain(plan, "%s: %zu hctx over %s -> network alignment unknown: %s (rule net-align)",
-                                                f->name, f->n_hctx, nic->ifname, why);
+                r = set_alignment(plan, NET_ALIGNMENT_UNKNOWN, "%s", why);
+                return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, "net-align",
+                                                "%zu hctx over %s -> network alignment unknown: %s",
+                                                f->n_hctx, nic->ifname, why);
         }
 
         /* what is: the IRQ of each queue, which hctx have a NIC queue vector on their CPUs */
@@ -247,8 +259,8 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         if (more_queues && append(&why, "%s%lld I/O queues over %u NIC queues", why ? "; " : "",
                                   (long long) n->nr_io_queues, queues) < 0)
                 return -ENOMEM;
-        r = aligned ? set_alignment(plan, "aligned: %zu hctx over %u NIC queue(s) of %s", f->n_hctx, queues, nic->ifname) :
-                      set_alignment(plan, "misaligned: %s", why);
+        r = aligned ? set_alignment(plan, NET_ALIGNMENT_ALIGNED, "%zu hctx over %u NIC queue(s) of %s", f->n_hctx, queues, nic->ifname) :
+                      set_alignment(plan, NET_ALIGNMENT_MISALIGNED, "%s", why);
         if (r < 0)
                 return r;
 
@@ -295,8 +307,11 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                 }
         }
 
-        return plan_explain(plan, "%s: %zu hctx over %s%s%s%s (%s; %s)%s%s -> %s%s (rule net-align)",
-                            f->name, f->n_hctx, nic->ifname, n->lower_chain ? " via " : "", strempty(n->lower_chain), "",
+        unsigned planned = (plan->nic_irq_affinity ? KNOB_BIT(KNOB_NIC_IRQ_AFFINITY) : 0) |
+                           (plan->xps ? KNOB_BIT(KNOB_XPS) : 0) | (plan->nr_io_queues ? KNOB_BIT(KNOB_NR_IO_QUEUES) : 0);
+        return plan_explain(plan, f->name, planned ?: NET_KNOBS, planned ? PLAN_OUTCOME_PLANNED : PLAN_OUTCOME_LEFT_ALONE,
+                            "net-align", "%zu hctx over %s%s%s%s (%s; %s)%s%s -> %s%s",
+                            f->n_hctx, nic->ifname, n->lower_chain ? " via " : "", strempty(n->lower_chain), "",
                             channels, irqs ?: "no queue IRQs", why ? "; " : "", strempty(why),
                             outcome ?: aligned ? "aligned, nothing to do" : "nothing blkmqd may change",
                             strempty(notes));

@@ -57,7 +57,7 @@ static int validate_cpulist(const char *v, const CpuSet *online, char **ret) {
         return 0;
 }
 
-int policy_override_validate(Knob knob, const char *input, size_t len, const DiskFacts *f,
+int policy_override_validate(int file, const char *input, size_t len, const DiskFacts *f,
                              const CpuSet *online, char **ret) {
         _cleanup_free_ char *v = NULL;
         int r;
@@ -74,12 +74,12 @@ int policy_override_validate(Knob knob, const char *input, size_t len, const Dis
         if (strpbrk(v, "\n\t "))
                 return -EINVAL;
 
-        if (streq(v, "auto") && knob >= 0 && knob <= _KNOB_MAX) {
+        if (streq(v, "auto") && file >= 0 && file < _POLICY_FILE_MAX) {
                 *ret = NULL;
                 return 0;
         }
 
-        switch ((int) knob) {
+        switch ((int) file) {
         case KNOB_ELEVATOR:
                 /* listed, built in or loadable (the kernel loads it on the write) */
                 if (disk_facts_elevator_source(f, v) == ELEVATOR_UNAVAILABLE)
@@ -119,7 +119,7 @@ int policy_override_validate(Knob knob, const char *input, size_t len, const Dis
                         return -ERANGE;
                 return asprintf(ret, "%" PRIu64, x) < 0 ? -ENOMEM : 0;
         }
-        case _KNOB_MAX:         /* enabled */
+        case POLICY_FILE_ENABLED:
                 if (!streq(v, "0") && !streq(v, "1"))
                         return -EINVAL;
                 break;
@@ -130,12 +130,12 @@ int policy_override_validate(Knob knob, const char *input, size_t len, const Dis
         return 0;
 }
 
-char *policy_override_expected(Knob knob, const DiskFacts *f, const CpuSet *online) {
+char *policy_override_expected(int file, const DiskFacts *f, const CpuSet *online) {
         _cleanup_free_ char *list = NULL, *cpus = NULL;
         uint64_t min, max;
         char *r = NULL;
 
-        switch ((int) knob) {
+        switch ((int) file) {
         case KNOB_ELEVATOR: {
                 const char *why;
                 if (!f->elevator_configurable)
@@ -183,7 +183,7 @@ char *policy_override_expected(Knob knob, const DiskFacts *f, const CpuSet *onli
                 return strdup("\"hctx\" (XPS of each TX queue = the CPUs of its hctx), \"keep\", or \"auto\"");
         case KNOB_NR_IO_QUEUES:
                 return strdup("a number of I/O queues from 1 to 65535 for the next connect, \"keep\", or \"auto\" (the NIC's channels)");
-        case _KNOB_MAX:
+        case POLICY_FILE_ENABLED:
                 return strdup("1 (manage this disk) or 0 (leave it alone), or \"auto\" (the configuration decides)");
         default:
                 return NULL;

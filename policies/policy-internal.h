@@ -7,8 +7,12 @@
 
 #define IN_SET_CLASS(x, a, b) ((x) == (a) || (x) == (b))
 
-/* Append one printf-formatted explanation line to the plan. Returns 0 or -ENOMEM. */
-int plan_explain(Plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A rule named after a class: "<prefix>-<class>" ("elevator-fast-multiqueue"), in a compound literal. */
+#define RULE_OF_CLASS(prefix, cls) rule_of_class_buf(prefix, cls, (char[96]) {}, 96)
+static inline const char *rule_of_class_buf(const char *prefix, const char *cls, char *buf, size_t size);
+
+/* "config" for a value from the config file, "override" for the admin's policy/<knob> (the rule's name). */
+#define RULE_OF_ORIGIN(o, k) ((o)->origin[k] ? "config" : "override")
 
 /* Elevator area (policies/elevator.c): sets plan->elevator and explains. 0 or -ENOMEM. */
 int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
@@ -34,6 +38,11 @@ static inline const char *override_label_buf(const PolicyOverrides *o, Knob k, c
         return buf;
 }
 #define override_label(o, k) override_label_buf(o, k, (char[160]) {}, 160)
+
+static inline const char *rule_of_class_buf(const char *prefix, const char *cls, char *buf, size_t size) {
+        snprintf(buf, size, "%s-%s", prefix, cls);
+        return buf;
+}
 
 /* Network alignment (policies/net-align.c): plan->net_alignment, explain, and with plan->manage
  * the nic_irq_affinity/xps/nr_io_queues wishes. np NULL: the defaults. 0 or -ENOMEM. */

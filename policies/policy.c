@@ -97,7 +97,7 @@ static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const
                         m.iosched_origin[t] = admin->iosched_origin[t];
                 }
         m.disabled = admin->disabled;
-        m.origin[_KNOB_MAX] = admin->origin[_KNOB_MAX];
+        m.origin[POLICY_FILE_ENABLED] = admin->origin[POLICY_FILE_ENABLED];
         m.enabled_set = admin->enabled_set;
         bool admin_enabled_set = admin->disabled || admin->enabled_set;
 
@@ -105,8 +105,9 @@ static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const
                 const DeviceRule *rule = &config->rules[i - 1];
                 if (!device_rule_matches(rule, f))
                         continue;
-                r = plan_explain(plan, "%s: name=%s driver=%s transport=%s identity=%s -> config section [Device:%s] applies (rule config-match)",
-                                 f->name, f->name, f->driver ?: "unknown", f->transport ?: "unknown",
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, "config-match",
+                                 "name=%s driver=%s transport=%s identity=%s -> config section [Device:%s] applies",
+                                 f->name, f->driver ?: "unknown", f->transport ?: "unknown",
                                  f->identity ?: "unknown", rule->name);
                 if (r < 0)
                         goto fail;
@@ -128,7 +129,7 @@ static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const
                         }
                 if (rule->has_enabled && !admin_enabled_set) {
                         m.disabled = rule->settings.disabled;
-                        m.origin[_KNOB_MAX] = rule->settings.origin[_KNOB_MAX];
+                        m.origin[POLICY_FILE_ENABLED] = rule->settings.origin[POLICY_FILE_ENABLED];
                         admin_enabled_set = true;
                 }
         }
@@ -151,6 +152,42 @@ static const char * const knob_table[_KNOB_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(knob, Knob, knob_table, _KNOB_MAX, _KNOB_INVALID);
 
+static const char * const policy_file_table[_POLICY_FILE_MAX] = {
+        [KNOB_ELEVATOR]     = "elevator",
+        [KNOB_RQ_AFFINITY]  = "rq_affinity",
+        [KNOB_NR_REQUESTS]  = "nr_requests",
+        [KNOB_IRQ_AFFINITY] = "irq_affinity",
+        [KNOB_NIC_IRQ_AFFINITY] = "nic_irq_affinity",
+        [KNOB_XPS]          = "xps",
+        [KNOB_NR_IO_QUEUES] = "nr_io_queues",
+        [POLICY_FILE_ENABLED] = "enabled",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(policy_file, PolicyFile, policy_file_table, _POLICY_FILE_MAX, _POLICY_FILE_INVALID);
+
+static const char * const plan_outcome_table[_PLAN_OUTCOME_MAX] = {
+        [PLAN_OUTCOME_NOTE]       = "note",
+        [PLAN_OUTCOME_PLANNED]    = "planned",
+        [PLAN_OUTCOME_LEFT_ALONE] = "left-alone",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(plan_outcome, PlanOutcome, plan_outcome_table, _PLAN_OUTCOME_MAX, _PLAN_OUTCOME_INVALID);
+
+static const char * const net_alignment_state_table[_NET_ALIGNMENT_MAX] = {
+        [NET_ALIGNMENT_ALIGNED]        = "aligned",
+        [NET_ALIGNMENT_MISALIGNED]     = "misaligned",
+        [NET_ALIGNMENT_NOT_APPLICABLE] = "not applicable",
+        [NET_ALIGNMENT_UNKNOWN]        = "unknown",
+        [NET_ALIGNMENT_UNAVAILABLE]    = "unavailable",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(net_alignment_state, NetAlignmentState, net_alignment_state_table, _NET_ALIGNMENT_MAX,
+                           _NET_ALIGNMENT_INVALID);
+
+const char *net_alignment_state_to_label(NetAlignmentState s) {
+        return s == NET_ALIGNMENT_NOT_APPLICABLE ? "not-applicable" : net_alignment_state_to_string(s);
+}
+
 void plan_done(Plan *p) {
         free(p->elevator);
         free(p->rq_affinity);
@@ -163,7 +200,11 @@ void plan_done(Plan *p) {
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
                 free(p->iosched[t]);
         module_wishes_free(p->modules, p->n_modules);
-        strv_free(p->explain);
+        for (size_t i = 0; i < p->n_entries; i++) {
+                free(p->entries[i].rule);
+                free(p->entries[i].text);
+        }
+        free(p->entries);
         *p = (Plan) {};
 }
 
@@ -219,16 +260,51 @@ void policy_overrides_done(PolicyOverrides *o) {
         *o = (PolicyOverrides) {};
 }
 
-int plan_explain(Plan *p, const char *fmt, ...) {
-        _cleanup_free_ char *line = NULL;
+int plan_explain(Plan *p, const char *disk, unsigned knobs, PlanOutcome outcome, const char *rule,
+                 const char *fmt, ...) {
+        _cleanup_free_ char *body = NULL, *text = NULL, *rule_copy = NULL;
         va_list ap;
 
         va_start(ap, fmt);
-        int r = vasprintf(&line, fmt, ap);
+        int r = vasprintf(&body, fmt, ap);
         va_end(ap);
         if (r < 0)
                 return -ENOMEM;
-        return strv_extend(&p->explain, line);
+        if (asprintf(&text, "%s: %s%s%s%s", disk, body, rule ? " (rule " : "", strempty(rule), rule ? ")" : "") < 0) {
+                text = NULL;
+                return -ENOMEM;
+        }
+        if (rule && !(rule_copy = strdup(rule)))
+                return -ENOMEM;
+        PlanEntry *n = realloc(p->entries, (p->n_entries + 1) * sizeof(PlanEntry));
+        if (!n)
+                return -ENOMEM;
+        p->entries = n;
+        p->entries[p->n_entries++] = (PlanEntry) {
+                .knobs = knobs,
+                .outcome = outcome,
+                .rule = TAKE_PTR(rule_copy),
+                .body = text + strlen(disk) + 2,
+                .text = TAKE_PTR(text),
+        };
+        return 0;
+}
+
+bool plan_has_line(const Plan *p, const char *text) {
+        PLAN_FOREACH_ENTRY(e, p)
+                if (streq(e->text, text))
+                        return true;
+        return false;
+}
+
+const PlanEntry *plan_decision(const Plan *p, Knob k) {
+        const PlanEntry *found = NULL;
+        if (k < 0 || k >= _KNOB_MAX)
+                return NULL;
+        PLAN_FOREACH_ENTRY(e, p)
+                if ((e->knobs & KNOB_BIT(k)) && e->outcome != PLAN_OUTCOME_NOTE)
+                        found = e;
+        return found;
 }
 
 /*
@@ -272,24 +348,27 @@ static DiskClass classify(const DiskFacts *f) {
         return f->n_hctx > 1 ? DISK_CLASS_FAST_MULTIQUEUE : DISK_CLASS_SINGLE_QUEUE_FAST;
 }
 
+/* The class line: what the class was decided from. 0 or -ENOMEM. */
+static int explain_class(const DiskFacts *f, DiskClass c, Plan *plan) {
+        if (c == DISK_CLASS_NO_MQ)
+                return plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, disk_class_to_string(c),
+                                    "mq=0 -> class %s, never written", disk_class_to_string(c));
+        return plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, disk_class_to_string(c),
+                            "nr_hw_queues=%zu rotational=%s shared_tags=%s%s%s%s stacked=%d transport=%s driver=%s -> class %s",
+                            f->n_hctx, tristate_to_string(f->rotational),
+                            tristate_to_string(f->shared_tags),
+                            f->shared_tags_source ? " (" : "", f->shared_tags_source ?: "", f->shared_tags_source ? ")" : "",
+                            f->stacked,
+                            f->transport ?: "unknown", f->driver ?: "unknown",
+                            disk_class_to_string(c));
+}
+
 DiskClass policy_classify(const DiskFacts *f, char **ret_reason) {
         DiskClass c = classify(f);
 
         if (ret_reason) {
-                char *s = NULL;
-                if (c == DISK_CLASS_NO_MQ) {
-                        if (asprintf(&s, "%s: mq=0 -> class %s, never written (rule %s)",
-                                     f->name, disk_class_to_string(c), disk_class_to_string(c)) < 0)
-                                s = NULL;
-                } else if (asprintf(&s, "%s: nr_hw_queues=%zu rotational=%s shared_tags=%s%s%s%s stacked=%d transport=%s driver=%s -> class %s (rule %s)",
-                                    f->name, f->n_hctx, tristate_to_string(f->rotational),
-                                    tristate_to_string(f->shared_tags),
-                                    f->shared_tags_source ? " (" : "", f->shared_tags_source ?: "", f->shared_tags_source ? ")" : "",
-                                    f->stacked,
-                                    f->transport ?: "unknown", f->driver ?: "unknown",
-                                    disk_class_to_string(c), disk_class_to_string(c)) < 0)
-                        s = NULL;
-                *ret_reason = s;
+                _cleanup_(plan_done) Plan p = {};
+                *ret_reason = explain_class(f, c, &p) >= 0 ? TAKE_PTR(p.entries[0].text) : NULL;
         }
         return c;
 }
@@ -301,23 +380,27 @@ static int explain_role(const DiskFacts *f, Plan *plan) {
 
         switch (f->multipath) {
         case MULTIPATH_LEG:
-                r = plan_explain(plan, "%s: multipath=leg (%s) -> a path of a request-based dm-multipath map%s%s: "
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, "multipath-leg",
+                                 "multipath=leg (%s) -> a path of a request-based dm-multipath map%s%s: "
                                  "the map's requests reach it past its elevator (blk_insert_cloned_request()), "
-                                 "so the map schedules; distributions set legs to none (rule multipath-leg)",
-                                 f->name, src, f->multipath_of ? " " : "", strempty(f->multipath_of));
+                                 "so the map schedules; distributions set legs to none",
+                                 src, f->multipath_of ? " " : "", strempty(f->multipath_of));
                 break;
         case MULTIPATH_LEG_BIO:
-                r = plan_explain(plan, "%s: multipath=leg (%s) -> a path of a bio-based dm-multipath map: bios go through "
-                                 "this disk's own elevator, tuned as itself (rule multipath-leg-bio)", f->name, src);
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, "multipath-leg-bio",
+                                 "multipath=leg (%s) -> a path of a bio-based dm-multipath map: bios go through "
+                                 "this disk's own elevator, tuned as itself", src);
                 break;
         case MULTIPATH_MAP:
-                r = plan_explain(plan, "%s: multipath=map (%s) -> a request-based dm-multipath map schedules for all its legs: "
-                                 "tuned by its own queue like a disk, not as stacked (rule multipath-map)", f->name, src);
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, "multipath-map",
+                                 "multipath=map (%s) -> a request-based dm-multipath map schedules for all its legs: "
+                                 "tuned by its own queue like a disk, not as stacked", src);
                 break;
         case MULTIPATH_NVME_PATH:
-                r = plan_explain(plan, "%s: multipath=nvme-path (%s) -> hidden NVMe multipath path device%s%s: the head is "
-                                 "bio-based, this queue schedules; tuned as itself (rule multipath-nvme-path)",
-                                 f->name, src, f->multipath_of ? " of " : "", strempty(f->multipath_of));
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, "multipath-nvme-path",
+                                 "multipath=nvme-path (%s) -> hidden NVMe multipath path device%s%s: the head is "
+                                 "bio-based, this queue schedules; tuned as itself",
+                                 src, f->multipath_of ? " of " : "", strempty(f->multipath_of));
                 break;
         default:
                 break;
@@ -325,7 +408,7 @@ static int explain_role(const DiskFacts *f, Plan *plan) {
         if (r < 0)
                 return r;
         if (!f->unknown[FACT_ZONED] && f->zoned != ZONED_NONE)
-                r = plan_explain(plan, "%s: zoned=%s kernel=%s -> %s (rule zoned)", f->name, zoned_to_string(f->zoned),
+                r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "zoned", "zoned=%s kernel=%s -> %s", zoned_to_string(f->zoned),
                                  f->kernel_release ?: "unknown",
                                  disk_facts_zoned_needs_deadline(f, NULL) ?
                                  "zoned writes need mq-deadline before zone write plugging (6.10, dd291d77cc90)" :
@@ -338,24 +421,21 @@ static int explain_known_issue(const DiskFacts *f, const char *elevator, bool pl
         const char *rule = NULL, *issue = iosched_known_issue(elevator, f->kernel_release, &rule);
         if (!issue)
                 return 0;
-        return plan_explain(plan, "%s: elevator=%s%s kernel=%s -> known issue: %s (rule %s)", f->name, elevator,
-                            planned ? " (planned)" : "", f->kernel_release, issue, rule);
+        return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, rule, "elevator=%s%s kernel=%s -> known issue: %s", elevator,
+                            planned ? " (planned)" : "", f->kernel_release, issue);
 }
 
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret) {
         _cleanup_(plan_done) Plan plan = {};
-        _cleanup_free_ char *reason = NULL;
         static const PolicyOverrides no_overrides = {};
         int r;
 
         if (!overrides)
                 overrides = &no_overrides;
 
-        plan.class = policy_classify(facts, &reason);
-        if (!reason)
-                return -ENOMEM;
-        r = strv_extend(&plan.explain, reason);
+        plan.class = policy_classify(facts, NULL);
+        r = explain_class(facts, plan.class, &plan);
         if (r < 0)
                 return r;
         r = explain_role(facts, &plan);
@@ -367,11 +447,13 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
 
         if (IN_SET_CLASS(plan.class, DISK_CLASS_NO_MQ, DISK_CLASS_UNKNOWN)) {
                 if (plan.class == DISK_CLASS_UNKNOWN && facts->rotational == TRISTATE_NO)
-                        r = plan_explain(&plan, "%s: rotational=0 nr_hw_queues=%zu shared_tags=unknown (%s) -> left alone: fast-multiqueue and shared-tags want different elevators; mount debugfs to tell (rule unknown)",
-                                         facts->name, facts->n_hctx, facts->unknown[FACT_SHARED_TAGS] ?: "no source");
+                        r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_LEFT_ALONE, "unknown",
+                                         "rotational=0 nr_hw_queues=%zu shared_tags=unknown (%s) -> left alone: fast-multiqueue and shared-tags want different elevators; mount debugfs to tell",
+                                         facts->n_hctx, facts->unknown[FACT_SHARED_TAGS] ?: "no source");
                 else if (plan.class == DISK_CLASS_UNKNOWN)
-                        r = plan_explain(&plan, "%s: rotational=%s nr_hw_queues=%zu -> left alone, facts incomplete (rule unknown)",
-                                         facts->name, facts->unknown[FACT_ROTATIONAL] ?: tristate_to_string(facts->rotational),
+                        r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_LEFT_ALONE, "unknown",
+                                         "rotational=%s nr_hw_queues=%zu -> left alone, facts incomplete",
+                                         facts->unknown[FACT_ROTATIONAL] ?: tristate_to_string(facts->rotational),
                                          facts->n_hctx);
                 if (r >= 0)
                         r = policy_net(facts, &config->net, NULL, &plan);
@@ -389,10 +471,9 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         overrides = &merged;
 
         if (overrides->disabled) {
-                r = plan_explain(&plan, "%s: %s%s -> left alone (rule %s)", facts->name,
-                                 overrides->origin[_KNOB_MAX] ?: "policy/enabled=0",
-                                 overrides->origin[_KNOB_MAX] ? " Enabled=no" : "",
-                                 overrides->origin[_KNOB_MAX] ? "config" : "override");
+                const char *origin = overrides->origin[POLICY_FILE_ENABLED];
+                r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_LEFT_ALONE, origin ? "config" : "override",
+                                 "%s%s -> left alone", origin ?: "policy/enabled=0", origin ? " Enabled=no" : "");
                 if (r >= 0)
                         r = policy_net(facts, &config->net, overrides, &plan);
                 if (r < 0)

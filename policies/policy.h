@@ -5,11 +5,13 @@
  * The pure policy: facts + config + overrides -> plan + explanation.
  *
  * No I/O, no logging, no libudev/libfuse/libsystemd (policies/meson.build links
- * only libc). Every decision is recorded as one explanation line of the form
+ * only libc). Every decision is recorded as one PlanEntry: the knobs it decides, its
+ * outcome, the rule's name, and the line `cat devices/<disk>/explain` shows,
  *
  *     <disk>: <input>=<value> ... -> <outcome> (rule <name>)
  *
- * so that `cat devices/<disk>/explain` says what blkmqd saw and why it acts.
+ * rendered once from those fields (plan_explain()). Consumers (the journal's BLKMQD_RULE=,
+ * the explain file, tests) read the fields; nothing parses the text back.
  */
 
 #include <stdbool.h>
@@ -87,7 +89,8 @@ const KnownModuleParam *known_module_param(const char *module, const char *param
 
 
 
-/* Knobs blkmqd writes; one plan/<knob>, applied/<knob> and policy/<knob> file each. */
+/* Knobs blkmqd writes; one plan/<knob>, applied/<knob> and policy/<knob> file each.
+ * _KNOB_MAX is their number and nothing else (policy/enabled is POLICY_FILE_ENABLED). */
 typedef enum Knob {
         KNOB_ELEVATOR,          /* queue/scheduler */
         KNOB_RQ_AFFINITY,       /* queue/rq_affinity: 0, 1, 2 */
@@ -104,6 +107,24 @@ typedef enum Knob {
 const char *knob_to_string(Knob k);
 Knob knob_from_string(const char *s);
 
+/* The bit of knob k in a set of knobs (PlanEntry.knobs). */
+#define KNOB_BIT(k) (1u << (k))
+
+/*
+ * The files of devices/<disk>/policy/: one per knob (a Knob converts to the PolicyFile of the
+ * same number) and "enabled", which is no knob: it switches the whole disk.
+ */
+typedef enum PolicyFile {
+        POLICY_FILE_ENABLED = _KNOB_MAX,        /* policy/enabled: "0", "1" or "auto" */
+        _POLICY_FILE_MAX,
+        _POLICY_FILE_INVALID = -EINVAL,
+} PolicyFile;
+
+/* "elevator", ..., "enabled"; NULL when out of range. */
+const char *policy_file_to_string(PolicyFile f);
+/* Inverse of policy_file_to_string(); _POLICY_FILE_INVALID when unknown. */
+PolicyFile policy_file_from_string(const char *s);
+
 /*
  * Per-disk overrides set by the admin (policy/<knob> files), as validated, normalised
  * strings. NULL = automatic ("auto"). Zero-initialised = no overrides.
@@ -118,9 +139,9 @@ typedef struct PolicyOverrides {
         char *nr_io_queues;     /* "keep" | decimal 1..65535 */
         bool disabled;          /* policy/enabled = 0: leave this disk alone */
         bool enabled_set;       /* policy/enabled was written 0 or 1 (not "auto"): wins over config */
-        /* Where each value came from, for explain: NULL = the admin's policy/<knob> file,
-         * else e.g. "config [Device:hba]". Not owned. */
-        const char *origin[_KNOB_MAX + 1];
+        /* Where each value (and enabled) came from, for explain: NULL = the admin's
+         * policy/<file>, else e.g. "config [Device:hba]". Not owned. */
+        const char *origin[_POLICY_FILE_MAX];
         /* policy/iosched/<elevator>/<tunable> (or [Device:] IoSched.<elevator>.<tunable>=):
          * validated values, NULL = auto; origins as above */
         char *iosched[_IOSCHED_TUNABLE_MAX];
@@ -195,7 +216,8 @@ int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value);
 int policy_overrides_set_iosched(PolicyOverrides *o, IoschedTunable t, const char *value);
 
 /*
- * Validate what a user wrote into policy/<knob> and normalise it.
+ * Validate what a user wrote into policy/<file> and normalise it.
+ *   file:   a PolicyFile: a Knob, or POLICY_FILE_ENABLED (int, so a Knob passes as it is)
  *   input:  the bytes written (len bytes, may lack a NUL; one trailing "\n" is dropped)
  *   facts:  the disk (for the elevator list, queue depth, reserved tags)
  *   online: online CPUs (/sys/devices/system/cpu/online) for irq_affinity
@@ -204,10 +226,10 @@ int policy_overrides_set_iosched(PolicyOverrides *o, IoschedTunable t, const cha
  * unknown elevator, "0x2", a cpulist naming an offline CPU, ...), -ERANGE (a number
  * outside the knob's range: rq_affinity 3 or -1; nr_requests outside the kernel's
  * limits, KERNEL-FACTS.md §4.2), -ENOMEM. Pure.
- * enabled is validated with knob == _KNOB_MAX: "0" or "1" -> ret "0"/"1"; "auto" -> NULL
- * like every other knob (one grammar for every policy file).
+ * enabled (file POLICY_FILE_ENABLED): "0" or "1" -> ret "0"/"1"; "auto" -> NULL like every
+ * knob (one grammar for every policy file).
  */
-int policy_override_validate(Knob knob, const char *input, size_t len, const DiskFacts *facts,
+int policy_override_validate(int file, const char *input, size_t len, const DiskFacts *facts,
                              const CpuSet *online, char **ret);
 
 /*
@@ -215,8 +237,49 @@ int policy_override_validate(Knob knob, const char *input, size_t len, const Dis
  * e.g. "one of the elevators the device offers (none mq-deadline kyber bfq), or \"auto\"".
  * Newly allocated; NULL on ENOMEM. Pure.
  */
-char *policy_override_expected(Knob knob, const DiskFacts *facts, const CpuSet *online);
+char *policy_override_expected(int file, const DiskFacts *facts, const CpuSet *online);
 
+
+/* What one explanation line decides (PlanEntry.outcome). */
+typedef enum PlanOutcome {
+        PLAN_OUTCOME_NOTE,              /* a finding that decides no knob: the class, a role, a known issue, evidence */
+        PLAN_OUTCOME_PLANNED,           /* a value is wanted for its knobs (it may be the one the kernel has: "kept") */
+        PLAN_OUTCOME_LEFT_ALONE,        /* its knobs are not written: no wish, an override refused, facts unknown */
+        _PLAN_OUTCOME_MAX,
+        _PLAN_OUTCOME_INVALID = -EINVAL,
+} PlanOutcome;
+
+/* "note", "planned", "left-alone"; NULL when out of range. */
+const char *plan_outcome_to_string(PlanOutcome o);
+PlanOutcome plan_outcome_from_string(const char *s);
+
+/* One decision of the policy, and the explain line that says it. */
+typedef struct PlanEntry {
+        unsigned knobs;         /* KNOB_BIT()s of the knobs it is about (a note decides none of them); 0: no knob (the
+                                 * class, the disk's role, the disk as a whole (enabled, unknown class), elevator
+                                 * tunables, module parameters) */
+        PlanOutcome outcome;
+        char *rule;             /* the rule's name ("elevator-fast-multiqueue"); NULL: a line that applies no rule */
+        char *text;             /* the explain line: "<disk>: <body>[ (rule <rule>)]", no trailing newline */
+        const char *body;       /* text past "<disk>: " (the journal's MESSAGE= prefixes the disk itself) */
+} PlanEntry;
+
+/* The state of a network disk's alignment (Plan.net_alignment_state). */
+typedef enum NetAlignmentState {
+        NET_ALIGNMENT_ALIGNED,
+        NET_ALIGNMENT_MISALIGNED,
+        NET_ALIGNMENT_NOT_APPLICABLE,
+        NET_ALIGNMENT_UNKNOWN,
+        NET_ALIGNMENT_UNAVAILABLE,
+        _NET_ALIGNMENT_MAX,
+        _NET_ALIGNMENT_INVALID = -EINVAL,
+} NetAlignmentState;
+
+/* As network/alignment starts its line: "aligned", "misaligned", "not applicable", "unknown", "unavailable". */
+const char *net_alignment_state_to_string(NetAlignmentState s);
+NetAlignmentState net_alignment_state_from_string(const char *s);
+/* As the blkmqd_net_alignment metric labels it: "not-applicable" for "not applicable", else the same. */
+const char *net_alignment_state_to_label(NetAlignmentState s);
 
 /* What the policy wants for one disk. Each knob: wanted value as written to the kernel, NULL = leave. */
 typedef struct Plan {
@@ -229,7 +292,8 @@ typedef struct Plan {
         char *nic_irq_affinity; /* "<irq>:<cpulist> ..." for the NIC's unmanaged queue vectors */
         char *xps;              /* "<if>/tx-<n>:<cpulist> ..." */
         char *nr_io_queues;     /* proposed for the next connect (pending-reconnect) */
-        char *net_alignment;    /* network disks: "aligned: …", "misaligned: …", "not applicable: …", "unknown: …" */
+        char *net_alignment;    /* network disks: "<state>: <why>", e.g. "misaligned: hctx 2-3 have no NIC queue ..." */
+        NetAlignmentState net_alignment_state;  /* the state net_alignment starts with (when net_alignment is set) */
         int net_hctx_without_queue;     /* hctx with no NIC queue vector on their CPUs; -1 not computed */
         unsigned net_queues;            /* NIC queues the alignment counted (0: not computed) */
         /* elevator tunables wanted, only of the elevator the disk will run (the planned one,
@@ -237,12 +301,33 @@ typedef struct Plan {
         char *iosched[_IOSCHED_TUNABLE_MAX];
         ModuleWish *modules;    /* module parameters wanted because of this disk */
         size_t n_modules;
-        char **explain;         /* strv of explanation lines, without trailing newline */
+        PlanEntry *entries;     /* the decisions in the order made: explain shows one line each */
+        size_t n_entries;
 } Plan;
 
 void plan_done(Plan *p);
 /* The wanted value of knob k (NULL = leave). */
 const char *plan_get(const Plan *p, Knob k);
+
+/*
+ * Append one decision to p.
+ *   disk:    the disk's name; the line starts "<disk>: "
+ *   knobs:   KNOB_BIT()s of the knobs decided, 0 for none
+ *   outcome: what it decides
+ *   rule:    the rule's name (copied), or NULL for a line that applies none; the line ends
+ *            " (rule <rule>)"
+ *   fmt:     printf format of the body between the two
+ * Returns 0 or -ENOMEM (p unchanged). Pure.
+ */
+int plan_explain(Plan *p, const char *disk, unsigned knobs, PlanOutcome outcome, const char *rule,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* True when p has an entry whose line is text. */
+bool plan_has_line(const Plan *p, const char *text);
+/* The last entry of p that decides knob k (outcome planned or left-alone), or NULL. */
+const PlanEntry *plan_decision(const Plan *p, Knob k);
+
+#define PLAN_FOREACH_ENTRY(e, p) \
+        for (const PlanEntry *e = (p)->entries; e && e < (p)->entries + (p)->n_entries; e++)
 
 /*
  * Classify a disk. Pure function of the facts (the rules: policy_classify() in policies/policy.c).

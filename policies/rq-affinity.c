@@ -21,29 +21,30 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
         char want[16];
 
         if (!disk_facts_known(f, FACT_RQ_AFFINITY))
-                return plan_explain(plan, "%s: rq_affinity unknown (%s) -> rq_affinity left alone (rule rq-affinity-unknown)",
-                                    f->name, f->unknown[FACT_RQ_AFFINITY]);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, "rq-affinity-unknown",
+                                    "rq_affinity unknown (%s) -> rq_affinity left alone", f->unknown[FACT_RQ_AFFINITY]);
 
         if (o->rq_affinity) {
                 plan->rq_affinity = strdup(o->rq_affinity);
                 if (!plan->rq_affinity)
                         return -ENOMEM;
-                return plan_explain(plan, "%s: %s=%s rq_affinity=%d -> rq_affinity=%s (rule %s)",
-                                    f->name, override_label(o, KNOB_RQ_AFFINITY), o->rq_affinity,
-                                    f->rq_affinity, o->rq_affinity, o->origin[KNOB_RQ_AFFINITY] ? "config" : "override");
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_PLANNED, RULE_OF_ORIGIN(o, KNOB_RQ_AFFINITY),
+                                    "%s=%s rq_affinity=%d -> rq_affinity=%s", override_label(o, KNOB_RQ_AFFINITY), o->rq_affinity,
+                                    f->rq_affinity, o->rq_affinity);
         }
 
         if (cp->rq_affinity < 0)
-                return plan_explain(plan, "%s: class=%s rq_affinity=%d -> rq_affinity left alone: no class setting, 1 is the kernel default; "
-                                    "2 only pays where remote completions are measured high (rule rq-affinity-%s)",
-                                    f->name, cls, f->rq_affinity, cls);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_CLASS("rq-affinity", cls),
+                                    "class=%s rq_affinity=%d -> rq_affinity left alone: no class setting, 1 is the kernel default; "
+                                    "2 only pays where remote completions are measured high", cls, f->rq_affinity);
 
         snprintf(want, sizeof(want), "%d", cp->rq_affinity);
         plan->rq_affinity = strdup(want);
         if (!plan->rq_affinity)
                 return -ENOMEM;
-        return plan_explain(plan, "%s: class=%s rq_affinity=%d -> rq_affinity=%s%s (rule rq-affinity-%s)",
-                            f->name, cls, f->rq_affinity, want, f->rq_affinity == cp->rq_affinity ? ", kept" : "", cls);
+        return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("rq-affinity", cls),
+                            "class=%s rq_affinity=%d -> rq_affinity=%s%s",
+                            cls, f->rq_affinity, want, f->rq_affinity == cp->rq_affinity ? ", kept" : "");
 }
 
 /*
@@ -64,22 +65,25 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
 
         if (!o->nr_requests) {
                 if (planned_switch)
-                        return plan_explain(plan, "%s: nr_requests=%s elevator %s -> %s: the switch resets nr_requests to %s's default; "
-                                            "no override, so it is not written (the value comes back when the elevator is restored) "
-                                            "(rule nr-requests-elevator-switch)",
-                                            f->name, now, f->elevator, plan->elevator, plan->elevator);
+                        return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
+                                            "nr-requests-elevator-switch",
+                                            "nr_requests=%s elevator %s -> %s: the switch resets nr_requests to %s's default; "
+                                            "no override, so it is not written (the value comes back when the elevator is restored)",
+                                            now, f->elevator, plan->elevator, plan->elevator);
                 if (made_switch)
-                        return plan_explain(plan, "%s: nr_requests=%s: reset by the kernel when blkmqd switched the elevator %s -> %s; "
-                                            "no override, so it is not written (the value before comes back when the elevator is restored) "
-                                            "(rule nr-requests-elevator-switch)",
-                                            f->name, now, f->elevator_before, f->elevator);
+                        return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
+                                            "nr-requests-elevator-switch",
+                                            "nr_requests=%s: reset by the kernel when blkmqd switched the elevator %s -> %s; "
+                                            "no override, so it is not written (the value before comes back when the elevator is restored)",
+                                            now, f->elevator_before, f->elevator);
                 return 0;
         }
 
         uint64_t want, min, max;
         if (parse_u64(o->nr_requests, &want) < 0)
-                return plan_explain(plan, "%s: %s=%s -> nr_requests left alone: not a number (rule %s)", f->name,
-                                    override_label(o, KNOB_NR_REQUESTS), o->nr_requests, o->origin[KNOB_NR_REQUESTS] ? "config" : "override");
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
+                                    RULE_OF_ORIGIN(o, KNOB_NR_REQUESTS), "%s=%s -> nr_requests left alone: not a number",
+                                    override_label(o, KNOB_NR_REQUESTS), o->nr_requests);
         nr_requests_limits(f, target, &min, &max);
         uint64_t v = want < min ? min : want > max ? max : want;
         if (asprintf(&plan->nr_requests, "%" PRIu64, v) < 0) {
@@ -94,7 +98,7 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
         if (planned_switch || made_switch)
                 snprintf(after, sizeof(after), ", written after the elevator switch %s -> %s (which resets it)",
                          planned_switch ? f->elevator : f->elevator_before, planned_switch ? plan->elevator : f->elevator);
-        return plan_explain(plan, "%s: %s=%s nr_requests=%s -> nr_requests=%" PRIu64 "%s%s (rule %s)",
-                            f->name, override_label(o, KNOB_NR_REQUESTS), o->nr_requests, now, v, capped, after,
-                            o->origin[KNOB_NR_REQUESTS] ? "config" : "override");
+        return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_PLANNED, RULE_OF_ORIGIN(o, KNOB_NR_REQUESTS),
+                            "%s=%s nr_requests=%s -> nr_requests=%" PRIu64 "%s%s",
+                            override_label(o, KNOB_NR_REQUESTS), o->nr_requests, now, v, capped, after);
 }

@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 one_tunable((IoschedTunable) ((data[0] & 0x7f) % _IOSCHED_TUNABLE_MAX), data + 1, size - 1, f);
                 return 0;
         }
-        Knob k = (Knob) (data[0] % (_KNOB_MAX + 1));
+        int k = data[0] % _POLICY_FILE_MAX;       /* every policy file: the knobs and enabled */
         char *v = NULL;
         int r = policy_override_validate(k, (const char *) data + 1, size - 1, f, &online, &v);
         assert(r == 0 || r == -EINVAL || r == -ERANGE || r == -ENOMEM);

@@ -572,8 +572,8 @@ static void test_matches(void) {
                 CHECK_STR(p.elevator, "kyber");         /* big-hba, later than all-sd */
                 CHECK_STR(p.rq_affinity, "0");          /* all-sd: the only rule setting it */
                 bool seen = false;
-                STRV_FOREACH(l, p.explain)
-                        seen = seen || strstr(*l, "[Device:big-hba] applies");
+                PLAN_FOREACH_ENTRY(l, &p)
+                        seen = seen || strstr(l->text, "[Device:big-hba] applies");
                 CHECK(seen);
         }
         {

@@ -143,16 +143,16 @@ int main(void) {
         f->kernel_release = strdup("5.17.15");
         CHECK_INT(policy_evaluate(f, &cfg, NULL, &p), 0);
         bool found = false;
-        STRV_FOREACH(l, p.explain)
-                found = found || (strstr(*l, "sdx: elevator=bfq kernel=5.17.15 -> known issue: bfq waker") &&
-                                  strstr(*l, "(rule known-issue-bfq-waker)"));
+        PLAN_FOREACH_ENTRY(l, &p)
+                found = found || (strstr(l->text, "sdx: elevator=bfq kernel=5.17.15 -> known issue: bfq waker") &&
+                                  strstr(l->text, "(rule known-issue-bfq-waker)"));
         CHECK(found);
         plan_done(&p);
         free(f->kernel_release);
         f->kernel_release = strdup("6.1.0-57-amd64");
         CHECK_INT(policy_evaluate(f, &cfg, NULL, &p), 0);
-        STRV_FOREACH(l, p.explain)
-                CHECK(!strstr(*l, "known issue"));
+        PLAN_FOREACH_ENTRY(l, &p)
+                CHECK(!strstr(l->text, "known issue"));
         plan_done(&p);
 
         /* policy: the tunables of the elevator the disk will run */
@@ -168,12 +168,12 @@ int main(void) {
         CHECK(p.iosched[IOSCHED_BFQ_SLICE_IDLE] && streq(p.iosched[IOSCHED_BFQ_SLICE_IDLE], "0"));
         CHECK(!p.iosched[IOSCHED_DEADLINE_FIFO_BATCH]);          /* mq-deadline does not run */
         found = false;
-        STRV_FOREACH(l, p.explain)
-                found = found || streq(*l, "sdx: elevator=bfq bfq.slice_idle=8 config [Class:single-queue-rotational] "
+        PLAN_FOREACH_ENTRY(l, &p)
+                found = found || streq(l->text, "sdx: elevator=bfq bfq.slice_idle=8 config [Class:single-queue-rotational] "
                                        "IoSched.bfq.slice_idle=0 -> bfq.slice_idle=0 (rule iosched)");
         CHECK(found);
-        STRV_FOREACH(l, p.explain)
-                CHECK(!strstr(*l, "fifo_batch"));               /* a class default for another elevator is not noise */
+        PLAN_FOREACH_ENTRY(l, &p)
+                CHECK(!strstr(l->text, "fifo_batch"));               /* a class default for another elevator is not noise */
         plan_done(&p);
 
         /* an override wins over the class; one for another elevator waits (explained); a file this
@@ -187,11 +187,11 @@ int main(void) {
         CHECK(!p.iosched[IOSCHED_KYBER_READ_LAT_NSEC]);
         CHECK(!p.iosched[IOSCHED_BFQ_MAX_BUDGET]);
         bool waits = false, missing = false;
-        STRV_FOREACH(l, p.explain) {
-                waits = waits || (strstr(*l, "policy/iosched/kyber/read_lat_nsec=1000 elevator=bfq -> kyber.read_lat_nsec waits") &&
-                                  strstr(*l, "(rule iosched-elevator)"));
-                missing = missing || (strstr(*l, "bfq.max_budget left alone: this kernel's bfq has no queue/iosched/max_budget") &&
-                                      strstr(*l, "(rule iosched-missing)"));
+        PLAN_FOREACH_ENTRY(l, &p) {
+                waits = waits || (strstr(l->text, "policy/iosched/kyber/read_lat_nsec=1000 elevator=bfq -> kyber.read_lat_nsec waits") &&
+                                  strstr(l->text, "(rule iosched-elevator)"));
+                missing = missing || (strstr(l->text, "bfq.max_budget left alone: this kernel's bfq has no queue/iosched/max_budget") &&
+                                      strstr(l->text, "(rule iosched-missing)"));
         }
         CHECK(waits && missing);
         plan_done(&p);
@@ -200,8 +200,8 @@ int main(void) {
         CHECK(!p.iosched[IOSCHED_BFQ_SLICE_IDLE]);
         CHECK(p.iosched[IOSCHED_BFQ_SLICE_IDLE_US] && streq(p.iosched[IOSCHED_BFQ_SLICE_IDLE_US], "500"));
         found = false;
-        STRV_FOREACH(l, p.explain)
-                found = found || strstr(*l, "(rule iosched-conflict)");
+        PLAN_FOREACH_ENTRY(l, &p)
+                found = found || strstr(l->text, "(rule iosched-conflict)");
         CHECK(found);
         plan_done(&p);
         policy_overrides_done(&o);
@@ -214,9 +214,9 @@ int main(void) {
         CHECK(p.iosched[IOSCHED_DEADLINE_FIFO_BATCH] && streq(p.iosched[IOSCHED_DEADLINE_FIFO_BATCH], "32"));
         CHECK(!p.iosched[IOSCHED_BFQ_SLICE_IDLE]);
         found = false;
-        STRV_FOREACH(l, p.explain)
-                found = found || (strstr(*l, "elevator=mq-deadline (planned) mq-deadline.fifo_batch=default") &&
-                                  strstr(*l, "written after the switch"));
+        PLAN_FOREACH_ENTRY(l, &p)
+                found = found || (strstr(l->text, "elevator=mq-deadline (planned) mq-deadline.fifo_batch=default") &&
+                                  strstr(l->text, "written after the switch"));
         CHECK(found);
         plan_done(&p);
 

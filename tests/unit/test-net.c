@@ -126,12 +126,12 @@ static DiskFacts *make(size_t n_hctx, unsigned q, const unsigned *irq_cpu, int64
 }
 
 static bool has_line(const Plan *p, const char *needle) {
-        STRV_FOREACH(l, p->explain)
-                if (strstr(*l, needle))
+        PLAN_FOREACH_ENTRY(l, p)
+                if (strstr(l->text, needle))
                         return true;
         fprintf(stderr, "# explain lacks \"%s\":\n", needle);
-        STRV_FOREACH(l, p->explain)
-                fprintf(stderr, "#   %s\n", *l);
+        PLAN_FOREACH_ENTRY(l, p)
+                fprintf(stderr, "#   %s\n", l->text);
         return false;
 }
 

@@ -33,7 +33,7 @@ static DiskFacts *make_disk(const char *scheduler, int64_t nr_tags, int64_t rese
 static CpuSet online;   /* "0-1": this machine */
 
 /* Validate input (len bytes; -1 = strlen) and compare the result: rc, and the normalised value (NULL = auto). */
-static void t(int line, Knob k, const DiskFacts *f, const char *input, ssize_t len, int rc, const char *want) {
+static void t(int line, int k, const DiskFacts *f, const char *input, ssize_t len, int rc, const char *want) {
         _cleanup_free_ char *v = NULL;
         size_t l = len < 0 ? strlen(input) : (size_t) len;
         char *out = (char *) "untouched";
@@ -41,7 +41,7 @@ static void t(int line, Knob k, const DiskFacts *f, const char *input, ssize_t l
         tap_checks++;
         if (r != rc) {
                 TAP_FAIL("line %d: knob %s input \"%.*s\" (%zu bytes): rc %d (%s), expected %d (%s)", line,
-                         k == _KNOB_MAX ? "enabled" : strna(knob_to_string(k)), (int) MIN(l, (size_t) 40), input, l,
+                         strna(policy_file_to_string(k)), (int) MIN(l, (size_t) 40), input, l,
                          r, strerror(-r), rc, strerror(-rc));
                 if (r == 0)
                         free(out);
@@ -57,7 +57,7 @@ static void t(int line, Knob k, const DiskFacts *f, const char *input, ssize_t l
         tap_checks++;
         if (want == NULL ? v != NULL : (!v || strcmp(v, want) != 0))
                 TAP_FAIL("line %d: knob %s input \"%.*s\": got \"%s\", expected \"%s\"", line,
-                         k == _KNOB_MAX ? "enabled" : strna(knob_to_string(k)), (int) MIN(l, (size_t) 40), input,
+                         strna(policy_file_to_string(k)), (int) MIN(l, (size_t) 40), input,
                          v ?: "(auto)", want ?: "(auto)");
 }
 #define T(k, f, input, rc, want) t(__LINE__, k, f, input, -1, rc, want)
@@ -84,17 +84,17 @@ static void test_common(void) {
         }
         /* enabled: 0, 1 or "auto" like every policy file (issue 13 item 7: blkmqctl reset
          * wrote auto to every file and enabled refused it) */
-        T(_KNOB_MAX, f, "auto", 0, NULL);
-        T(_KNOB_MAX, f, "auto\n", 0, NULL);
-        T(_KNOB_MAX, f, "AUTO", -EINVAL, NULL);
-        T(_KNOB_MAX, f, "auto\nauto", -EINVAL, NULL);
-        T(_KNOB_MAX, f, "0", 0, "0");
-        T(_KNOB_MAX, f, "1\n", 0, "1");
-        T(_KNOB_MAX, f, "2", -EINVAL, NULL);
-        T(_KNOB_MAX, f, "yes", -EINVAL, NULL);
-        T(_KNOB_MAX, f, "01", -EINVAL, NULL);
-        T(_KNOB_MAX, f, "-1", -EINVAL, NULL);
-        T(_KNOB_MAX, f, "", -EINVAL, NULL);
+        T(POLICY_FILE_ENABLED, f, "auto", 0, NULL);
+        T(POLICY_FILE_ENABLED, f, "auto\n", 0, NULL);
+        T(POLICY_FILE_ENABLED, f, "AUTO", -EINVAL, NULL);
+        T(POLICY_FILE_ENABLED, f, "auto\nauto", -EINVAL, NULL);
+        T(POLICY_FILE_ENABLED, f, "0", 0, "0");
+        T(POLICY_FILE_ENABLED, f, "1\n", 0, "1");
+        T(POLICY_FILE_ENABLED, f, "2", -EINVAL, NULL);
+        T(POLICY_FILE_ENABLED, f, "yes", -EINVAL, NULL);
+        T(POLICY_FILE_ENABLED, f, "01", -EINVAL, NULL);
+        T(POLICY_FILE_ENABLED, f, "-1", -EINVAL, NULL);
+        T(POLICY_FILE_ENABLED, f, "", -EINVAL, NULL);
         /* a knob that does not exist */
         T((Knob) 17, f, "1", -EINVAL, NULL);
         T(_KNOB_INVALID, f, "1", -EINVAL, NULL);
@@ -268,8 +268,8 @@ static DiskFacts *make_hba_disk(const char *driver, const char *release, const c
 }
 
 static bool explain_has(const Plan *p, const char *needle) {
-        STRV_FOREACH(l, p->explain)
-                if (strstr(*l, needle))
+        PLAN_FOREACH_ENTRY(l, p)
+                if (strstr(l->text, needle))
                         return true;
         return false;
 }
@@ -290,8 +290,8 @@ static void check_wish(int line, const Plan *p, const char *module, const char *
 }
 
 static void dump_explain(const Plan *p) {
-        STRV_FOREACH(l, p->explain)
-                fprintf(stderr, "     | %s\n", *l);
+        PLAN_FOREACH_ENTRY(l, p)
+                fprintf(stderr, "     | %s\n", l->text);
 }
 
 static void test_module_params(void) {

@@ -88,8 +88,8 @@ static void eval(const Disk *d, const PolicyOverrides *o, DiskClass cls, bool ma
         if (p.elevator && disk_facts_elevator_source(f, p.elevator) == ELEVATOR_UNAVAILABLE)
                 TAP_FAIL("%s: plan elevator %s is not offered", d->name, p.elevator);
         /* the explanation always starts with the classification line */
-        CHECK(strv_length(p.explain) >= 1);
-        CHECK(p.explain && startswith(p.explain[0], d->name));
+        CHECK(p.n_entries >= 1);
+        CHECK(p.n_entries >= 1 && startswith(p.entries[0].text, d->name));
         if (ret)
                 *ret = p;
         else
@@ -97,23 +97,24 @@ static void eval(const Disk *d, const PolicyOverrides *o, DiskClass cls, bool ma
 }
 
 /*
- * Explanation line i. Line 0 is the classification; the elevator decision is the
- * first line of the elevator area ("(rule elevator-" or "(rule override)"): asked
- * for as line 1, it is searched, so lines of other knobs after it do not matter.
+ * Explanation line i. Line 0 is the classification; the elevator decision is the first
+ * entry that decides the elevator (or leaves the whole disk alone): asked for as line 1,
+ * it is searched by its fields, so lines of other knobs around it do not matter.
  */
 static const char *line(const Plan *p, size_t i) {
         if (i == 1)
-                STRV_FOREACH(l, p->explain)
-                        if (l != p->explain && (strstr(*l, "(rule elevator-") || strstr(*l, "(rule override)") ||
-                                                strstr(*l, "(rule unknown)")))
-                                return *l;
-        return i < strv_length(p->explain) ? p->explain[i] : "(missing line)";
+                PLAN_FOREACH_ENTRY(e, p)
+                        if (e != p->entries &&
+                            (((e->knobs & KNOB_BIT(KNOB_ELEVATOR)) && e->outcome != PLAN_OUTCOME_NOTE) ||
+                             (e->knobs == 0 && e->outcome == PLAN_OUTCOME_LEFT_ALONE)))
+                                return e->text;
+        return i < p->n_entries ? p->entries[i].text : "(missing line)";
 }
 
 /* Some explanation line contains needle. */
 static bool plan_has(const Plan *p, const char *needle) {
-        STRV_FOREACH(l, p->explain)
-                if (strstr(*l, needle))
+        PLAN_FOREACH_ENTRY(l, p)
+                if (strstr(l->text, needle))
                         return true;
         return false;
 }
@@ -262,7 +263,7 @@ static void test_seed_setups(void) {
         Disk zram = { .name = "zram0", .has_mq = false, .rotational = TRISTATE_NO, .shared_tags = TRISTATE_UNKNOWN,
                       .scheduler = "none\n", .transport = "zram", .driver = "zram" };
         eval(&zram, NULL, DISK_CLASS_NO_MQ, false, NULL, &p);
-        CHECK_INT(strv_length(p.explain), 1);
+        CHECK_INT(p.n_entries, 1);
         CHECK_STR(line(&p, 0), "zram0: mq=0 -> class no-mq, never written (rule no-mq)");
         plan_done(&p);
 
@@ -270,7 +271,7 @@ static void test_seed_setups(void) {
         Disk unk = { .name = "sdd", .has_mq = true, .n_hctx = 4, .rotational = TRISTATE_UNKNOWN,
                      .shared_tags = TRISTATE_NO, .scheduler = "[none] mq-deadline", .transport = "scsi", .driver = "sd" };
         eval(&unk, NULL, DISK_CLASS_UNKNOWN, false, NULL, &p);
-        CHECK_INT(strv_length(p.explain), 2);
+        CHECK_INT(p.n_entries, 2);
         CHECK_STR(line(&p, 1), "sdd: rotational=block/sdd/queue/rotational: attribute not present nr_hw_queues=4"
                                " -> left alone, facts incomplete (rule unknown)");
         plan_done(&p);
@@ -572,9 +573,9 @@ static void test_overrides(void) {
 
 /* The explain line about irq_affinity, or NULL. */
 static const char *irq_line(const Plan *p) {
-        STRV_FOREACH(l, p->explain)
-                if (strstr(*l, "irq_affinity"))
-                        return *l;
+        PLAN_FOREACH_ENTRY(l, p)
+                if (strstr(l->text, "irq_affinity"))
+                        return l->text;
         return NULL;
 }
 

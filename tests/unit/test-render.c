@@ -88,8 +88,8 @@ static void test_render_tree(void) {
         d->plan.class = DISK_CLASS_MANY_HCTX_SLOW;
         d->plan.manage = true;
         d->plan.elevator = strdup("mq-deadline");
-        strv_extend(&d->plan.explain, "sdb: first");
-        strv_extend(&d->plan.explain, "sdb: second");
+        plan_explain(&d->plan, "sdb", 0, PLAN_OUTCOME_NOTE, NULL, "first");
+        plan_explain(&d->plan, "sdb", 0, PLAN_OUTCOME_NOTE, NULL, "second");
         d->applied[KNOB_ELEVATOR] = (Applied) { .state = APPLY_OK, .original = strdup("none"), .value = strdup("mq-deadline") };
 
         check_node(&ctx, NODE_VERSION, NULL, 0, 0, 0, "blkmqd test\n");
