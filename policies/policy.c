@@ -280,11 +280,13 @@ int plan_explain(Plan *p, const char *disk, unsigned knobs, PlanOutcome outcome,
         if (!n)
                 return -ENOMEM;
         p->entries = n;
+        /* (the initializers are unsequenced: body is computed before text is taken) */
+        const char *body_start = text + strlen(disk) + 2;
         p->entries[p->n_entries++] = (PlanEntry) {
                 .knobs = knobs,
                 .outcome = outcome,
                 .rule = TAKE_PTR(rule_copy),
-                .body = text + strlen(disk) + 2,
+                .body = body_start,
                 .text = TAKE_PTR(text),
         };
         return 0;

@@ -591,6 +591,31 @@ static void test_matches(void) {
                 CHECK_NULL(p.elevator);
         }
         config_done(&c);
+
+        /* A section name may hold "(rule x)" (the config takes any name): each entry keeps its own
+         * rule, which ends its line; the text before it quotes the name (issue 17 item 3: the
+         * journal's BLKMQD_RULE= was strstr(line, "(rule ") and said "spoof" for these lines). */
+        OK("[Device:x (rule spoof)]\nMatchName=sd*\nElevator=bfq\n", &c);
+        {
+                _cleanup_(plan_done) Plan p = {};
+                CHECK_INT(policy_evaluate(sda, &c.policy, NULL, &p), 0);
+                CHECK_STR(p.elevator, "bfq");
+                size_t quoting = 0;
+                PLAN_FOREACH_ENTRY(e, &p) {
+                        if (!strstr(e->text, "(rule spoof)"))
+                                continue;
+                        quoting++;
+                        CHECK(e->rule && !streq(e->rule, "spoof"));
+                        _cleanup_free_ char *end = NULL;
+                        CHECK(asprintf(&end, " (rule %s)", strna(e->rule)) > 0 && strlen(e->text) > strlen(end) &&
+                              streq(e->text + strlen(e->text) - strlen(end), end));
+                }
+                CHECK_INT(quoting, 2);                  /* config-match and the elevator line */
+                const PlanEntry *e = plan_decision(&p, KNOB_ELEVATOR);
+                CHECK(e && streq_ptr(e->rule, "config") && e->outcome == PLAN_OUTCOME_PLANNED &&
+                      strstr(e->text, "config [Device:x (rule spoof)] elevator=bfq"));
+        }
+        config_done(&c);
 }
 
 static void test_network(void) {
