@@ -225,9 +225,9 @@ const char *manager_stats_providers(void *userdata);
 /* ---- verify.c: a look at the kernel, no writes ---------------------------------------- */
 
 /*
- * FuseFsContext.verify (fuse-fs.h) and the periodic verify: re-read device's knobs (no writes)
- * so applied/ notices changes by others; facts/ and explain follow. Not while its run is in
- * progress.
+ * FuseFsContext.verify (fuse-fs.h), before applied/ renders: re-read device's knobs so applied/
+ * notices changes by others; facts/ and explain follow. Reads only: no kernel knob and no state
+ * directory write (the periodic verify stores what it found). Not while its run is in progress.
  */
 void manager_verify_disk(void *userdata, const char *device);
 

@@ -43,6 +43,8 @@ void manager_remove_device(Manager *m, const char *name) {
         snprintf(prefix, sizeof(prefix), "block/%s/", name);
         hostfs_close_kept(m->hostfs, HOSTFS_SYSFS, prefix);       /* stat, inflight */
         hostfs_close_kept(m->hostfs, HOSTFS_DEBUGFS, prefix);     /* hctxN/ statistics */
+        if (d->facts)
+                manager_persist_originals(m, d);        /* what a read's verify found and did not store */
         registry_remove(&m->registry, name);
         log_device_info(name, "Disk removed");
 }
@@ -68,6 +70,8 @@ void manager_restore_device(Manager *m, Device *d) {
                 d->run.restore_after = true;
         else if (apply_has_originals(d))
                 (void) apply_restore_start(&m->applier, d);
+        else
+                manager_persist_originals(m, d);        /* nothing to put back: the file follows (a read's verify may have dropped some) */
 }
 
 void manager_on_apply_finished(Device *d, void *userdata) {

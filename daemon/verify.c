@@ -1,28 +1,35 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The verify: a look at the kernel that writes nothing (apply in verify mode, a few reads).
- * Periodic (VerifySec=), or when applied/ is read (FuseFsContext.verify).
+ * The verify: a look at the kernel that writes nothing to it (apply in verify mode, a few
+ * reads). Periodic (VerifySec=): it also stores the originals when they changed. When applied/
+ * is read (FuseFsContext.verify): reads only, the state directory is not written either
+ * (issue 17 item 4); what it found is stored by the next periodic verify, write, restore, stop
+ * or the disk's removal (manager_persist_originals() writes whenever the file differs).
  */
 #include <errno.h>
 
 #include "log.h"
 #include "manager-internal.h"
 
-void manager_verify_disk(void *userdata, const char *device) {
-        Manager *m = userdata;
-        Device *d = registry_get(&m->registry, device);
+/* Look at d's knobs; persist: store the originals when the look changed them. */
+static void verify_disk(Manager *m, Device *d, bool persist) {
         ApplyOptions o = { .verify_only = true, .reassert = m->config.reassert };
 
         /* never while the disk's own write is in flight (its run ends in a refresh) */
         if (!d || !d->facts || apply_busy(d))
                 return;
         int n = d->plan.manage && m->mode != MODE_OFF ? apply_device(m->hostfs, d, &o) : 0;
-        if (n > 0)
-                manager_persist_originals(m, d);
+        if (persist)
+                manager_persist_originals(m, d);        /* also what an earlier read's verify found */
         /* a verify is a look at the kernel: facts/ and explain follow what it has now, also
          * when someone changed a value blkmqd never wrote (no uevent comes for that) */
         manager_refresh(m, d, n > 0, n > 0);
         fuse_fs_invalidate_disk(m->fuse, d->name);
+}
+
+void manager_verify_disk(void *userdata, const char *device) {
+        Manager *m = userdata;
+        verify_disk(m, registry_get(&m->registry, device), false);
 }
 
 /* After a verify: something an apply would act on (a failed write whose backoff may have
@@ -57,7 +64,7 @@ static void manager_verify_all(Manager *m) {
                 if (!d->facts || !d->plan.manage || d->run.active)
                         continue;
                 n++;
-                manager_verify_disk(m, d->name);
+                verify_disk(m, d, true);
                 if (m->mode == MODE_AUTO && !d->run.active && verify_needs_apply(d, m->config.reassert)) {
                         applied++;
                         manager_apply(m, d);

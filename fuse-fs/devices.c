@@ -72,7 +72,7 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
         case NODE_APPLIED_KNOB:
                 if (n->arg < 0 || n->arg >= _KNOB_MAX)
                         return -ENOENT;
-                if (ctx->verify)
+                if (ctx->verify)        /* a look at the kernel: reads only (fuse-fs.h) */
                         ctx->verify(ctx->userdata, n->device);
                 d = registry_get(ctx->registry, n->device);
                 if (!d)

@@ -82,7 +82,14 @@ typedef struct FuseFsContext {
         int (*read_bpf_missed)(void *userdata, StatsBpfMissed *ret);
         /* A metrics rendering begins (begin) or ends: counters may be read in one go. NULL: none. */
         void (*scrape)(void *userdata, bool begin);
-        /* Re-read the knobs of device (no writes) so applied/ notices external changes. */
+        /*
+         * Look at device's knobs in the kernel again before applied/<knob> or applied/iosched
+         * renders, so the file shows what the kernel has now, also after someone else's change
+         * (no uevent comes for it). Reads only: a read never writes a kernel knob or the state
+         * directory. What it finds (a value changed externally, an original no longer blkmqd's
+         * to put back) is kept in memory; the periodic verify, the next apply or the stop acts
+         * on it and persists it (daemon/manager.c). NULL: applied/ shows the last verify's view.
+         */
         void (*verify)(void *userdata, const char *device);
         /* Kernel release and statistics providers, for /metrics' blkmqd_info. */
         const char *(*kernel_release)(void *userdata);

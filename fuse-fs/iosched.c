@@ -48,7 +48,7 @@ int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return 0;
         }
         case NODE_APPLIED_IOSCHED: {
-                if (ctx->verify)
+                if (ctx->verify)        /* a look at the kernel: reads only (fuse-fs.h) */
                         ctx->verify(ctx->userdata, n->device);
                 d = registry_get(ctx->registry, n->device);
                 if (!d)
