@@ -152,18 +152,16 @@ static const char * const knob_table[_KNOB_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(knob, Knob, knob_table, _KNOB_MAX, _KNOB_INVALID);
 
-static const char * const policy_file_table[_POLICY_FILE_MAX] = {
-        [KNOB_ELEVATOR]     = "elevator",
-        [KNOB_RQ_AFFINITY]  = "rq_affinity",
-        [KNOB_NR_REQUESTS]  = "nr_requests",
-        [KNOB_IRQ_AFFINITY] = "irq_affinity",
-        [KNOB_NIC_IRQ_AFFINITY] = "nic_irq_affinity",
-        [KNOB_XPS]          = "xps",
-        [KNOB_NR_IO_QUEUES] = "nr_io_queues",
-        [POLICY_FILE_ENABLED] = "enabled",
-};
+const char *policy_file_to_string(PolicyFile f) {
+        return f == POLICY_FILE_ENABLED ? "enabled" : knob_to_string((Knob) f);
+}
 
-DEFINE_STRING_TABLE_LOOKUP(policy_file, PolicyFile, policy_file_table, _POLICY_FILE_MAX, _POLICY_FILE_INVALID);
+PolicyFile policy_file_from_string(const char *s) {
+        if (streq_ptr(s, "enabled"))
+                return POLICY_FILE_ENABLED;
+        Knob k = knob_from_string(s);
+        return k < 0 ? _POLICY_FILE_INVALID : (PolicyFile) k;
+}
 
 static const char * const plan_outcome_table[_PLAN_OUTCOME_MAX] = {
         [PLAN_OUTCOME_NOTE]       = "note",
@@ -171,7 +169,7 @@ static const char * const plan_outcome_table[_PLAN_OUTCOME_MAX] = {
         [PLAN_OUTCOME_LEFT_ALONE] = "left-alone",
 };
 
-DEFINE_STRING_TABLE_LOOKUP(plan_outcome, PlanOutcome, plan_outcome_table, _PLAN_OUTCOME_MAX, _PLAN_OUTCOME_INVALID);
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(plan_outcome, PlanOutcome, plan_outcome_table, _PLAN_OUTCOME_MAX);
 
 static const char * const net_alignment_state_table[_NET_ALIGNMENT_MAX] = {
         [NET_ALIGNMENT_ALIGNED]        = "aligned",
@@ -181,8 +179,7 @@ static const char * const net_alignment_state_table[_NET_ALIGNMENT_MAX] = {
         [NET_ALIGNMENT_UNAVAILABLE]    = "unavailable",
 };
 
-DEFINE_STRING_TABLE_LOOKUP(net_alignment_state, NetAlignmentState, net_alignment_state_table, _NET_ALIGNMENT_MAX,
-                           _NET_ALIGNMENT_INVALID);
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(net_alignment_state, NetAlignmentState, net_alignment_state_table, _NET_ALIGNMENT_MAX);
 
 const char *net_alignment_state_to_label(NetAlignmentState s) {
         return s == NET_ALIGNMENT_NOT_APPLICABLE ? "not-applicable" : net_alignment_state_to_string(s);
@@ -410,8 +407,8 @@ static int explain_role(const DiskFacts *f, Plan *plan) {
         if (r < 0)
                 return r;
         if (!f->unknown[FACT_ZONED] && f->zoned != ZONED_NONE)
-                r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "zoned", "zoned=%s kernel=%s -> %s", zoned_to_string(f->zoned),
-                                 f->kernel_release ?: "unknown",
+                r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "zoned",
+                                 "zoned=%s kernel=%s -> %s", zoned_to_string(f->zoned), f->kernel_release ?: "unknown",
                                  disk_facts_zoned_needs_deadline(f, NULL) ?
                                  "zoned writes need mq-deadline before zone write plugging (6.10, dd291d77cc90)" :
                                  "zone write plugging (6.10, dd291d77cc90) orders zoned writes under any elevator");
@@ -423,8 +420,9 @@ static int explain_known_issue(const DiskFacts *f, const char *elevator, bool pl
         const char *rule = NULL, *issue = iosched_known_issue(elevator, f->kernel_release, &rule);
         if (!issue)
                 return 0;
-        return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, rule, "elevator=%s%s kernel=%s -> known issue: %s", elevator,
-                            planned ? " (planned)" : "", f->kernel_release, issue);
+        return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, rule,
+                            "elevator=%s%s kernel=%s -> known issue: %s", elevator, planned ? " (planned)" : "",
+                            f->kernel_release, issue);
 }
 
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,

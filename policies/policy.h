@@ -251,7 +251,6 @@ typedef enum PlanOutcome {
 
 /* "note", "planned", "left-alone"; NULL when out of range. */
 const char *plan_outcome_to_string(PlanOutcome o);
-PlanOutcome plan_outcome_from_string(const char *s);
 
 /* One decision of the policy, and the explain line that says it. */
 typedef struct PlanEntry {
@@ -277,7 +276,6 @@ typedef enum NetAlignmentState {
 
 /* As network/alignment starts its line: "aligned", "misaligned", "not applicable", "unknown", "unavailable". */
 const char *net_alignment_state_to_string(NetAlignmentState s);
-NetAlignmentState net_alignment_state_from_string(const char *s);
 /* As the blkmqd_net_alignment metric labels it: "not-applicable" for "not applicable", else the same. */
 const char *net_alignment_state_to_label(NetAlignmentState s);
 

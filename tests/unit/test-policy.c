@@ -85,7 +85,7 @@ static void check_entries(const char *disk, const Plan *p) {
                 if (e->rule ? (tl < strlen(suffix) || !streq(e->text + tl - strlen(suffix), suffix)) : !!strstr(e->text, "(rule "))
                         TAP_FAIL("%s: entry rule %s does not end its line: %s", disk, strna(e->rule), e->text);
                 tap_checks++;
-                if (e->outcome < 0 || e->outcome >= _PLAN_OUTCOME_MAX || e->knobs >= KNOB_BIT(_KNOB_MAX))
+                if (!plan_outcome_to_string(e->outcome) || e->knobs >= KNOB_BIT(_KNOB_MAX))
                         TAP_FAIL("%s: entry outcome %d knobs %#x out of range: %s", disk, e->outcome, e->knobs, e->text);
         }
         for (Knob k = 0; p->manage && k < _KNOB_MAX; k++) {
@@ -95,8 +95,8 @@ static void check_entries(const char *disk, const Plan *p) {
                         TAP_FAIL("%s: %s=%s planned, but its last deciding entry is %s", disk, knob_to_string(k),
                                  plan_get(p, k), e ? e->text : "(none)");
                 else if (!plan_get(p, k) && e && e->outcome == PLAN_OUTCOME_PLANNED)
-                        TAP_FAIL("%s: %s not planned, but its last deciding entry says planned: %s", disk,
-                                 knob_to_string(k), e->text);
+                        TAP_FAIL("%s: %s not planned, but its last deciding entry says %s: %s", disk,
+                                 knob_to_string(k), plan_outcome_to_string(e->outcome), e->text);
         }
 }
 
