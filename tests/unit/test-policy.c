@@ -8,6 +8,7 @@
 #include "policy.h"
 #include "strv.h"
 #include "tap.h"
+#include "test-plan.h"
 
 typedef struct Disk {
         const char *name;
@@ -66,39 +67,6 @@ static DiskFacts *make(const Disk *d) {
 
 static PolicyConfig config;
 
-/*
- * The fields of every plan entry agree with its line and with the plan: the line is
- * "<disk>: <body>[ (rule <rule>)]" with body pointing past "<disk>: "; a knob the plan
- * wants a value for has a deciding entry (planned), and the last deciding entry of a knob
- * says planned exactly when the plan has a value (issue 17: consumers read the fields).
- */
-static void check_entries(const char *disk, const Plan *p) {
-        PLAN_FOREACH_ENTRY(e, p) {
-                size_t nl = strlen(disk), tl = strlen(e->text);
-                tap_checks++;
-                if (!startswith(e->text, disk) || e->text[nl] != ':' || e->text[nl + 1] != ' ' || e->body != e->text + nl + 2)
-                        TAP_FAIL("%s: entry body does not follow \"<disk>: \": %s", disk, e->text);
-                _cleanup_free_ char *suffix = NULL;
-                if (e->rule && asprintf(&suffix, " (rule %s)", e->rule) < 0)
-                        abort();
-                tap_checks++;
-                if (e->rule ? (tl < strlen(suffix) || !streq(e->text + tl - strlen(suffix), suffix)) : !!strstr(e->text, "(rule "))
-                        TAP_FAIL("%s: entry rule %s does not end its line: %s", disk, strna(e->rule), e->text);
-                tap_checks++;
-                if (!plan_outcome_to_string(e->outcome) || e->knobs >= KNOB_BIT(_KNOB_MAX))
-                        TAP_FAIL("%s: entry outcome %d knobs %#x out of range: %s", disk, e->outcome, e->knobs, e->text);
-        }
-        for (Knob k = 0; p->manage && k < _KNOB_MAX; k++) {
-                const PlanEntry *e = plan_decision(p, k);
-                tap_checks++;
-                if (plan_get(p, k) && (!e || e->outcome != PLAN_OUTCOME_PLANNED))
-                        TAP_FAIL("%s: %s=%s planned, but its last deciding entry is %s", disk, knob_to_string(k),
-                                 plan_get(p, k), e ? e->text : "(none)");
-                else if (!plan_get(p, k) && e && e->outcome == PLAN_OUTCOME_PLANNED)
-                        TAP_FAIL("%s: %s not planned, but its last deciding entry says %s: %s", disk,
-                                 knob_to_string(k), plan_outcome_to_string(e->outcome), e->text);
-        }
-}
 
 /* Evaluate with the shipped defaults; check class, manage and the planned elevator (NULL = none). */
 static void eval(const Disk *d, const PolicyOverrides *o, DiskClass cls, bool manage, const char *elevator, Plan *ret) {
@@ -124,7 +92,7 @@ static void eval(const Disk *d, const PolicyOverrides *o, DiskClass cls, bool ma
         /* the explanation always starts with the classification line */
         CHECK(p.n_entries >= 1);
         CHECK(p.n_entries >= 1 && startswith(p.entries[0].text, d->name));
-        check_entries(d->name, &p);
+        test_check_plan_entries(d->name, &p);
         if (ret)
                 *ret = p;
         else
