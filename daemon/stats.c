@@ -17,29 +17,45 @@
 #include "stats.h"
 #include "stats-bpf.h"
 
-static const struct {
-        const char *name, *help;
-        bool counter;
-} stat_table[_STAT_MAX] = {
-        [STAT_RUNS]             = { "runs", "hctx dispatch runs (blk_mq_sched_dispatch_requests)", true },
-        [STAT_DISPATCHED]       = { "dispatched", "requests issued to the driver (block_rq_issue)", true },
-        [STAT_DISPATCH_BATCHES] = { "dispatch_batches", "blk_mq_dispatch_rq_list calls (debugfs dispatched histogram)", true },
-        [STAT_QUEUED]           = { "queued", "requests allocated on this hctx (debugfs queued)", true },
-        [STAT_COMPLETED_LOCAL]  = { "completed_local", "requests completed on the submitting CPU", true },
-        [STAT_COMPLETED_REMOTE] = { "completed_remote", "requests completed on another CPU than the submitter", true },
-        [STAT_IRQ_COUNT]        = { "irq_count", "interrupts of the queue vector serving this hctx", true },
-        [STAT_ACTIVE]           = { "active", "requests active on a shared tag set (debugfs active)", false },
-        [STAT_TAGS_BUSY]        = { "tags_busy", "driver tags in use (debugfs tags busy=)", false },
-        [STAT_SCHED_TAGS_BUSY]  = { "sched_tags_busy", "elevator tags in use (debugfs sched_tags busy=)", false },
-        [STAT_DISPATCH_BUSY]    = { "dispatch_busy", "dispatch busy EWMA (debugfs dispatch_busy)", false },
-        [STAT_CTX_DISPATCHED]   = { "ctx_dispatched", "requests allocated on the hctx's software queues (debugfs cpuN/dispatched)", true },
-        [STAT_CTX_COMPLETED]    = { "ctx_completed", "requests freed, counted on the submitting software queue (debugfs cpuN/completed)", true },
-        [STAT_CTX_MERGED]       = { "ctx_merged", "bio merges into the software queues (debugfs cpuN/merged)", true },
+static const char * const stat_id_table[_STAT_MAX] = {
+        [STAT_RUNS]             = "runs",
+        [STAT_DISPATCHED]       = "dispatched",
+        [STAT_DISPATCH_BATCHES] = "dispatch_batches",
+        [STAT_QUEUED]           = "queued",
+        [STAT_COMPLETED_LOCAL]  = "completed_local",
+        [STAT_COMPLETED_REMOTE] = "completed_remote",
+        [STAT_IRQ_COUNT]        = "irq_count",
+        [STAT_ACTIVE]           = "active",
+        [STAT_TAGS_BUSY]        = "tags_busy",
+        [STAT_SCHED_TAGS_BUSY]  = "sched_tags_busy",
+        [STAT_DISPATCH_BUSY]    = "dispatch_busy",
+        [STAT_CTX_DISPATCHED]   = "ctx_dispatched",
+        [STAT_CTX_COMPLETED]    = "ctx_completed",
+        [STAT_CTX_MERGED]       = "ctx_merged",
 };
 
-const char *stat_id_to_string(StatId s) {
-        return s >= 0 && s < _STAT_MAX ? stat_table[s].name : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP(stat_id, StatId, stat_id_table, _STAT_MAX, _STAT_INVALID);
+
+/* The rest of each counter's row: its help text (metrics HELP) and whether it only grows. */
+static const struct {
+        const char *help;
+        bool counter;
+} stat_table[_STAT_MAX] = {
+        [STAT_RUNS]             = { "hctx dispatch runs (blk_mq_sched_dispatch_requests)", true },
+        [STAT_DISPATCHED]       = { "requests issued to the driver (block_rq_issue)", true },
+        [STAT_DISPATCH_BATCHES] = { "blk_mq_dispatch_rq_list calls (debugfs dispatched histogram)", true },
+        [STAT_QUEUED]           = { "requests allocated on this hctx (debugfs queued)", true },
+        [STAT_COMPLETED_LOCAL]  = { "requests completed on the submitting CPU", true },
+        [STAT_COMPLETED_REMOTE] = { "requests completed on another CPU than the submitter", true },
+        [STAT_IRQ_COUNT]        = { "interrupts of the queue vector serving this hctx", true },
+        [STAT_ACTIVE]           = { "requests active on a shared tag set (debugfs active)", false },
+        [STAT_TAGS_BUSY]        = { "driver tags in use (debugfs tags busy=)", false },
+        [STAT_SCHED_TAGS_BUSY]  = { "elevator tags in use (debugfs sched_tags busy=)", false },
+        [STAT_DISPATCH_BUSY]    = { "dispatch busy EWMA (debugfs dispatch_busy)", false },
+        [STAT_CTX_DISPATCHED]   = { "requests allocated on the hctx's software queues (debugfs cpuN/dispatched)", true },
+        [STAT_CTX_COMPLETED]    = { "requests freed, counted on the submitting software queue (debugfs cpuN/completed)", true },
+        [STAT_CTX_MERGED]       = { "bio merges into the software queues (debugfs cpuN/merged)", true },
+};
 
 bool stat_id_is_counter(StatId s) {
         return s >= 0 && s < _STAT_MAX && stat_table[s].counter;

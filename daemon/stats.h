@@ -54,6 +54,8 @@ typedef enum StatId {
 
 /* File name ("completed_local"); NULL when out of range. */
 const char *stat_id_to_string(StatId s);
+/* The StatId named s, or _STAT_INVALID (unknown name, NULL). */
+StatId stat_id_from_string(const char *s);
 /* True for monotonic counters (they get a _rate file and a Prometheus _total). */
 bool stat_id_is_counter(StatId s);
 /* Prometheus HELP text. */

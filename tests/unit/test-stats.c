@@ -654,12 +654,33 @@ static void test_known_bugs(void) {
         CHECK_INT(debugfs_dispatched_parse("       0\t123\n       1\t4567\n", &n), -EINVAL);
 }
 
+/* StatId <-> file name (DEFINE_STRING_TABLE_LOOKUP): every id named, names distinct, exact match. */
+static void test_stat_id_names(void) {
+        for (StatId i = 0; i < _STAT_MAX; i++) {
+                const char *n = stat_id_to_string(i);
+                CHECK(n != NULL);
+                if (!n)
+                        continue;
+                CHECK_INT(stat_id_from_string(n), i);
+                CHECK(stat_id_help(i) != NULL);
+        }
+        CHECK_STR(stat_id_to_string(STAT_COMPLETED_REMOTE), "completed_remote");
+        CHECK(stat_id_is_counter(STAT_RUNS) && !stat_id_is_counter(STAT_DISPATCH_BUSY));
+        CHECK_NULL(stat_id_to_string(_STAT_MAX));
+        CHECK_NULL(stat_id_to_string(_STAT_INVALID));
+        CHECK_INT(stat_id_from_string("completed_remote_rate"), _STAT_INVALID);
+        CHECK_INT(stat_id_from_string("Runs"), _STAT_INVALID);
+        CHECK_INT(stat_id_from_string(""), _STAT_INVALID);
+        CHECK_INT(stat_id_from_string(NULL), _STAT_INVALID);
+}
+
 int main(int argc, char *argv[]) {
         if (argc > 1 && streq(argv[1], "--known-bugs")) {
                 test_known_bugs();
                 return tap_finish("test-stats --known-bugs");
         }
         fixtures = argc > 1 ? argv[1] : "tests/fixtures";
+        test_stat_id_names();
         test_rates();
         test_disk_stat();
         test_tags();
