@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,22 +13,6 @@
 
 bool apply_net_knob(Knob k) {
         return k == KNOB_NIC_IRQ_AFFINITY || k == KNOB_XPS || k == KNOB_NR_IO_QUEUES;
-}
-
-static void set_state(Applied *a, ApplyState state, int error, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void set_state(Applied *a, ApplyState state, int error, const char *fmt, ...) {
-        char *s = NULL;
-        if (fmt) {
-                va_list ap;
-                va_start(ap, fmt);
-                if (vasprintf(&s, fmt, ap) < 0)
-                        s = NULL;
-                va_end(ap);
-        }
-        free(a->message);
-        a->message = s;
-        a->state = state;
-        a->error = state == APPLY_ERROR || state == APPLY_UNSUPPORTED ? error : 0;
 }
 
 /* One item "<id>:<cpulist>": where it lives and how it is written. */
@@ -200,7 +183,7 @@ static int propose_nr_io_queues(Device *d, const ApplyOptions *o) {
 
         if (!wanted || !n) {
                 a->value = mfree_str(a->value);
-                set_state(a, APPLY_UNMANAGED, 0, NULL);
+                applied_set(a, APPLY_UNMANAGED, 0, NULL);
                 return 0;
         }
         if (o->verify_only)
@@ -211,7 +194,7 @@ static int propose_nr_io_queues(Device *d, const ApplyOptions *o) {
                 log_device_info(d->name, "%snr_io_queues %s for the next connect of %s (now %lld I/O queues): pending-reconnect; "
                                 "a live controller is never disconnected", o->dry_run ? "dry-run: would propose " : "",
                                 wanted, strna(n->controller), (long long) n->nr_io_queues);
-        set_state(a, o->dry_run ? APPLY_DRY_RUN : APPLY_PENDING_RECONNECT, 0,
+        applied_set(a, o->dry_run ? APPLY_DRY_RUN : APPLY_PENDING_RECONNECT, 0,
                   "%snr_io_queues=%s at the next connect of %s (now %lld I/O queues): nvme connect -t %s -a %s -s %s "
                   "--nr-io-queues=%s, or \"nr-io-queues\" for this port in nvme-cli's /etc/nvme/config.json; "
                   "blkmqd never disconnects a live controller",
@@ -226,13 +209,13 @@ static int no_wish(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob
         if (!a->original) {
                 a->value = mfree_str(a->value);
                 if (a->state != APPLY_UNMANAGED || a->message)
-                        set_state(a, APPLY_UNMANAGED, 0, NULL);
+                        applied_set(a, APPLY_UNMANAGED, 0, NULL);
                 return 0;
         }
         if (o->verify_only)
                 return 0;
         if (o->dry_run) {
-                set_state(a, APPLY_DRY_RUN, 0, "would put back %s, the value before blkmqd changed it", a->original);
+                applied_set(a, APPLY_DRY_RUN, 0, "would put back %s, the value before blkmqd changed it", a->original);
                 return 0;
         }
         return apply_net_restore_decide(h, d, k, ret_job);
@@ -257,14 +240,14 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
 
         r = items_parse(k, wanted, &items, &n);
         if (r < 0) {
-                set_state(a, APPLY_ERROR, r, "malformed plan %s", wanted);
+                applied_set(a, APPLY_ERROR, r, "malformed plan %s", wanted);
                 return r == -ENOMEM ? r : 0;
         }
         r = read_composite(h, items, n, &current, &failed);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                set_state(a, APPLY_ERROR, r, "cannot read %s: %s", failed >= 0 ? items[failed].path : "?",
+                applied_set(a, APPLY_ERROR, r, "cannot read %s: %s", failed >= 0 ? items[failed].path : "?",
                           strerrorname_np(-r) ?: "error");
                 return 0;
         }
@@ -283,7 +266,7 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                 if (transition)
                         log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)",
                                           knob, current, wanted);
-                set_state(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; what changed is no longer blkmqd's to restore)",
+                applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; what changed is no longer blkmqd's to restore)",
                           current, wanted);
                 /* the items someone else changed are theirs now; the others keep their original */
                 _cleanup_free_ Item *orig = NULL;
@@ -313,14 +296,14 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                 bool dropped = a->original && streq(a->original, wanted);
                 if (dropped)
                         a->original = mfree_str(a->original);
-                set_state(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
                 free_and_strdup(&a->value, wanted);
                 return dropped;
         }
         if (o->dry_run) {
                 if (a->state != APPLY_DRY_RUN || !streq_ptr(a->value, wanted))
                         log_device_info(d->name, "dry-run: would set %s %s -> %s", knob, current, wanted);
-                set_state(a, APPLY_DRY_RUN, 0, "would write %s (now %s)", wanted, current);
+                applied_set(a, APPLY_DRY_RUN, 0, "would write %s (now %s)", wanted, current);
                 free_and_strdup(&a->value, wanted);
                 return 0;
         }
@@ -348,7 +331,7 @@ int apply_net_restore_decide(HostFs *h, Device *d, Knob k, WriteJob **ret_job) {
         if (k == KNOB_NR_IO_QUEUES || !a->original) {
                 if (k == KNOB_NR_IO_QUEUES && d->run.restore) {
                         a->value = mfree_str(a->value);
-                        set_state(a, APPLY_UNMANAGED, 0, NULL);
+                        applied_set(a, APPLY_UNMANAGED, 0, NULL);
                 }
                 return 0;
         }
@@ -392,7 +375,7 @@ int apply_net_restore_decide(HostFs *h, Device *d, Knob k, WriteJob **ret_job) {
         if (n_todo == 0) {
                 a->original = mfree_str(a->original);
                 a->value = mfree_str(a->value);
-                set_state(a, APPLY_UNMANAGED, 0, theirs ? "changed externally: not blkmqd's to put back" : NULL);
+                applied_set(a, APPLY_UNMANAGED, 0, theirs ? "changed externally: not blkmqd's to put back" : NULL);
                 return 0;
         }
         /* only the items written back stay the original (a failed write keeps them for the next restore) */
@@ -446,7 +429,7 @@ int apply_net_finish(HostFs *h, Device *d, Knob k, const WriteJob *j, bool resto
         if (restore) {
                 if (first_error) {
                         log_device_warning_errno(d->name, first_error, "Failed to restore %s %s: %s", knob, strna(a->original), strna(failed));
-                        set_state(a, APPLY_ERROR, first_error, "restoring %s: %s", strna(a->original), strna(failed));
+                        applied_set(a, APPLY_ERROR, first_error, "restoring %s: %s", strna(a->original), strna(failed));
                         if (d->run.error >= 0)
                                 d->run.error = first_error;
                         d->run.failed++;
@@ -455,7 +438,7 @@ int apply_net_finish(HostFs *h, Device *d, Knob k, const WriteJob *j, bool resto
                 log_device_info(d->name, "%s restored to %s", knob, strna(a->original));
                 a->original = mfree_str(a->original);
                 a->value = mfree_str(a->value);
-                set_state(a, APPLY_UNMANAGED, 0, d->run.restore ? NULL : "put back: the value before blkmqd changed it");
+                applied_set(a, APPLY_UNMANAGED, 0, d->run.restore ? NULL : "put back: the value before blkmqd changed it");
                 return 1;
         }
         if (first_error) {
@@ -465,14 +448,14 @@ int apply_net_finish(HostFs *h, Device *d, Knob k, const WriteJob *j, bool resto
                         a->original = mfree_str(a->original);    /* nothing changed */
                         dropped = true;
                 }
-                set_state(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, first_error, "%s%s", strna(failed),
+                applied_set(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, first_error, "%s%s", strna(failed),
                           k == KNOB_NIC_IRQ_AFFINITY && (first_error == -EIO || first_error == -EPERM) ?
                           " (a kernel-managed vector refuses user affinity)" : "");
                 log_device_warning_errno(d->name, first_error, "Failed to set %s %s: %s%s", knob, strna(a->value), strna(failed),
                                          c == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : ", will retry");
                 return written || dropped;
         }
-        set_state(a, APPLY_OK, 0, NULL);
+        applied_set(a, APPLY_OK, 0, NULL);
         log_device_info(d->name, "%s -> %s (was %s)", knob, strna(a->value), strna(a->original));
         return written ? written : 1;
 }

@@ -62,27 +62,6 @@ WriteErrorClass apply_classify_error(int error) {
         }
 }
 
-/*
- * Every change of an Applied's state goes through here, so state, error and message always
- * agree: error is 0 unless the state is a failure, message is the given text or NULL (an
- * "ok" after an error does not keep the error's text). value and original are not touched.
- */
-static void applied_set(Applied *a, ApplyState state, int error, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void applied_set(Applied *a, ApplyState state, int error, const char *fmt, ...) {
-        char *s = NULL;
-        if (fmt) {
-                va_list ap;
-                va_start(ap, fmt);
-                if (vasprintf(&s, fmt, ap) < 0)
-                        s = NULL;
-                va_end(ap);
-        }
-        free(a->message);
-        a->message = s;
-        a->state = state;
-        a->error = IN_SET_FAILED(state) ? error : 0;
-}
-
 /* A queue knob's value from the text of its sysfs file (elevator: the bracketed name). */
 static int parse_knob(Knob k, const char *text, char **ret) {
         if (k != KNOB_ELEVATOR) {

@@ -12,6 +12,7 @@
 #include "device.h"
 #include "interrupts.h"
 #include "macro.h"
+#include "memstream.h"
 #include "net.h"
 #include "parse.h"
 #include "policy.h"
@@ -1344,14 +1345,11 @@ static char *read_attr(HostFs *h, const char *disk, const char *rel) {
 static int set_multipath(DiskFacts *f, Multipath m, const char *of, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int set_multipath(DiskFacts *f, Multipath m, const char *of, const char *fmt, ...) {
         va_list ap;
-        char *s = NULL;
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        int r = free_and_vasprintf(&f->multipath_source, fmt, ap);
         va_end(ap);
         if (r < 0)
-                return -ENOMEM;
-        free(f->multipath_source);
-        f->multipath_source = s;
+                return r;
         f->multipath = m;
         return free_and_strdup(&f->multipath_of, of);
 }
@@ -1632,11 +1630,9 @@ static char *iosched_signature(const DiskFacts *f) {
         fprintf(m, "%s|%" PRIu64 "|%s", strempty(f->iosched_elevator), f->iosched_ino, strempty(f->iosched_unknown));
         for (size_t i = 0; i < f->n_iosched; i++)
                 fprintf(m, "|%s=%s", f->iosched[i].name, f->iosched[i].value ?: "?");
-        if (fclose(m) != 0) {
-                free(s);
-                return NULL;
-        }
-        return s;
+        char *text = NULL;
+        (void) memstream_finish(m, &s, &text);
+        return text;
 }
 
 int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {

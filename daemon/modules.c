@@ -128,15 +128,10 @@ static ModuleParam *param_get_or_add(Modules *m, const char *module, const char 
 static int set_note(ModuleParam *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int set_note(ModuleParam *p, const char *fmt, ...) {
         va_list ap;
-        char *s;
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        int r = free_and_vasprintf(&p->note, fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        free(p->note);
-        p->note = s;
-        return 0;
+        return r;
 }
 
 /* Collect wishes: one entry per (module, param); disagreeing disks -> conflict. */

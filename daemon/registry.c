@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,21 @@ void applied_done(Applied *a) {
         free(a->value);
         free(a->message);
         *a = (Applied) {};
+}
+
+void applied_set(Applied *a, ApplyState state, int error, const char *fmt, ...) {
+        char *s = NULL;
+        if (fmt) {
+                va_list ap;
+                va_start(ap, fmt);
+                if (vasprintf(&s, fmt, ap) < 0)
+                        s = NULL;
+                va_end(ap);
+        }
+        free(a->message);
+        a->message = s;
+        a->state = state;
+        a->error = state == APPLY_ERROR || state == APPLY_UNSUPPORTED ? error : 0;
 }
 
 static Device *device_free(Device *d) {

@@ -56,6 +56,14 @@ typedef struct Applied {
 
 void applied_done(Applied *a);
 
+/*
+ * Every change of an Applied's state goes through here, so state, error and message always
+ * agree: error (-errno) is kept only for APPLY_ERROR and APPLY_UNSUPPORTED, 0 otherwise;
+ * message is the formatted text, or NULL when fmt is NULL or out of memory (an "ok" after
+ * an error does not keep the error's text). value and original are not touched.
+ */
+void applied_set(Applied *a, ApplyState state, int error, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Per-vector state of irq_affinity. */
 typedef struct IrqApplied {
         unsigned irq;

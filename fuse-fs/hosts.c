@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "macro.h"
+#include "memstream.h"
 #include "render.h"
 
 static const char * const host_attr_table[_HOST_ATTR_MAX] = {
@@ -94,10 +95,5 @@ int render_host(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return -ENOENT;
         }
         fputc('\n', out);
-        if (fclose(out) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret = buf;
-        return 0;
+        return memstream_finish(out, &buf, ret);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "memstream.h"
 #include "render.h"
 
 int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret) {
@@ -40,12 +41,7 @@ int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret) {
                         }
                 if (!any)
                         fputs("keep\n", m);
-                if (fclose(m) != 0) {
-                        free(s);
-                        return -ENOMEM;
-                }
-                *ret = s;
-                return 0;
+                return memstream_finish(m, &s, ret);
         }
         case NODE_APPLIED_IOSCHED: {
                 if (ctx->verify)        /* a look at the kernel: reads only (fuse-fs.h) */
@@ -75,12 +71,7 @@ int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret) {
                 }
                 if (!any)
                         fputs("unmanaged\n", m);
-                if (fclose(m) != 0) {
-                        free(s);
-                        return -ENOMEM;
-                }
-                *ret = s;
-                return 0;
+                return memstream_finish(m, &s, ret);
         }
         default:
                 return -EISDIR;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "macro.h"
+#include "memstream.h"
 #include "render.h"
 
 void hctx_reading_done(HctxReading *r) {
@@ -86,12 +87,7 @@ static int render_disk_stat(const FuseFsContext *ctx, const Node *n, char **ret)
                 fprintf(f, "rate_window_sec %.3f\n", rates.window_sec);
         else
                 fputs("rate_window_sec unavailable: rates need an earlier read at least 0.2 s before\n", f);
-        if (fclose(f) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret = buf;
-        return 0;
+        return memstream_finish(f, &buf, ret);
 }
 
 /* "hctx3 completed 411218 remote 38777 9.43%" per hctx: the form of the blk-mq list's patch. */
@@ -122,12 +118,7 @@ static int render_completions(const FuseFsContext *ctx, const Node *n, char **re
                 else
                         fprintf(f, "hctx%u completed 0 remote 0 -\n", d->facts->hctx[i].index);
         }
-        if (fclose(f) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret = buf;
-        return 0;
+        return memstream_finish(f, &buf, ret);
 }
 
 /*
@@ -179,12 +170,7 @@ static int render_stats_source(const FuseFsContext *ctx, const Node *n, char **r
         }
         if (any_bpf)
                 put_bpf_missed(ctx, f);
-        if (fclose(f) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret = buf;
-        return 0;
+        return memstream_finish(f, &buf, ret);
 }
 
 int render_stats(const FuseFsContext *ctx, const Node *n, char **ret) {
@@ -219,10 +205,5 @@ int render_block_softirqs(const FuseFsContext *ctx, char **ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < MIN(n, (size_t) SOFTIRQ_CPUS_MAX); i++)
                 fprintf(f, "cpu%zu %" PRIu64 "\n", i, counts[i]);
-        if (fclose(f) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret = buf;
-        return 0;
+        return memstream_finish(f, &buf, ret);
 }

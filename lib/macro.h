@@ -7,7 +7,9 @@
  */
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -121,6 +123,25 @@ static inline int free_and_strdup(char **p, const char *s) {
         free(*p);
         *p = t;
         return 0;
+}
+
+/* Replace *p with the text fmt formats (vasprintf). Returns 0, or -ENOMEM with *p unchanged. */
+static inline int free_and_vasprintf(char **p, const char *fmt, va_list ap) {
+        char *t;
+        if (vasprintf(&t, fmt, ap) < 0)
+                return -ENOMEM;
+        free(*p);
+        *p = t;
+        return 0;
+}
+
+static inline int free_and_asprintf(char **p, const char *fmt, ...) _printf_(2, 3);
+static inline int free_and_asprintf(char **p, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = free_and_vasprintf(p, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 /* Negative errno from a libc call that returns -1 and sets errno. */

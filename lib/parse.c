@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "memstream.h"
 #include "parse.h"
 #include "strv.h"
 
@@ -210,11 +211,9 @@ char *cpuset_format(const CpuSet *s) {
                 first = false;
                 c = e;
         }
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        char *text = NULL;
+        (void) memstream_finish(f, &buf, &text);
+        return text;
 }
 
 int cpuset_parse_mask(const char *s, CpuSet *ret) {

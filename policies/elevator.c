@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "macro.h"
+#include "memstream.h"
 #include "policy-internal.h"
 #include "strv.h"
 
@@ -80,11 +81,9 @@ static char *available_list(const DiskFacts *f) {
                         fprintf(out, "%s%s(%s)", sep, *e, src == ELEVATOR_BUILTIN ? "built in" : "module");
                         sep = ",";
                 }
-        if (fclose(out) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        char *text = NULL;
+        (void) memstream_finish(out, &buf, &text);
+        return text;
 }
 
 /* plan->elevator = name. Returns 0 or -ENOMEM. */

@@ -8,6 +8,7 @@
 
 #include "facts.h"
 #include "macro.h"
+#include "memstream.h"
 #include "strv.h"
 
 static const char * const fact_table[_FACT_MAX] = {
@@ -137,17 +138,12 @@ const IoschedValue *disk_facts_iosched(const DiskFacts *f, const char *name) {
 }
 
 int disk_facts_set_unknown(DiskFacts *f, Fact fact, const char *fmt, ...) {
-        char *s;
         va_list ap;
 
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        int r = free_and_vasprintf(&f->unknown[fact], fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        free(f->unknown[fact]);
-        f->unknown[fact] = s;
-        return 0;
+        return r;
 }
 
 static int render_irqs(const DiskFacts *f, FILE *out) {
@@ -283,12 +279,7 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                 }
         fputc('\n', out);
 
-        if (fclose(out) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret = buf;
-        return 0;
+        return memstream_finish(out, &buf, ret);
 }
 
 /* Leading decimal digits of *p as unsigned (no sign, no blanks, no overflow); advances *p. */

@@ -108,16 +108,14 @@ static int set_alignment(Plan *plan, NetAlignmentState state, const char *fmt, .
 static int set_alignment(Plan *plan, NetAlignmentState state, const char *fmt, ...) {
         _cleanup_free_ char *why = NULL;
         va_list ap;
-        char *s;
         va_start(ap, fmt);
         int r = vasprintf(&why, fmt, ap);
         va_end(ap);
         if (r < 0)
                 return -ENOMEM;
-        if (asprintf(&s, "%s: %s", net_alignment_state_to_string(state), why) < 0)
-                return -ENOMEM;
-        free(plan->net_alignment);
-        plan->net_alignment = s;
+        r = free_and_asprintf(&plan->net_alignment, "%s: %s", net_alignment_state_to_string(state), why);
+        if (r < 0)
+                return r;
         plan->net_alignment_state = state;
         return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "facts.h"
 #include "macro.h"
+#include "memstream.h"
 #include "net-facts.h"
 #include "strv.h"
 
@@ -106,21 +107,12 @@ NetFacts *net_facts_free(NetFacts *n) {
         return NULL;
 }
 
-static int set_reason(char **slot, const char *fmt, va_list ap) {
-        char *s;
-        if (vasprintf(&s, fmt, ap) < 0)
-                return -ENOMEM;
-        free(*slot);
-        *slot = s;
-        return 0;
-}
-
 int net_facts_set_unknown(NetFacts *n, NetFact f, const char *fmt, ...) {
         va_list ap;
         if (f < 0 || f >= _NET_FACT_MAX)
                 return -EINVAL;
         va_start(ap, fmt);
-        int r = set_reason(&n->unknown[f], fmt, ap);
+        int r = free_and_vasprintf(&n->unknown[f], fmt, ap);
         va_end(ap);
         return r;
 }
@@ -130,7 +122,7 @@ int nic_facts_set_unknown(NicFacts *n, NicFact f, const char *fmt, ...) {
         if (f < 0 || f >= _NIC_FACT_MAX)
                 return -EINVAL;
         va_start(ap, fmt);
-        int r = set_reason(&n->unknown[f], fmt, ap);
+        int r = free_and_vasprintf(&n->unknown[f], fmt, ap);
         va_end(ap);
         return r;
 }
@@ -262,12 +254,7 @@ int nic_facts_render(const NicFacts *n, NicFact f, char **ret) {
                         break;
                 }
         fputc('\n', out);
-        if (fclose(out) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret = buf;
-        return 0;
+        return memstream_finish(out, &buf, ret);
 }
 
 int net_facts_render(const NetFacts *n, NetFact f, char **ret) {
@@ -312,12 +299,7 @@ int net_facts_render(const NetFacts *n, NetFact f, char **ret) {
                         break;
                 }
         fputc('\n', out);
-        if (fclose(out) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret = buf;
-        return 0;
+        return memstream_finish(out, &buf, ret);
 }
 
 int nic_irq_queue_from_name(const char *name, NicQueueDir *ret_dir) {
