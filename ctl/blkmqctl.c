@@ -580,9 +580,10 @@ static void json_dir_object(const char *disk, const char *sub) {
         FREE_STRV(names, n);
 }
 
-/* The DISK argument of a one-disk command: usage, daemon running, disk present. 0 or an exit code. */
-static int disk_argument(int argc, char **argv, const char *usage) {
-        if (argc != 2) {
+/* The DISK argument (argv[1]) of a disk command taking min_argc..max_argc words: usage, daemon
+ * running, disk present. 0 or an exit code. */
+static int disk_arguments(int argc, char **argv, int min_argc, int max_argc, const char *usage) {
+        if (argc < min_argc || argc > max_argc) {
                 err("Usage: blkmqctl %s", usage);
                 return EXIT_USAGE;
         }
@@ -593,7 +594,7 @@ static int disk_argument(int argc, char **argv, const char *usage) {
 }
 
 static int cmd_explain(int argc, char **argv) {
-        int r = disk_argument(argc, argv, "explain DISK");
+        int r = disk_arguments(argc, argv, 2, 2, "explain DISK");
         if (r != 0)
                 return r;
         const char *disk = argv[1];
@@ -820,7 +821,7 @@ static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt,
 }
 
 static int cmd_watch(int argc, char **argv) {
-        int r = disk_argument(argc, argv, "watch DISK");
+        int r = disk_arguments(argc, argv, 2, 2, "watch DISK");
         if (r != 0)
                 return r;
         const char *disk = argv[1];
@@ -939,15 +940,9 @@ static int write_policy(const char *disk, const char *knob, const char *value) {
 }
 
 static int cmd_set(int argc, char **argv) {
-        if (argc != 4) {
-                err("Usage: blkmqctl set DISK KNOB VALUE");
-                return EXIT_USAGE;
-        }
-        int r = check_running();
-        if (r == 0)
-                r = check_disk(argv[1]);
-        if (r < 0)
-                return -r;
+        int r = disk_arguments(argc, argv, 4, 4, "set DISK KNOB VALUE");
+        if (r != 0)
+                return r;
         r = write_policy(argv[1], argv[2], argv[3]);
         if (r == EXIT_OK) {
                 char *applied = read_dev(argv[1], "applied", argv[2], NULL);
@@ -958,15 +953,9 @@ static int cmd_set(int argc, char **argv) {
 }
 
 static int cmd_reset(int argc, char **argv) {
-        if (argc != 2 && argc != 3) {
-                err("Usage: blkmqctl reset DISK [KNOB]");
-                return EXIT_USAGE;
-        }
-        int r = check_running();
-        if (r == 0)
-                r = check_disk(argv[1]);
-        if (r < 0)
-                return -r;
+        int r = disk_arguments(argc, argv, 2, 3, "reset DISK [KNOB]");
+        if (r != 0)
+                return r;
         if (argc == 3)
                 return write_policy(argv[1], argv[2], "auto");
 
