@@ -6,11 +6,16 @@
  *
  *   test_read_file(path), test_read_file_at(root, rel)    a whole file as a string (NULL: cannot open)
  *   test_write_file_at(root, rel, content)                 write (truncate) a file: 0 or -errno
+ *   test_put_at(root, rel, content)                        the same, its parent directories made first
+ *   test_symlink_at(root, rel, target)                     a symlink, parents made, an old entry replaced
+ *   test_put(root, rel, content), test_symlink(...)        the two above as set-up steps: TAP_FAIL on error
  *   test_run(argv)                                         fork/exec/wait: 0 on exit status 0
  *   test_mkdir_p(path, mode)                               mkdir -p without a process
  *   test_restore_tree(root)                                empty directories and modes from TREE
  *   test_copy_fixture(dir)                                 a copy in /tmp/blkmqd-fixture-XXXXXX
  *   test_remove_tree(dir)                                  rm -rf, only below /tmp/blkmqd-fixture-
+ *   test_write_at(dirfd, path, text)                       one write() to an existing file: 1 or -errno
+ *   test_read_scheduler_at(dirfd, path, value, ...)        queue/scheduler's names and the wanted one
  *   test_write_scheduler_at(dirfd, path, names, want)      queue/scheduler as the kernel shows it
  *                                                          after switching to want: 1 or -errno
  */
@@ -26,6 +31,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "parse.h"
 #include "strv.h"
 #include "tap.h"
 
@@ -164,6 +170,80 @@ static inline char *test_copy_fixture(const char *dir) {
         return strdup(tmpl);
 }
 
+/* root/rel's parent directories (0755): 0 or -errno. */
+static inline int test_mkdir_parent_at(const char *root, const char *rel) {
+        char dir[PATH_MAX + 64];
+        snprintf(dir, sizeof(dir), "%s/%s", root, rel);
+        *strrchr(dir, '/') = 0;
+        return test_mkdir_p(dir, 0755);
+}
+
+static inline int test_put_at(const char *root, const char *rel, const char *content) {
+        int r = test_mkdir_parent_at(root, rel);
+        return r < 0 ? r : test_write_file_at(root, rel, content);
+}
+
+/* root/rel -> target (a relative target counts from rel's directory, as sysfs links do). */
+static inline int test_symlink_at(const char *root, const char *rel, const char *target) {
+        char path[PATH_MAX + 64];
+        int r = test_mkdir_parent_at(root, rel);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        (void) unlink(path);
+        return symlink(target, path) < 0 ? -errno : 0;
+}
+
+/* Set-up edits of a fixture copy (not blkmqd writes): a failure is a failed check. */
+static inline void test_put(const char *root, const char *rel, const char *content) {
+        int r = test_put_at(root, rel, content);
+        if (r < 0)
+                TAP_FAIL("cannot write %s/%s: %s", root, rel, strerror(-r));
+}
+
+static inline void test_symlink(const char *root, const char *rel, const char *target) {
+        int r = test_symlink_at(root, rel, target);
+        if (r < 0)
+                TAP_FAIL("symlink %s/%s -> %s: %s", root, rel, target, strerror(-r));
+}
+
+/* text to path below dirfd in one write(), truncating, never creating (as hostfs writes). */
+static inline int test_write_at(int dirfd, const char *path, const char *text) {
+        int fd = openat(dirfd, path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, text, strlen(text));
+        close(fd);
+        return n == (ssize_t) strlen(text) ? 1 : -EIO;
+}
+
+/*
+ * For the fixture hooks that emulate a scheduler switch: the names queue/scheduler (path below
+ * dirfd) lists and the one value asks for (up to its newline). Returns 0, -EINVAL when the file
+ * does not parse or takes no elevator (no brackets), -errno.
+ */
+static inline int test_read_scheduler_at(int dirfd, const char *path, const char *value, char ***ret_names, char **ret_want) {
+        char buf[512] = {};
+        int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n < 0)
+                return -EIO;
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *cur = NULL;
+        bool configurable;
+        if (parse_scheduler(buf, &names, &cur, &configurable) < 0 || !configurable)
+                return -EINVAL;
+        char *want = strndup(value, strcspn(value, "\n"));
+        if (!want)
+                return -ENOMEM;
+        *ret_names = TAKE_PTR(names);
+        *ret_want = want;
+        return 0;
+}
+
 /* Write queue/scheduler (path below dirfd) as block/elevator.c's elv_iosched_show() prints it
  * with want selected: the names space-separated, want in brackets. For the fixture hooks that
  * emulate a scheduler switch. Returns 1 (written) or -errno. */
@@ -173,10 +253,5 @@ static inline int test_write_scheduler_at(int dirfd, const char *path, char **na
                 o += snprintf(o, sizeof(out) - (o - out), streq(*s, want) ? "%s[%s]" : "%s%s",
                               s == names ? "" : " ", *s);
         snprintf(o, sizeof(out) - (o - out), "\n");
-        int fd = openat(dirfd, path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = write(fd, out, strlen(out));
-        close(fd);
-        return n == (ssize_t) strlen(out) ? 1 : -EIO;
+        return test_write_at(dirfd, path, out);
 }
