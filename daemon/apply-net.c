@@ -301,10 +301,7 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                 return dropped;
         }
         if (o->dry_run) {
-                if (a->state != APPLY_DRY_RUN || !streq_ptr(a->value, wanted))
-                        log_device_info(d->name, "dry-run: would set %s %s -> %s", knob, current, wanted);
-                applied_set(a, APPLY_DRY_RUN, 0, "would write %s (now %s)", wanted, current);
-                free_and_strdup(&a->value, wanted);
+                apply_dry_run(d, a, knob, current, wanted);
                 return 0;
         }
         if (!a->original) {

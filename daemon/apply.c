@@ -62,6 +62,13 @@ WriteErrorClass apply_classify_error(int error) {
         }
 }
 
+void apply_dry_run(const Device *d, Applied *a, const char *label, const char *current, const char *wanted) {
+        if (a->state != APPLY_DRY_RUN || !streq_ptr(a->value, wanted))
+                log_device_info(d->name, "dry-run: would set %s %s -> %s", label, current, wanted);
+        applied_set(a, APPLY_DRY_RUN, 0, "would write %s (now %s)", wanted, current);
+        free_and_strdup(&a->value, wanted);
+}
+
 /* A queue knob's value from the text of its sysfs file (elevator: the bracketed name). */
 static int parse_knob(Knob k, const char *text, char **ret) {
         if (k != KNOB_ELEVATOR) {
@@ -398,10 +405,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         }
 
         if (o->dry_run) {
-                if (a->state != APPLY_DRY_RUN || !streq_ptr(a->value, wanted))
-                        log_device_info(d->name, "dry-run: would set %s %s -> %s", knob, current, wanted);
-                applied_set(a, APPLY_DRY_RUN, 0, "would write %s (now %s)", wanted, current);
-                free_and_strdup(&a->value, wanted);
+                apply_dry_run(d, a, knob, current, wanted);
                 return 0;
         }
 
@@ -1495,10 +1499,7 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                         continue;
                 }
                 if (o->dry_run) {
-                        if (a->state != APPLY_DRY_RUN || !streq_ptr(a->value, wanted))
-                                log_device_info(d->name, "dry-run: would set %s %s -> %s", lbl, cur, wanted);
-                        applied_set(a, APPLY_DRY_RUN, 0, "would write %s (now %s)", wanted, cur);
-                        free_and_strdup(&a->value, wanted);
+                        apply_dry_run(d, a, lbl, cur, wanted);
                         continue;
                 }
                 if (a->state == APPLY_UNSUPPORTED && ours)

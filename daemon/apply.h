@@ -34,6 +34,13 @@ typedef enum WriteErrorClass {
 /* Triage a negative errno from a sysfs/procfs write. */
 WriteErrorClass apply_classify_error(int error);
 
+/*
+ * Dry-run in place of a write of wanted over current: a's state is dry-run ("would write
+ * <wanted> (now <current>)") and its value wanted; one info line "dry-run: would set <label>
+ * <current> -> <wanted>" when that is news (another state or value before).
+ */
+void apply_dry_run(const Device *d, Applied *a, const char *label, const char *current, const char *wanted);
+
 /* Pacing of rewrites in a write war and of retries after a failed write: 10 s, 20 s, ... 1 h. */
 #define APPLY_BACKOFF_FIRST_USEC (UINT64_C(10) * 1000000)
 #define APPLY_BACKOFF_MAX_USEC   (UINT64_C(3600) * 1000000)

@@ -41,21 +41,6 @@ static const char *basename_of(const char *p) {
         return s ? s + 1 : p;
 }
 
-/* "key=value,key=value" (nvme address): the value of key, newly allocated; NULL absent. */
-static char *address_get(const char *addr, const char *key) {
-        size_t kl = strlen(key);
-        for (const char *p = addr; p && *p;) {
-                size_t l = strcspn(p, ",\n");
-                if (l > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
-                        return strndup(p + kl + 1, l - kl - 1);
-                p += l;
-                p += *p == ',';
-                if (*p == '\n')
-                        break;
-        }
-        return NULL;
-}
-
 static char *read_line(HostFs *h, const char *path, int *ret_error) {
         char *s = NULL;
         int r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
@@ -122,11 +107,11 @@ static int gather_nvme(HostFs *h, NetFacts *n, const char *ctrl) {
                         if (net_facts_set_unknown(n, f, "%s: %s", path, errno_what(r)) < 0)
                                 return -ENOMEM;
         } else {
-                n->traddr = address_get(addr, "traddr");
-                n->trsvcid = address_get(addr, "trsvcid");
+                n->traddr = keyval_list_get(addr, "traddr");
+                n->trsvcid = keyval_list_get(addr, "trsvcid");
                 /* src_addr: the local address of the connected socket (nvme-tcp); host_traddr: the one asked for */
-                n->src_addr = address_get(addr, "src_addr") ?: address_get(addr, "host_traddr");
-                n->host_iface = address_get(addr, "host_iface");
+                n->src_addr = keyval_list_get(addr, "src_addr") ?: keyval_list_get(addr, "host_traddr");
+                n->host_iface = keyval_list_get(addr, "host_iface");
                 if ((!n->traddr && net_facts_set_unknown(n, NET_FACT_TRADDR, "no traddr= in %s", path) < 0) ||
                     (!n->trsvcid && net_facts_set_unknown(n, NET_FACT_TRSVCID, "no trsvcid= in %s", path) < 0) ||
                     (!n->src_addr && net_facts_set_unknown(n, NET_FACT_SRC_ADDR, "no src_addr= or host_traddr= in %s", path) < 0) ||

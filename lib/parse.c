@@ -354,3 +354,17 @@ bool disk_name_is_valid(const char *name) {
         size_t l = strlen(name);
         return l > 0 && l < 32 && !strchr(name, '/') && !streq(name, ".") && !streq(name, "..");
 }
+
+char *keyval_list_get(const char *list, const char *key) {
+        size_t kl = strlen(key);
+        for (const char *p = list; p && *p;) {
+                size_t l = strcspn(p, ",\n");
+                if (l > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
+                        return strndup(p + kl + 1, l - kl - 1);
+                p += l;
+                if (*p != ',')
+                        break;
+                p++;
+        }
+        return NULL;
+}

@@ -111,3 +111,11 @@ bool disk_name_is_valid(const char *name);
  */
 char *disk_name_from_kernel(const char *kernel_name, char *buf, size_t size);
 char *disk_name_to_kernel(const char *name, char *buf, size_t size);
+
+/*
+ * The value of key in a "key=value,key=value" list ending at its end or a newline, as
+ * /sys/class/nvme/<ctrl>/address has it ("traddr=10.0.0.2,trsvcid=4420,src_addr=10.0.0.1";
+ * drivers/nvme/host/fabrics.c nvmf_get_address()): newly allocated, NULL when key is absent
+ * (or out of memory). "traddr" does not match "host_traddr=...".
+ */
+char *keyval_list_get(const char *list, const char *key);

@@ -18,21 +18,8 @@
 #include "hostfs-net.h"
 #include "hostfs.h"
 #include "macro.h"
+#include "parse.h"
 #include "strv.h"
-
-static char *address_get(const char *addr, const char *key) {
-        size_t kl = strlen(key);
-        for (const char *p = addr; p && *p;) {
-                size_t l = strcspn(p, ",\n");
-                if (l > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
-                        return strndup(p + kl + 1, l - kl - 1);
-                p += l;
-                if (*p != ',')
-                        break;
-                p++;
-        }
-        return NULL;
-}
 
 static int discover(HostFs *h, char ***dsts) {
         char path[512];
@@ -42,9 +29,9 @@ static int discover(HostFs *h, char ***dsts) {
                 STRV_FOREACH(c, ctrls) {
                         _cleanup_free_ char *addr = NULL, *traddr = NULL, *iface = NULL, *d = NULL;
                         snprintf(path, sizeof(path), "class/nvme/%s/address", *c);
-                        if (hostfs_read(h, HOSTFS_SYSFS, path, &addr) < 0 || !(traddr = address_get(addr, "traddr")))
+                        if (hostfs_read(h, HOSTFS_SYSFS, path, &addr) < 0 || !(traddr = keyval_list_get(addr, "traddr")))
                                 continue;
-                        iface = address_get(addr, "host_iface");
+                        iface = keyval_list_get(addr, "host_iface");
                         if (asprintf(&d, "%s%s%s", traddr, iface ? "%" : "", iface ?: "") < 0)
                                 return -ENOMEM;
                         if (!strv_contains(*dsts, d) && strv_extend(dsts, d) < 0)

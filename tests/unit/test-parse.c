@@ -304,6 +304,25 @@ static void test_string_table(void) {
         CHECK(colour_from_string(NULL) == _COLOUR_INVALID);
 }
 
+/* keyval_list_get() on nvme controller "address" strings (6.1 nvme-tcp, with a newline). */
+static void test_keyval_list(void) {
+        static const char *addr = "traddr=10.77.0.2,trsvcid=4420,src_addr=10.77.0.1\n";
+        _cleanup_free_ char *a = keyval_list_get(addr, "traddr"), *b = keyval_list_get(addr, "trsvcid"),
+                            *c = keyval_list_get(addr, "src_addr"), *d = keyval_list_get(addr, "host_iface"),
+                            *e = keyval_list_get("host_traddr=10.0.0.1,traddr=10.0.0.2", "traddr"),
+                            *g = keyval_list_get("traddr=1\ntrsvcid=2", "trsvcid"),
+                            *h = keyval_list_get("traddr=,trsvcid=2", "traddr"), *i = keyval_list_get("", "traddr");
+        CHECK_STR(a, "10.77.0.2");
+        CHECK_STR(b, "4420");
+        CHECK_STR(c, "10.77.0.1");      /* the newline is not part of the value */
+        CHECK_NULL(d);
+        CHECK_STR(e, "10.0.0.2");       /* host_traddr= is not traddr= */
+        CHECK_NULL(g);                  /* the list ends at the first newline */
+        CHECK_STR(h, "");
+        CHECK_NULL(i);
+        CHECK_NULL(keyval_list_get(NULL, "traddr"));
+}
+
 int main(void) {
         test_parse_u64();
         test_parse_int();
@@ -312,5 +331,6 @@ int main(void) {
         test_flags_has_token();
         test_misc();
         test_string_table();
+        test_keyval_list();
         return tap_finish("test-parse");
 }
