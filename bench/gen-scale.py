@@ -24,18 +24,17 @@ tests/fixture/gen-synthetic.py (one HBA, at most 702 disks, every file of a fixt
 """
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
 
-
-def disk_name(i):
-    s = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        s = chr(ord("a") + r) + s
-    return "sd" + s
+# Names and CPU formats as the fixture generator writes them (one definition for both trees).
+_spec = importlib.util.spec_from_file_location(
+    "gen_synthetic", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixture", "gen-synthetic.py"))
+_gs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_gs)
+disk_name, cpulist, mask = _gs.disk_name, _gs.cpulist, _gs.mask
 
 
 def sd_devt(index):
@@ -44,29 +43,6 @@ def sd_devt(index):
     major = majors[(index & 0xf0) >> 4]
     minor = ((index & 0xf) << 4) | (index & 0xfff00)
     return major, minor
-
-
-def cpulist(cpus):
-    out, i = [], 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(out)
-
-
-def mask(cpus, n):
-    v = 0
-    for c in cpus:
-        v |= 1 << c
-    h = f"{v:0{max(1, (n + 3) // 4)}x}"
-    groups = []
-    while h:
-        groups.insert(0, h[-8:])
-        h = h[:-8]
-    return ",".join(groups)
 
 
 class Gen:

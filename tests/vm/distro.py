@@ -369,27 +369,10 @@ def add_tree(cpio, host_dir, guest_prefix):
                 cpio.add_host_file(p, os.path.join(g, f))
 
 
-def parse_header(path):
-    """harness.py's header keys plus `# file: HOST:GUEST` (repeatable; HOST relative to
-    tests/vm): a file copied into the root before systemd starts (e.g. a udev rule)."""
-    h = H.parse_header(path)
-    h["file"] = []
-    with open(path) as f:
-        for line in f:
-            if line.startswith("#!"):
-                continue
-            if not line.startswith("#"):
-                break
-            m = re.match(r"#\s*file:\s*(\S+):(\S+)\s*$", line)
-            if m:
-                h["file"].append((m.group(1), m.group(2)))
-    return h
-
-
 def run(args):
     if not shutil.which(H.QEMU):
         raise H.Missing("%s (apt-get install qemu-system-x86)" % H.QEMU)
-    header = parse_header(args.scenario)
+    header = H.parse_header(args.scenario)
     kernels = prepare(args.cache, [args.kernel])
     kern = kernels[args.kernel]
     smp = args.smp or header.get("smp") or 2

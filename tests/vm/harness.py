@@ -631,9 +631,11 @@ def parse_header(path):
     tap (repeatable: NAME [multi_queue]; a tap device in a network namespace the harness
     creates on the host for this run, all taps of a run on one bridge, QEMU started in it),
     binary (repeatable: HOST[:GUEST] packed with its ldd closure when HOST exists on the host;
-    a missing one is only logged, the scenario checks for it and skips what needs it)."""
+    a missing one is only logged, the scenario checks for it and skips what needs it),
+    file (repeatable: HOST:GUEST, HOST relative to tests/vm; the full-distro flavour copies it
+    into the root before systemd starts, e.g. a udev rule; as [(HOST, GUEST)])."""
     h = {"qemu": [], "disk": [], "needs": [], "cmdline": [], "modules": [], "binary": [],
-         "tap": []}
+         "tap": [], "file": []}
     with open(path) as f:
         for line in f:
             if line.startswith("#!"):
@@ -660,6 +662,11 @@ def parse_header(path):
                 h[k] = int(v)
             elif k == "kernel":
                 h[k] = kernel_series(v)
+            elif k == "file":
+                m = re.fullmatch(r"(\S+):(\S+)", v)
+                if not m:
+                    raise ValueError("bad '# file: %s' (HOST:GUEST)" % v)
+                h["file"].append((m.group(1), m.group(2)))
     return h
 
 
