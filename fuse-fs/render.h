@@ -6,11 +6,13 @@
  * signature. Return 0 with a newly allocated, newline-terminated string, or -ENOENT (the
  * device or hctx is gone), -EISDIR (a directory), -ENOMEM.
  *
- * They change nothing but for one look: applied/<knob> and applied/iosched call
- * FuseFsContext.verify first (the manager reads the disk's knobs from the kernel again, so the
- * file shows the truth after an outside change; reads only, never a write to a kernel knob or
- * the state directory), and live files read counters through the context's readers. Everything
- * else is a function of the registry snapshot.
+ * They write nothing. Three kinds read first: applied/<knob> and applied/iosched call
+ * FuseFsContext.verify (the manager reads the disk's knobs from the kernel again, so the file
+ * shows the truth after an outside change; never a write to a kernel knob or the state
+ * directory), the hctx/<n>/ files may complete the disk's per-hctx facts in memory
+ * (FuseFsContext.load_hctx_details: what gathering left out because the policy did not need
+ * it), and live files read counters through the context's readers. Everything else is a
+ * function of the registry snapshot.
  */
 
 #include <stdio.h>
