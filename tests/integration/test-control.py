@@ -65,11 +65,7 @@ def read_as_nobody(path):
     return r.returncode, r.stdout
 
 
-def start(d, tmp, devices, conf_text="", *extra):
-    conf = os.path.join(tmp, "blkmqd.conf")
-    with open(conf, "w") as f:
-        f.write(conf_text)
-    d.start("--devices", devices, "-c", conf, *extra)       # (the state dir: always tmp/state)
+start = bt.start_with_config
 
 
 def policy_snapshot(d, name):

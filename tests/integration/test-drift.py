@@ -30,10 +30,7 @@ Root, losetup, /dev/fuse (exit 77 otherwise).
 """
 
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,8 +38,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 import blkmqd_test as bt  # noqa: E402
 from blkmqd_test import check, current_elevator, set_elevator, wait_for, write_file  # noqa: E402
 
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
-CAPTURE = os.path.normpath(os.path.join(HERE, "..", "fixture", "capture.sh"))
 
 
 def log_lines(d):
@@ -52,11 +47,7 @@ def log_lines(d):
         return [l for l in f.read().splitlines() if l[:3] in ("<0>", "<1>", "<2>", "<3>", "<4>", "<5>", "<6>")]
 
 
-def start(d, tmp, devices, conf_text, *extra):
-    conf = os.path.join(tmp, "blkmqd.conf")
-    with open(conf, "w") as f:
-        f.write(conf_text)
-    d.start("--devices", devices, "-c", conf, *extra)
+start = bt.start_with_config
 
 
 def override_elevator(d, name, value=b"mq-deadline"):
@@ -131,10 +122,7 @@ def case_v3_off(d, loops, tmp):
 
 # ---- fixture copies ---------------------------------------------------------------------------
 
-def copy_fixture(name, dst):
-    shutil.copytree(os.path.join(FIXTURES, name), dst, symlinks=True)
-    subprocess.run(["sh", CAPTURE, "--restore-tree", dst], capture_output=True, check=True)
-    return dst
+copy_fixture = bt.copy_fixture
 
 
 def get(root, rel):
@@ -281,17 +269,8 @@ def main():
     cases = [c for c in (case_v1_noticed, case_v2_reassert, case_v3_off)
              if not only or c.__name__.split("_")[1] in only.split(",")]
     bt.run_cases(exe, "blkmqd-drift-", cases)
-    for name, case in (("s", case_s_stop_counts), ("r", case_r_reload), ("w", case_w_agents)):
-        if only and name not in only.split(","):
-            continue
-        tmp = tempfile.mkdtemp(prefix="blkmqd-drift-fx-")
-        try:
-            print(f"== {case.__doc__.strip().splitlines()[0]}")
-            case(tmp)
-        except Exception as e:
-            check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    bt.run_tmp_cases("blkmqd-drift-fx-", (("s", case_s_stop_counts), ("r", case_r_reload), ("w", case_w_agents)),
+                     only and only.split(","))
     return bt.finish()
 
 

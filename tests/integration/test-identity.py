@@ -38,16 +38,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 import blkmqd_test as bt  # noqa: E402
 from blkmqd_test import check, finish, wait_for  # noqa: E402
 
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
-CAPTURE = os.path.normpath(os.path.join(HERE, "..", "fixture", "capture.sh"))
 CTL = None
 VIRTIO1 = "sys/devices/pci0000:00/0000:00:02.0/virtio1"
 
 
-def copy_fixture(name, dst):
-    shutil.copytree(os.path.join(FIXTURES, name), dst, symlinks=True)
-    subprocess.run(["sh", CAPTURE, "--restore-tree", dst], capture_output=True, check=True)
-    return dst
+copy_fixture = bt.copy_fixture
 
 
 def put(root, rel, text):

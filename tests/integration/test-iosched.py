@@ -54,11 +54,7 @@ def set_tunable(name, tunable, value):
         f.write(value)
 
 
-def start(d, tmp, devices, conf_text):
-    conf = os.path.join(tmp, "blkmqd.conf")
-    with open(conf, "w") as f:
-        f.write(conf_text)
-    d.start("--devices", devices, "-c", conf)
+start = bt.start_with_config
 
 
 def verify(d, name):

@@ -33,8 +33,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 import blkmqd_test as bt  # noqa: E402
 from blkmqd_test import check, wait_for  # noqa: E402
 
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
-CAPTURE_SH = os.path.normpath(os.path.join(HERE, "..", "fixture", "capture.sh"))
 NS = f"blkmqd-net-{os.getpid()}"
 
 
@@ -86,10 +84,7 @@ def case_n_capture(capture):
     return r.stdout
 
 
-def copy_fixture(name, dst):
-    shutil.copytree(os.path.join(FIXTURES, name), dst, symlinks=True)
-    subprocess.run(["sh", CAPTURE_SH, "--restore-tree", dst], capture_output=True, check=True)
-    return dst
+copy_fixture = bt.copy_fixture
 
 
 def case_v_virtual(exe, tmp, facts):

@@ -28,18 +28,13 @@ Root, losetup, /dev/fuse (exit 77 otherwise).
 """
 
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 import blkmqd_test as bt  # noqa: E402
 from blkmqd_test import check, current_elevator, set_elevator, wait_for, write_file  # noqa: E402
 
-FIXTURES = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
-CAPTURE = os.path.normpath(os.path.join(HERE, "..", "fixture", "capture.sh"))
 
 
 def tree(top):
@@ -90,11 +85,7 @@ def read_every_applied(d, name, rounds=3):
     return seen
 
 
-def start(d, tmp, name, conf_text):
-    conf = os.path.join(tmp, "blkmqd.conf")
-    with open(conf, "w") as f:
-        f.write(conf_text)
-    d.start("--devices", name, "-c", conf)
+start = bt.start_with_config
 
 
 def stored(d, tag):
@@ -172,9 +163,7 @@ def case_p_persisted(d, loops, tmp):
 
 def case_i_irqs(tmp):
     """(i) a fixture copy: a read of applied/irq_affinity after another tool moved a vector writes nothing"""
-    root = os.path.join(tmp, "nvme-root")
-    shutil.copytree(os.path.join(FIXTURES, "vm-6.1-nvme-4q"), root, symlinks=True)
-    subprocess.run(["sh", CAPTURE, "--restore-tree", root], capture_output=True, check=True)
+    root = bt.copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "nvme-root"))
     irq = lambda n: os.path.join(root, f"proc/irq/{n}/smp_affinity_list")      # noqa: E731
     rdir = os.path.join(tmp, "i")
     os.makedirs(os.path.join(rdir, "mnt"))
@@ -214,15 +203,7 @@ def main():
     cases = [c for c in (case_l_loop, case_r_reassert, case_p_persisted)
              if not only or c.__name__.split("_")[1] in only.split(",")]
     bt.run_cases(exe, "blkmqd-read-", cases)
-    if not only or "i" in only.split(","):
-        tmp = tempfile.mkdtemp(prefix="blkmqd-read-fx-")
-        try:
-            print(f"== {case_i_irqs.__doc__.strip().splitlines()[0]}")
-            case_i_irqs(tmp)
-        except Exception as e:
-            check(False, f"case_i_irqs raised {type(e).__name__}: {e}")
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    bt.run_tmp_cases("blkmqd-read-fx-", (("i", case_i_irqs),), only and only.split(","))
     return bt.finish()
 
 

@@ -385,6 +385,28 @@ class Daemon:
         return write_file(self.path(*parts), (value + "\n").encode())
 
 
+def start_with_config(d, tmp, devices, conf_text="", *extra):
+    """d.start() on --devices DEVICES with tmp/blkmqd.conf holding conf_text (and extra arguments)."""
+    conf = os.path.join(tmp, "blkmqd.conf")
+    with open(conf, "w") as f:
+        f.write(conf_text)
+    return d.start("--devices", devices, "-c", conf, *extra)
+
+
+# ---- fixture copies -------------------------------------------------------------------------
+
+FIXTURES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+CAPTURE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixture", "capture.sh"))
+
+
+def copy_fixture(name, dst):
+    """A copy of tests/fixtures/NAME at dst, its empty directories and modes put back
+    (capture.sh --restore-tree): a --root for blkmqd whose writes land in the copy. Returns dst."""
+    shutil.copytree(os.path.join(FIXTURES, name), dst, symlinks=True)
+    subprocess.run(["sh", CAPTURE, "--restore-tree", dst], capture_output=True, check=True)
+    return dst
+
+
 # ---- running a suite ------------------------------------------------------------------------
 
 def exe_arg():
@@ -416,6 +438,22 @@ def preflight(exe, why="loop devices, FUSE mount", tools=("losetup",), files=())
         print(f"FAIL: {exe} is not an executable")
         return 1
     return None
+
+
+def run_tmp_cases(prefix, cases, only=None):
+    """Each (name, case) of cases, unless only (a list of names) leaves it out: case(tmp) in a
+    temp dir of its own (prefix), removed after whatever happened; a case that raises is a failure."""
+    for name, case in cases:
+        if only and name not in only:
+            continue
+        tmp = tempfile.mkdtemp(prefix=prefix)
+        try:
+            print(f"== {case.__doc__.strip().splitlines()[0]}")
+            case(tmp)
+        except Exception as e:              # a broken case must not stop the cleanup or the others
+            check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run_cases(exe, prefix, cases, before_case=None, show_log_line=lambda line: True):
