@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "macro.h"
+#include "memstream.h"
 #include "render.h"
-#include "strv.h"
 
 int render_applied(const Applied *a, char **ret) {
         const char *state = apply_state_to_string(a->state);
@@ -58,12 +58,7 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
                 PLAN_FOREACH_ENTRY(e, &d->plan)
                         fprintf(out, "%s%s", e != d->plan.entries ? "\n" : "", e->text);
                 fputc('\n', out);
-                if (fclose(out) != 0) {
-                        free(buf);
-                        return -ENOMEM;
-                }
-                *ret = buf;
-                return 0;
+                return memstream_finish(out, &buf, ret);
         }
         case NODE_FACT:
                 return disk_facts_render(d->facts, n->arg, ret);
