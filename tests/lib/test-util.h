@@ -13,6 +13,7 @@
  *   test_mkdir_p(path, mode)                               mkdir -p without a process
  *   test_restore_tree(root)                                empty directories and modes from TREE
  *   test_copy_fixture(dir)                                 a copy in /tmp/blkmqd-fixture-XXXXXX
+ *   test_copy_fixture_as(fixtures, name, label, release)   a copy of one fixture, osrelease set
  *   test_remove_tree(dir)                                  rm -rf, only below /tmp/blkmqd-fixture-
  *   test_write_at(dirfd, path, text)                       one write() to an existing file: 1 or -errno
  *   test_read_scheduler_at(dirfd, path, value, ...)        queue/scheduler's names and the wanted one
@@ -205,6 +206,21 @@ static inline void test_symlink(const char *root, const char *rel, const char *t
         int r = test_symlink_at(root, rel, target);
         if (r < 0)
                 TAP_FAIL("symlink %s/%s -> %s: %s", root, rel, target, strerror(-r));
+}
+
+/*
+ * A copy of fixtures/name (test_copy_fixture()), its proc/sys/kernel/osrelease set to release
+ * when release is not NULL. NULL when it cannot be made (a failed check naming label).
+ */
+static inline char *test_copy_fixture_as(const char *fixtures, const char *name, const char *label, const char *release) {
+        char src[PATH_MAX];
+        snprintf(src, sizeof(src), "%s/%s", fixtures, name);
+        char *root = test_copy_fixture(src);
+        if (!root)
+                TAP_FAIL("%s: no copy of %s", label, name);
+        else if (release)
+                test_put(root, "proc/sys/kernel/osrelease", release);
+        return root;
 }
 
 /* text to path below dirfd in one write(), truncating, never creating (as hostfs writes). */
