@@ -302,7 +302,9 @@ int manager_startup(Manager *m) {
                 log_warning("BLKMQD_TEST_HOLD_WRITE=%s: matching kernel writes are held (fault injection for tests)",
                             hostfs_test_hold(m->hostfs));
 
-        if (hostfs_is_live(m->hostfs)) {
+        /* BLKMQD_TEST_UDEV_MONITOR=1: watch uevents with a --root tree too (tests/umockdev: libudev
+         * under umockdev's preload sees the tree's sys/ and receives the testbed's uevents) */
+        if (hostfs_is_live(m->hostfs) || streq_ptr(secure_getenv("BLKMQD_TEST_UDEV_MONITOR"), "1")) {
                 bool udevd = hostfs_udevd_running(m->hostfs);
                 r = udev_monitor_new(m->event, udevd, on_device_event, m, &m->monitor);
                 if (r < 0)
