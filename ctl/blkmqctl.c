@@ -939,19 +939,57 @@ static int write_policy(const char *disk, const char *knob, const char *value) {
         return r < 0 ? EXIT_FAILED : EXIT_OK;
 }
 
+/*
+ * An elevator tunable's state: its line of applied/iosched ("<elevator>.<tunable> <state>"), the
+ * state only; NULL when applied/iosched has no line for it (unmanaged).
+ */
+static char *read_applied_iosched(const char *disk, const char *knob) {
+        char *all = read_dev(disk, "applied", "iosched", NULL), *ret = NULL, label[256];
+        const char *e = knob + strlen("iosched/"), *t = strchr(e, '/');
+        if (!all || !t)
+                goto done;
+        snprintf(label, sizeof(label), "%.*s.%s ", (int) (t - e), e, t + 1);
+        for (char *line = all, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (strncmp(line, label, strlen(label)) == 0) {
+                        ret = strdup(line + strlen(label));
+                        break;
+                }
+        }
+done:
+        free(all);
+        return ret;
+}
+
+/* A policy file (devices/<disk>/<sub>/<file>) that reads "auto" already: no override to reset. */
+static bool policy_is_auto(const char *disk, const char *sub, const char *file) {
+        char *v = read_dev(disk, sub, file, NULL);     /* read_text() drops the newline */
+        bool is_auto = v && strcmp(v, "auto") == 0;
+        free(v);
+        return is_auto;
+}
+
 static int cmd_set(int argc, char **argv) {
         int r = disk_arguments(argc, argv, 4, 4, "set DISK KNOB VALUE");
         if (r != 0)
                 return r;
         r = write_policy(argv[1], argv[2], argv[3]);
         if (r == EXIT_OK) {
-                char *applied = read_dev(argv[1], "applied", argv[2], NULL);
+                char *applied = knob_is_iosched(argv[2]) ? read_applied_iosched(argv[1], argv[2]) : read_dev(argv[1], "applied", argv[2], NULL);
                 printf("%s %s = %s%s%s\n", argv[1], argv[2], argv[3], applied ? ", applied: " : "", applied ?: "");
                 free(applied);
         }
         return r;
 }
 
+/*
+ * Every override of disk back to "auto", but only files that are not "auto" already (each
+ * write is a log line and an evaluation in blkmqd). policy/elevator goes last: an elevator
+ * switch resets nr_requests and the elevator's tunables, so while their overrides are still
+ * set blkmqd would write them again after the switch only to put them back at the next file.
+ */
 static int cmd_reset(int argc, char **argv) {
         int r = disk_arguments(argc, argv, 2, 3, "reset DISK [KNOB]");
         if (r != 0)
@@ -967,6 +1005,7 @@ static int cmd_reset(int argc, char **argv) {
                 return EXIT_FAILED;
         }
         int ret = EXIT_OK;
+        bool elevator = false;
         for (size_t i = 0; i < n; i++) {
                 if (strcmp(knobs[i], "iosched") == 0) {
                         /* policy/iosched/<elevator>/<tunable>: each one not auto already */
@@ -981,11 +1020,11 @@ static int cmd_reset(int argc, char **argv) {
                                 if (list_dev_dir(argv[1], sub, &tun, &nt) < 0)
                                         continue;
                                 for (size_t t = 0; t < nt; t++) {
-                                        char *v = read_dev(argv[1], sub, tun[t], NULL), knob[768];
-                                        bool is_auto = v && strcmp(v, "auto\n") == 0;
-                                        free(v);
+                                        char knob[768];
+                                        if (policy_is_auto(argv[1], sub, tun[t]))
+                                                continue;
                                         snprintf(knob, sizeof(knob), "iosched/%s/%s", elevs[e], tun[t]);
-                                        if (!is_auto && write_policy(argv[1], knob, "auto") != EXIT_OK)
+                                        if (write_policy(argv[1], knob, "auto") != EXIT_OK)
                                                 ret = EXIT_FAILED;
                                 }
                                 FREE_STRV(tun, nt);
@@ -993,9 +1032,15 @@ static int cmd_reset(int argc, char **argv) {
                         FREE_STRV(elevs, ne);
                         continue;
                 }
-                if (write_policy(argv[1], knobs[i], "auto") != EXIT_OK)
+                if (strcmp(knobs[i], "elevator") == 0) {
+                        elevator = true;
+                        continue;
+                }
+                if (!policy_is_auto(argv[1], "policy", knobs[i]) && write_policy(argv[1], knobs[i], "auto") != EXIT_OK)
                         ret = EXIT_FAILED;
         }
+        if (elevator && !policy_is_auto(argv[1], "policy", "elevator") && write_policy(argv[1], "elevator", "auto") != EXIT_OK)
+                ret = EXIT_FAILED;
         FREE_STRV(knobs, n);
         return ret;
 }

@@ -314,7 +314,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         bool reassert = false;
         int r;
 
-        run->knob_reassert = run->knob_new_original = run->knob_nr_recorded = false;
+        run->knob_reassert = run->knob_new_original = run->knob_nr_recorded = run->knob_reapply = false;
         run->knob_prev_error = 0;
         if (!wanted)
                 return queue_knob_no_wish(h, d, k, o, ret_job);
@@ -342,9 +342,9 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                         d->iosched_reset = true;
                         return 0;
                 }
-                if (nr_reset)
-                        log_device_info(d->name, "nr_requests %s: reset by an elevator switch since blkmqd wrote %s; writing it again",
-                                        current, wanted);
+                /* said once, with the write (queue_knob_finish()), or already by this run's own
+                 * elevator switch */
+                run->knob_reapply = nr_reset && !run->nr_reset_said;
         }
 
         /* Someone else changed a value we wrote. */
@@ -524,7 +524,10 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                 else
                         log_device_debug(d->name, "%s changed externally to %s again, rewritten (write war, level %u)",
                                          knob, strna(current), a->war.level);
-        } else
+        } else if (run->knob_reapply)
+                log_device_info(d->name, "%s %s -> %s: written again, an elevator switch since blkmqd wrote it reset it%s", knob,
+                                strna(current), wanted, strempty(late));
+        else
                 log_device_info(d->name, "%s %s -> %s%s", knob, strna(current), wanted, strempty(late));
 
         /* the switch reset nr_requests (the write returned: the disk's attributes may be read) */
@@ -536,6 +539,7 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                 log_device_info(d->name, "nr_requests %s -> %s: reset by the kernel on the elevator switch to %s%s%s%s",
                                 d->run.nr_before, nr_after, wanted, want_nr ? "; writing " : "", strempty(want_nr),
                                 want_nr ? " again" : "");
+                run->nr_reset_said = want_nr;
                 if (!want_nr)
                         applied_set(nr, APPLY_UNMANAGED, 0,
                                     "reset by the kernel from %s to %s when blkmqd switched the elevator %s -> %s; %s comes back when the elevator is restored",
@@ -1282,9 +1286,28 @@ static void iosched_forget(Device *d, IoschedTunable t) {
 }
 
 /*
+ * Whether value of tunable t is what the kernel derives from nr_requests itself, which is
+ * nobody's choice: mq-deadline's async_depth is set by dd_depth_updated() (block/mq-deadline.c)
+ * whenever nr_requests changes (a write to it, an elevator set-up): to nr_requests on current
+ * kernels (6.18 here), to max(1, 3 * nr_requests / 4) on those with "block/mq-deadline: Reserve
+ * 25% of scheduler tags for synchronous requests" (5.14) until the tag reservation was reworked.
+ * Recording such a value before a switch would put back a depth that followed a nr_requests
+ * blkmqd wrote, over the one the kernel derives from the nr_requests restored.
+ */
+static bool iosched_follows_nr_requests(HostFs *h, const Device *d, IoschedTunable t, const char *value) {
+        _cleanup_free_ char *nr_text = NULL;
+        uint64_t nr, v;
+        if (t != IOSCHED_DEADLINE_ASYNC_DEPTH || parse_u64(value, &v) < 0 || read_knob(h, d->name, KNOB_NR_REQUESTS, &nr_text) < 0 ||
+            parse_u64(nr_text, &nr) < 0)
+                return false;
+        return v == nr || v == MAX((uint64_t) 1, 3 * nr / 4);
+}
+
+/*
  * Before blkmqd switches the elevator away from elevator: its tunables' values now (a switch
- * resets them), for those with no original yet. They are recorded with no value of blkmqd's,
- * like nr_requests, and come back after the elevator is restored. Returns how many.
+ * resets them), for those with no original yet and not derived by the kernel from nr_requests
+ * (iosched_follows_nr_requests()). They are recorded with no value of blkmqd's, like
+ * nr_requests, and come back after the elevator is restored. Returns how many.
  */
 static int iosched_record_before_switch(HostFs *h, Device *d, const char *elevator) {
         int n = 0;
@@ -1292,7 +1315,8 @@ static int iosched_record_before_switch(HostFs *h, Device *d, const char *elevat
                 const IoschedTunableInfo *i = iosched_tunable_info(t);
                 Applied *a = &d->iosched[t];
                 _cleanup_free_ char *v = NULL;
-                if (!streq(i->elevator, elevator) || a->original || read_tunable(h, d->name, i->name, &v) < 0)
+                if (!streq(i->elevator, elevator) || a->original || read_tunable(h, d->name, i->name, &v) < 0 ||
+                    iosched_follows_nr_requests(h, d, t, v))
                         continue;
                 applied_set(a, APPLY_UNMANAGED, 0, "%s when blkmqd switched away from %s (a switch resets it): comes back with %s",
                             v, elevator, elevator);

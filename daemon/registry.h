@@ -108,6 +108,8 @@ typedef struct ApplyRun {
         size_t irq_total, irq_kept, irq_managed, irq_would;     /* irq_affinity, decided before its write */
         char nr_before[32];     /* nr_requests before the elevator write in flight ("" unknown): the switch resets it */
         bool knob_iosched_recorded;     /* the elevator's tunables were recorded before this elevator switch */
+        bool knob_reapply;      /* a write again of nr_requests an elevator switch reset (logged with the write) */
+        bool nr_reset_said;     /* this run's elevator write logged that it reset nr_requests and that it is written again */
         /* the elevator tunables' job in flight (apply.c iosched_decide()): IOSCHED_OP_* per tunable */
         unsigned char iosched_ops[_IOSCHED_TUNABLE_MAX];
         uint64_t iosched_ino;   /* inode of queue/iosched when they were decided */

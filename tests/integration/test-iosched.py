@@ -22,12 +22,17 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
      away from bfq whose slice_idle an admin set to 0: fifo_batch is written after the switch,
      and stop brings back bfq, then slice_idle 0 (the switch had reset it).
 (i5) nr_requests blkmqd wrote, reset by someone's elevator switch away and back: written again
-     by the periodic verify.
+     by the periodic verify (one log line for the reset and the write).
+(i6) policy/nr_requests 64, then policy/elevator bfq (mq-deadline's async_depth had followed the
+     64), then blkmqctl reset: the reset on the switch is one log line; set prints an elevator
+     tunable's applied state; reset writes only the files not "auto" already, nr_requests 64 is
+     not written again before 256 comes back, async_depth (never blkmqd's) is not "put back".
 """
 
 import errno
 import re
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
@@ -266,13 +271,62 @@ def case_i5_nr_requests(d, loops, tmp):
         set_elevator(name, "bfq")
         # the switch resets nr_requests; the verify writes 64 again and says why (its log line is
         # the proof: by the time this reads nr_requests it may be 64 again already)
-        ok, t = wait_for(lambda: nr() == "64" and log_lines(d, "reset by an elevator switch since blkmqd wrote 64", n0), 10.0, 0.05)
+        ok, t = wait_for(lambda: nr() == "64" and log_lines(d, "-> 64: written again, an elevator switch since blkmqd wrote it reset it", n0),
+                         10.0, 0.05)
         check(ok, f"(i5) the periodic verify wrote 64 again after the reset, and logged why ({t:.1f} s)")
         check("changed externally" not in d.read("devices", name, "applied", "nr_requests"), "(i5) not someone else's change")
     finally:
         d.stop()
     set_elevator(name, "none")
 
+
+def blkmqctl(d, *args):
+    exe = os.path.join(os.path.dirname(os.path.abspath(bt.exe_arg())), "ctl", "blkmqctl")
+    r = subprocess.run([exe, "--mountpoint", d.mnt, *args], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def case_i6_reset(d, loops, tmp):
+    """(i6) nr_requests and elevator set, then reset: no wasted writes, one log line per event, no noise"""
+    name = loops.attach("i6")
+    set_elevator(name, "mq-deadline")
+    nr = lambda: read_text(f"/sys/block/{name}/queue/nr_requests").strip()  # noqa: E731
+    nr0, depth0 = nr(), tunable(name, "async_depth")
+    start(d, tmp, name, KEEP)
+    try:
+        rc, out = blkmqctl(d, "set", name, "nr_requests", "64")
+        check(rc == 0 and nr() == "64", f"(i6) nr_requests 64 ({rc}, {out.strip()!r})")
+        n0 = log_len(d)
+        rc, out = blkmqctl(d, "set", name, "elevator", "bfq")
+        check(rc == 0 and current_elevator(name) == "bfq", f"(i6) elevator bfq ({out.strip()!r})")
+        ok, _ = wait_for(lambda: nr() == "64", 5.0)
+        check(ok, f"(i6) the override's 64 is written again after the switch reset it ({nr()})")
+        said = [l for l in log_lines(d, "nr_requests", n0) if "reset" in l and "(rule " not in l]
+        check(len(said) == 1, f"(i6) the switch's reset of nr_requests is one log line: {said}")
+
+        # the kernel's async_depth followed blkmqd's nr_requests: not a value to put back later
+        rc, out = blkmqctl(d, "set", name, "iosched/bfq/slice_idle", "0")
+        check(rc == 0 and "applied: ok: 0 (was " in out, f"(i6) set iosched/bfq/slice_idle prints its applied state: {out.strip()!r}")
+
+        n0 = log_len(d)
+        rc, out = blkmqctl(d, "reset", name)
+        check(rc == 0, f"(i6) reset ({out.strip()!r})")
+        auto = [l.split(": ", 1)[1].split(" set to")[0] for l in log_lines(d, "set to auto by the administrator", n0)]
+        check(sorted(auto) == ["policy/elevator", "policy/iosched/bfq/slice_idle", "policy/nr_requests"],
+              f"(i6) reset writes only the overrides that were set: {auto}")
+        check(current_elevator(name) == "mq-deadline" and nr() == nr0 and tunable(name, "async_depth") == depth0,
+              f"(i6) mq-deadline, nr_requests {nr0} and async_depth {depth0} are back ({current_elevator(name)}, {nr()}, "
+              f"{tunable(name, 'async_depth')})")
+        wasted = [l for l in log_lines(d, "nr_requests", n0) if re.search(r"nr_requests \d+ -> 64", l) or "writing 64" in l
+                  or "writing it again" in l]
+        check(not wasted, f"(i6) no write of the old 64 while the override is reset: {wasted}")
+        a = applied_iosched(d, name)
+        bogus = [l for l in log_lines(d, "put back", n0) if "async_depth" in l]
+        check("async_depth" not in a and not bogus,
+              f"(i6) async_depth, which blkmqd never wrote (the kernel derives it from nr_requests), is not put back: {a!r} {bogus}")
+    finally:
+        d.stop()
+    set_elevator(name, "none")
 
 def main():
     exe = bt.exe_arg()
@@ -283,7 +337,7 @@ def main():
     for m in ("bfq", "kyber-iosched"):
         bt.sh("modprobe", "-q", m, check_rc=False)
     vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    cases = (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order, case_i5_nr_requests)
+    cases = (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order, case_i5_nr_requests, case_i6_reset)
     only = os.environ.get("BLKMQD_CASES")
     if only:
         cases = [c for c in cases if c.__name__.split("_")[1] in only.split(",")]
