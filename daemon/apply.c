@@ -1318,8 +1318,8 @@ static int iosched_record_before_switch(HostFs *h, Device *d, const char *elevat
                 if (!streq(i->elevator, elevator) || a->original || read_tunable(h, d->name, i->name, &v) < 0 ||
                     iosched_follows_nr_requests(h, d, t, v))
                         continue;
-                applied_set(a, APPLY_UNMANAGED, 0, "%s when blkmqd switched away from %s (a switch resets it): comes back with %s",
-                            v, elevator, elevator);
+                applied_set(a, APPLY_UNMANAGED, 0, "to put back when %s runs again: %s, its value when blkmqd switched away from it "
+                            "(a switch resets it)", elevator, v);
                 a->original = TAKE_PTR(v);
                 n++;
         }
@@ -1411,6 +1411,8 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                         if (wanted)
                                 applied_set(a, APPLY_UNMANAGED, 0, "waits: the disk runs %s; written when %s runs", strna(elevator),
                                             info->elevator);
+                        else if (a->original)   /* its message (iosched_record_before_switch()) stays */
+                                ;
                         else if (a->state != APPLY_UNMANAGED || a->message)
                                 applied_set(a, APPLY_UNMANAGED, 0, NULL);
                         continue;

@@ -57,10 +57,24 @@ int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret) {
                 bool any = false;
                 for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
                         const Applied *a = &d->iosched[t];
+                        const IoschedTunableInfo *i = iosched_tunable_info(t);
                         _cleanup_free_ char *line = NULL;
+                        const char *running = d->facts ? d->facts->elevator : NULL;
+                        /* another elevator's tunable: only one blkmqd has to put back when it runs
+                         * again (labelled so by its message), or one an override or the plan wants
+                         * (it waits); what was said about it while it ran is over */
+                        if (!streq_ptr(running, i->elevator) && !a->original) {
+                                if (!d->plan.manage || (!d->overrides.iosched[t] && !d->plan.iosched[t]))
+                                        continue;
+                                if (!a->message || !startswith(a->message, "waits:")) {
+                                        fprintf(m, "%s.%s unmanaged: waits: the disk runs %s; written when %s runs\n", i->elevator, i->name,
+                                                running ?: "no elevator blkmqd knows", i->elevator);
+                                        any = true;
+                                        continue;
+                                }
+                        }
                         if (a->state == APPLY_UNMANAGED && !a->message && !a->original)
                                 continue;
-                        const IoschedTunableInfo *i = iosched_tunable_info(t);
                         if (render_applied(a, &line) < 0) {
                                 fclose(m);
                                 free(s);

@@ -26,7 +26,8 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
 (i6) policy/nr_requests 64, then policy/elevator bfq (mq-deadline's async_depth had followed the
      64), then blkmqctl reset: the reset on the switch is one log line; set prints an elevator
      tunable's applied state; reset writes only the files not "auto" already, nr_requests 64 is
-     not written again before 256 comes back, async_depth (never blkmqd's) is not "put back".
+     not written again before 256 comes back, async_depth (never blkmqd's) is not "put back";
+     applied/iosched under bfq shows bfq's lines and mq-deadline's only as values to put back.
 """
 
 import errno
@@ -304,9 +305,18 @@ def case_i6_reset(d, loops, tmp):
         said = [l for l in log_lines(d, "nr_requests", n0) if "reset" in l and "(rule " not in l]
         check(len(said) == 1, f"(i6) the switch's reset of nr_requests is one log line: {said}")
 
-        # the kernel's async_depth followed blkmqd's nr_requests: not a value to put back later
+        # applied/iosched under bfq: mq-deadline's tunables only as values to put back, labelled so
+        # (the kernel's async_depth followed blkmqd's nr_requests: not one of them)
+        def other_lines():
+            return [l for l in applied_iosched(d, name).splitlines() if not l.startswith("bfq.") and l != "unmanaged"]
+        bad = [l for l in other_lines() if not re.match(r"mq-deadline\.\w+ unmanaged: to put back when mq-deadline runs again: \d+", l)]
+        check(other_lines() and not bad, f"(i6) under bfq, applied/iosched names mq-deadline's only as values to put back: {other_lines()}")
+        check(not any(l.startswith("mq-deadline.async_depth") for l in other_lines()), "(i6) ... async_depth not among them")
         rc, out = blkmqctl(d, "set", name, "iosched/bfq/slice_idle", "0")
         check(rc == 0 and "applied: ok: 0 (was " in out, f"(i6) set iosched/bfq/slice_idle prints its applied state: {out.strip()!r}")
+        a = applied_iosched(d, name)
+        check(a.startswith("bfq.slice_idle ok: 0 (was ") and all(l.startswith("bfq.") or "to put back when" in l for l in a.splitlines()),
+              f"(i6) applied/iosched: bfq's line first, no bare line of another elevator: {a!r}")
 
         n0 = log_len(d)
         rc, out = blkmqctl(d, "reset", name)
