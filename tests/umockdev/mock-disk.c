@@ -82,6 +82,18 @@ void mock_disk_add_holder(UMockdevTestbed *bed, const char *syspath, const char 
         umockdev_testbed_set_attribute_link(bed, syspath, name, target);
 }
 
+void mock_disk_add_slave(UMockdevTestbed *bed, const char *syspath, const char *lower) {
+        g_autofree char *name = g_strdup_printf("slaves/%s", lower), *target = g_strdup_printf("../../%s", lower);
+        umockdev_testbed_set_attribute_link(bed, syspath, name, target);
+}
+
+void mock_disk_unlink(UMockdevTestbed *bed, const char *syspath, const char *dir, const char *name) {
+        g_autofree char *rel = g_build_filename(syspath, dir, name, NULL);
+        g_autofree char *path = path_in(bed, rel);
+        if (unlink(path) < 0)
+                g_error("unlink %s: %s", path, g_strerror(errno));
+}
+
 void mock_disk_set_hw_queues(UMockdevTestbed *bed, const char *syspath, unsigned nr_hw_queues) {
         for (unsigned i = 0; i < 64; i++) {
                 g_autofree char *rel = g_strdup_printf("%s/mq/%u", syspath, i);

@@ -35,6 +35,13 @@ void mock_disk_set_mpath_map(UMockdevTestbed *bed, const char *syspath, const ch
 /* holders/<holder> of the disk, a link to the holder's directory (what dm_get_device() makes). */
 void mock_disk_add_holder(UMockdevTestbed *bed, const char *syspath, const char *holder);
 
+/* slaves/<lower> of the map (a link to the lower disk's directory, bd_link_disk_holder()). */
+void mock_disk_add_slave(UMockdevTestbed *bed, const char *syspath, const char *lower);
+
+/* Remove holders/<holder> or slaves/<lower> (dir "holders" or "slaves"), as
+ * bd_unlink_disk_holder() does when a map's table goes. */
+void mock_disk_unlink(UMockdevTestbed *bed, const char *syspath, const char *dir, const char *name);
+
 /* Give the disk nr_hw_queues mq/<n> directories (adds the missing ones, removes the rest). */
 void mock_disk_set_hw_queues(UMockdevTestbed *bed, const char *syspath, unsigned nr_hw_queues);
 

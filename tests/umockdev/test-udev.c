@@ -10,7 +10,7 @@
  * re-gathers every registered disk).
  *
  * Usage: test-udev BLKMQD CASE, run under umockdev-wrapper (tests/umockdev/meson.build).
- * Cases: coldplug, events-kernel, events-udev. Exits 77 (skip) without the preload. Waits
+ * Cases: coldplug, events-kernel, events-udev, map. Exits 77 (skip) without the preload. Waits
  * poll the log with a generous deadline; nothing is timed.
  */
 #include <errno.h>
@@ -425,6 +425,50 @@ static void case_events(bool udev_source) {
         (void) sde1;
 }
 
+/*
+ * A dm-multipath map made and removed while the daemon runs. The kernel sends uevents for the
+ * map only: dm-3 is added without a table (size 0: not managed), its table load links
+ * slaves/sdb, slaves/sdc and their holders/dm-3 (bd_link_disk_holder(), block/holder.c, no
+ * uevent for the legs) and sends "change" for dm-3; sdb and sdc become legs all the same
+ * (their facts gathered again with the map's, daemon/pipeline.c). At removal the table goes
+ * first (holders/ links gone), then dm-3's "remove": the legs are tuned as themselves again.
+ */
+static void case_map(void) {
+        g_autofree char *sdb = mock_disk_add(t.bed, "sdb", 16, false, 1, 2097152);
+        g_autofree char *sdc = mock_disk_add(t.bed, "sdc", 32, false, 1, 2097152);
+        daemon_start();
+        expect_class(0, "sdb", NULL, "single-queue-fast", "before the map: sdb");
+        expect_class(0, "sdc", NULL, "single-queue-fast", "before the map: sdc");
+
+        size_t mark = log_mark();
+        g_autofree char *dm3 = mock_disk_add(t.bed, "dm-3", 48, false, 1, 0);
+        expect_line(mark, "dm-3: No medium (size 0), not listed", NULL, "map created without a table");
+
+        mark = log_mark();
+        mock_disk_set_mpath_map(t.bed, dm3, "3600140512345678", "mpatha");
+        mock_disk_add_slave(t.bed, dm3, "sdb");
+        mock_disk_add_slave(t.bed, dm3, "sdc");
+        mock_disk_add_holder(t.bed, sdb, "dm-3");
+        mock_disk_add_holder(t.bed, sdc, "dm-3");
+        set_attr(dm3, "size", "2097152\n");
+        uevent(dm3, "change");
+        expect_line(mark, "dm-3: multipath=map (dm/uuid mpath-3600140512345678, dm/name mpatha)", NULL, "table loaded: the map");
+        expect_class(mark, "sdb", NULL, "multipath-leg", "table loaded, no uevent for sdb: a leg");
+        expect_class(mark, "sdc", NULL, "multipath-leg", "table loaded, no uevent for sdc: a leg");
+        expect_line(mark, "sdb: class=multipath-leg elevator=mq-deadline wanted=none", "-> elevator=none (rule elevator-multipath-leg)",
+                    "the leg's own policy");
+
+        mark = log_mark();
+        mock_disk_unlink(t.bed, sdb, "holders", "dm-3");
+        mock_disk_unlink(t.bed, sdc, "holders", "dm-3");
+        uevent(dm3, "remove");
+        umockdev_testbed_remove_device(t.bed, dm3);
+        expect_line(mark, "dm-3: Disk removed", NULL, "map removed");
+        expect_class(mark, "sdb", NULL, "single-queue-fast", "map removed, no uevent for sdb: tuned as itself");
+        expect_class(mark, "sdc", NULL, "single-queue-fast", "map removed, no uevent for sdc: tuned as itself");
+        expect_disks("sdb sdc", "in the end");
+}
+
 int main(int argc, char **argv) {
         if (argc != 3) {
                 fprintf(stderr, "usage: %s BLKMQD coldplug|events-kernel|events-udev\n", argv[0]);
@@ -457,6 +501,8 @@ int main(int argc, char **argv) {
                 case_events(false);
         else if (strcmp(argv[2], "events-udev") == 0)
                 case_events(true);
+        else if (strcmp(argv[2], "map") == 0)
+                case_map();
         else
                 die("unknown case %s", argv[2]);
 
