@@ -25,6 +25,8 @@ char *mock_disk_add(UMockdevTestbed *bed, const char *name, unsigned minor, bool
         g_autofree char *dev = g_strdup_printf("%u:%u\n", MOCK_MAJOR, minor);
         g_autofree char *major_s = g_strdup_printf("%u", MOCK_MAJOR), *minor_s = g_strdup_printf("%u", minor);
         g_autofree char *devname = g_strdup_printf("/dev/%s", name);
+        /* the kernel's name has '/' where sysfs has '!' (cciss!c0d0 is /dev/cciss/c0d0) */
+        g_strdelimit(devname, "!", '/');
         g_autofree char *size = g_strdup_printf("%" PRIu64 "\n", sectors);
         g_autoptr(GPtrArray) attrs = g_ptr_array_new_with_free_func(g_free);
         const char *fixed[] = {

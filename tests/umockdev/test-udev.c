@@ -421,6 +421,16 @@ static void case_events(bool udev_source) {
         uevent(sdf, "change");
         expect_class(mark, "sdf", "rotational=0", "single-queue-fast", "add twice, then change: facts re-read");
 
+        /* a kernel name with '/' (cciss/c0d0, sysfs block/cciss!c0d0): libudev's sysname says
+         * "cciss/c0d0", the daemon's disk is the sysfs name, added and removed by its uevents */
+        mark = log_mark();
+        g_autofree char *cciss = mock_disk_add(t.bed, "cciss!c0d0", 160, true, 1, 2097152);
+        expect_class(mark, "cciss!c0d0", "nr_hw_queues=1 rotational=1", "single-queue-rotational", "add: cciss!c0d0 by its sysfs name");
+        mark = log_mark();
+        uevent(cciss, "remove");
+        umockdev_testbed_remove_device(t.bed, cciss);
+        expect_line(mark, "cciss!c0d0: Disk removed", NULL, "remove: cciss!c0d0 by its sysfs name");
+
         expect_disks("sdf sdg sdi sdz", "in the end");
         (void) sde1;
 }
