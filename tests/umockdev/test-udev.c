@@ -168,6 +168,9 @@ static void expect_class(size_t mark, const char *disk, const char *facts, const
         check(ok, "%s: %s classed %s%s%s", what, disk, class ?: "(any)", facts ? " with " : "", facts ?: "");
 }
 
+/* Send a uevent to the daemon's monitor. umockdev 0.17.16 delivers it as a datagram on a
+ * non-blocking Unix socket and abort()s on EAGAIN: the daemon's queue holds
+ * net.unix.max_dgram_qlen (10) datagrams, so a case sends a few, then waits for their effect. */
 static void uevent(const char *syspath, const char *action) {
         daemon_must_live();
         umockdev_testbed_uevent(t.bed, syspath, action);
