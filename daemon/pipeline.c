@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "manager-internal.h"
 #include "net.h"
+#include "parse.h"
 #include "policy.h"
 #include "strv.h"
 
@@ -132,11 +133,19 @@ bool manager_disk_settled(Manager *m, const char *name) {
         return !d || !d->run.active || d->run.timed_out;
 }
 
-/* Policy for d's facts, deciding the elevator from the one blkmqd found (its recorded original). */
+/* Policy for d's facts, deciding the elevator from the one blkmqd found (its recorded original),
+ * and told which rq_affinity and nr_requests values blkmqd wrote (their originals). */
 static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
         int r = free_and_strdup(&d->facts->elevator_before, d->applied[KNOB_ELEVATOR].original);
         if (r < 0)
                 return r;
+        int rq;
+        uint64_t nr;
+        d->facts->rq_affinity_before = d->applied[KNOB_RQ_AFFINITY].original &&
+                                       parse_int(d->applied[KNOB_RQ_AFFINITY].original, &rq) >= 0 ? rq : -1;
+        d->facts->nr_requests_before = d->applied[KNOB_NR_REQUESTS].original &&
+                                       parse_u64(d->applied[KNOB_NR_REQUESTS].original, &nr) >= 0 && nr <= INT64_MAX ?
+                                       (int64_t) nr : -1;
         r = policy_evaluate(d->facts, &m->config.policy, &d->overrides, ret);
         if (r >= 0 && (r = net_arbitrate(&m->registry, d, ret)) < 0)    /* one disk places a NIC */
                 plan_done(ret);

@@ -105,6 +105,12 @@ static int explain_source(const DiskFacts *f, Plan *plan) {
                             f->kernel_release ? ", release " : "", strempty(f->kernel_release));
 }
 
+/* The elevator the class keeps is the one blkmqd found: "kept" when the disk still has it,
+ * "restored" when blkmqd switched away from it (the switch is undone). */
+static const char *kept_or_restored(const DiskFacts *f, const char *base) {
+        return streq(base, f->elevator) ? "kept" : "restored";
+}
+
 /* Zoned disk on a kernel without zone write plugging: mq-deadline is never taken away. */
 static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, Plan *plan, const char *why) {
         const char *z = zoned_to_string(f->zoned), *kernel = f->kernel_release ?: "unknown";
@@ -116,6 +122,15 @@ static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, P
                                  override_label(o, KNOB_ELEVATOR), o->elevator, z, kernel, why);
                 if (r < 0)
                         return r;
+        }
+        if (streq(f->elevator, "mq-deadline") && f->elevator_before && !streq(f->elevator_before, "mq-deadline")) {
+                /* blkmqd switched to it: not kept (the switch stays) */
+                r = plan_set(plan, "mq-deadline");
+                if (r < 0)
+                        return r;
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, "elevator-zoned",
+                                    "zoned=%s kernel=%s elevator=mq-deadline (%s before blkmqd switched it) -> elevator=mq-deadline: %s",
+                                    z, kernel, f->elevator_before, why);
         }
         if (streq(f->elevator, "mq-deadline")) {
                 r = plan_set(plan, "mq-deadline");
@@ -172,11 +187,15 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                                             blocked ? ": its module is kept from loading: " : "", strempty(blocked));
                 }
                 r = plan_set(plan, o->elevator);
+                /* "kept" only when the disk had it before blkmqd: one blkmqd switched to is not
+                 * kept, it is the switch (shown says from what), and the one blkmqd found is
+                 * put back */
                 if (r >= 0)
                         r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED,
                                          RULE_OF_ORIGIN(o, KNOB_ELEVATOR), "%s=%s elevator=%s -> elevator=%s%s",
                                          override_label(o, KNOB_ELEVATOR), o->elevator, shown, o->elevator,
-                                         streq(o->elevator, f->elevator) ? ", kept" : "");
+                                         !streq(o->elevator, f->elevator) ? "" :
+                                         streq(base, f->elevator) ? ", kept" : "");
                 return r < 0 ? r : explain_source(f, plan);
         }
 
@@ -185,8 +204,8 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                 if (r < 0)
                         return r;
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("elevator", cls),
-                                    "class=%s elevator=%s -> elevator=%s, kept: any elevator is fine for this class",
-                                    cls, shown, base);
+                                    "class=%s elevator=%s -> elevator=%s, %s: any elevator is fine for this class",
+                                    cls, shown, base, kept_or_restored(f, base));
         }
 
         wanted = strv_join(cp->elevators, ",");
@@ -198,7 +217,8 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                 if (r < 0)
                         return r;
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("elevator", cls),
-                                    "class=%s elevator=%s wanted=%s -> elevator=%s, kept", cls, shown, wanted, base);
+                                    "class=%s elevator=%s wanted=%s -> elevator=%s, %s", cls, shown, wanted, base,
+                                    kept_or_restored(f, base));
         }
 
         /* the current elevator is not wanted: the first wanted one the disk can take, then why */

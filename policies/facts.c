@@ -62,8 +62,8 @@ DiskFacts *disk_facts_new(const char *name) {
                 return NULL;
         }
         f->rotational = f->shared_tags = f->sq_sched = TRISTATE_UNKNOWN;
-        f->rq_affinity = -1;
-        f->nr_requests = f->queue_depth = f->host_nr_hw_queues = f->host_can_queue = -1;
+        f->rq_affinity = f->rq_affinity_before = -1;
+        f->nr_requests = f->nr_requests_before = f->queue_depth = f->host_nr_hw_queues = f->host_can_queue = -1;
         f->numa_node = -1;
         return f;
 }

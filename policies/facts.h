@@ -163,6 +163,14 @@ typedef struct DiskFacts {
         bool elevator_configurable;     /* false: scheduler reads "none" without brackets */
         int rq_affinity;                /* -1 unknown */
         int64_t nr_requests;            /* -1 unknown */
+        /*
+         * Not gathered, set by the manager like elevator_before: the value before blkmqd's
+         * first write of rq_affinity / nr_requests (the recorded original); -1 when blkmqd has
+         * not written it (or the original is not a number). explain says "kept" only for a
+         * value blkmqd did not write, and says what comes back when a write is undone.
+         */
+        int rq_affinity_before;
+        int64_t nr_requests_before;
         int64_t queue_depth;            /* -1 unknown */
 
         char *driver;

@@ -194,6 +194,7 @@ int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverri
         const char *running = plan->elevator ?: f->elevator;
         bool current = running && streq_ptr(running, f->elevator);
         char label[256];
+        size_t lines = plan->n_entries;
         int r;
 
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
@@ -243,5 +244,12 @@ int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverri
                 if (r < 0)
                         return r;
         }
+        if (plan->n_entries == lines && running && streq(running, "none"))
+                return plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "iosched-none",
+                                    "elevator=none -> no iosched tunables: none has no queue/iosched/");
+        if (plan->n_entries == lines)   /* no wish for the running elevator: plan/iosched/ is empty, said why */
+                return plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "iosched-none",
+                                    "elevator=%s -> iosched tunables left alone: no IoSched.%s.*= setting or policy/iosched/%s/ override",
+                                    running ?: "unknown", running ?: "<elevator>", running ?: "<elevator>");
         return 0;
 }

@@ -126,8 +126,11 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         int r;
 
         plan->net_hctx_without_queue = -1;
-        if (!n)
-                return 0;
+        if (!n)         /* a managed disk says why its plan/ network knobs are "keep" (a disk left alone said so) */
+                return !plan->manage ? 0 :
+                       plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, "net-align-local",
+                                    "transport=%s -> nic_irq_affinity, xps and nr_io_queues left alone: not a network block device",
+                                    f->transport ?: "unknown");
         if (!np)
                 np = &defaults;
         if (n->unavailable) {

@@ -33,6 +33,16 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
                                     f->rq_affinity, o->rq_affinity);
         }
 
+        /* blkmqd wrote the value the disk has (an override taken back): the class decides from
+         * the one blkmqd found, and a plan without a wish puts it back (daemon/apply.c
+         * queue_knob_no_wish()): that is no "left alone" and no "kept" */
+        bool wrote = f->rq_affinity_before >= 0 && f->rq_affinity_before != f->rq_affinity;
+
+        if (cp->rq_affinity < 0 && wrote)
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_CLASS("rq-affinity", cls),
+                                    "class=%s rq_affinity=%d (%d before blkmqd wrote it) -> no wish, blkmqd's write undone: "
+                                    "rq_affinity=%d restored (no class setting, 1 is the kernel default)", cls, f->rq_affinity, f->rq_affinity_before,
+                                    f->rq_affinity_before);
         if (cp->rq_affinity < 0)
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_CLASS("rq-affinity", cls),
                                     "class=%s rq_affinity=%d -> rq_affinity left alone: no class setting, 1 is the kernel default; "
@@ -42,6 +52,11 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
         plan->rq_affinity = strdup(want);
         if (!plan->rq_affinity)
                 return -ENOMEM;
+        if (wrote)
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("rq-affinity", cls),
+                                    "class=%s rq_affinity=%d (%d before blkmqd wrote it) -> rq_affinity=%s%s",
+                                    cls, f->rq_affinity, f->rq_affinity_before, want,
+                                    f->rq_affinity_before == cp->rq_affinity ? ", restored" : "");
         return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("rq-affinity", cls),
                             "class=%s rq_affinity=%d -> rq_affinity=%s%s",
                             cls, f->rq_affinity, want, f->rq_affinity == cp->rq_affinity ? ", kept" : "");
@@ -76,7 +91,17 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
                                             "nr_requests=%s: reset by the kernel when blkmqd switched the elevator %s -> %s; "
                                             "no override, so it is not written (the value before comes back when the elevator is restored)",
                                             now, f->elevator_before, f->elevator);
-                return 0;
+                if (f->nr_requests_before >= 0 && f->nr_requests_before != f->nr_requests)
+                        /* the override that made blkmqd write it was taken back: its write is
+                         * undone (daemon/apply.c queue_knob_no_wish()), nothing is kept */
+                        return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
+                                            "nr-requests-no-override",
+                                            "nr_requests=%s (%" PRIi64 " before blkmqd wrote it) -> no wish, blkmqd's write undone: "
+                                            "nr_requests=%" PRIi64 " restored (no override; the kernel sizes it from the tag set and the elevator)",
+                                            now, f->nr_requests_before, f->nr_requests_before);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE, "nr-requests-no-override",
+                                    "nr_requests=%s -> nr_requests left alone: no override (policy/nr_requests or NrRequests=); "
+                                    "the kernel sizes it from the tag set and the elevator", now);
         }
 
         uint64_t want, min, max;

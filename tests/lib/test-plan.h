@@ -19,7 +19,8 @@
  * The fields of every plan entry agree with its line and with the plan: the line is
  * "<disk>: <body>[ (rule <rule>)]" with body pointing past "<disk>: "; a knob the plan
  * wants a value for has a deciding entry (planned), and the last deciding entry of a knob
- * says planned exactly when the plan has a value (issue 17: consumers read the fields).
+ * says planned exactly when the plan has a value (issue 17: consumers read the fields); every
+ * knob of a managed disk has a deciding entry with a rule, also when it is left alone.
  */
 static inline void test_check_plan_entries(const char *disk, const Plan *p) {
         PLAN_FOREACH_ENTRY(e, p) {
@@ -46,5 +47,11 @@ static inline void test_check_plan_entries(const char *disk, const Plan *p) {
                 else if (!plan_get(p, k) && e && e->outcome == PLAN_OUTCOME_PLANNED)
                         TAP_FAIL("%s: %s not planned, but its last deciding entry says %s: %s", disk,
                                  knob_to_string(k), plan_outcome_to_string(e->outcome), e->text);
+                /* one line per decision (README): a managed disk's plan/<knob> "keep" is
+                 * explained too, by a rule (nr_requests had none when left alone) */
+                tap_checks++;
+                if (!e || !e->rule)
+                        TAP_FAIL("%s: %s has no deciding entry with a rule (plan/%s reads %s)", disk, knob_to_string(k),
+                                 knob_to_string(k), plan_get(p, k) ?: "keep");
         }
 }

@@ -383,6 +383,16 @@ static void test_zoned(void) {
                            "kernel before zone write plugging (6.10, dd291d77cc90)"));
         CHECK(plan_has(&p, "nvme0n1: zoned=host-managed kernel=6.1.0-28-amd64 -> zoned writes need mq-deadline"));
         plan_done(&p);
+        /* mq-deadline blkmqd switched to is not "kept" */
+        {
+                _cleanup_(disk_facts_freep) DiskFacts *f = make(&zns);
+                f->elevator_before = strdup("none");
+                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                CHECK(plan_has(&p, "nvme0n1: zoned=host-managed kernel=6.1.0-28-amd64 elevator=mq-deadline (none before blkmqd "
+                                   "switched it) -> elevator=mq-deadline: kernel before zone write plugging"));
+                CHECK(!plan_has(&p, "kept"));
+                plan_done(&p);
+        }
         /* host-aware exposed as zoned: the same (the kernel requires ELEVATOR_F_ZBD_SEQ_WRITE for both) */
         zns.zoned = ZONED_HOST_AWARE;
         eval(&zns, NULL, DISK_CLASS_FAST_MULTIQUEUE, true, "mq-deadline", NULL);
@@ -702,10 +712,68 @@ static void test_state_after_writes(void) {
                 CHECK_INT(p.class, DISK_CLASS_SINGLE_QUEUE_FAST);
                 CHECK_STR(p.elevator, "mq-deadline");
                 CHECK_STR(line(&p, 1), "vda: class=single-queue-fast elevator=none (mq-deadline before blkmqd switched it) -> "
-                                       "elevator=mq-deadline, kept: any elevator is fine for this class (rule elevator-single-queue-fast)");
+                                       "elevator=mq-deadline, restored: any elevator is fine for this class (rule elevator-single-queue-fast)");
+                CHECK(!plan_has(&p, "kept"));
                 /* the planned switch back resets nr_requests: said */
                 CHECK(plan_has(&p, "vda: nr_requests=64 elevator none -> mq-deadline: the switch resets nr_requests to mq-deadline's default"));
                 plan_done(&p);
+        }
+        /* "kept" only for a value blkmqd did not write (issue: `set vda elevator bfq` explained
+         * "elevator=bfq, kept" while applied/ said "ok: bfq (was mq-deadline)"; the reset said
+         * "kept" for the mq-deadline it put back; the same for rq_affinity and nr_requests) */
+        {
+                Disk b = sq;
+                b.scheduler = "none mq-deadline kyber [bfq]\n";
+                _cleanup_(disk_facts_freep) DiskFacts *f = make(&b);
+                f->elevator_before = strdup("mq-deadline");
+                PolicyOverrides o = { .elevator = (char *) "bfq" };
+                CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+                CHECK_STR(p.elevator, "bfq");
+                CHECK_STR(line(&p, 1), "vda: policy/elevator=bfq elevator=bfq (mq-deadline before blkmqd switched it) -> elevator=bfq (rule override)");
+                CHECK(!plan_has(&p, "kept"));
+                plan_done(&p);
+                /* the same override on a disk that had bfq: kept */
+                f->elevator_before = mfree_str(f->elevator_before);
+                CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+                CHECK_STR(line(&p, 1), "vda: policy/elevator=bfq elevator=bfq -> elevator=bfq, kept (rule override)");
+                plan_done(&p);
+                /* the reset: the class keeps what blkmqd found, which is put back */
+                f->elevator_before = strdup("mq-deadline");
+                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                CHECK_STR(p.elevator, "mq-deadline");
+                CHECK(plan_has(&p, "vda: class=single-queue-fast elevator=bfq (mq-deadline before blkmqd switched it) -> "
+                                   "elevator=mq-deadline, restored: "));
+                CHECK(!plan_has(&p, "kept"));
+                plan_done(&p);
+        }
+        {
+                /* rq_affinity: a class value blkmqd wrote is no "kept"; an override taken back is undone */
+                PolicyConfig c = {};
+                CHECK_INT(policy_config_init_defaults(&c), 0);
+                _cleanup_(disk_facts_freep) DiskFacts *f = make(&sq);
+                f->rq_affinity = 2;
+                f->rq_affinity_before = 1;
+                c.classes[DISK_CLASS_SINGLE_QUEUE_FAST].rq_affinity = 2;
+                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK(plan_has(&p, "vda: class=single-queue-fast rq_affinity=2 (1 before blkmqd wrote it) -> rq_affinity=2 "
+                                   "(rule rq-affinity-single-queue-fast)"));
+                CHECK(!plan_has(&p, "rq_affinity=2, kept"));
+                plan_done(&p);
+                c.classes[DISK_CLASS_SINGLE_QUEUE_FAST].rq_affinity = -1;
+                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK(plan_has(&p, "vda: class=single-queue-fast rq_affinity=2 (1 before blkmqd wrote it) -> no wish, blkmqd's write "
+                                   "undone: rq_affinity=1 restored"));
+                plan_done(&p);
+                /* nr_requests written for an override taken back */
+                f->nr_requests = 32;
+                f->nr_requests_before = 64;
+                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK(plan_has(&p, "vda: nr_requests=32 (64 before blkmqd wrote it) -> no wish, blkmqd's write undone: "
+                                   "nr_requests=64 restored"));
+                CHECK(!plan_has(&p, "nr_requests left alone"));
+                CHECK(!p.nr_requests);
+                plan_done(&p);
+                policy_config_done(&c);
         }
         /* a class decision blkmqd carried out stays the decision: stacked wants none, it has it */
         {
