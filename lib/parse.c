@@ -45,10 +45,13 @@ int parse_u64(const char *s, uint64_t *ret) {
 }
 
 int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
+        bool neg = s[0] == '-';
         uint64_t v;
-        int r = parse_u64(s, &v);
+        int r = parse_u64(s + neg, &v);
         if (r < 0)
-                return r;
+                return neg && r == -ERANGE ? -ERANGE : r;
+        if (neg && v > 0)
+                return -ERANGE;         /* a number, below every unsigned range */
         if (v < min || v > max)
                 return -ERANGE;
         *ret = v;

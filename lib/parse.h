@@ -30,7 +30,11 @@ int parse_u64(const char *s, uint64_t *ret);
 /* As parse_u64() but for a signed int ("-1" allowed); -ERANGE outside INT_MIN..INT_MAX. */
 int parse_int(const char *s, int *ret);
 
-/* As parse_u64() with an inclusive range check: -ERANGE outside [min, max]. */
+/*
+ * As parse_u64() with an inclusive range check, for values users write (policy/ files): a
+ * number outside [min, max] is -ERANGE, a negative one too ("-4": a number, below any
+ * unsigned range; "-0" is 0); something that is not a number is -EINVAL ("-", "-x", "0x2").
+ */
 int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 
 /*

@@ -31,13 +31,10 @@ void nr_requests_limits(const DiskFacts *f, const char *elevator, uint64_t *ret_
 
 static int validate_nr_requests(const char *v, const DiskFacts *f, char **ret) {
         uint64_t n, min, max;
-        int r = parse_u64(v, &n);
+        nr_requests_limits(f, f->elevator, &min, &max);
+        int r = parse_u64_range(v, min, max, &n);      /* "-4": ERANGE, like rq_affinity's "-1" */
         if (r < 0)
                 return r;
-
-        nr_requests_limits(f, f->elevator, &min, &max);
-        if (n < min || n > max)
-                return -ERANGE;
         return asprintf(ret, "%" PRIu64, n) < 0 ? -ENOMEM : 0;
 }
 
@@ -112,17 +109,18 @@ int policy_override_validate(int file, const char *input, size_t len, const Disk
                 uint64_t x;
                 if (streq(v, "keep"))
                         break;
-                r = parse_u64(v, &x);
+                r = parse_u64_range(v, 1, 65535, &x);
                 if (r < 0)
                         return r;
-                if (x < 1 || x > 65535)
-                        return -ERANGE;
                 return asprintf(ret, "%" PRIu64, x) < 0 ? -ENOMEM : 0;
         }
-        case POLICY_FILE_ENABLED:
-                if (!streq(v, "0") && !streq(v, "1"))
-                        return -EINVAL;
-                break;
+        case POLICY_FILE_ENABLED: {
+                uint64_t x;
+                r = parse_u64_range(v, 0, 1, &x);       /* "2", "-1": ERANGE; "yes": EINVAL */
+                if (r < 0)
+                        return r;
+                return asprintf(ret, "%" PRIu64, x) < 0 ? -ENOMEM : 0;
+        }
         default:
                 return -EINVAL;
         }

@@ -117,12 +117,14 @@ def case_h_bad_writes(d, loops, tmp):
         (P("nr_requests"), b"3\n", ERANGE, 1, "write"),
         (P("nr_requests"), b"100000", ERANGE, 1, "write"),       # > nr_tags without an elevator
         (P("nr_requests"), b"18446744073709551616", ERANGE, 1, "write"),
-        (P("nr_requests"), b"-5", EINVAL, 1, "write"),
+        (P("nr_requests"), b"-5", ERANGE, 1, "write"),          # a number out of range, like rq_affinity -1
+        (P("nr_requests"), b"-", EINVAL, 1, "write"),
         (P("irq_affinity"), b"4095", EINVAL, 1, "write"),        # offline CPU
         (P("irq_affinity"), b"1-0", EINVAL, 1, "write"),
         (P("irq_affinity"), b"0, 1", EINVAL, 1, "write"),
         (P("irq_affinity"), b"8192", ERANGE, 1, "write"),
-        (P("enabled"), b"2", EINVAL, 1, "write"),
+        (P("enabled"), b"2", ERANGE, 1, "write"),
+        (P("enabled"), b"-1", ERANGE, 1, "write"),
         (P("enabled"), b"AUTO", EINVAL, 1, "write"),
         (d.path("mode"), b"fast", EINVAL, 1, "write"),
         (d.path("mode"), b"auto\0", EINVAL, 1, "write"),

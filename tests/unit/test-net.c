@@ -294,6 +294,7 @@ static void test_overrides(void) {
         CHECK_INT(policy_override_validate(KNOB_NR_IO_QUEUES, "0", 1, f, NULL, &v), -ERANGE);
         CHECK_INT(policy_override_validate(KNOB_NR_IO_QUEUES, "70000", 5, f, NULL, &v), -ERANGE);
         CHECK_INT(policy_override_validate(KNOB_NR_IO_QUEUES, "two", 3, f, NULL, &v), -EINVAL);
+        CHECK_INT(policy_override_validate(KNOB_NR_IO_QUEUES, "-4", 2, f, NULL, &v), -ERANGE);     /* a number out of range */
         CHECK_INT(policy_override_validate(KNOB_NR_IO_QUEUES, "auto", 4, f, NULL, &v), 0);
         CHECK_NULL(v);
         CHECK_STR(knob_to_string(KNOB_NIC_IRQ_AFFINITY), "nic_irq_affinity");

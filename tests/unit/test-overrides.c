@@ -90,10 +90,13 @@ static void test_common(void) {
         T(POLICY_FILE_ENABLED, f, "auto\nauto", -EINVAL, NULL);
         T(POLICY_FILE_ENABLED, f, "0", 0, "0");
         T(POLICY_FILE_ENABLED, f, "1\n", 0, "1");
-        T(POLICY_FILE_ENABLED, f, "2", -EINVAL, NULL);
+        /* one errno rule for every numeric file: a number out of range (negative too) is
+         * ERANGE, what is no number EINVAL */
+        T(POLICY_FILE_ENABLED, f, "2", -ERANGE, NULL);
         T(POLICY_FILE_ENABLED, f, "yes", -EINVAL, NULL);
-        T(POLICY_FILE_ENABLED, f, "01", -EINVAL, NULL);
-        T(POLICY_FILE_ENABLED, f, "-1", -EINVAL, NULL);
+        T(POLICY_FILE_ENABLED, f, "01", 0, "1");        /* normalised, like rq_affinity's "02" */
+        T(POLICY_FILE_ENABLED, f, "-1", -ERANGE, NULL);
+        T(POLICY_FILE_ENABLED, f, "0x1", -EINVAL, NULL);
         T(POLICY_FILE_ENABLED, f, "", -EINVAL, NULL);
         /* a knob that does not exist */
         T((Knob) 17, f, "1", -EINVAL, NULL);
@@ -189,7 +192,10 @@ static void test_nr_requests(void) {
         T(KNOB_NR_REQUESTS, f, "18446744073709551615", -ERANGE, NULL);
         T(KNOB_NR_REQUESTS, f, "18446744073709551616", -ERANGE, NULL);  /* 2^64 */
         T(KNOB_NR_REQUESTS, f, "0256", 0, "256");       /* normalised */
-        T(KNOB_NR_REQUESTS, f, "-5", -EINVAL, NULL);
+        T(KNOB_NR_REQUESTS, f, "-5", -ERANGE, NULL);      /* a number out of range, like rq_affinity "-1" */
+        T(KNOB_NR_REQUESTS, f, "-4", -ERANGE, NULL);
+        T(KNOB_NR_REQUESTS, f, "-", -EINVAL, NULL);
+        T(KNOB_NR_REQUESTS, f, "-x", -EINVAL, NULL);
         T(KNOB_NR_REQUESTS, f, "0x40", -EINVAL, NULL);
         T(KNOB_NR_REQUESTS, f, "64k", -EINVAL, NULL);
         T(KNOB_NR_REQUESTS, f, "max", -EINVAL, NULL);

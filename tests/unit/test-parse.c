@@ -44,6 +44,17 @@ static void test_parse_u64(void) {
         CHECK_INT(parse_u64_range("3\n", 0, 2, &v), -ERANGE);
         CHECK_INT(parse_u64_range("0", 1, 2, &v), -ERANGE);
         CHECK_INT(parse_u64_range("x", 0, 2, &v), -EINVAL);
+        /* a negative number is out of range, not "not a number" (policy/nr_requests "-4" was
+         * EINVAL while policy/rq_affinity "-1" was ERANGE) */
+        CHECK_INT(parse_u64_range("-4", 0, 2, &v), -ERANGE);
+        CHECK_INT(parse_u64_range("-4\n", 4, 2048, &v), -ERANGE);
+        CHECK_INT(parse_u64_range("-99999999999999999999999", 0, 2, &v), -ERANGE);
+        CHECK_INT(parse_u64_range("-0", 0, 2, &v), 0);
+        CHECK_U64(v, 0);
+        CHECK_INT(parse_u64_range("-", 0, 2, &v), -EINVAL);
+        CHECK_INT(parse_u64_range("-x", 0, 2, &v), -EINVAL);
+        CHECK_INT(parse_u64_range("--4", 0, 2, &v), -EINVAL);
+        CHECK_INT(parse_u64_range("+4", 0, 8, &v), -EINVAL);
 }
 
 static void test_parse_int(void) {
