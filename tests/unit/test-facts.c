@@ -79,6 +79,8 @@ static void test_render(void) {
         f->irqs[1].irq = 25;
         f->irqs[2].irq = 130;
         f->n_irqs = 3;
+        for (size_t i = 0; i < 3; i++)
+                f->irqs[i].queue = true;
         f->numa_node = 1;
         f->kernel_release = strdup("6.1.0-28-amd64");
 
@@ -114,6 +116,13 @@ static void test_render(void) {
         check_render(f, FACT_QUEUE_DEPTH, "unknown: no device/queue_depth (not a SCSI device)\n");
         CHECK(disk_facts_known(f, FACT_DEVNUM));
 
+        /* vectors that serve no request queue say so (virtio-blk vda: "35 36" read as two
+         * queue vectors where 35 is virtio1-config); queue vectors stay bare numbers */
+        f->irqs[0].name = strdup("virtio1-config");
+        f->irqs[0].queue = false;
+        f->irqs[2].queue = false;       /* no handler: name unknown */
+        check_render(f, FACT_IRQ_VECTORS, "24(virtio1-config:not-queue) 25 130(unused:not-queue)\n");
+        f->irqs[0].queue = true;
         /* one IRQ, no trailing blank */
         f->n_irqs = 1;
         check_render(f, FACT_IRQ_VECTORS, "24\n");
