@@ -489,6 +489,15 @@ static int cmd_status(int argc, char **argv) {
         for (size_t i = 0; i < n; i++)
                 (void) row_fill(&rows[i], disks[i]);
 
+        /* the daemon's mode (auto, dry-run, off): the STATE column reads differently in each
+         * (after "blkmqctl restore" it is off and nothing is written) */
+        char *mode = NULL, *mp = path_join("mode", NULL);
+        if (mp && read_text(mp, &mode) >= 0)
+                mode[strcspn(mode, "\n")] = '\0';
+        else
+                mode = NULL;
+        free(mp);
+
         if (arg_json) {
                 char *version = NULL;
                 char *vp = path_join("version", NULL);
@@ -499,6 +508,8 @@ static int cmd_status(int argc, char **argv) {
                 json_string(stdout, arg_mountpoint);
                 printf(",\"version\":");
                 json_string(stdout, version);
+                printf(",\"mode\":");
+                json_string(stdout, mode);
                 printf(",\"devices\":[");
                 for (size_t i = 0; i < n; i++) {
                         Row *w = &rows[i];
@@ -538,6 +549,9 @@ static int cmd_status(int argc, char **argv) {
                         WIDEN(ws, rows[i].state);
 #undef WIDEN
                 }
+                printf("mode: %s%s\n", show(mode), mode && strcmp(mode, "off") == 0 ?
+                       " (nothing is written; blkmqd's values were put back: echo auto > mode to manage again)" :
+                       mode && strcmp(mode, "dry-run") == 0 ? " (nothing is written; applied/ says what would be)" : "");
                 printf("%-*s  %-*s  %5s  %3s  %-*s  %-*s  %-*s  %7s\n", wd, "DISK", wc, "CLASS", "HCTX", "ROT",
                        we, "ELEVATOR", wp, "PLANNED", ws, "STATE", "REMOTE");
                 for (size_t i = 0; i < n; i++) {
@@ -552,6 +566,7 @@ static int cmd_status(int argc, char **argv) {
         for (size_t i = 0; i < n; i++)
                 row_free(&rows[i]);
         free(rows);
+        free(mode);
         FREE_STRV(disks, n);
         return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILED;
 }
@@ -1072,7 +1087,7 @@ static void help(void) {
         printf("blkmqctl %s - query and steer blkmqd through its FUSE tree\n\n"
                "Usage: blkmqctl [OPTIONS] COMMAND [ARGS]\n\n"
                "Commands:\n"
-               "  status                  one line per disk: class, hctx, elevator, state, remote %%\n"
+               "  status                  the mode, then one line per disk: class, hctx, elevator, state, remote %%\n"
                "  explain DISK            why blkmqd decided what it did for DISK\n"
                "  watch DISK              per-hctx rates, refreshed every second (q to quit)\n"
                "  set DISK KNOB VALUE     override a policy knob (writes devices/DISK/policy/KNOB)\n"

@@ -379,6 +379,10 @@ def ctl_checks(mp, disk):
     r = ctl(mp, "status")
     check(r.returncode == 0, "status: exit 0")
     lines = r.stdout.splitlines()
+    # the daemon's mode first (a new user saw "kept" after restore without knowing mode was off)
+    mode = open(mp + "/mode").read().strip() if os.path.exists(mp + "/mode") else "-"
+    check(lines and lines[0] == "mode: %s" % mode, "status: first line is the mode (%s): %r" % (mode, lines[:1]))
+    lines = lines[1:]
     check(lines and lines[0].split()[:2] == ["DISK", "CLASS"], "status: header line")
     row = [l.split() for l in lines[1:] if l.split() and l.split()[0] == disk]
     check(len(row) == 1 and row[0][1] == "stacked", "status: %s has class stacked: %r" % (disk, row))
@@ -394,6 +398,7 @@ def ctl_checks(mp, disk):
               and dev[0]["rotational"] in (0, 1),
               "status --json: class, nr_hw_queues as a number, rotational")
         check(j["mountpoint"] == mp and j["version"].startswith("blkmqd "), "status --json: mountpoint, version")
+        check(j["mode"] == (None if mode == "-" else mode), "status --json: mode %s (%r)" % (mode, j.get("mode")))
     except (ValueError, KeyError, IndexError) as e:
         check(False, "status --json parses: %s: %r" % (e, r.stdout[:200]))
 
@@ -464,6 +469,13 @@ def ctl_checks(mp, disk):
     r = ctl(mp, "restore")
     if os.path.exists(mp + "/restore"):
         check(r.returncode == 0, "restore: exit 0")
+        r = ctl(mp, "status")
+        check(r.stdout.startswith("mode: off (nothing is written"), "status after restore: mode off (%r)" % r.stdout[:80])
+        r = ctl(mp, "status", "--json")
+        try:
+            check(json.loads(r.stdout)["mode"] == "off", "status --json after restore: mode off")
+        except (ValueError, KeyError) as e:
+            check(False, "status --json after restore parses: %s" % e)
     else:
         check(r.returncode == 2 and "restore" in r.stderr, "restore without /restore: exit 2, says so")
 
