@@ -146,6 +146,9 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
         d->facts->nr_requests_before = d->applied[KNOB_NR_REQUESTS].original &&
                                        parse_u64(d->applied[KNOB_NR_REQUESTS].original, &nr) >= 0 && nr <= INT64_MAX ?
                                        (int64_t) nr : -1;
+        d->facts->irq_written = 0;
+        for (size_t i = 0; i < d->n_irq_applied; i++)
+                d->facts->irq_written += d->irq_applied[i].original && !d->irq_applied[i].external;
         r = policy_evaluate(d->facts, &m->config.policy, &d->overrides, ret);
         if (r >= 0 && (r = net_arbitrate(&m->registry, d, ret)) < 0)    /* one disk places a NIC */
                 plan_done(ret);

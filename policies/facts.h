@@ -171,6 +171,9 @@ typedef struct DiskFacts {
          */
         int rq_affinity_before;
         int64_t nr_requests_before;
+        /* Set by the manager too: queue vectors whose affinity blkmqd wrote and can put back
+         * (an original recorded); 0 when none. */
+        size_t irq_written;
         int64_t queue_depth;            /* -1 unknown */
 
         char *driver;

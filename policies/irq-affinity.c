@@ -50,6 +50,13 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
                                     f->n_irqs == 0 ? "no MSI/MSI-X vectors: legacy INTx interrupts" : "only config/control vectors");
 
         const char *want = o->irq_affinity ?: (cp->irq_follow_hctx ? "hctx" : NULL);
+        if (!want && f->irq_written > 0)
+                /* an override taken back: blkmqd's writes are undone (daemon/apply.c), not left */
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
+                                    RULE_OF_CLASS("irq-affinity", cls),
+                                    "class=%s queue vectors=%zu (%zu placed by blkmqd) -> no wish, blkmqd's write undone: "
+                                    "irq_affinity before blkmqd restored (IrqAffinity=keep for [Class:%s])",
+                                    cls, queue, f->irq_written, cls);
         if (!want)
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
                                     RULE_OF_CLASS("irq-affinity", cls),

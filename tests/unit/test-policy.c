@@ -643,6 +643,14 @@ static void test_irq_managed_per_hctx(void) {
         CHECK_STR(irq_line(&p), "sdm: class=single-queue-rotational queue vectors=1 -> irq_affinity left alone: the class does not "
                                 "place IRQs (IrqAffinity=keep for [Class:single-queue-rotational]) (rule irq-affinity-single-queue-rotational)");
         plan_done(&p);
+        /* after an irq_affinity override taken back, blkmqd puts its placement back: no "left alone" */
+        k->irq_written = 1;
+        CHECK_INT(policy_evaluate(k, &config, NULL, &p), 0);
+        CHECK_STR(irq_line(&p), "sdm: class=single-queue-rotational queue vectors=1 (1 placed by blkmqd) -> no wish, blkmqd's "
+                                "write undone: irq_affinity before blkmqd restored (IrqAffinity=keep for [Class:single-queue-rotational]) "
+                                "(rule irq-affinity-single-queue-rotational)");
+        CHECK(!p.irq_affinity);
+        plan_done(&p);
 
         /* no hctx: never "all managed" */
         Disk none = d;
