@@ -278,7 +278,12 @@ static int check_disk(char *disk) {
         int r = p && stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
         free(p);
         if (r < 0) {
-                err("No such disk \"%s\" under %s/devices (see blkmqctl status)", disk, arg_mountpoint);
+                /* why a disk the kernel has is missing is known to the daemon only (its debug log):
+                 * say which disks it leaves out (daemon/pipeline.c manager_device_event()) */
+                err("No such disk \"%s\" under %s/devices (see blkmqctl status). blkmqd lists whole disks with a "
+                    "medium that match its --devices/Devices= globs: a disk of size 0 (an unused zram, a drive "
+                    "without medium), a partition or a disk outside the globs is not listed (its debug log names "
+                    "a disk without medium)", disk, arg_mountpoint);
                 return -EXIT_FAILED;
         }
         return 0;

@@ -418,6 +418,8 @@ def ctl_checks(mp, disk):
 
     r = ctl(mp, "explain", "nosuchdisk0")
     check(r.returncode == 2 and "No such disk" in r.stderr, "explain of an unknown disk: exit 2")
+    # a new user's "explain zram0" (size 0, not listed) said no why: the error names what is left out
+    check("size 0" in r.stderr and "--devices" in r.stderr, "explain of an unknown disk says which disks are not listed")
     for args in (["explain"], ["frobnicate"], ["set", disk, "elevator"], ["--bogus", "status"], []):
         r = ctl(mp, *args)
         check(r.returncode == 1, "usage error %r: exit 1 (got %d)" % (args, r.returncode))
