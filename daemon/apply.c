@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -21,15 +22,17 @@
 
 /*
  * The steps of a run, in order: the elevator first (a switch starts the new elevator from its
- * defaults and resets nr_requests), then the elevator's tunables (queue/iosched/), then the
- * other queue knobs and the IRQ vectors. A restore goes the same way: the elevator blkmqd
- * found comes back first, then the tunables it had.
+ * defaults and resets nr_requests), rq_affinity and nr_requests, then the elevator's tunables
+ * (queue/iosched/: a nr_requests write resets mq-deadline's async_depth, block/mq-deadline.c
+ * dd_depth_updated()), then the other knobs and the IRQ vectors. A restore goes the same way:
+ * the elevator blkmqd found comes back first, then nr_requests, then the tunables it had.
  */
 #define STEP_IOSCHED _KNOB_MAX
 #define N_STEPS (_KNOB_MAX + 1)
-/* Step i of a run: the elevator (0), its tunables (1), then every other knob in Knob order. */
+static_assert(KNOB_ELEVATOR == 0 && KNOB_RQ_AFFINITY == 1 && KNOB_NR_REQUESTS == 2, "run_step_knob() takes the first three knobs in order");
+/* Step i of a run: the elevator (0), rq_affinity (1), nr_requests (2), the tunables (3), then every other knob in Knob order. */
 static int run_step_knob(int i) {
-        return i == 0 ? KNOB_ELEVATOR : i == 1 ? STEP_IOSCHED : i - 1;
+        return i <= KNOB_NR_REQUESTS ? i : i == KNOB_NR_REQUESTS + 1 ? STEP_IOSCHED : i - 1;
 }
 
 /* The name of step k for messages: the knob, or "iosched". */
@@ -1232,6 +1235,7 @@ enum {
         IOSCHED_OP_NEW_ORIGINAL = 4,    /* the original was recorded for this write (dropped if refused) */
         IOSCHED_OP_REASSERT = 8,        /* a rewrite of a value someone else changed (Reassert=yes) */
         IOSCHED_OP_REAPPLY = 16,        /* a write again after an elevator switch reset it */
+        IOSCHED_OP_DERIVED = 32,        /* ... after this run's nr_requests write reset it (iosched_follows_nr_requests()) */
 };
 
 /*
@@ -1485,8 +1489,12 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                         continue;
                 }
                 unsigned char ops = IOSCHED_OP_WRITE;
+                /* this run's nr_requests write made the kernel derive it again: nobody's change */
+                bool derived = (run->written_knobs & (1u << KNOB_NR_REQUESTS)) && iosched_follows_nr_requests(h, d, t, cur);
                 if (ours && (IN_SET_OK_EXTERNAL(a->state) || a->state == APPLY_KEPT)) {
-                        if (new_instance) {
+                        if (derived && !o->verify_only && !o->dry_run)
+                                ops |= IOSCHED_OP_REAPPLY | IOSCHED_OP_DERIVED;
+                        else if (new_instance) {
                                 /* the elevator was set up again since blkmqd wrote it: its default is back */
                                 if (o->verify_only) {
                                         applied_set(a, APPLY_EXTERNAL, 0, "reset to %s by an elevator switch since blkmqd wrote %s; written "
@@ -1636,8 +1644,9 @@ static int iosched_finish(HostFs *h, Device *d, const WriteJob *j) {
                                 log_external(d, label, LOG_WARNING, "%s changed externally to %s again after blkmqd rewrote %s: write war; "
                                              "further rewrites back off (Reassert=yes)", label, strna(op->before), op->value);
                 } else if (ops & IOSCHED_OP_REAPPLY)
-                        log_device_info(d->name, "%s %s -> %s: written again, an elevator switch since blkmqd wrote it reset it", label,
-                                        strna(op->before), op->value);
+                        log_device_info(d->name, "%s %s -> %s: written again, %s reset it", label, strna(op->before), op->value,
+                                        ops & IOSCHED_OP_DERIVED ? "blkmqd's nr_requests write (the kernel derives it from nr_requests)" :
+                                        "an elevator switch since blkmqd wrote it");
                 else
                         log_device_info(d->name, "%s %s -> %s", label, strna(op->before), op->value);
                 n++;

@@ -28,6 +28,9 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
      tunable's applied state; reset writes only the files not "auto" already, nr_requests 64 is
      not written again before 256 comes back, async_depth (never blkmqd's) is not "put back";
      applied/iosched under bfq shows bfq's lines and mq-deadline's only as values to put back.
+(i7) policy/iosched/mq-deadline/async_depth 32 and policy/nr_requests 64: nr_requests is written
+     before the tunables (the kernel derives async_depth from it), so 32 stays, and is written
+     again when nr_requests goes back; stop puts both back.
 """
 
 import errno
@@ -338,6 +341,35 @@ def case_i6_reset(d, loops, tmp):
         d.stop()
     set_elevator(name, "none")
 
+def case_i7_depth(d, loops, tmp):
+    """(i7) mq-deadline's async_depth and nr_requests both overridden: the tunable is written after nr_requests"""
+    name = loops.attach("i7")
+    set_elevator(name, "mq-deadline")
+    nr = lambda: read_text(f"/sys/block/{name}/queue/nr_requests").strip()  # noqa: E731
+    nr0, depth0 = nr(), tunable(name, "async_depth")
+    start(d, tmp, name, VERIFY)
+    try:
+        check(policy_write(d, name, "mq-deadline", "async_depth", "32") == 0 and tunable(name, "async_depth") == "32",
+              f"(i7) async_depth 32 ({tunable(name, 'async_depth')})")
+        n0 = log_len(d)
+        check(d.write("64", "devices", name, "policy", "nr_requests") == 0 and nr() == "64", f"(i7) nr_requests 64 ({nr()})")
+        ok, _ = wait_for(lambda: tunable(name, "async_depth") == "32", 5.0, 0.05)
+        check(ok, f"(i7) async_depth is 32 again after blkmqd's nr_requests write made the kernel derive it ({tunable(name, 'async_depth')})")
+        a = applied_iosched(d, name)
+        check(a.startswith("mq-deadline.async_depth ok: 32") and "externally" not in a, f"(i7) applied/iosched: {a!r}")
+        ext = log_lines(d, "externally", n0)
+        check(not ext, f"(i7) not reported as someone else's change: {ext}")
+        # the override's nr_requests back to auto: 256 again, and with it the kernel's async_depth; 32 written again
+        check(d.write("auto", "devices", name, "policy", "nr_requests") == 0, "(i7) nr_requests auto")
+        ok, _ = wait_for(lambda: nr() == nr0 and tunable(name, "async_depth") == "32", 5.0, 0.05)
+        check(ok, f"(i7) nr_requests {nr0} back, async_depth 32 kept ({nr()}, {tunable(name, 'async_depth')})")
+    finally:
+        d.stop()
+    check(nr() == nr0 and tunable(name, "async_depth") == depth0,
+          f"(i7) stop put back nr_requests {nr0} and async_depth {depth0} ({nr()}, {tunable(name, 'async_depth')})")
+    set_elevator(name, "none")
+
+
 def main():
     exe = bt.exe_arg()
     rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes")
@@ -347,7 +379,7 @@ def main():
     for m in ("bfq", "kyber-iosched"):
         bt.sh("modprobe", "-q", m, check_rc=False)
     vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    cases = (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order, case_i5_nr_requests, case_i6_reset)
+    cases = (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order, case_i5_nr_requests, case_i6_reset, case_i7_depth)
     only = os.environ.get("BLKMQD_CASES")
     if only:
         cases = [c for c in cases if c.__name__.split("_")[1] in only.split(",")]
