@@ -393,10 +393,7 @@ def main():
         return rc
 
     vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    cases = (case_h_bad_writes, case_i_persistence, case_j_restore, case_k_modes, case_l_reload, case_m_external)
-    only = os.environ.get("BLKMQD_CASES")
-    if only:
-        cases = [c for c in cases if c.__name__.split("_")[1] in only.split(",")]
+    cases = bt.selected((case_h_bad_writes, case_i_persistence, case_j_restore, case_k_modes, case_l_reload, case_m_external))
 
     def forget_overrides(tmp):
         for p in glob.glob(os.path.join(tmp, "state", "overrides", "*")):

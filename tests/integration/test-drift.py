@@ -140,16 +140,9 @@ def put(root, rel, text):
 
 def case_s_stop_counts(tmp):
     """(s) the stop summary counts restored, failed and left values, and they add up."""
-    root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "nvme-root"))
+    root, d = bt.nvme_irq_daemon(tmp, "s")
     irq = lambda n: f"proc/irq/{n}/smp_affinity_list"      # noqa: E731
     before = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
-    rdir = os.path.join(tmp, "s")
-    os.makedirs(os.path.join(rdir, "mnt"))
-    conf = os.path.join(rdir, "blkmqd.conf")
-    with open(conf, "w") as f:
-        f.write("[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=1-2\n")
-    d = bt.Daemon(bt.exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
-                  stop_deadline=30.0, unmount_on_stop=True)
     d.start("--root", root, "--devices", "nvme0n1")
     try:
         placed = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
@@ -265,12 +258,9 @@ def main():
     rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes", tools=("losetup",))
     if rc is not None:
         return rc
-    only = os.environ.get("BLKMQD_CASES")
-    cases = [c for c in (case_v1_noticed, case_v2_reassert, case_v3_off)
-             if not only or c.__name__.split("_")[1] in only.split(",")]
-    bt.run_cases(exe, "blkmqd-drift-", cases)
+    bt.run_cases(exe, "blkmqd-drift-", bt.selected((case_v1_noticed, case_v2_reassert, case_v3_off)))
     bt.run_tmp_cases("blkmqd-drift-fx-", (("s", case_s_stop_counts), ("r", case_r_reload), ("w", case_w_agents)),
-                     only and only.split(","))
+                     bt.only_cases())
     return bt.finish()
 
 

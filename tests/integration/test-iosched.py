@@ -379,10 +379,7 @@ def main():
     for m in ("bfq", "kyber-iosched"):
         bt.sh("modprobe", "-q", m, check_rc=False)
     vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    cases = (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order, case_i5_nr_requests, case_i6_reset, case_i7_depth)
-    only = os.environ.get("BLKMQD_CASES")
-    if only:
-        cases = [c for c in cases if c.__name__.split("_")[1] in only.split(",")]
+    cases = bt.selected((case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order, case_i5_nr_requests, case_i6_reset, case_i7_depth))
     bt.run_cases(exe, "blkmqd-iosched-", cases)
     if vda_before:
         check(current_elevator("vda") == vda_before, "vda untouched")

@@ -163,15 +163,8 @@ def case_p_persisted(d, loops, tmp):
 
 def case_i_irqs(tmp):
     """(i) a fixture copy: a read of applied/irq_affinity after another tool moved a vector writes nothing"""
-    root = bt.copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "nvme-root"))
+    root, d = bt.nvme_irq_daemon(tmp, "i")
     irq = lambda n: os.path.join(root, f"proc/irq/{n}/smp_affinity_list")      # noqa: E731
-    rdir = os.path.join(tmp, "i")
-    os.makedirs(os.path.join(rdir, "mnt"))
-    conf = os.path.join(rdir, "blkmqd.conf")
-    with open(conf, "w") as f:
-        f.write("[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=1-2\n")
-    d = bt.Daemon(bt.exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
-                  stop_deadline=30.0, unmount_on_stop=True)
     d.start("--root", root, "--devices", "nvme0n1")
     try:
         ok, _ = wait_for(lambda: all(bt.read_text(irq(n)).strip() == "1-2" for n in (25, 26, 27, 28)), 10.0, 0.02)
@@ -199,11 +192,8 @@ def main():
     rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes", tools=("losetup",))
     if rc is not None:
         return rc
-    only = os.environ.get("BLKMQD_CASES")
-    cases = [c for c in (case_l_loop, case_r_reassert, case_p_persisted)
-             if not only or c.__name__.split("_")[1] in only.split(",")]
-    bt.run_cases(exe, "blkmqd-read-", cases)
-    bt.run_tmp_cases("blkmqd-read-fx-", (("i", case_i_irqs),), only and only.split(","))
+    bt.run_cases(exe, "blkmqd-read-", bt.selected((case_l_loop, case_r_reassert, case_p_persisted)))
+    bt.run_tmp_cases("blkmqd-read-fx-", (("i", case_i_irqs),), bt.only_cases())
     return bt.finish()
 
 

@@ -264,10 +264,7 @@ def main():
     if rc is not None:
         return rc
     vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    cases = (case_n_facts_now, case_o_auto_restores, case_r_nr_requests_reset, case_s_live_mtime)
-    only = os.environ.get("BLKMQD_CASES")
-    if only:
-        cases = [c for c in cases if c.__name__.split("_")[1] in only.split(",")]
+    cases = bt.selected((case_n_facts_now, case_o_auto_restores, case_r_nr_requests_reset, case_s_live_mtime))
 
     def forget_state(tmp):
         for p in glob.glob(os.path.join(tmp, "state", "*", "*")):

@@ -407,6 +407,21 @@ def copy_fixture(name, dst):
     return dst
 
 
+def nvme_irq_daemon(tmp, tag):
+    """The nvme IRQ set-up of the drift and read tests: a copy of vm-6.1-nvme-4q at
+    tmp/nvme-root-TAG and a Daemon (not started) in tmp/TAG whose config places nvme0n1's four
+    queue vectors (IRQs 25-28) on CPUs 1-2 with the periodic verify off (VerifySec=0).
+    Returns (root, daemon); start it with d.start("--root", root, "--devices", "nvme0n1")."""
+    root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "nvme-root-" + tag))
+    rdir = os.path.join(tmp, tag)
+    os.makedirs(os.path.join(rdir, "mnt"))
+    conf = os.path.join(rdir, "blkmqd.conf")
+    with open(conf, "w") as f:
+        f.write("[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=1-2\n")
+    return root, Daemon(exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
+                        stop_deadline=30.0, unmount_on_stop=True)
+
+
 # ---- running a suite ------------------------------------------------------------------------
 
 def exe_arg():
@@ -438,6 +453,18 @@ def preflight(exe, why="loop devices, FUSE mount", tools=("losetup",), files=())
         print(f"FAIL: {exe} is not an executable")
         return 1
     return None
+
+
+def only_cases():
+    """The case letters $BLKMQD_CASES names (a comma list, e.g. "h,k"), or None: every case."""
+    only = os.environ.get("BLKMQD_CASES")
+    return only.split(",") if only else None
+
+
+def selected(cases):
+    """The cases (functions named case_<letter>_...) $BLKMQD_CASES leaves in."""
+    only = only_cases()
+    return [c for c in cases if not only or c.__name__.split("_")[1] in only]
 
 
 def run_tmp_cases(prefix, cases, only=None):
