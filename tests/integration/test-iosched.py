@@ -261,6 +261,11 @@ def case_i4_switch_order(d, loops, tmp):
     set_elevator(name, "none")
 
 
+def nr_requests(name):
+    """The loop's queue/nr_requests as the kernel has it now."""
+    return read_text(f"/sys/block/{name}/queue/nr_requests").strip()
+
+
 def case_i5_nr_requests(d, loops, tmp):
     """(i5) nr_requests blkmqd wrote and an elevator switch away and back reset: written again"""
     name = loops.attach("i5")
@@ -268,14 +273,13 @@ def case_i5_nr_requests(d, loops, tmp):
     start(d, tmp, name, VERIFY)
     try:
         check(d.write("64", "devices", name, "policy", "nr_requests") == 0, "(i5) policy/nr_requests 64")
-        nr = lambda: read_text(f"/sys/block/{name}/queue/nr_requests").strip()
-        check(nr() == "64", f"(i5) the kernel has 64 ({nr()})")
+        check(nr_requests(name) == "64", f"(i5) the kernel has 64 ({nr_requests(name)})")
         n0 = log_len(d)
         set_elevator(name, "kyber")
         set_elevator(name, "bfq")
         # the switch resets nr_requests; the verify writes 64 again and says why (its log line is
         # the proof: by the time this reads nr_requests it may be 64 again already)
-        ok, t = wait_for(lambda: nr() == "64" and log_lines(d, "-> 64: written again, an elevator switch since blkmqd wrote it reset it", n0),
+        ok, t = wait_for(lambda: nr_requests(name) == "64" and log_lines(d, "-> 64: written again, an elevator switch since blkmqd wrote it reset it", n0),
                          10.0, 0.05)
         check(ok, f"(i5) the periodic verify wrote 64 again after the reset, and logged why ({t:.1f} s)")
         check("changed externally" not in d.read("devices", name, "applied", "nr_requests"), "(i5) not someone else's change")
@@ -294,17 +298,16 @@ def case_i6_reset(d, loops, tmp):
     """(i6) nr_requests and elevator set, then reset: no wasted writes, one log line per event, no noise"""
     name = loops.attach("i6")
     set_elevator(name, "mq-deadline")
-    nr = lambda: read_text(f"/sys/block/{name}/queue/nr_requests").strip()  # noqa: E731
-    nr0, depth0 = nr(), tunable(name, "async_depth")
+    nr0, depth0 = nr_requests(name), tunable(name, "async_depth")
     start(d, tmp, name, KEEP)
     try:
         rc, out = blkmqctl(d, "set", name, "nr_requests", "64")
-        check(rc == 0 and nr() == "64", f"(i6) nr_requests 64 ({rc}, {out.strip()!r})")
+        check(rc == 0 and nr_requests(name) == "64", f"(i6) nr_requests 64 ({rc}, {out.strip()!r})")
         n0 = log_len(d)
         rc, out = blkmqctl(d, "set", name, "elevator", "bfq")
         check(rc == 0 and current_elevator(name) == "bfq", f"(i6) elevator bfq ({out.strip()!r})")
-        ok, _ = wait_for(lambda: nr() == "64", 5.0)
-        check(ok, f"(i6) the override's 64 is written again after the switch reset it ({nr()})")
+        ok, _ = wait_for(lambda: nr_requests(name) == "64", 5.0)
+        check(ok, f"(i6) the override's 64 is written again after the switch reset it ({nr_requests(name)})")
         said = [l for l in log_lines(d, "nr_requests", n0) if "reset" in l and "(rule " not in l]
         check(len(said) == 1, f"(i6) the switch's reset of nr_requests is one log line: {said}")
 
@@ -327,8 +330,8 @@ def case_i6_reset(d, loops, tmp):
         auto = [l.split(": ", 1)[1].split(" set to")[0] for l in log_lines(d, "set to auto by the administrator", n0)]
         check(sorted(auto) == ["policy/elevator", "policy/iosched/bfq/slice_idle", "policy/nr_requests"],
               f"(i6) reset writes only the overrides that were set: {auto}")
-        check(current_elevator(name) == "mq-deadline" and nr() == nr0 and tunable(name, "async_depth") == depth0,
-              f"(i6) mq-deadline, nr_requests {nr0} and async_depth {depth0} are back ({current_elevator(name)}, {nr()}, "
+        check(current_elevator(name) == "mq-deadline" and nr_requests(name) == nr0 and tunable(name, "async_depth") == depth0,
+              f"(i6) mq-deadline, nr_requests {nr0} and async_depth {depth0} are back ({current_elevator(name)}, {nr_requests(name)}, "
               f"{tunable(name, 'async_depth')})")
         wasted = [l for l in log_lines(d, "nr_requests", n0) if re.search(r"nr_requests \d+ -> 64", l) or "writing 64" in l
                   or "writing it again" in l]
@@ -341,18 +344,18 @@ def case_i6_reset(d, loops, tmp):
         d.stop()
     set_elevator(name, "none")
 
+
 def case_i7_depth(d, loops, tmp):
     """(i7) mq-deadline's async_depth and nr_requests both overridden: the tunable is written after nr_requests"""
     name = loops.attach("i7")
     set_elevator(name, "mq-deadline")
-    nr = lambda: read_text(f"/sys/block/{name}/queue/nr_requests").strip()  # noqa: E731
-    nr0, depth0 = nr(), tunable(name, "async_depth")
+    nr0, depth0 = nr_requests(name), tunable(name, "async_depth")
     start(d, tmp, name, VERIFY)
     try:
         check(policy_write(d, name, "mq-deadline", "async_depth", "32") == 0 and tunable(name, "async_depth") == "32",
               f"(i7) async_depth 32 ({tunable(name, 'async_depth')})")
         n0 = log_len(d)
-        check(d.write("64", "devices", name, "policy", "nr_requests") == 0 and nr() == "64", f"(i7) nr_requests 64 ({nr()})")
+        check(d.write("64", "devices", name, "policy", "nr_requests") == 0 and nr_requests(name) == "64", f"(i7) nr_requests 64 ({nr_requests(name)})")
         ok, _ = wait_for(lambda: tunable(name, "async_depth") == "32", 5.0, 0.05)
         check(ok, f"(i7) async_depth is 32 again after blkmqd's nr_requests write made the kernel derive it ({tunable(name, 'async_depth')})")
         a = applied_iosched(d, name)
@@ -361,12 +364,12 @@ def case_i7_depth(d, loops, tmp):
         check(not ext, f"(i7) not reported as someone else's change: {ext}")
         # the override's nr_requests back to auto: 256 again, and with it the kernel's async_depth; 32 written again
         check(d.write("auto", "devices", name, "policy", "nr_requests") == 0, "(i7) nr_requests auto")
-        ok, _ = wait_for(lambda: nr() == nr0 and tunable(name, "async_depth") == "32", 5.0, 0.05)
-        check(ok, f"(i7) nr_requests {nr0} back, async_depth 32 kept ({nr()}, {tunable(name, 'async_depth')})")
+        ok, _ = wait_for(lambda: nr_requests(name) == nr0 and tunable(name, "async_depth") == "32", 5.0, 0.05)
+        check(ok, f"(i7) nr_requests {nr0} back, async_depth 32 kept ({nr_requests(name)}, {tunable(name, 'async_depth')})")
     finally:
         d.stop()
-    check(nr() == nr0 and tunable(name, "async_depth") == depth0,
-          f"(i7) stop put back nr_requests {nr0} and async_depth {depth0} ({nr()}, {tunable(name, 'async_depth')})")
+    check(nr_requests(name) == nr0 and tunable(name, "async_depth") == depth0,
+          f"(i7) stop put back nr_requests {nr0} and async_depth {depth0} ({nr_requests(name)}, {tunable(name, 'async_depth')})")
     set_elevator(name, "none")
 
 
