@@ -160,31 +160,25 @@ static bool disk_vanished(HostFs *h, Device *d, int r) {
         return true;
 }
 
-static void log_write_failed(const Device *d, const char *knob, int r, WriteErrorClass c, const char *fmt, ...)
-        __attribute__((format(printf, 5, 6)));
-static void log_write_failed(const Device *d, const char *knob, int r, WriteErrorClass c, const char *fmt, ...) {
-        char what[512], f_knob[64];
+/* One line about knob of d, with BLKMQD_KNOB=<knob> (journal fields: log_full()). */
+static void log_knob(const Device *d, const char *knob, int level, int error, const char *message_id, const char *fmt, ...)
+        _printf_(6, 7);
+static void log_knob(const Device *d, const char *knob, int level, int error, const char *message_id, const char *fmt, ...) {
+        char f_knob[64];
         va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(what, sizeof(what), fmt, ap);
-        va_end(ap);
         snprintf(f_knob, sizeof(f_knob), "BLKMQD_KNOB=%s", knob);
         const char *fields[] = { f_knob, NULL };
-        log_device_full(LOG_WARNING, r, d->name, BLKMQD_MESSAGE_WRITE_FAILED, fields, "%s: %m%s", what,
-                        c == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : ", will retry with backoff");
-}
-static void log_external(const Device *d, const char *knob, int level, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-static void log_external(const Device *d, const char *knob, int level, const char *fmt, ...) {
-        char what[1024], f_knob[64];
-        va_list ap;
         va_start(ap, fmt);
-        vsnprintf(what, sizeof(what), fmt, ap);
+        log_fullv(level, error, d->name, message_id, fields, __FILE__, __LINE__, __func__, fmt, ap);
         va_end(ap);
-        snprintf(f_knob, sizeof(f_knob), "BLKMQD_KNOB=%s", knob);
-        const char *fields[] = { f_knob, NULL };
-        log_device_full(level, 0, d->name, BLKMQD_MESSAGE_EXTERNAL_CHANGE, fields, "%s", what);
 }
+
+/* A write of knob failed with r, of class c (fmt: what was written). */
+#define log_write_failed(d, knob, r, c, fmt, ...)                                                        \
+        log_knob(d, knob, LOG_WARNING, r, BLKMQD_MESSAGE_WRITE_FAILED, fmt ": %m%s", __VA_ARGS__,       \
+                 (c) == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : ", will retry with backoff")
+/* Someone else changed knob. */
+#define log_external(d, knob, level, ...) log_knob(d, knob, level, 0, BLKMQD_MESSAGE_EXTERNAL_CHANGE, __VA_ARGS__)
 
 /* ---- backoff ---------------------------------------------------------------------------------- */
 
@@ -768,11 +762,10 @@ static void irq_affinity_summarize(Device *d) {
         if (failed_n)
                 ADD(", %zu failed: %s", failed_n, strempty(failed));
 #undef ADD
-        if (failed_n) {
-                const char *fields[] = { "BLKMQD_KNOB=irq_affinity", NULL };
-                log_device_full(LOG_WARNING, first_error, d->name, BLKMQD_MESSAGE_WRITE_FAILED, fields,
-                                "%s%s", line, failed_writes ? " (failed writes are retried with backoff)" : "");
-        } else if (ext_new || war || reasserted)
+        if (failed_n)
+                log_knob(d, "irq_affinity", LOG_WARNING, first_error, BLKMQD_MESSAGE_WRITE_FAILED,
+                         "%s%s", line, failed_writes ? " (failed writes are retried with backoff)" : "");
+        else if (ext_new || war || reasserted)
                 log_external(d, "irq_affinity", war ? LOG_WARNING : LOG_NOTICE, "%s", line);
         else
                 log_device_info(d->name, "%s", line);
@@ -957,28 +950,33 @@ static const char *irq_name(const Device *d, unsigned irq) {
 
 /* The vector an IRQ write op of j was for, and its record: 1, 0 for an op that is not an IRQ
  * write, -ENOMEM. */
-static int op_irq_applied(Device *d, const WriteOp *op, unsigned *ret_irq, IrqApplied **ret) {
-        if (sscanf(op->path, "irq/%u/", ret_irq) != 1)
-                return 0;
-        *ret = irq_applied_get(d, *ret_irq);
-        return *ret ? 1 : -ENOMEM;
+/*
+ * The next write of j from *i on that is about an IRQ ("irq/<n>/smp_affinity_list"), with that
+ * IRQ's IrqApplied in d; *i moves past it. Returns 1, 0 when no such write is left, -ENOMEM.
+ */
+static int irq_op_next(Device *d, const WriteJob *j, size_t *i, const WriteOp **ret_op, IrqApplied **ret) {
+        while (*i < j->n_ops) {
+                const WriteOp *op = &j->ops[(*i)++];
+                unsigned irq;
+                if (sscanf(op->path, "irq/%u/", &irq) != 1)
+                        continue;
+                *ret_op = op;
+                *ret = irq_applied_get(d, irq);
+                return *ret ? 1 : -ENOMEM;
+        }
+        return 0;
 }
 
 /* The writes of irq_affinity_decide() returned. Returns the number of vectors placed (plus
  * originals dropped: the caller persists them). */
 static int irq_affinity_finish(HostFs *h, Device *d, const WriteJob *j) {
         uint64_t now = run_now_usec(d);
-        int n = 0;
+        const WriteOp *op;
+        IrqApplied *ia;
+        int n = 0, k;
 
-        for (size_t i = 0; i < j->n_ops; i++) {
-                const WriteOp *op = &j->ops[i];
-                IrqApplied *ia;
-                unsigned irq;
-                int k = op_irq_applied(d, op, &irq, &ia);
-                if (k < 0)
-                        return k;
-                if (k == 0)
-                        continue;
+        for (size_t i = 0; (k = irq_op_next(d, j, &i, &op, &ia)) > 0;) {
+                unsigned irq = ia->irq;
                 bool reassert = ia->outcome == IRQ_WRITING_REASSERT;
                 int r = op->result;
                 if (r < 0) {
@@ -1021,6 +1019,8 @@ static int irq_affinity_finish(HostFs *h, Device *d, const WriteJob *j) {
                 log_device_debug(d->name, "IRQ %u (%s) affinity %s -> %s%s", irq, strna(irq_name(d, irq)), strna(op->before), op->value,
                                  reassert ? " (changed externally, Reassert=yes)" : "");
         }
+        if (k < 0)
+                return k;
         irq_affinity_summarize(d);
         return n;
 }
@@ -1157,17 +1157,12 @@ static int irq_restore_decide(HostFs *h, Device *d, WriteJob **ret_job) {
 static int irq_restore_finish(HostFs *h, Device *d, const WriteJob *j) {
         _cleanup_free_ char *restored = NULL, *failed = NULL;
         size_t n_failed = 0, n_restored = 0;
-        int n = 0, first_error = 0;
+        int n = 0, first_error = 0, k;
+        const WriteOp *op;
+        IrqApplied *ia;
 
-        for (size_t i = 0; i < j->n_ops; i++) {
-                const WriteOp *op = &j->ops[i];
-                IrqApplied *ia;
-                unsigned irq;
-                int k = op_irq_applied(d, op, &irq, &ia);
-                if (k < 0)
-                        return k;
-                if (k == 0)
-                        continue;
+        for (size_t i = 0; (k = irq_op_next(d, j, &i, &op, &ia)) > 0;) {
+                unsigned irq = ia->irq;
                 if (op->result < 0 && disk_vanished(h, d, op->result))
                         continue;
                 if (op->result < 0) {
@@ -1184,6 +1179,8 @@ static int irq_restore_finish(HostFs *h, Device *d, const WriteJob *j) {
                 ia->value = mfree_str(ia->value);
                 n++;
         }
+        if (k < 0)
+                return k;
         /* one line for the disk, not one per vector */
         if (n_restored)
                 log_device_info(d->name, "irq_affinity: %zu vector(s) restored: %s", n_restored, restored);
@@ -1363,6 +1360,22 @@ static IoschedTunable iosched_op_tunable(const Device *d, const WriteOp *op) {
         for (IoschedTunable t = 0; name && t < _IOSCHED_TUNABLE_MAX; t++)
                 if (d->run.iosched_ops[t] && streq(iosched_tunable_info(t)->name, name + 1))
                         return t;
+        return _IOSCHED_TUNABLE_INVALID;
+}
+
+/*
+ * The next write of j from *i on that is about an elevator tunable of this run, *i moved past
+ * it. Returns its tunable (*ret_op the write), or _IOSCHED_TUNABLE_INVALID when none is left.
+ */
+static IoschedTunable iosched_op_next(const Device *d, const WriteJob *j, size_t *i, const WriteOp **ret_op) {
+        while (*i < j->n_ops) {
+                const WriteOp *op = &j->ops[(*i)++];
+                IoschedTunable t = iosched_op_tunable(d, op);
+                if (t >= 0) {
+                        *ret_op = op;
+                        return t;
+                }
+        }
         return _IOSCHED_TUNABLE_INVALID;
 }
 
@@ -1558,13 +1571,11 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
 /* The writes of iosched_decide() returned. Returns values written plus originals dropped. */
 static int iosched_finish(HostFs *h, Device *d, const WriteJob *j) {
         uint64_t now = run_now_usec(d);
+        const WriteOp *op;
+        IoschedTunable t;
         int n = 0;
 
-        for (size_t i = 0; i < j->n_ops; i++) {
-                const WriteOp *op = &j->ops[i];
-                IoschedTunable t = iosched_op_tunable(d, op);
-                if (t < 0)
-                        continue;
+        for (size_t i = 0; (t = iosched_op_next(d, j, &i, &op)) >= 0;) {
                 const IoschedTunableInfo *info = iosched_tunable_info(t);
                 Applied *a = &d->iosched[t];
                 unsigned char ops = d->run.iosched_ops[t];
@@ -1714,12 +1725,10 @@ static int iosched_restore_decide(HostFs *h, Device *d, WriteJob **ret_job) {
 }
 
 static int iosched_restore_finish(HostFs *h, Device *d, const WriteJob *j) {
+        const WriteOp *op;
+        IoschedTunable t;
         int n = 0;
-        for (size_t i = 0; i < j->n_ops; i++) {
-                const WriteOp *op = &j->ops[i];
-                IoschedTunable t = iosched_op_tunable(d, op);
-                if (t < 0)
-                        continue;
+        for (size_t i = 0; (t = iosched_op_next(d, j, &i, &op)) >= 0;) {
                 Applied *a = &d->iosched[t];
                 const char *lbl = TUNABLE_LABEL(t);
                 if (op->result < 0 && disk_vanished(h, d, op->result)) {

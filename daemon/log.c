@@ -38,6 +38,15 @@ void log_open(void) {
 
 int log_full(int level, int error, const char *device, const char *message_id, const char * const *extra,
              const char *file, int line, const char *func, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = log_fullv(level, error, device, message_id, extra, file, line, func, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int log_fullv(int level, int error, const char *device, const char *message_id, const char * const *extra,
+              const char *file, int line, const char *func, const char *fmt, va_list ap) {
         int saved = errno;
         if (error < 0)
                 error = -error;
@@ -47,11 +56,8 @@ int log_full(int level, int error, const char *device, const char *message_id, c
         }
 
         char msg[2048];
-        va_list ap;
         errno = error;                  /* so %m expands to the error */
-        va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
 
         if (capture)
                 capture(capture_userdata, level, device, msg);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
+#include <stdarg.h>
+
 /*
  * Logging in the systemd idiom. Under systemd (stderr connected to the journal,
  * $JOURNAL_STREAM) messages go to sd-journal with structured fields; otherwise to
@@ -42,6 +44,10 @@ void log_open(void);
 int log_full(int level, int error, const char *device, const char *message_id, const char * const *extra,
              const char *file, int line, const char *func, const char *fmt, ...)
         __attribute__((format(printf, 9, 10)));
+/* log_full() with the arguments of fmt as a va_list (for helpers that add fields of their own). */
+int log_fullv(int level, int error, const char *device, const char *message_id, const char * const *extra,
+              const char *file, int line, const char *func, const char *fmt, va_list ap)
+        __attribute__((format(printf, 9, 0)));
 
 #define log_full_errno(level, error, ...) \
         log_full(level, error, NULL, NULL, NULL, __FILE__, __LINE__, __func__, __VA_ARGS__)
