@@ -137,14 +137,7 @@ const IoschedValue *disk_facts_iosched(const DiskFacts *f, const char *name) {
         return NULL;
 }
 
-int disk_facts_set_unknown(DiskFacts *f, Fact fact, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        int r = free_and_vasprintf(&f->unknown[fact], fmt, ap);
-        va_end(ap);
-        return r;
-}
+DEFINE_FACTS_SET_UNKNOWN(disk_facts_set_unknown, DiskFacts, Fact, _FACT_MAX);
 
 /* Every MSI/MSI-X vector of the disk's PCI function; one that is no request-queue vector
  * (virtio "-config", nvme admin "nvmeNq0", no handler) says so with its name, e.g.

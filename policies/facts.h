@@ -252,8 +252,25 @@ static inline void disk_facts_freep(DiskFacts **f) {
                 disk_facts_free(*f);
 }
 
-/* Mark a fact unknown with a printf-style reason (replaces an earlier reason). Returns 0 or -ENOMEM. */
+/* Mark a fact unknown with a printf-style reason (replaces an earlier reason). Returns 0,
+ * -EINVAL for a fact out of range, or -ENOMEM. */
 int disk_facts_set_unknown(DiskFacts *f, Fact fact, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Defines int name(type *x, fact_type f, const char *fmt, ...), the *_set_unknown() of a facts
+ * struct with "char *unknown[max]": x->unknown[f] becomes the text fmt formats, replacing an
+ * earlier reason. Returns 0, -EINVAL for f outside [0, max), -ENOMEM. (facts.c, net-facts.c)
+ */
+#define DEFINE_FACTS_SET_UNKNOWN(name, type, fact_type, max)                                     \
+        int name(type *x, fact_type f, const char *fmt, ...) {                                \
+                va_list ap;                                                                     \
+                if ((int) f < 0 || (int) f >= (int) (max))                                      \
+                        return -EINVAL;                                                         \
+                va_start(ap, fmt);                                                              \
+                int r = free_and_vasprintf(&x->unknown[f], fmt, ap);                            \
+                va_end(ap);                                                                     \
+                return r;                                                                       \
+        }
 
 /* True when the fact is known. */
 static inline bool disk_facts_known(const DiskFacts *f, Fact fact) {

@@ -107,25 +107,8 @@ NetFacts *net_facts_free(NetFacts *n) {
         return NULL;
 }
 
-int net_facts_set_unknown(NetFacts *n, NetFact f, const char *fmt, ...) {
-        va_list ap;
-        if (f < 0 || f >= _NET_FACT_MAX)
-                return -EINVAL;
-        va_start(ap, fmt);
-        int r = free_and_vasprintf(&n->unknown[f], fmt, ap);
-        va_end(ap);
-        return r;
-}
-
-int nic_facts_set_unknown(NicFacts *n, NicFact f, const char *fmt, ...) {
-        va_list ap;
-        if (f < 0 || f >= _NIC_FACT_MAX)
-                return -EINVAL;
-        va_start(ap, fmt);
-        int r = free_and_vasprintf(&n->unknown[f], fmt, ap);
-        va_end(ap);
-        return r;
-}
+DEFINE_FACTS_SET_UNKNOWN(net_facts_set_unknown, NetFacts, NetFact, _NET_FACT_MAX);
+DEFINE_FACTS_SET_UNKNOWN(nic_facts_set_unknown, NicFacts, NicFact, _NIC_FACT_MAX);
 
 /* Does fact f of n have a value (set by gathering)? */
 static bool net_fact_has_value(const NetFacts *n, NetFact f) {

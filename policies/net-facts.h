@@ -117,7 +117,7 @@ NetFacts *net_facts_free(NetFacts *n);
 NicFacts *nic_facts_new(const char *ifname);
 NicFacts *nic_facts_free(NicFacts *n);
 
-/* Set a reason (printf) for an unknown fact. Returns 0 or -ENOMEM. */
+/* Set a reason (printf) for an unknown fact. Returns 0, -EINVAL (f out of range), -ENOMEM. */
 int net_facts_set_unknown(NetFacts *n, NetFact f, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int nic_facts_set_unknown(NicFacts *n, NicFact f, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Mark every fact of n that has no value yet unknown with reason. */
