@@ -76,6 +76,14 @@ static int fail(ParseContext *p, const char *fmt, ...) {
         return 0;       /* inih: stop at this line */
 }
 
+/* Key=v that takes one of two words: *ret_a = (v is a). 1, or fail()'s 0 for any other v. */
+static int parse_choice(ParseContext *p, const char *key, const char *v, const char *a, const char *b, bool *ret_a) {
+        if (!streq(v, a) && !streq(v, b))
+                return fail(p, "%s=%s: expected %s or %s", key, v, a, b);
+        *ret_a = streq(v, a);
+        return 1;
+}
+
 static int parse_manager(ParseContext *p, const char *key, const char *v) {
         Config *c = p->config;
         int b;
@@ -109,12 +117,10 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
                         return fail(p, "VerifySec=%s: expected 0 (off) or seconds from 1 to 86400", v);
                 c->verify_usec = (uint64_t) (sec * 1e6);
         } else if (streq(key, "ModuleParams")) {
-                if (streq(v, "propose"))
-                        c->module_params_write = false;
-                else if (streq(v, "write"))
-                        c->module_params_write = true;
-                else
-                        return fail(p, "ModuleParams=%s: expected propose or write", v);
+                bool propose = false;
+                if (!parse_choice(p, key, v, "propose", "write", &propose))
+                        return 0;
+                c->module_params_write = !propose;
         } else
                 return fail(p, "unknown key \"%s\" in [Manager]", key);
         return 1;
@@ -202,14 +208,9 @@ static int parse_class(ParseContext *p, DiskClass cls, const char *key, const ch
                         cp->host_tagset = HOST_TAGSET_KEEP;
                 else
                         return fail(p, "HostTagset=%s: expected auto, disable or keep", v);
-        } else if (streq(key, "IrqAffinity")) {
-                if (streq(v, "hctx"))
-                        cp->irq_follow_hctx = true;
-                else if (streq(v, "keep"))
-                        cp->irq_follow_hctx = false;
-                else
-                        return fail(p, "IrqAffinity=%s: expected hctx or keep", v);
-        } else
+        } else if (streq(key, "IrqAffinity"))
+                return parse_choice(p, key, v, "hctx", "keep", &cp->irq_follow_hctx);
+        else
                 return fail(p, "unknown key \"%s\" in a [Class:] section", key);
         return 1;
 }
@@ -317,21 +318,13 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
 /* [Network]: what the alignment rule may do (policies/net-align.c). */
 static int parse_network(ParseContext *p, const char *key, const char *v) {
         NetPolicy *np = &p->config->policy.net;
-        if (streq(key, "NicIrqAffinity")) {
-                if (!streq(v, "hctx") && !streq(v, "keep"))
-                        return fail(p, "NicIrqAffinity=%s: expected hctx or keep", v);
-                np->nic_irq_follow_hctx = streq(v, "hctx");
-        } else if (streq(key, "Xps")) {
-                if (!streq(v, "hctx") && !streq(v, "keep"))
-                        return fail(p, "Xps=%s: expected hctx or keep", v);
-                np->xps_follow_hctx = streq(v, "hctx");
-        } else if (streq(key, "NrIoQueues")) {
-                if (!streq(v, "propose") && !streq(v, "keep"))
-                        return fail(p, "NrIoQueues=%s: expected propose or keep", v);
-                np->propose_nr_io_queues = streq(v, "propose");
-        } else
-                return fail(p, "unknown key \"%s\" in [Network]", key);
-        return 1;
+        if (streq(key, "NicIrqAffinity"))
+                return parse_choice(p, key, v, "hctx", "keep", &np->nic_irq_follow_hctx);
+        if (streq(key, "Xps"))
+                return parse_choice(p, key, v, "hctx", "keep", &np->xps_follow_hctx);
+        if (streq(key, "NrIoQueues"))
+                return parse_choice(p, key, v, "propose", "keep", &np->propose_nr_io_queues);
+        return fail(p, "unknown key \"%s\" in [Network]", key);
 }
 
 static int on_ini(void *userdata, const char *section, const char *key, const char *value, int line) {
