@@ -1483,73 +1483,75 @@ int fuse_fs_modules_updated(FuseFs *fs) {
         return 0;
 }
 
-/* nics/<if>/: every NIC below a network disk's route (rebuilt with hosts/) */
-static int nics_updated(FuseFs *fs) {
+/* The name of the child a disk has in hosts/ (its SCSI host) or nics/ (its NIC); NULL for none. */
+typedef const char *(*disk_child_name_t)(const DiskFacts *f);
+
+static const char *disk_scsi_host(const DiskFacts *f) {
+        return f ? f->scsi_host : NULL;
+}
+
+static const char *disk_nic(const DiskFacts *f) {
+        return f && f->net && f->net->nic ? f->net->nic->ifname : NULL;
+}
+
+static int add_host_attrs(FuseFs *fs, Node *h) {
+        for (HostAttr a = 0; a < _HOST_ATTR_MAX; a++)
+                if (!node_new_static(fs, h, NODE_HOST_ATTR, host_attr_to_string(a), NULL, a, 0))
+                        return -ENOMEM;
+        return 0;
+}
+
+static int add_nic_attrs(FuseFs *fs, Node *c) {
+        for (NicFact a = 0; a < _NIC_FACT_MAX; a++)
+                if (!node_new_static(fs, c, NODE_NIC_ATTR, nic_fact_to_string(a), NULL, a, 0))
+                        return -ENOMEM;
+        if (!node_new_static(fs, c, NODE_NIC_ATTR, FUSE_FS_NIC_DISKS, NULL, _NIC_FACT_MAX, 0))
+                return -ENOMEM;
+        return 0;
+}
+
+/*
+ * dir (hosts/, nics/) gets one child per name name_of() gives a disk of the registry: a child
+ * no disk names any more goes (and the kernel forgets its name), a new name gets a child of
+ * type with the files add_attrs() makes. Returns 0 or -ENOMEM.
+ */
+static int sync_disk_named_children(FuseFs *fs, Node *dir, NodeType type, disk_child_name_t name_of,
+                                    int (*add_attrs)(FuseFs *fs, Node *n)) {
         const Registry *reg = fs->ctx.registry;
 
-        for (Node *c = fs->nics->children, *next; c; c = next) {
+        for (Node *c = dir->children, *next; c; c = next) {
                 bool used = false;
                 next = c->next;
-                for (size_t i = 0; i < reg->n_devices && !used; i++) {
-                        const DiskFacts *f = reg->devices[i]->facts;
-                        used = f && f->net && f->net->nic && streq(f->net->nic->ifname, c->name);
-                }
+                for (size_t i = 0; i < reg->n_devices && !used; i++)
+                        used = streq_ptr(name_of(reg->devices[i]->facts), c->name);
                 if (!used) {
                         char name[64];
                         snprintf(name, sizeof(name), "%s", c->name);
                         node_free(fs, c);
-                        notify_inval(fs, fs->nics->ino, name);
+                        notify_inval(fs, dir->ino, name);
                 }
         }
         for (size_t i = 0; i < reg->n_devices; i++) {
-                const DiskFacts *f = reg->devices[i]->facts;
-                const char *ifname = f && f->net && f->net->nic ? f->net->nic->ifname : NULL;
-                if (!ifname || node_child(fs->nics, ifname))
+                const char *name = name_of(reg->devices[i]->facts);
+                if (!name || node_child(dir, name))
                         continue;
-                Node *c = node_new(fs, fs->nics, NODE_NIC, ifname, NULL, 0, 0);
+                Node *c = node_new(fs, dir, type, name, NULL, 0, 0);
                 if (!c)
                         return -ENOMEM;
-                for (NicFact a = 0; a < _NIC_FACT_MAX; a++)
-                        if (!node_new_static(fs, c, NODE_NIC_ATTR, nic_fact_to_string(a), NULL, a, 0))
-                                return -ENOMEM;
-                if (!node_new_static(fs, c, NODE_NIC_ATTR, FUSE_FS_NIC_DISKS, NULL, _NIC_FACT_MAX, 0))
-                        return -ENOMEM;
+                int r = add_attrs(fs, c);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
 
 int fuse_fs_hosts_updated(FuseFs *fs) {
-        const Registry *reg = fs->ctx.registry;
-        int r = nics_updated(fs);
+        /* nics/<if>/: every NIC below a network disk's route */
+        int r = sync_disk_named_children(fs, fs->nics, NODE_NIC, disk_nic, add_nic_attrs);
         if (r < 0)
                 return r;
 
         if (fs->mounted)
                 check_cached_tree(fs, fs->hosts);       /* luns, disks ... of the hosts that stay */
-
-        /* drop hosts no disk refers to any more */
-        for (Node *h = fs->hosts->children, *next; h; h = next) {
-                bool used = false;
-                next = h->next;
-                for (size_t i = 0; i < reg->n_devices && !used; i++)
-                        used = reg->devices[i]->facts && streq_ptr(reg->devices[i]->facts->scsi_host, h->name);
-                if (!used) {
-                        char name[64];
-                        snprintf(name, sizeof(name), "%s", h->name);
-                        node_free(fs, h);
-                        notify_inval(fs, fs->hosts->ino, name);
-                }
-        }
-        for (size_t i = 0; i < reg->n_devices; i++) {
-                const char *host = reg->devices[i]->facts ? reg->devices[i]->facts->scsi_host : NULL;
-                if (!host || node_child(fs->hosts, host))
-                        continue;
-                Node *h = node_new(fs, fs->hosts, NODE_HOST, host, NULL, 0, 0);
-                if (!h)
-                        return -ENOMEM;
-                for (HostAttr a = 0; a < _HOST_ATTR_MAX; a++)
-                        if (!node_new_static(fs, h, NODE_HOST_ATTR, host_attr_to_string(a), NULL, a, 0))
-                                return -ENOMEM;
-        }
-        return 0;
+        return sync_disk_named_children(fs, fs->hosts, NODE_HOST, disk_scsi_host, add_host_attrs);
 }
