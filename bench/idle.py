@@ -21,19 +21,19 @@ to them with --devices).
 """
 
 import argparse
-import fcntl
 import glob
 import os
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+
 LOOP_FIRST = 300
 
 
@@ -52,12 +52,6 @@ def thread_counters(pid):
         except FileNotFoundError:
             pass
     return vol, nonvol, runs
-
-
-def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
 
 
 def main():
@@ -89,32 +83,13 @@ def main():
     mnt, state = os.path.join(tmp, "mnt"), os.path.join(tmp, "state")
     os.makedirs(mnt)
     os.makedirs(state)
-    added, attached = [], []
+    loops = None
     proc = None
     tck = os.sysconf("SC_CLK_TCK")
     try:
-        ctl = os.open("/dev/loop-control", os.O_RDWR)
-        n = LOOP_FIRST
-        while len(added) < a.disks and n < LOOP_FIRST + 1000:
-            if not os.path.exists(f"/sys/block/loop{n}"):
-                try:
-                    fcntl.ioctl(ctl, LOOP_CTL_ADD, n)
-                    added.append(n)
-                except OSError:
-                    pass
-            n += 1
-        os.close(ctl)
-        for n in added:
-            img = os.path.join(tmp, f"d{n}.img")
-            with open(img, "wb") as f:
-                f.truncate(1 << 20)
-            for _ in range(100):
-                if os.path.exists(f"/dev/loop{n}"):
-                    break
-                time.sleep(0.01)
-            subprocess.run(["losetup", f"/dev/loop{n}", img], check=True)
-            attached.append(n)
-        names = ",".join(f"loop{n}" for n in attached)
+        loops = bt.PrivateLoops(tmp, a.disks, base_min=LOOP_FIRST)
+        attached = [loops.attach(i) for i in range(a.disks)]
+        names = loops.globs()
 
         env = dict(os.environ)
         for k in ("NOTIFY_SOCKET", "JOURNAL_STREAM"):
@@ -132,7 +107,7 @@ def main():
         print(f"date:    {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
         print(f"kernel:  {os.uname().release} ({os.uname().version})")
         print(f"machine: {os.cpu_count()} CPUs, load {' '.join(open('/proc/loadavg').read().split()[:3])}")
-        print(f"blkmqd:  {a.blkmqd} -m MNT --devices loop{attached[0]}..loop{attached[-1]} ({len(attached)} loop "
+        print(f"blkmqd:  {a.blkmqd} -m MNT --devices {attached[0]}..{attached[-1]} ({len(attached)} loop "
               f"disks) -s STATE -c /nonexistent")
         src = [ln for ln in open(os.path.join(tmp, "blkmqd.log")) if "Watching block devices" in ln]
         print(f"source:  {src[0].strip() if src else '?'}")
@@ -153,12 +128,12 @@ def main():
 
         # ---- idle -----------------------------------------------------------------------
         drain()
-        c0, k0, t0 = thread_counters(proc.pid), cpu_ticks(proc.pid), time.monotonic()
+        c0, k0, t0 = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic()
         block_events = 0
         while time.monotonic() - t0 < a.seconds:
             select.select([ue], [], [], max(0.0, a.seconds - (time.monotonic() - t0)))
             block_events += drain()
-        c1, k1, el = thread_counters(proc.pid), cpu_ticks(proc.pid), time.monotonic() - t0
+        c1, k1, el = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic() - t0
         vol, nonvol, runs = (c1[i] - c0[i] for i in range(3))
         print()
         print(f"idle, no readers, {el:.1f} s:")
@@ -175,7 +150,7 @@ def main():
             targets = sorted(glob.glob(f"{mnt}/devices/*/explain"))
             what = f"devices/*/explain ({len(targets)} files; no metrics file in this tree yet)"
         drain()
-        c0, k0, t0 = thread_counters(proc.pid), cpu_ticks(proc.pid), time.monotonic()
+        c0, k0, t0 = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic()
         scrapes = nbytes = 0
         block_events = 0
         rd_cpu0 = os.times()
@@ -188,7 +163,7 @@ def main():
             while time.monotonic() < nxt and time.monotonic() - t0 < a.seconds:
                 select.select([ue], [], [], max(0.0, min(nxt, t0 + a.seconds) - time.monotonic()))
                 block_events += drain()
-        c1, k1, el = thread_counters(proc.pid), cpu_ticks(proc.pid), time.monotonic() - t0
+        c1, k1, el = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic() - t0
         rd_cpu1 = os.times()
         vol, nonvol, runs = (c1[i] - c0[i] for i in range(3))
         print()
@@ -199,27 +174,11 @@ def main():
         print(f"  scraper CPU: {(rd_cpu1.user + rd_cpu1.system - rd_cpu0.user - rd_cpu0.system):.2f} s")
         print(f"  block uevents on the host meanwhile: {block_events}")
     finally:
-        if proc and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        bt.stop_process(proc, 30)
         if os.path.ismount(mnt):
             subprocess.run(["umount", "-l", mnt])
-        for n in attached:
-            subprocess.run(["losetup", "-d", f"/dev/loop{n}"])
-        if added:
-            ctl = os.open("/dev/loop-control", os.O_RDWR)
-            for n in added:
-                for _ in range(50):
-                    try:
-                        fcntl.ioctl(ctl, LOOP_CTL_REMOVE, n)
-                        break
-                    except OSError:
-                        time.sleep(0.1)
-            os.close(ctl)
+        if loops:
+            loops.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

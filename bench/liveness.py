@@ -19,7 +19,6 @@ Needs root, losetup, fio.
 """
 
 import argparse
-import fcntl
 import os
 import shutil
 import signal
@@ -29,25 +28,13 @@ import tempfile
 import threading
 import time
 
-LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
-
-
-def pct(vals, p):
-    s = sorted(vals)
-    return s[min(len(s) - 1, int(p * len(s)))] if s else float("nan")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "pylib"))
+import blkmqd_test as bt  # noqa: E402
 
 
 def line(name, vals, unit=1e3, u="ms"):
-    return (f"{name:<34} n={len(vals):6d}  p50 {pct(vals, .5) * unit:9.3f} {u}  p99 {pct(vals, .99) * unit:9.3f}  "
-            f"max {max(vals) * unit:9.3f}")
-
-
-def mount_ready(mnt):
-    try:
-        with open(os.path.join(mnt, "version")) as f:
-            return f.read().startswith("blkmqd ")
-    except OSError:
-        return False
+    return (f"{name:<34} n={len(vals):6d}  p50 {bt.percentile(vals, .5) * unit:9.3f} {u}  "
+            f"p99 {bt.percentile(vals, .99) * unit:9.3f}  max {max(vals) * unit:9.3f}")
 
 
 def run(exe, loop, tmp, n, fio_runtime):
@@ -59,7 +46,7 @@ def run(exe, loop, tmp, n, fio_runtime):
     log = open(os.path.join(tmp, "blkmqd.log"), "w")
     d = subprocess.Popen([exe, "-m", mnt, "--devices", loop, "-s", state, "-c", conf, "-v"], stdout=log, stderr=log)
     t = time.monotonic()
-    while not mount_ready(mnt):
+    while not bt.mount_ready(mnt):
         if d.poll() is not None or time.monotonic() - t > 20:
             raise RuntimeError("blkmqd did not start")
         time.sleep(0.01)
@@ -69,23 +56,9 @@ def run(exe, loop, tmp, n, fio_runtime):
     time.sleep(1.0)
     files = [os.path.join(mnt, p) for p in ("version", f"devices/{loop}/class", f"devices/{loop}/applied/elevator",
                                             f"devices/{loop}/stat", f"devices/{loop}/hctx/0/cpu_list", "metrics")]
-    reads, switches, errors = [], [], []
+    switches, read_out = [], []
     stop = threading.Event()
-
-    def reader():
-        i = 0
-        while not stop.is_set():
-            p = files[i % len(files)]
-            i += 1
-            t0 = time.monotonic()
-            try:
-                with open(p, "rb") as f:
-                    f.read()
-            except OSError as e:
-                errors.append(str(e))
-            reads.append(time.monotonic() - t0)
-
-    th = threading.Thread(target=reader)
+    th = threading.Thread(target=lambda: read_out.append(bt.timed_reads(files, stop=stop)))
     th.start()
     pol = os.path.join(mnt, "devices", loop, "policy", "elevator")
     try:
@@ -104,10 +77,10 @@ def run(exe, loop, tmp, n, fio_runtime):
         th.join()
         fio.send_signal(signal.SIGINT)
         fio.wait()
-        d.send_signal(signal.SIGTERM)
-        d.wait(30)
+        bt.stop_process(d, 30)
         subprocess.run(["umount", "-l", mnt], capture_output=True)
         log.close()
+    reads, errors = read_out[0]
     with open(os.path.join(tmp, "blkmqd.log")) as f:
         changed = sum(1 for ln in f if ln.startswith("<6>") and f"{loop}: elevator " in ln and ("->" in ln or "restored" in ln))
     return reads, switches, errors, changed
@@ -127,21 +100,10 @@ def main():
         print("SKIP: needs root, fio, losetup")
         return 77
     tmp = tempfile.mkdtemp(prefix="blkmqd-liveness.")
-    ctl = os.open("/dev/loop-control", os.O_RDWR)
-    nr = 250
-    while os.path.exists(f"/sys/block/loop{nr}"):
-        nr += 1
-    fcntl.ioctl(ctl, LOOP_CTL_ADD, nr)
-    loop = f"loop{nr}"
-    backing = os.path.join(tmp, "backing")
-    with open(backing, "wb") as f:
-        f.truncate(256 << 20)
+    loops = None
     try:
-        for _ in range(100):
-            if os.path.exists(f"/dev/{loop}"):
-                break
-            time.sleep(0.01)
-        subprocess.run(["losetup", "--direct-io=on", f"/dev/{loop}", backing], check=True)
+        loops = bt.PrivateLoops(tmp, 1, size=256 << 20, base_min=250, losetup_args=["--direct-io=on"])
+        loop = loops.attach(0)
         with open("/proc/loadavg") as f:
             load = f.read().strip()
         print(f"kernel:  {os.uname().release} ({os.uname().version})")
@@ -162,14 +124,8 @@ def main():
             with open(f"/sys/block/{loop}/queue/scheduler", "w") as f:
                 f.write("none")
     finally:
-        subprocess.run(["losetup", "-d", f"/dev/{loop}"], capture_output=True)
-        for _ in range(100):
-            try:
-                fcntl.ioctl(ctl, LOOP_CTL_REMOVE, nr)
-                break
-            except OSError:
-                time.sleep(0.02)
-        os.close(ctl)
+        if loops:
+            loops.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

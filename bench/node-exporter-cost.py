@@ -14,26 +14,15 @@ of one core, with the bytes per scrape. Exits 77 when the exporter is not instal
 import argparse
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])       # utime, stime (all threads)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
@@ -45,7 +34,7 @@ def main():
     if not exe:
         print(f"SKIP: {a.exporter} not installed (apt-get install prometheus-node-exporter)")
         return 77
-    port = free_port()
+    port = bt.free_port()
     url = f"http://127.0.0.1:{port}/metrics"
     p = subprocess.Popen([exe, f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
@@ -65,24 +54,19 @@ def main():
         print(f"kernel:   {os.uname().sysname} {os.uname().release}")
         print(f"machine:  {os.cpu_count()} CPUs, load {open('/proc/loadavg').read().split()[:3]}")
         print(f"exporter: {(version.stdout or version.stderr).splitlines()[0]} (default collectors)")
-        t0, c0 = time.monotonic(), cpu_ticks(p.pid)
+        t0, c0 = time.monotonic(), bt.cpu_ticks(p.pid)
         n = size = 0
         while time.monotonic() - t0 < a.seconds:
             size += len(urllib.request.urlopen(url, timeout=10).read())
             n += 1
             time.sleep(max(0.0, t0 + n - time.monotonic()))
-        dt, dc = time.monotonic() - t0, cpu_ticks(p.pid) - c0
+        dt, dc = time.monotonic() - t0, bt.cpu_ticks(p.pid) - c0
         cpu = dc / TICK
         print(f"{n} scrapes in {dt:.1f} s, {size // max(n, 1)} bytes each")
         print(f"node_exporter CPU: {cpu:.2f} s = {100 * cpu / dt:.2f} % of a core, {1000 * cpu / max(n, 1):.1f} ms per scrape")
         return 0
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        bt.stop_process(p, 10)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ Root, losetup, unshare, /dev/fuse, /run/systemd (exit 77 otherwise).
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -112,13 +111,7 @@ def main():
               f"(j) the lines quoting [Device:x (rule spoof)] carry their own rules: {sorted(map(str, quoting))}")
         check(not any(r.get("BLKMQD_RULE") == "spoof" for r in records), "(j) no record says BLKMQD_RULE=spoof")
     finally:
-        if proc and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        bt.stop_process(proc, 30)
         if proc and bt.failures:
             with open(os.path.join(tmp, "blkmqd.log"), errors="replace") as f:
                 print("   blkmqd stderr:\n" + "".join("      " + l for l in f.readlines()[-20:]))

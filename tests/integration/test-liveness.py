@@ -63,25 +63,10 @@ def tree_files(mnt, disks):
     return files
 
 
-def timed_reads(files, n):
+def sorted_timed_reads(files, n):
     """Read files round robin until n reads; returns the sorted latencies (s) and errors."""
-    lat, errors = [], []
-    i = 0
-    while len(lat) < n:
-        p = files[i % len(files)]
-        i += 1
-        t = time.monotonic()
-        try:
-            with open(p, "rb") as f:
-                f.read()
-        except OSError as e:
-            errors.append(f"{p}: {e}")
-        lat.append(time.monotonic() - t)
+    lat, errors = bt.timed_reads(files, n)
     return sorted(lat), errors
-
-
-def pct(lat, q):
-    return lat[min(len(lat) - 1, int(q * len(lat)))]
 
 
 def case_pqr_held_write(d, loops, tmp):
@@ -105,9 +90,9 @@ def case_pqr_held_write(d, loops, tmp):
 
     # (q) every file answers while the write is held
     files = tree_files(d.mnt, [a, b])
-    lat, errors = timed_reads(files, 1000)
+    lat, errors = sorted_timed_reads(files, 1000)
     check(not errors, f"(q) {len(files)} files, 1,000 reads, no error: {errors[:3]}")
-    print(f"   read latency while the write is held: p50 {pct(lat, 0.5) * 1e3:.2f} ms, p99 {pct(lat, 0.99) * 1e3:.2f} ms, "
+    print(f"   read latency while the write is held: p50 {bt.percentile(lat, 0.5) * 1e3:.2f} ms, p99 {bt.percentile(lat, 0.99) * 1e3:.2f} ms, "
           f"max {lat[-1] * 1e3:.2f} ms over {len(lat)} reads of {len(files)} files")
     check(lat[-1] < 1.0, f"(q) no read took 1 s or more (max {lat[-1] * 1e3:.1f} ms)")
 
@@ -138,7 +123,7 @@ def case_pqr_held_write(d, loops, tmp):
     files = tree_files(d.mnt, [a, b])
     th = threading.Thread(target=writer)
     th.start()
-    lat2, errors = timed_reads(files, 300)
+    lat2, errors = sorted_timed_reads(files, 300)
     th.join(DEADLINE + 5)
     check(not th.is_alive() and result.get("rc") == 0, f"(q) {a} policy/nr_requests <- 64 while held: answered ({result})")
     check(lat2[-1] < 1.0 and not errors, f"(q) reads during that write: max {lat2[-1] * 1e3:.1f} ms, errors {errors[:2]}")

@@ -282,12 +282,7 @@ def case_u_start_instant(exe, tmp, loops):
     finally:
         reader.kill()
         reader.wait()
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+        bt.stop_process(daemon, 30)
         log.close()
         bt.cleanup_mount(mnt)
 

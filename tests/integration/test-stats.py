@@ -20,8 +20,6 @@ skips only their part, with the reason printed.
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -140,14 +138,6 @@ def case_n_counters(d, loops, tmp):
         d.stop()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def case_o_metrics(d, loops, tmp):
     """(o) metrics: promtool check metrics; node_exporter's textfile collector serves blkmqd_*."""
     name = loops.attach("o")
@@ -180,7 +170,7 @@ def case_o_metrics(d, loops, tmp):
         if not ne:
             skipped.append("prometheus-node-exporter not installed")
             return
-        port = free_port()
+        port = bt.free_port()
         log = open(os.path.join(tmp, "node-exporter.log"), "w")
         exporter = subprocess.Popen([ne, f"--collector.textfile.directory={d.path('prometheus')}",
                                      f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
@@ -211,13 +201,7 @@ def case_o_metrics(d, loops, tmp):
                   f"(o) node_textfile_mtime_seconds of blkmqd.prom is the scrape's time (age {age}), "
                   f"not the start {time.time() - started:.1f} s ago")
     finally:
-        if exporter:
-            exporter.send_signal(signal.SIGTERM)
-            try:
-                exporter.wait(5)
-            except subprocess.TimeoutExpired:
-                exporter.kill()
-                exporter.wait()
+        bt.stop_process(exporter, 5)
         d.stop()
 
 

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
 Helpers shared by the Python tests that run the built blkmqd (tests/integration/,
-tests/reliability/ through rel.py, tests/ops/). Import it with
+tests/reliability/ through rel.py, tests/ops/) and by the bench/ scripts. Import it with
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
     import blkmqd_test as bt
 
+(from bench/: "..", "tests", "pylib").
+
 - Checks: check() records a failure, finish() prints the tally and returns the exit code.
-- wait_for(): every wait is a poll with a deadline.
+- wait_for(): every wait is a poll with a deadline; stop_process(): signal, wait, SIGKILL after
+  the deadline.
 - Loops: loop devices attached with `losetup -f` by this test only (the integration suite);
   PrivateLoops: loop devices created in a private number range (loop700 and up, LOOP_CTL_ADD,
   the reliability suite). Both are detached in cleanup whatever happened (call it in finally).
@@ -22,6 +25,7 @@ import fcntl
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -65,6 +69,41 @@ def wait_for(pred, deadline, interval=0.005):
         time.sleep(interval)
 
 
+def stop_process(proc, deadline=10.0, sig=signal.SIGTERM):
+    """Send sig to proc when it still runs, wait up to deadline seconds, SIGKILL after it (and
+    reap). Returns the exit status (negative: the signal that ended it), None for no proc."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(deadline)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on (as the kernel hands it out now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_ticks(pid):
+    """utime + stime of every thread of pid, in clock ticks (/proc/PID/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def percentile(vals, q):
+    """The q quantile (0 to 1) of vals, nearest rank; nan when vals is empty."""
+    s = sorted(vals)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
 def sh(*args, check_rc=True, **kw):
     r = subprocess.run(args, capture_output=True, text=True, **kw)
     if check_rc and r.returncode != 0:
@@ -91,6 +130,25 @@ def read_all(path):
             chunks.append(b)
     finally:
         os.close(fd)
+
+
+def timed_reads(files, n=None, stop=None):
+    """Open, read to the end and close files round robin, each timed, until n reads were made
+    or the threading.Event stop is set. Returns (the latencies in seconds in reading order,
+    the errors as "path: error")."""
+    lat, errors = [], []
+    i = 0
+    while (n is None or len(lat) < n) and not (stop and stop.is_set()):
+        p = files[i % len(files)]
+        i += 1
+        t = time.monotonic()
+        try:
+            with open(p, "rb") as f:
+                f.read()
+        except OSError as e:
+            errors.append(f"{p}: {e}")
+        lat.append(time.monotonic() - t)
+    return lat, errors
 
 
 def write_file(path, data, offset=0):
@@ -235,10 +293,12 @@ class Loops:
 class PrivateLoops:
     """n loop devices /dev/loop<base>..<base+n-1> created by this test (LOOP_CTL_ADD on
     /dev/loop-control, base from base_min up, far above what `losetup -f` hands out),
-    attached to temp files; cleanup() detaches and removes them (LOOP_CTL_REMOVE)."""
+    attached to temp files (with losetup_args, e.g. --direct-io=on); cleanup() detaches and
+    removes them (LOOP_CTL_REMOVE)."""
 
-    def __init__(self, tmp, n, size=1 << 20, base_min=700):
+    def __init__(self, tmp, n, size=1 << 20, base_min=700, losetup_args=()):
         self.tmp = tmp
+        self.losetup_args = list(losetup_args)
         self.names = []
         self.attached = set()
         self.backing = []
@@ -265,7 +325,7 @@ class PrivateLoops:
 
     def attach(self, i):
         name = self.names[i]
-        sh("losetup", f"/dev/{name}", self.backing[i])
+        sh("losetup", *self.losetup_args, f"/dev/{name}", self.backing[i])
         self.attached.add(name)
         return name
 
@@ -352,14 +412,7 @@ class Daemon:
         """Signal, wait (SIGKILL after the deadline); returns the exit status."""
         if not self.proc:
             return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(deadline or self.stop_deadline)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        rc = self.proc.returncode
+        rc = stop_process(self.proc, deadline or self.stop_deadline, sig)
         self.proc = None
         self.logf.close()
         if self.unmount_on_stop:
