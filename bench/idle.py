@@ -175,8 +175,7 @@ def main():
         print(f"  block uevents on the host meanwhile: {block_events}")
     finally:
         bt.stop_process(proc, 30)
-        if os.path.ismount(mnt):
-            subprocess.run(["umount", "-l", mnt])
+        bt.cleanup_mount(mnt)
         if loops:
             loops.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)

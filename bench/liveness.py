@@ -121,8 +121,7 @@ def main():
             print(line("echo > policy/elevator", switches))
             slow = sum(1 for r in reads if r > 0.1)
             print(f"{'reads > 100 ms':<34} {slow}")
-            with open(f"/sys/block/{loop}/queue/scheduler", "w") as f:
-                f.write("none")
+            bt.set_elevator(loop, "none")
     finally:
         if loops:
             loops.cleanup()

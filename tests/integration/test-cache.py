@@ -242,10 +242,7 @@ def case_remove(d, loops, tmp):
 
 
 def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe)
-    if rc is not None:
-        return rc
+    exe = bt.exe_or_exit()
     cases = [case_override, case_external, case_write_result, case_held, case_remove]
     if os.environ.get("CASES"):
         cases = [c for c in cases if c.__doc__.strip()[1] in os.environ["CASES"]]

@@ -386,24 +386,13 @@ def case_m_external(d, loops, tmp):
         d.stop()
 
 
-def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes", tools=("losetup", "setpriv"))
-    if rc is not None:
-        return rc
-
-    vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    cases = bt.selected((case_h_bad_writes, case_i_persistence, case_j_restore, case_k_modes, case_l_reload, case_m_external))
-
-    def forget_overrides(tmp):
-        for p in glob.glob(os.path.join(tmp, "state", "overrides", "*")):
-            os.unlink(p)
-    bt.run_cases(exe, "blkmqd-ctl-", cases, before_case=forget_overrides)
-    if vda_before:
-        check(current_elevator("vda") == vda_before, "vda untouched")
-
-    return bt.finish()
+def forget_overrides(tmp):
+    for p in glob.glob(os.path.join(tmp, "state", "overrides", "*")):
+        os.unlink(p)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bt.run_suite("blkmqd-ctl-", (case_h_bad_writes, case_i_persistence, case_j_restore, case_k_modes,
+                                          case_l_reload, case_m_external),
+                          why="loop devices, FUSE mount, sysfs writes", tools=("losetup", "setpriv"),
+                          before_case=forget_overrides))

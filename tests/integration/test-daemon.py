@@ -373,15 +373,7 @@ def case_g_kill9_restart(d, loops, tmp):
     check(current_elevator(name) == "mq-deadline", "(g) stop after the restart puts back the original recorded before the crash")
 
 
-def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes")
-    if rc is not None:
-        return rc
-    bt.run_cases(exe, "blkmqd-it-", (case_a_hotplug_and_facts, case_b_apply_and_restore, case_c_dry_run,
-                                     case_d_e_f, case_g_kill9_restart, case_h_splice_readers))
-    return bt.finish()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bt.run_suite("blkmqd-it-", (case_a_hotplug_and_facts, case_b_apply_and_restore, case_c_dry_run,
+                                         case_d_e_f, case_g_kill9_restart, case_h_splice_readers),
+                          why="loop devices, FUSE mount, sysfs writes"))

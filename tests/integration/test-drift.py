@@ -57,17 +57,26 @@ def override_elevator(d, name, value=b"mq-deadline"):
     check(ok, f"{name} runs {value.decode()}")
 
 
+def switched_behind(d, loops, tmp, case, conf_text, start_says):
+    """Case (case) on a loop of its own: blkmqd started with conf_text, its start line saying
+    start_says (checked), mq-deadline put on the loop through policy/elevator, then kyber
+    written to the kernel by someone else (no uevent comes for it; nobody reads applied/).
+    Returns (the loop, its elevator before, the number of log lines before the switch)."""
+    name = loops.attach(case)
+    orig = current_elevator(name)
+    start(d, tmp, name, conf_text)
+    ok, _ = wait_for(lambda: any(start_says in l for l in log_lines(d)), 5.0, 0.05)
+    check(ok, f"({case}) the start line says {start_says!r}")
+    override_elevator(d, name)
+    n0 = len(log_lines(d))
+    set_elevator(name, "kyber")
+    return name, orig, n0
+
+
 def case_v1_noticed(d, loops, tmp):
     """(v1) VerifySec=1, Reassert=no: a scheduler write by someone else is noticed without a uevent or a read."""
-    name = loops.attach("v1")
-    orig = current_elevator(name)
-    start(d, tmp, name, "[Manager]\nVerifySec=1\n")
+    name, orig, n0 = switched_behind(d, loops, tmp, "v1", "[Manager]\nVerifySec=1\n", "verify every 1 s")
     try:
-        ok, _ = wait_for(lambda: any("verify every 1 s" in l for l in log_lines(d)), 5.0, 0.05)
-        check(ok, "(v1) the start line names the verify interval")
-        override_elevator(d, name)
-        n0 = len(log_lines(d))
-        set_elevator(name, "kyber")             # no uevent comes for this; nobody reads applied/
         ok, _ = wait_for(lambda: any("changed externally to kyber" in l for l in log_lines(d)[n0:]), 6.0, 0.05)
         check(ok, "(v1) the periodic verify noticed the change (no uevent, no read of applied/)")
         time.sleep(2.2)                         # two more verifies
@@ -84,12 +93,8 @@ def case_v1_noticed(d, loops, tmp):
 
 def case_v2_reassert(d, loops, tmp):
     """(v2) VerifySec=1, Reassert=yes: the verify alone rewrites it, and the log says so."""
-    name = loops.attach("v2")
-    start(d, tmp, name, "[Manager]\nVerifySec=1\nReassert=yes\n")
+    name, _, n0 = switched_behind(d, loops, tmp, "v2", "[Manager]\nVerifySec=1\nReassert=yes\n", "verify every 1 s")
     try:
-        override_elevator(d, name)
-        n0 = len(log_lines(d))
-        set_elevator(name, "kyber")
         ok, _ = wait_for(lambda: current_elevator(name) == "mq-deadline", 6.0, 0.05)
         check(ok, f"(v2) rewritten by the periodic verify (now {current_elevator(name)})")
         # the line comes when the write's completion is back on the loop, just after the write
@@ -104,15 +109,8 @@ def case_v2_reassert(d, loops, tmp):
 
 def case_v3_off(d, loops, tmp):
     """(v3) VerifySec=0: no periodic verify at all."""
-    name = loops.attach("v3")
-    orig = current_elevator(name)
-    start(d, tmp, name, "[Manager]\nVerifySec=0\n")
+    name, orig, n0 = switched_behind(d, loops, tmp, "v3", "[Manager]\nVerifySec=0\n", "periodic verify off")
     try:
-        ok, _ = wait_for(lambda: any("periodic verify off" in l for l in log_lines(d)), 5.0, 0.05)
-        check(ok, "(v3) the start line says the verify is off")
-        override_elevator(d, name)
-        n0 = len(log_lines(d))
-        set_elevator(name, "kyber")
         time.sleep(2.5)
         check(not any("extern" in l for l in log_lines(d)[n0:]), "(v3) nothing noticed without a verify")
     finally:
@@ -171,13 +169,7 @@ def case_r_reload(tmp):
         put(root, irq(n), "0-3\n")
     os.unlink(os.path.join(root, irq(27)))
     os.mkdir(os.path.join(root, irq(27)))              # its write fails (EISDIR)
-    rdir = os.path.join(tmp, "r")
-    os.makedirs(os.path.join(rdir, "mnt"))
-    conf = os.path.join(rdir, "blkmqd.conf")
-    with open(conf, "w") as f:
-        f.write("[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=hctx\n")
-    d = bt.Daemon(bt.exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
-                  stop_deadline=30.0, unmount_on_stop=True)
+    d = bt.config_daemon(tmp, "r", "[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=hctx\n")
     d.start("--root", root, "--devices", "nvme0n1")
     irq_lines = lambda: [l for l in log_lines(d) if l.startswith(("<4>", "<5>", "<6>")) and "nvme0n1" in l and "IRQ" in l]  # noqa: E731
     try:
@@ -235,13 +227,7 @@ def case_w_agents(tmp):
     for running in (True, False):
         if not running:
             os.unlink(os.path.join(root, "run/tuned/tuned.pid"))
-        rdir = os.path.join(tmp, f"w{int(running)}")
-        os.makedirs(os.path.join(rdir, "mnt"))
-        conf = os.path.join(rdir, "blkmqd.conf")
-        with open(conf, "w") as f:
-            f.write("[Manager]\nVerifySec=0\n")
-        d = bt.Daemon(bt.exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
-                      stop_deadline=30.0, unmount_on_stop=True)
+        d = bt.config_daemon(tmp, f"w{int(running)}", "[Manager]\nVerifySec=0\n")
         d.start("--root", root, "--devices", "nvme0n1")
         d.stop()
         with open(d.log, errors="replace") as f:
@@ -253,16 +239,7 @@ def case_w_agents(tmp):
         check(any("queue scheduler" in l and "60-scheduler.rules:2" in l for l in warn), "(w) the attribute is named")
 
 
-def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes", tools=("losetup",))
-    if rc is not None:
-        return rc
-    bt.run_cases(exe, "blkmqd-drift-", bt.selected((case_v1_noticed, case_v2_reassert, case_v3_off)))
-    bt.run_tmp_cases("blkmqd-drift-fx-", (("s", case_s_stop_counts), ("r", case_r_reload), ("w", case_w_agents)),
-                     bt.only_cases())
-    return bt.finish()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bt.run_suite("blkmqd-drift-", (case_v1_noticed, case_v2_reassert, case_v3_off),
+                          (("s", case_s_stop_counts), ("r", case_r_reload), ("w", case_w_agents)),
+                          "loop devices, FUSE mount, sysfs writes"))

@@ -113,10 +113,7 @@ def shown_ok(d, name):
 
 
 def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, files=("/dev/loop-control",))
-    if rc is not None:
-        return rc
+    exe = bt.exe_or_exit(files=("/dev/loop-control",))
     tmp = tempfile.mkdtemp(prefix="blkmqd-hotplug-")
     mnt = os.path.join(tmp, "mnt")
     os.mkdir(mnt)

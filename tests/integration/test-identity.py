@@ -238,10 +238,7 @@ def case_module_runtime(tmp):
 
 def main():
     global CTL
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, why="FUSE mount", tools=())
-    if rc is not None:
-        return rc
+    exe = bt.exe_or_exit(why="FUSE mount", tools=())
     CTL = os.path.join(os.path.dirname(os.path.abspath(exe)), "ctl", "blkmqctl")
     tmp = tempfile.mkdtemp(prefix="blkmqd-identity-")
     try:

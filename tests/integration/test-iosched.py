@@ -373,21 +373,13 @@ def case_i7_depth(d, loops, tmp):
     set_elevator(name, "none")
 
 
-def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes")
-    if rc is not None:
-        return rc
-    # the elevators are modules on distribution kernels; built in here
+def load_elevators(tmp):
+    """The elevators are modules on distribution kernels (built in here)."""
     for m in ("bfq", "kyber-iosched"):
         bt.sh("modprobe", "-q", m, check_rc=False)
-    vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    cases = bt.selected((case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order, case_i5_nr_requests, case_i6_reset, case_i7_depth))
-    bt.run_cases(exe, "blkmqd-iosched-", cases)
-    if vda_before:
-        check(current_elevator("vda") == vda_before, "vda untouched")
-    return bt.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bt.run_suite("blkmqd-iosched-", (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order,
+                                              case_i5_nr_requests, case_i6_reset, case_i7_depth),
+                          why="loop devices, FUSE mount, sysfs writes", before_case=load_elevators))

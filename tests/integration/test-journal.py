@@ -54,11 +54,8 @@ def parse(datagram):
 
 
 def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, "loop devices, FUSE mount, a mount namespace", tools=("losetup", "unshare"),
-                      files=("/run/systemd",))
-    if rc is not None:
-        return rc
+    exe = bt.exe_or_exit("loop devices, FUSE mount, a mount namespace", tools=("losetup", "unshare"),
+                         files=("/run/systemd",))
     tmp = tempfile.mkdtemp(prefix="blkmqd-journal-")
     loops = bt.Loops(tmp)
     proc = None

@@ -213,10 +213,7 @@ def case_w_removed_while_held(d, loops, tmp):
 
 
 def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe)
-    if rc is not None:
-        return rc
+    exe = bt.exe_or_exit()
     for case in (case_pqr_held_write, case_s_stop_while_held, case_w_removed_while_held):
         print(f"== {case.__doc__.strip().splitlines()[0]}")
         tmp = tempfile.mkdtemp(prefix="blkmqd-live-")

@@ -40,19 +40,16 @@ from blkmqd_test import check, current_elevator, set_elevator, wait_for, write_f
 def tree(top):
     """{relative path: (content, mtime_ns)} of every file under top, directories with their mtime."""
     out = {}
-    for root, dirs, files in os.walk(top):
-        for n in dirs + files:
-            p = os.path.join(root, n)
-            rel = os.path.relpath(p, top)
-            st = os.lstat(p)
-            if os.path.isdir(p) or os.path.islink(p):
-                out[rel] = (None, st.st_mtime_ns)
-                continue
-            try:
-                with open(p, "rb") as f:
-                    out[rel] = (f.read(), st.st_mtime_ns)
-            except OSError as e:
-                out[rel] = (f"<{e.strerror}>", st.st_mtime_ns)
+    for rel, p in bt.walk_rel(top):
+        st = os.lstat(p)
+        if os.path.isdir(p) or os.path.islink(p):
+            out[rel] = (None, st.st_mtime_ns)
+            continue
+        try:
+            with open(p, "rb") as f:
+                out[rel] = (f.read(), st.st_mtime_ns)
+        except OSError as e:
+            out[rel] = (f"<{e.strerror}>", st.st_mtime_ns)
     return out
 
 
@@ -187,15 +184,6 @@ def case_i_irqs(tmp):
     check(bt.read_text(irq(26)).strip() == "3", "(i) IRQ 26 keeps the other tool's value")
 
 
-def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes", tools=("losetup",))
-    if rc is not None:
-        return rc
-    bt.run_cases(exe, "blkmqd-read-", bt.selected((case_l_loop, case_r_reassert, case_p_persisted)))
-    bt.run_tmp_cases("blkmqd-read-fx-", (("i", case_i_irqs),), bt.only_cases())
-    return bt.finish()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bt.run_suite("blkmqd-read-", (case_l_loop, case_r_reassert, case_p_persisted), (("i", case_i_irqs),),
+                          "loop devices, FUSE mount, sysfs writes"))

@@ -288,10 +288,7 @@ def case_u_start_instant(exe, tmp, loops):
 
 
 def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, tools=("losetup", "tail", "pgrep"))
-    if rc is not None:
-        return rc
+    exe = bt.exe_or_exit(tools=("losetup", "tail", "pgrep"))
     tmp = tempfile.mkdtemp(prefix="blkmqd-stop-")
     os.mkdir(os.path.join(tmp, "mnt"))
     loops = bt.PrivateLoops(tmp, 2, size=8 << 20)

@@ -258,22 +258,12 @@ def case_s_live_mtime(d, loops, tmp):
         d.stop()
 
 
-def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, "loop devices, FUSE mount, sysfs writes")
-    if rc is not None:
-        return rc
-    vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
-    cases = bt.selected((case_n_facts_now, case_o_auto_restores, case_r_nr_requests_reset, case_s_live_mtime))
-
-    def forget_state(tmp):
-        for p in glob.glob(os.path.join(tmp, "state", "*", "*")):
-            os.unlink(p)
-    bt.run_cases(exe, "blkmqd-state-", cases, before_case=forget_state)
-    if vda_before:
-        check(current_elevator("vda") == vda_before, "vda untouched")
-    return bt.finish()
+def forget_state(tmp):
+    for p in glob.glob(os.path.join(tmp, "state", "*", "*")):
+        os.unlink(p)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bt.run_suite("blkmqd-state-", (case_n_facts_now, case_o_auto_restores, case_r_nr_requests_reset,
+                                            case_s_live_mtime),
+                          why="loop devices, FUSE mount, sysfs writes", before_case=forget_state))

@@ -206,10 +206,7 @@ def case_o_metrics(d, loops, tmp):
 
 
 def main():
-    exe = bt.exe_arg()
-    rc = bt.preflight(exe, "loop devices, FUSE mount", tools=("losetup", "dd"))
-    if rc is not None:
-        return rc
+    exe = bt.exe_or_exit("loop devices, FUSE mount", tools=("losetup", "dd"))
     bt.run_cases(exe, "blkmqd-stats-", (case_n_counters, case_o_metrics),
                  show_log_line=lambda line: not line.startswith("<7>"))
     for s in skipped:

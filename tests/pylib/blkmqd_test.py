@@ -460,22 +460,37 @@ def copy_fixture(name, dst):
     return dst
 
 
-def nvme_irq_daemon(tmp, tag):
-    """The nvme IRQ set-up of the drift and read tests: a copy of vm-6.1-nvme-4q at
-    tmp/nvme-root-TAG and a Daemon (not started) in tmp/TAG whose config places nvme0n1's four
-    queue vectors (IRQs 25-28) on CPUs 1-2 with the periodic verify off (VerifySec=0).
-    Returns (root, daemon); start it with d.start("--root", root, "--devices", "nvme0n1")."""
-    root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "nvme-root-" + tag))
+def config_daemon(tmp, tag, conf_text):
+    """A Daemon (not started) in tmp/TAG (mount point tmp/TAG/mnt) with tmp/TAG/blkmqd.conf
+    holding conf_text, 30 s to start and to stop, unmounted when stopped: the daemon of a
+    case that runs blkmqd on a fixture copy (--root)."""
     rdir = os.path.join(tmp, tag)
     os.makedirs(os.path.join(rdir, "mnt"))
     conf = os.path.join(rdir, "blkmqd.conf")
     with open(conf, "w") as f:
-        f.write("[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=1-2\n")
-    return root, Daemon(exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
-                        stop_deadline=30.0, unmount_on_stop=True)
+        f.write(conf_text)
+    return Daemon(exe_arg(), os.path.join(rdir, "mnt"), rdir, config=conf, start_deadline=30.0,
+                  stop_deadline=30.0, unmount_on_stop=True)
+
+
+def nvme_irq_daemon(tmp, tag):
+    """The nvme IRQ set-up of the drift and read tests: a copy of vm-6.1-nvme-4q at
+    tmp/nvme-root-TAG and a config_daemon() in tmp/TAG whose config places nvme0n1's four
+    queue vectors (IRQs 25-28) on CPUs 1-2 with the periodic verify off (VerifySec=0).
+    Returns (root, daemon); start it with d.start("--root", root, "--devices", "nvme0n1")."""
+    root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "nvme-root-" + tag))
+    return root, config_daemon(tmp, tag, "[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=1-2\n")
 
 
 # ---- running a suite ------------------------------------------------------------------------
+
+def walk_rel(top):
+    """(path relative to top, path) of every directory, file and symlink below top (os.walk)."""
+    for root, dirs, files in os.walk(top):
+        for n in dirs + files:
+            p = os.path.join(root, n)
+            yield os.path.relpath(p, top), p
+
 
 def exe_arg():
     """argv[1], else $BLKMQD, else ./build/blkmqd."""
@@ -508,6 +523,15 @@ def preflight(exe, why="loop devices, FUSE mount", tools=("losetup",), files=())
     return None
 
 
+def exe_or_exit(why="loop devices, FUSE mount", tools=("losetup",), files=()):
+    """exe_arg() when the test can run here (preflight()), else sys.exit() with preflight()'s code."""
+    exe = exe_arg()
+    rc = preflight(exe, why, tools, files)
+    if rc is not None:
+        sys.exit(rc)
+    return exe
+
+
 def only_cases():
     """The case letters $BLKMQD_CASES names (a comma list, e.g. "h,k"), or None: every case."""
     only = os.environ.get("BLKMQD_CASES")
@@ -534,6 +558,21 @@ def run_tmp_cases(prefix, cases, only=None):
             check(False, f"{case.__name__} raised {type(e).__name__}: {e}")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_suite(prefix, cases, tmp_cases=(), why="loop devices, FUSE mount", tools=("losetup",), before_case=None):
+    """The main() of a suite of cases (run_cases(), each case(d, loops, tmp), before_case(tmp)
+    before each) and of cases on a temp dir (run_tmp_cases(), (letter, case(tmp)) pairs, in a
+    dir prefix + "fx-"), both as $BLKMQD_CASES selects; then checks that the machine's own
+    disk vda (when there is one) kept its elevator. Exits when the test cannot run here
+    (exe_or_exit()), else returns finish()."""
+    exe = exe_or_exit(why, tools)
+    vda_before = current_elevator("vda") if os.path.exists("/sys/block/vda") else None
+    run_cases(exe, prefix, selected(cases), before_case=before_case)
+    run_tmp_cases(prefix + "fx-", tmp_cases, only_cases())
+    if vda_before:
+        check(current_elevator("vda") == vda_before, "vda untouched")
+    return finish()
 
 
 def run_cases(exe, prefix, cases, before_case=None, show_log_line=lambda line: True):
