@@ -14,6 +14,7 @@
  *   test_restore_tree(root)                                empty directories and modes from TREE
  *   test_copy_fixture(dir)                                 a copy in /tmp/blkmqd-fixture-XXXXXX
  *   test_copy_fixture_as(fixtures, name, label, release)   a copy of one fixture, osrelease set
+ *   test_fixtures_arg(argc, argv)                          FIXTURES_DIR, the one argument of a fixture test
  *   test_remove_tree(dir)                                  rm -rf, only below /tmp/blkmqd-fixture-
  *   test_write_at(dirfd, path, text)                       one write() to an existing file: 1 or -errno
  *   test_read_scheduler_at(dirfd, path, value, ...)        queue/scheduler's names and the wanted one
@@ -221,6 +222,16 @@ static inline char *test_copy_fixture_as(const char *fixtures, const char *name,
         else if (release)
                 test_put(root, "proc/sys/kernel/osrelease", release);
         return root;
+}
+
+/* argv[1] of a fixture test run as "PROGRAM FIXTURES_DIR" (tests/fixtures); NULL, the usage
+ * printed, without it. */
+static inline const char *test_fixtures_arg(int argc, char *argv[]) {
+        if (argc < 2) {
+                fprintf(stderr, "usage: %s FIXTURES_DIR\n", argv[0]);
+                return NULL;
+        }
+        return argv[1];
 }
 
 /* text to path below dirfd in one write(), truncating, never creating (as hostfs writes). */
