@@ -441,6 +441,20 @@ static int live_channels(const char *ifname, NetChannels *ret) {
         return 0;
 }
 
+#else /* built without libnl: never called, the callers answer -EOPNOTSUPP first */
+
+static int live_route(_unused_ const char *dst, _unused_ const char *oif, _unused_ NetRoute *ret) {
+        return -EOPNOTSUPP;
+}
+
+static int live_links(_unused_ NetLink **ret, _unused_ size_t *ret_n) {
+        return -EOPNOTSUPP;
+}
+
+static int live_channels(_unused_ const char *ifname, _unused_ NetChannels *ret) {
+        return -EOPNOTSUPP;
+}
+
 #endif /* HAVE_LIBNL */
 
 bool hostfs_net_available(HostFs *h, const char **ret_reason) {
@@ -459,25 +473,13 @@ int hostfs_net_route_get(HostFs *h, const char *dst, const char *oif, NetRoute *
                 return -EINVAL;
         if (!HAVE_LIBNL)
                 return -EOPNOTSUPP;
-        if (!hostfs_is_live(h))
-                return capture_route(h, dst, oif, ret);
-#if HAVE_LIBNL
-        return live_route(dst, oif, ret);
-#else
-        return -EOPNOTSUPP;
-#endif
+        return hostfs_is_live(h) ? live_route(dst, oif, ret) : capture_route(h, dst, oif, ret);
 }
 
 int hostfs_net_links(HostFs *h, NetLink **ret, size_t *ret_n) {
         if (!HAVE_LIBNL)
                 return -EOPNOTSUPP;
-        if (!hostfs_is_live(h))
-                return capture_links(h, ret, ret_n);
-#if HAVE_LIBNL
-        return live_links(ret, ret_n);
-#else
-        return -EOPNOTSUPP;
-#endif
+        return hostfs_is_live(h) ? live_links(ret, ret_n) : capture_links(h, ret, ret_n);
 }
 
 int hostfs_net_channels(HostFs *h, const char *ifname, NetChannels *ret) {
@@ -485,13 +487,7 @@ int hostfs_net_channels(HostFs *h, const char *ifname, NetChannels *ret) {
                 return -EINVAL;
         if (!HAVE_LIBNL)
                 return -EOPNOTSUPP;
-        if (!hostfs_is_live(h))
-                return capture_channels(h, ifname, ret);
-#if HAVE_LIBNL
-        return live_channels(ifname, ret);
-#else
-        return -EOPNOTSUPP;
-#endif
+        return hostfs_is_live(h) ? live_channels(ifname, ret) : capture_channels(h, ifname, ret);
 }
 
 int hostfs_net_capture(HostFs *h, char * const *dsts, FILE *out) {
