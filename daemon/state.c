@@ -48,31 +48,26 @@ int state_open(const char *dir, State **ret) {
         if (r < 0)
                 return r;
 
-        State *s = calloc(1, sizeof(State));
+        _cleanup_(state_freep) State *s = calloc(1, sizeof(State));
         if (!s)
                 return -ENOMEM;
         for (size_t i = 0; i < _STATE_SECTION_MAX; i++)
                 s->fd[i] = -EBADF;
         s->dir = strdup(dir);
-        if (!s->dir) {
-                state_free(s);
+        if (!s->dir)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < _STATE_SECTION_MAX; i++) {
                 _cleanup_free_ char *sub = NULL;
-                if (asprintf(&sub, "%s/%s", dir, section_dir[i]) < 0) {
-                        state_free(s);
+                if (asprintf(&sub, "%s/%s", dir, section_dir[i]) < 0)
                         return -ENOMEM;
-                }
                 r = mkdir_p(sub, 0700);
-                if (r >= 0 && (s->fd[i] = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-                        r = negative_errno();
-                if (r < 0) {
-                        state_free(s);
+                if (r < 0)
                         return r;
-                }
+                s->fd[i] = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (s->fd[i] < 0)
+                        return negative_errno();
         }
-        *ret = s;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 

@@ -26,6 +26,9 @@ typedef enum StateSection {
 /* Open (creating if needed, mode 0700) the state directory. Returns 0 or -errno. */
 int state_open(const char *dir, State **ret);
 State *state_free(State *s);
+static inline void state_freep(State **s) {
+        state_free(*s);
+}
 const char *state_dir(const State *s);
 
 /*

@@ -128,7 +128,7 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
 }
 
 int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb, void *userdata, UdevMonitor **ret) {
-        UdevMonitor *m = calloc(1, sizeof(UdevMonitor));
+        _cleanup_(udev_monitor_freep) UdevMonitor *m = calloc(1, sizeof(UdevMonitor));
         int r;
 
         if (!m)
@@ -139,27 +139,20 @@ int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb
         m->udev_source = use_udev_source;
 
         m->udev = udev_new();
-        if (!m->udev) {
-                udev_monitor_free(m);
+        if (!m->udev)
                 return -ENOMEM;
-        }
         m->monitor = udev_monitor_new_from_netlink(m->udev, use_udev_source ? "udev" : "kernel");
-        if (!m->monitor) {
-                r = negative_errno();
-                udev_monitor_free(m);
-                return r;
-        }
+        if (!m->monitor)
+                return negative_errno();
         (void) udev_monitor_set_receive_buffer_size(m->monitor, MONITOR_RCVBUF);
         r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "block", "disk");
         if (r >= 0)
                 r = udev_monitor_enable_receiving(m->monitor);
         if (r >= 0)
                 r = sd_event_add_io(event, &m->source, udev_monitor_get_fd(m->monitor), EPOLLIN, on_monitor, m);
-        if (r < 0) {
-                udev_monitor_free(m);
+        if (r < 0)
                 return r;
-        }
-        *ret = m;
+        *ret = TAKE_PTR(m);
         return 0;
 }
 

@@ -33,6 +33,9 @@ typedef void (*on_device_event_t)(void *userdata, DeviceAction action, const cha
  */
 int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb, void *userdata, UdevMonitor **ret);
 UdevMonitor *udev_monitor_free(UdevMonitor *m);
+static inline void udev_monitor_freep(UdevMonitor **m) {
+        udev_monitor_free(*m);
+}
 
 /* Report every existing whole disk as DEVICE_ACTION_ADD. Returns the number reported or -errno. */
 int udev_monitor_coldplug(UdevMonitor *m);

@@ -234,7 +234,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 int writer_new(sd_event *event, HostFs *h, uint64_t timeout_usec, Writer **ret) {
-        Writer *w = calloc(1, sizeof(Writer));
+        _cleanup_(writer_freep) Writer *w = calloc(1, sizeof(Writer));
         int r;
 
         if (!w)
@@ -246,17 +246,12 @@ int writer_new(sd_event *event, HostFs *h, uint64_t timeout_usec, Writer **ret) 
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
         w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (w->efd < 0) {
-                r = negative_errno();
-                writer_free(w);
-                return r;
-        }
+        if (w->efd < 0)
+                return negative_errno();
         r = sd_event_add_io(event, &w->efd_source, w->efd, EPOLLIN, on_efd, w);
-        if (r < 0) {
-                writer_free(w);
+        if (r < 0)
                 return r;
-        }
-        *ret = w;
+        *ret = TAKE_PTR(w);
         return 0;
 }
 

@@ -85,6 +85,9 @@ int writer_new(sd_event *event, HostFs *h, uint64_t timeout_usec, Writer **ret);
  * their callbacks never run and their worker keeps its memory until the process exits.
  */
 Writer *writer_free(Writer *w);
+static inline void writer_freep(Writer **w) {
+        writer_free(*w);
+}
 
 /*
  * Hand j to the workers (the writer owns it from now on). on_done(j, userdata) runs on the loop
