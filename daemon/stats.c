@@ -204,6 +204,24 @@ static const char *debugfs_why(int r, const char *removed) {
                r == -ENOENT ? removed : "debugfs file unreadable";
 }
 
+/*
+ * The busy tags of hctx's debugfs "tags" or "sched_tags" (debugfs_tags_parse()) into *v, or why
+ * not: an elevator switch in progress (elevator_busy: its lock would hold this read), missing
+ * (the file is not there), unparsable (it has no busy= line).
+ */
+static void read_tags_busy(Stats *s, const DiskFacts *f, unsigned hctx, const char *file, bool elevator_busy,
+                           const char *missing, const char *unparsable, StatValue *v) {
+        _cleanup_free_ char *text = NULL;
+        uint64_t busy;
+        int r = elevator_busy ? -EBUSY : read_debugfs(s, f, hctx, file, &text);
+        if (r == -EBUSY)
+                set_unavailable(v, "elevator switch in progress (its lock would hold this read)");
+        else if (r >= 0 && debugfs_tags_parse(text, NULL, &busy) >= 0)
+                set_value(v, busy, "debugfs");
+        else
+                set_unavailable(v, "%s", r < 0 ? debugfs_why(r, missing) : unparsable);
+}
+
 int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bool elevator_busy, const ProcInterrupts *pi,
                     HctxStats *ret) {
         const HctxFacts *x = &f->hctx[pos];
@@ -237,23 +255,11 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
                         set_unavailable(&st.v[dbg[i].id], "%s", r < 0 ? debugfs_why(r, dbg[i].removed) : "unparsable debugfs value");
         }
 
-        _cleanup_free_ char *tags = NULL, *sched_tags = NULL, *disp = NULL;
-        static const char busy_why[] = "elevator switch in progress (its lock would hold this read)";
-        r = elevator_busy ? -EBUSY : read_debugfs(s, f, x->index, "tags", &tags);
-        if (r == -EBUSY)
-                set_unavailable(&st.v[STAT_TAGS_BUSY], "%s", busy_why);
-        else if (r >= 0 && debugfs_tags_parse(tags, NULL, &u) >= 0)
-                set_value(&st.v[STAT_TAGS_BUSY], u, "debugfs");
-        else
-                set_unavailable(&st.v[STAT_TAGS_BUSY], "%s", r < 0 ? debugfs_why(r, "no hctx tags file") : "unparsable debugfs tags");
-        r = elevator_busy ? -EBUSY : read_debugfs(s, f, x->index, "sched_tags", &sched_tags);
-        if (r == -EBUSY)
-                set_unavailable(&st.v[STAT_SCHED_TAGS_BUSY], "%s", busy_why);
-        else if (r >= 0 && debugfs_tags_parse(sched_tags, NULL, &u) >= 0)
-                set_value(&st.v[STAT_SCHED_TAGS_BUSY], u, "debugfs");
-        else
-                set_unavailable(&st.v[STAT_SCHED_TAGS_BUSY], "%s",
-                                r < 0 ? debugfs_why(r, "no sched_tags file") : "no elevator attached (sched_tags empty)");
+        read_tags_busy(s, f, x->index, "tags", elevator_busy, "no hctx tags file", "unparsable debugfs tags",
+                       &st.v[STAT_TAGS_BUSY]);
+        read_tags_busy(s, f, x->index, "sched_tags", elevator_busy, "no sched_tags file",
+                       "no elevator attached (sched_tags empty)", &st.v[STAT_SCHED_TAGS_BUSY]);
+        _cleanup_free_ char *disp = NULL;
         r = s->kernel >= KERNEL_HCTX_QUEUED_DISPATCHED_REMOVED ? -ENOENT : read_debugfs(s, f, x->index, "dispatched", &disp);
         if (r >= 0 && debugfs_dispatched_parse(disp, &u) >= 0)
                 set_value(&st.v[STAT_DISPATCH_BATCHES], u, "debugfs");
