@@ -151,6 +151,7 @@ def main():
             what = f"devices/*/explain ({len(targets)} files; no metrics file in this tree yet)"
         drain()
         c0, k0, t0 = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic()
+        ns0 = bt.cpu_ns(proc.pid)
         scrapes = nbytes = 0
         block_events = 0
         rd_cpu0 = os.times()
@@ -164,12 +165,15 @@ def main():
                 select.select([ue], [], [], max(0.0, min(nxt, t0 + a.seconds) - time.monotonic()))
                 block_events += drain()
         c1, k1, el = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic() - t0
+        ns1 = bt.cpu_ns(proc.pid)
         rd_cpu1 = os.times()
         vol, nonvol, runs = (c1[i] - c0[i] for i in range(3))
         print()
         print(f"scrape: read {what} once a second, {scrapes} scrapes, {nbytes / max(scrapes, 1):.0f} bytes each, {el:.1f} s:")
         print(f"  blkmqd CPU: {(k1 - k0) / tck:.2f} s = {100 * (k1 - k0) / tck / el:.3f} % of a core "
               f"(clock ticks of {1000 / tck:.0f} ms: resolution {100 / tck / el:.3f} %)")
+        print(f"  blkmqd CPU (schedstat run time): {(ns1 - ns0) / 1e9:.4f} s = {100 * (ns1 - ns0) / 1e9 / el:.3f} % "
+              f"of a core, {(ns1 - ns0) / 1e6 / max(scrapes, 1):.2f} ms per scrape")
         print(f"  blkmqd wake-ups: {runs / el:.2f}/s ({vol + nonvol} context switches)")
         print(f"  scraper CPU: {(rd_cpu1.user + rd_cpu1.system - rd_cpu0.user - rd_cpu0.system):.2f} s")
         print(f"  block uevents on the host meanwhile: {block_events}")

@@ -54,16 +54,18 @@ def main():
         print(f"kernel:   {os.uname().sysname} {os.uname().release}")
         print(f"machine:  {os.cpu_count()} CPUs, load {open('/proc/loadavg').read().split()[:3]}")
         print(f"exporter: {(version.stdout or version.stderr).splitlines()[0]} (default collectors)")
-        t0, c0 = time.monotonic(), bt.cpu_ticks(p.pid)
+        t0, c0, ns0 = time.monotonic(), bt.cpu_ticks(p.pid), bt.cpu_ns(p.pid)
         n = size = 0
         while time.monotonic() - t0 < a.seconds:
             size += len(urllib.request.urlopen(url, timeout=10).read())
             n += 1
             time.sleep(max(0.0, t0 + n - time.monotonic()))
-        dt, dc = time.monotonic() - t0, bt.cpu_ticks(p.pid) - c0
+        dt, dc, dns = time.monotonic() - t0, bt.cpu_ticks(p.pid) - c0, bt.cpu_ns(p.pid) - ns0
         cpu = dc / TICK
         print(f"{n} scrapes in {dt:.1f} s, {size // max(n, 1)} bytes each")
         print(f"node_exporter CPU: {cpu:.2f} s = {100 * cpu / dt:.2f} % of a core, {1000 * cpu / max(n, 1):.1f} ms per scrape")
+        print(f"node_exporter CPU (schedstat run time): {dns / 1e9:.4f} s = {100 * dns / 1e9 / dt:.3f} % of a core, "
+              f"{dns / 1e6 / max(n, 1):.2f} ms per scrape (threads alive at the end)")
         return 0
     finally:
         bt.stop_process(p, 10)
