@@ -200,11 +200,12 @@ void manager_waiters_release_all(Manager *m);
 /* .load_hctx_details: read device's per-hctx details. Returns 0, -ENOENT, -ENOMEM. */
 int manager_load_hctx_details(void *userdata, const char *device);
 
-/* .read_hctx: statistics and rates of hctx position pos of device. Returns 0, -ENOENT, -errno. */
-int manager_read_hctx(void *userdata, const char *device, size_t pos, bool irq_count, HctxReading *ret);
+/* .read_hctx: statistics and rates of hctx position pos of device (flags: StatsReadFlags).
+ * Returns 0, -ENOENT, -errno. */
+int manager_read_hctx(void *userdata, const char *device, size_t pos, unsigned flags, HctxReading *ret);
 
-/* .read_disk_stat: block/<disk>/stat and inflight with rates. Returns 0, -ENOENT, -errno. */
-int manager_read_disk_stat(void *userdata, const char *device, DiskStat *ret, StatRates *ret_rates);
+/* .read_disk_stat: block/<disk>/stat and inflight with rates (flags: StatsReadFlags). Returns 0, -ENOENT, -errno. */
+int manager_read_disk_stat(void *userdata, const char *device, unsigned flags, DiskStat *ret, StatRates *ret_rates);
 
 /* .read_host_busy: scsi_host <host>'s host_busy. Returns 0 or -errno. */
 int manager_read_host_busy(void *userdata, const char *host, uint64_t *ret);

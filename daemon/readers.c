@@ -36,7 +36,7 @@ int manager_load_hctx_details(void *userdata, const char *device) {
         return device_gather_hctx_details(m->hostfs, d->facts);
 }
 
-int manager_read_hctx(void *userdata, const char *device, size_t pos, bool irq_count, HctxReading *ret) {
+int manager_read_hctx(void *userdata, const char *device, size_t pos, unsigned flags, HctxReading *ret) {
         Manager *m = userdata;
         Device *d = registry_get(&m->registry, device);
         int r;
@@ -52,11 +52,16 @@ int manager_read_hctx(void *userdata, const char *device, size_t pos, bool irq_c
                 d->n_history_hctx = d->history ? d->facts->n_hctx : 0;
         }
 
+        /* /proc/interrupts is parsed only for an hctx that has a queue vector to look up
+         * (not for loop, zram, dm ...: stats_read_hctx() does not look then) */
+        const HctxFacts *x = &d->facts->hctx[pos];
+        bool vector = x->irq >= 0 && (size_t) x->irq < d->facts->n_irqs;
         HctxReading rd = {};
-        r = stats_read_hctx(m->stats, d->facts, pos, irq_count, apply_busy(d), irq_count ? manager_interrupts(m) : NULL, &rd.stats);
+        r = stats_read_hctx(m->stats, d->facts, pos, flags, apply_busy(d),
+                            (flags & STATS_READ_IRQ_COUNT) && vector ? manager_interrupts(m) : NULL, &rd.stats);
         if (r < 0)
                 return r;
-        if (d->history) {
+        if (d->history && !(flags & STATS_READ_NO_RATES)) {
                 StatSample cur;
                 uint32_t counters = 0;
                 for (StatId i = 0; i < _STAT_MAX; i++)
@@ -69,7 +74,7 @@ int manager_read_hctx(void *userdata, const char *device, size_t pos, bool irq_c
         return 0;
 }
 
-int manager_read_disk_stat(void *userdata, const char *device, DiskStat *ret, StatRates *ret_rates) {
+int manager_read_disk_stat(void *userdata, const char *device, unsigned flags, DiskStat *ret, StatRates *ret_rates) {
         Manager *m = userdata;
         _cleanup_free_ char *text = NULL;
         char path[64 + 32];
@@ -85,10 +90,17 @@ int manager_read_disk_stat(void *userdata, const char *device, DiskStat *ret, St
         r = disk_stat_parse(text, &st);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *inflight = NULL;
-        snprintf(path, sizeof(path), "block/%s/inflight", device);
-        st.has_inflight = hostfs_read_kept(m->hostfs, HOSTFS_SYSFS, path, 0, &inflight) >= 0 &&
-                          disk_inflight_parse(inflight, &st.inflight_read, &st.inflight_write) >= 0;
+        st.has_inflight = false;
+        if (!(flags & STATS_READ_NO_INFLIGHT)) {
+                _cleanup_free_ char *inflight = NULL;
+                snprintf(path, sizeof(path), "block/%s/inflight", device);
+                st.has_inflight = hostfs_read_kept(m->hostfs, HOSTFS_SYSFS, path, 0, &inflight) >= 0 &&
+                                  disk_inflight_parse(inflight, &st.inflight_read, &st.inflight_write) >= 0;
+        }
+        if (flags & STATS_READ_NO_RATES) {
+                *ret = st;
+                return 0;
+        }
 
         StatSample cur = { .usec = stats_now_usec() };
         uint32_t counters = 0;

@@ -82,6 +82,7 @@ struct Stats {
         StatsBpf *bpf;
         char *bpf_unavailable;
         char providers[64];
+        bool debugfs;           /* hostfs_debugfs_available() at the start of this stats_read_hctx() */
 };
 
 uint64_t stats_now_usec(void) {
@@ -174,6 +175,11 @@ static void set_value(StatValue *v, uint64_t value, const char *source) {
         v->unavailable = mfree_str(v->unavailable);
 }
 
+static void mark_unavailable(StatValue *v) {
+        v->valid = false;
+        v->unavailable = mfree_str(v->unavailable);
+}
+
 static void set_unavailable(StatValue *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_unavailable(StatValue *v, const char *fmt, ...) {
         va_list ap;
@@ -195,6 +201,8 @@ static void set_unavailable(StatValue *v, const char *fmt, ...) {
  */
 static int read_debugfs(Stats *s, const DiskFacts *f, unsigned hctx, const char *file, char **ret) {
         char path[PATH_MAX];
+        if (!s->debugfs)
+                return -ENODEV;         /* as hostfs says then; no path formatted, nothing tried */
         snprintf(path, sizeof(path), "block/%s/hctx%u/%s", f->name, hctx, file);
         return hostfs_read_kept(s->hostfs, HOSTFS_DEBUGFS, path, HOSTFS_READ_ONE_RECORD, ret);
 }
@@ -207,30 +215,36 @@ static const char *debugfs_why(int r, const char *removed) {
 /*
  * The busy tags of hctx's debugfs "tags" or "sched_tags" (debugfs_tags_parse()) into *v, or why
  * not: an elevator switch in progress (elevator_busy: its lock would hold this read), missing
- * (the file is not there), unparsable (it has no busy= line).
+ * (the file is not there), unparsable (it has no busy= line). reasons: false leaves v without
+ * its reason (STATS_READ_NO_REASONS).
  */
 static void read_tags_busy(Stats *s, const DiskFacts *f, unsigned hctx, const char *file, bool elevator_busy,
-                           const char *missing, const char *unparsable, StatValue *v) {
+                           const char *missing, const char *unparsable, bool reasons, StatValue *v) {
         _cleanup_free_ char *text = NULL;
         uint64_t busy;
         int r = elevator_busy ? -EBUSY : read_debugfs(s, f, hctx, file, &text);
-        if (r == -EBUSY)
-                set_unavailable(v, "elevator switch in progress (its lock would hold this read)");
-        else if (r >= 0 && debugfs_tags_parse(text, NULL, &busy) >= 0)
+        if (r >= 0 && debugfs_tags_parse(text, NULL, &busy) >= 0)
                 set_value(v, busy, "debugfs");
+        else if (!reasons)
+                mark_unavailable(v);
+        else if (r == -EBUSY)
+                set_unavailable(v, "elevator switch in progress (its lock would hold this read)");
         else
                 set_unavailable(v, "%s", r < 0 ? debugfs_why(r, missing) : unparsable);
 }
 
-int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bool elevator_busy, const ProcInterrupts *pi,
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, unsigned flags, bool elevator_busy, const ProcInterrupts *pi,
                     HctxStats *ret) {
         const HctxFacts *x = &f->hctx[pos];
         HctxStats st = { .usec = stats_now_usec() };
+        bool irq_count = flags & STATS_READ_IRQ_COUNT, reasons = !(flags & STATS_READ_NO_REASONS);
         uint64_t u;
         int r;
 
-        for (StatId i = 0; i < _STAT_MAX; i++)
-                set_unavailable(&st.v[i], "not read");
+        s->debugfs = hostfs_debugfs_available(s->hostfs, NULL);
+        /* every value starts invalid without a reason; "not read" is given at the end to those
+         * still without one (a scrape of 64 disks would otherwise format and free 14 of them per hctx) */
+#define UNAVAILABLE(v, ...) (reasons ? set_unavailable((v), __VA_ARGS__) : mark_unavailable(v))
 
         /* debugfs counters and gauges */
         /* removed_in: files a known kernel no longer has are not even tried (metrics scrapes
@@ -252,19 +266,19 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
                 if (r >= 0 && parse_u64(text, &u) >= 0)
                         set_value(&st.v[dbg[i].id], u, "debugfs");
                 else
-                        set_unavailable(&st.v[dbg[i].id], "%s", r < 0 ? debugfs_why(r, dbg[i].removed) : "unparsable debugfs value");
+                        UNAVAILABLE(&st.v[dbg[i].id], "%s", r < 0 ? debugfs_why(r, dbg[i].removed) : "unparsable debugfs value");
         }
 
-        read_tags_busy(s, f, x->index, "tags", elevator_busy, "no hctx tags file", "unparsable debugfs tags",
+        read_tags_busy(s, f, x->index, "tags", elevator_busy, "no hctx tags file", "unparsable debugfs tags", reasons,
                        &st.v[STAT_TAGS_BUSY]);
         read_tags_busy(s, f, x->index, "sched_tags", elevator_busy, "no sched_tags file",
-                       "no elevator attached (sched_tags empty)", &st.v[STAT_SCHED_TAGS_BUSY]);
+                       "no elevator attached (sched_tags empty)", reasons, &st.v[STAT_SCHED_TAGS_BUSY]);
         _cleanup_free_ char *disp = NULL;
         r = s->kernel >= KERNEL_HCTX_QUEUED_DISPATCHED_REMOVED ? -ENOENT : read_debugfs(s, f, x->index, "dispatched", &disp);
         if (r >= 0 && debugfs_dispatched_parse(disp, &u) >= 0)
                 set_value(&st.v[STAT_DISPATCH_BATCHES], u, "debugfs");
         else
-                set_unavailable(&st.v[STAT_DISPATCH_BATCHES], "%s",
+                UNAVAILABLE(&st.v[STAT_DISPATCH_BATCHES], "%s",
                                 r < 0 ? debugfs_why(r, "hctx dispatched histogram was removed from debugfs in 5.16 (afd7de03c526)") :
                                         "unparsable debugfs dispatched histogram");
 
@@ -298,7 +312,7 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
                 if (r >= 0 && seen > 0)
                         set_value(&st.v[ctx[i].id], sum, "debugfs");
                 else
-                        set_unavailable(&st.v[ctx[i].id], "%s", r < 0 && r != -EINVAL ?
+                        UNAVAILABLE(&st.v[ctx[i].id], "%s", r < 0 && r != -EINVAL ?
                                         debugfs_why(r, "per-ctx counters were removed from debugfs in 5.16 (9a14d6ce4135)") :
                                         "unparsable debugfs per-ctx counter");
         }
@@ -306,11 +320,11 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
         /* BPF: dispatches, completion locality, runs where debugfs has none */
         if (s->bpf && f->unknown[FACT_DEVNUM]) {
                 /* the BPF maps are keyed by dev_t, which sysfs does not give for a hidden disk */
-                set_unavailable(&st.v[STAT_DISPATCHED], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
-                set_unavailable(&st.v[STAT_COMPLETED_LOCAL], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
-                set_unavailable(&st.v[STAT_COMPLETED_REMOTE], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
+                UNAVAILABLE(&st.v[STAT_DISPATCHED], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
+                UNAVAILABLE(&st.v[STAT_COMPLETED_LOCAL], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
+                UNAVAILABLE(&st.v[STAT_COMPLETED_REMOTE], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
                 if (!st.v[STAT_RUNS].valid)
-                        set_unavailable(&st.v[STAT_RUNS], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
+                        UNAVAILABLE(&st.v[STAT_RUNS], "no device number to match BPF events: %s", f->unknown[FACT_DEVNUM]);
         } else if (s->bpf) {
                 HctxBpfCounters c = {};
                 r = blkmqd_stats_bpf_read(s->bpf, makedev(f->major, f->minor), x->index, &c);
@@ -324,21 +338,21 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
                                 if (blkmqd_stats_bpf_has_runs(s->bpf))
                                         set_value(&st.v[STAT_RUNS], c.runs, "bpf");
                                 else
-                                        set_unavailable(&st.v[STAT_RUNS], "removed from debugfs in 6.8; %s",
+                                        UNAVAILABLE(&st.v[STAT_RUNS], "removed from debugfs in 6.8; %s",
                                                         blkmqd_stats_bpf_runs_unavailable_reason(s->bpf));
                         }
                 } else {
-                        set_unavailable(&st.v[STAT_DISPATCHED], "BPF map read failed: %s", strerror(-r));
-                        set_unavailable(&st.v[STAT_COMPLETED_LOCAL], "BPF map read failed: %s", strerror(-r));
-                        set_unavailable(&st.v[STAT_COMPLETED_REMOTE], "BPF map read failed: %s", strerror(-r));
+                        UNAVAILABLE(&st.v[STAT_DISPATCHED], "BPF map read failed: %s", strerror(-r));
+                        UNAVAILABLE(&st.v[STAT_COMPLETED_LOCAL], "BPF map read failed: %s", strerror(-r));
+                        UNAVAILABLE(&st.v[STAT_COMPLETED_REMOTE], "BPF map read failed: %s", strerror(-r));
                 }
         } else {
                 const char *why = s->bpf_unavailable ?: "BPF provider not loaded";
-                set_unavailable(&st.v[STAT_DISPATCHED], "%s", why);
-                set_unavailable(&st.v[STAT_COMPLETED_LOCAL], "%s", why);
-                set_unavailable(&st.v[STAT_COMPLETED_REMOTE], "%s", why);
+                UNAVAILABLE(&st.v[STAT_DISPATCHED], "%s", why);
+                UNAVAILABLE(&st.v[STAT_COMPLETED_LOCAL], "%s", why);
+                UNAVAILABLE(&st.v[STAT_COMPLETED_REMOTE], "%s", why);
                 if (!st.v[STAT_RUNS].valid)
-                        set_unavailable(&st.v[STAT_RUNS], "removed from debugfs in 6.8 (or debugfs not mounted); %s", why);
+                        UNAVAILABLE(&st.v[STAT_RUNS], "removed from debugfs in 6.8 (or debugfs not mounted); %s", why);
         }
 
         /* procfs: interrupts of the hctx's queue vector */
@@ -346,7 +360,7 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
         if (!irq_count)
                 ;       /* stays "not read" */
         else if (x->irq < 0 || (size_t) x->irq >= f->n_irqs)
-                set_unavailable(&st.v[STAT_IRQ_COUNT], "%s", f->unknown[FACT_IRQ_VECTORS] ?: "no queue vector matched this hctx");
+                UNAVAILABLE(&st.v[STAT_IRQ_COUNT], "%s", f->unknown[FACT_IRQ_VECTORS] ?: "no queue vector matched this hctx");
         else {
                 _cleanup_free_ char *text = NULL;
                 if (!pi && hostfs_read(s->hostfs, HOSTFS_PROCFS, "interrupts", &text) >= 0 &&
@@ -356,10 +370,14 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bo
                 if (l)
                         set_value(&st.v[STAT_IRQ_COUNT], irq_line_total(pi, l), "procfs");
                 else
-                        set_unavailable(&st.v[STAT_IRQ_COUNT], "IRQ %u not in /proc/interrupts", f->irqs[x->irq].irq);
+                        UNAVAILABLE(&st.v[STAT_IRQ_COUNT], "IRQ %u not in /proc/interrupts", f->irqs[x->irq].irq);
         }
         proc_interrupts_done(&own);
+#undef UNAVAILABLE
 
+        for (StatId i = 0; reasons && i < _STAT_MAX; i++)
+                if (!st.v[i].valid && !st.v[i].unavailable)
+                        set_unavailable(&st.v[i], "not read");
         *ret = st;
         return 0;
 }

@@ -87,10 +87,26 @@ Stats *stats_free(Stats *s);
 /* "debugfs bpf procfs" as available now, for /version. Static or owned by s. */
 const char *stats_providers(Stats *s);
 
+/* What a statistics read does besides reading the counters (flags of stats_read_hctx() and of
+ * FuseFsContext.read_hctx / read_disk_stat). */
+typedef enum StatsReadFlags {
+        STATS_READ_IRQ_COUNT   = 1u << 0,       /* STAT_IRQ_COUNT too (parses /proc/interrupts) */
+        STATS_READ_NO_REASONS  = 1u << 1,       /* an unavailable value is only marked !valid: its
+                                                 * reason is not formatted (unavailable stays NULL) */
+        STATS_READ_NO_RATES    = 1u << 2,       /* no rates: none computed, no sample kept for later
+                                                 * reads' rates (Prometheus computes its own rate());
+                                                 * ret_rates may be NULL */
+        STATS_READ_NO_INFLIGHT = 1u << 3,       /* block/<disk>/stat only, not block/<disk>/inflight
+                                                 * (its read/write split); the in_flight field stays */
+        /* /metrics: values only (a value the kernel cannot give is left out there) */
+        STATS_READ_METRICS     = STATS_READ_IRQ_COUNT | STATS_READ_NO_REASONS | STATS_READ_NO_RATES | STATS_READ_NO_INFLIGHT,
+} StatsReadFlags;
+
 /*
- * Read the counters of hctx number pos of f (f->hctx[pos]). irq_count: also STAT_IRQ_COUNT,
- * from pi, a parsed /proc/interrupts (NULL: read and parsed fresh) — megabytes on a big
- * machine, so only when asked; otherwise that value is marked "not read".
+ * Read the counters of hctx number pos of f (f->hctx[pos]). flags: StatsReadFlags;
+ * STATS_READ_IRQ_COUNT: also STAT_IRQ_COUNT, from pi, a parsed /proc/interrupts (NULL: read
+ * and parsed fresh) — megabytes on a big machine, so only when asked; otherwise that value is
+ * marked "not read". STATS_READ_NO_REASONS: unavailable values get no reason text.
  * Returns 0 or -ENOMEM; missing values are marked in ret.
  */
 /* elevator_busy: blkmqd has a write in flight on the disk (an elevator switch, say): the
@@ -98,7 +114,7 @@ const char *stats_providers(Stats *s);
  * progress"): their .show takes the queue lock the switch holds while the queue is frozen
  * (block/blk-mq-debugfs.c hctx_tags_show(): mutex_lock_interruptible(&q->sysfs_lock) on 6.1,
  * where queue_attr_store() holds q->sysfs_lock across elv_iosched_store()). */
-int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, bool irq_count, bool elevator_busy, const ProcInterrupts *pi,
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, unsigned flags, bool elevator_busy, const ProcInterrupts *pi,
                     HctxStats *ret);
 
 /*

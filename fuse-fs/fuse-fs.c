@@ -998,6 +998,12 @@ int fuse_fs_new(const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret) 
         pthread_mutex_init(&fs->notify_lock, NULL);
         pthread_cond_init(&fs->notify_cond, NULL);
         fs->ctx = *ctx;
+        fs->ctx.metrics_cache = NULL;
+        r = metrics_cache_new(&fs->ctx.metrics_cache);
+        if (r < 0) {
+                fuse_fs_free(fs);
+                return r;
+        }
         fs->next_ino = FUSE_ROOT_ID + 1;
         clock_gettime(CLOCK_REALTIME, &fs->start);
         fs->mountpoint = strdup(mountpoint);
@@ -1146,6 +1152,7 @@ FuseFs *fuse_fs_free(FuseFs *fs) {
                 node_free(fs, fs->root);
         free(fs->buf.mem);
         free(fs->mountpoint);
+        metrics_cache_free(fs->ctx.metrics_cache);
         free(fs);
         return NULL;
 }

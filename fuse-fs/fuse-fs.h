@@ -28,6 +28,7 @@
 #include "stats.h"
 
 typedef struct FuseFs FuseFs;
+typedef struct MetricsCache MetricsCache;
 
 /* Counters of one hctx with rates, read when a file is opened. */
 typedef struct HctxReading {
@@ -68,12 +69,16 @@ typedef struct FuseFsContext {
          */
         int (*load_hctx_details)(void *userdata, const char *device);
         /*
-         * Read the statistics of hctx position pos of device; irq_count: STAT_IRQ_COUNT too
-         * (parses /proc/interrupts). Returns 0, -ENOENT, -ENOMEM.
+         * Read the statistics of hctx position pos of device. flags: StatsReadFlags (stats.h):
+         * STATS_READ_IRQ_COUNT: STAT_IRQ_COUNT too (parses /proc/interrupts); NO_REASONS: an
+         * unavailable value without its reason; NO_RATES: ret->rates left empty.
+         * Returns 0, -ENOENT, -ENOMEM.
          */
-        int (*read_hctx)(void *userdata, const char *device, size_t pos, bool irq_count, HctxReading *ret);
-        /* Read block/<disk>/stat with rates (indexed by DiskStatField). Returns 0 or -errno. */
-        int (*read_disk_stat)(void *userdata, const char *device, DiskStat *ret, StatRates *ret_rates);
+        int (*read_hctx)(void *userdata, const char *device, size_t pos, unsigned flags, HctxReading *ret);
+        /* Read block/<disk>/stat with rates (indexed by DiskStatField) and inflight. flags:
+         * StatsReadFlags: NO_INFLIGHT (stat only: has_inflight false), NO_RATES (ret_rates may
+         * be NULL, else left empty). Returns 0 or -errno. */
+        int (*read_disk_stat)(void *userdata, const char *device, unsigned flags, DiskStat *ret, StatRates *ret_rates);
         /* BLOCK softirqs per CPU from /proc/softirqs (column i = CPU i: possible CPUs are
          * printed in order). counts has room for max; *ret_n gets the CPU count. 0 or -errno. */
         int (*read_block_softirqs)(void *userdata, uint64_t *counts, size_t max, size_t *ret_n);
@@ -97,6 +102,9 @@ typedef struct FuseFsContext {
         /* Read scsi_host <host>'s host_busy now. Returns 0 or -errno. */
         int (*read_host_busy)(void *userdata, const char *host, uint64_t *ret);
         void *userdata;
+        /* /metrics' per-disk blocks kept between scrapes (render.h): made and freed by the tree
+         * (fuse_fs_new()), not by the caller; NULL: every scrape renders every block. */
+        MetricsCache *metrics_cache;
 } FuseFsContext;
 
 /*

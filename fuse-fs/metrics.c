@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +37,300 @@ static void family(FILE *f, const char *name, const char *type, const char *help
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A counter or gauge value, without printf (a scrape of 64 disks writes ~1,000 of them). */
+static void put_u64(FILE *f, uint64_t v) {
+        char buf[24], *p = buf + sizeof(buf);
+        do
+                *--p = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        fwrite(p, 1, buf + sizeof(buf) - p, f);
+}
+
+/*
+ * The per-disk part of /metrics that only changes when blkmqd's view of the disk does: its
+ * lines in blkmqd_disk_info, blkmqd_applied and the four fact gauges, and its escaped
+ * disk="<name>" label for the live series. Kept between scrapes (MetricsCache) with the
+ * inputs it was rendered from (DiskBlockKey), compared at every scrape: a block is
+ * re-rendered when any input differs. The block is rendered from the key alone, so an input
+ * that is not in the key cannot reach the text, and a cached block cannot go stale. (There is
+ * no single counter to trust instead: Device.generation moves on a re-gather only, while
+ * applied states, the plan and the facts an apply or a verify reads back change in place.)
+ */
+typedef enum DiskFamily {
+        DISK_FAMILY_INFO,
+        DISK_FAMILY_APPLIED,
+        DISK_FAMILY_NR_HW_QUEUES,
+        DISK_FAMILY_ROTATIONAL,
+        DISK_FAMILY_RQ_AFFINITY,
+        DISK_FAMILY_NR_REQUESTS,
+        _DISK_FAMILY_MAX,
+} DiskFamily;
+
+static const struct {
+        const char *name, *help;
+        Fact fact;              /* the gauges' fact */
+} disk_family_table[_DISK_FAMILY_MAX] = {
+        [DISK_FAMILY_INFO]         = { "blkmqd_disk_info", "one per disk: class, elevator, driver" },
+        [DISK_FAMILY_APPLIED]      = { "blkmqd_applied", "one per disk and knob: the state of what blkmqd applied" },
+        [DISK_FAMILY_NR_HW_QUEUES] = { "blkmqd_disk_nr_hw_queues", "hardware queues (hctx)", FACT_NR_HW_QUEUES },
+        [DISK_FAMILY_ROTATIONAL]   = { "blkmqd_disk_rotational", "1 for a rotating disk", FACT_ROTATIONAL },
+        [DISK_FAMILY_RQ_AFFINITY]  = { "blkmqd_disk_rq_affinity", "queue/rq_affinity", FACT_RQ_AFFINITY },
+        [DISK_FAMILY_NR_REQUESTS]  = { "blkmqd_disk_nr_requests", "queue/nr_requests", FACT_NR_REQUESTS },
+};
+
+#define FIRST_GAUGE DISK_FAMILY_NR_HW_QUEUES
+
+typedef struct DiskBlockKey {
+        bool facts;                     /* the disk has facts (else only its applied lines) */
+        DiskClass class;
+        char *elevator, *driver, *transport;    /* copies ("" for none) */
+        ApplyState applied[_KNOB_MAX];
+        int64_t gauge[_DISK_FAMILY_MAX - FIRST_GAUGE];  /* -1: not exported (unknown or negative) */
+} DiskBlockKey;
+
+typedef struct DiskBlock {
+        char *name;
+        DiskBlockKey key;
+        char *text;                     /* the lines of every DiskFamily, one after the other */
+        size_t off[_DISK_FAMILY_MAX + 1];       /* family k is text[off[k]..off[k+1]) */
+        char *label;                    /* disk="<escaped name>" */
+        size_t label_len;
+} DiskBlock;
+
+struct MetricsCache {
+        DiskBlock *blocks;              /* the disks of the last scrape, in registry order */
+        size_t n;
+        uint64_t rendered, reused;      /* blocks rendered anew / taken from the cache, ever */
+};
+
+static void disk_block_done(DiskBlock *b) {
+        free(b->name);
+        free(b->key.elevator);
+        free(b->key.driver);
+        free(b->key.transport);
+        free(b->text);
+        free(b->label);
+        *b = (DiskBlock) {};
+}
+
+int metrics_cache_new(MetricsCache **ret) {
+        MetricsCache *c = calloc(1, sizeof(MetricsCache));
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+MetricsCache *metrics_cache_free(MetricsCache *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n; i++)
+                disk_block_done(&c->blocks[i]);
+        free(c->blocks);
+        free(c);
+        return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(MetricsCache *, metrics_cache_free);
+
+void metrics_cache_counts(const MetricsCache *c, uint64_t *ret_rendered, uint64_t *ret_reused) {
+        *ret_rendered = c ? c->rendered : 0;
+        *ret_reused = c ? c->reused : 0;
+}
+
+/* The key of d as it is now; strings point into d (disk_block_key_same() compares, the copy
+ * is made only when the block is rendered again). */
+static void disk_block_key(const Device *d, DiskBlockKey *ret) {
+        const DiskFacts *x = d->facts;
+        *ret = (DiskBlockKey) { .facts = x, .class = d->plan.class };
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                ret->applied[k] = d->applied[k].state;
+        for (DiskFamily g = FIRST_GAUGE; g < _DISK_FAMILY_MAX; g++) {
+                Fact fact = disk_family_table[g].fact;
+                int64_t v = -1;
+                if (x && disk_facts_known(x, fact))
+                        switch (fact) {
+                        case FACT_NR_HW_QUEUES: v = x->n_hctx; break;
+                        case FACT_ROTATIONAL:   v = x->rotational; break;
+                        case FACT_RQ_AFFINITY:  v = x->rq_affinity; break;
+                        case FACT_NR_REQUESTS:  v = x->nr_requests; break;
+                        default:                break;
+                        }
+                ret->gauge[g - FIRST_GAUGE] = v < 0 ? -1 : v;
+        }
+        if (x) {
+                ret->elevator = (char *) (x->elevator ?: "");
+                ret->driver = (char *) (x->driver ?: "");
+                ret->transport = (char *) (x->transport ?: "");
+        }
+}
+
+static bool disk_block_key_same(const DiskBlockKey *a, const DiskBlockKey *b) {
+        return a->facts == b->facts && a->class == b->class &&
+               memcmp(a->applied, b->applied, sizeof(a->applied)) == 0 &&
+               memcmp(a->gauge, b->gauge, sizeof(a->gauge)) == 0 &&
+               streq_ptr(a->elevator, b->elevator) && streq_ptr(a->driver, b->driver) &&
+               streq_ptr(a->transport, b->transport);
+}
+
+/* Render b's lines from b->name and b->key only. Returns 0 or -ENOMEM. */
+static int disk_block_render(DiskBlock *b) {
+        const DiskBlockKey *k = &b->key;
+        char *text = NULL, *label = NULL;
+        size_t size = 0, label_size = 0;
+        FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return -ENOMEM;
+        __fsetlocking(f, FSETLOCKING_BYCALLER);
+
+        b->off[DISK_FAMILY_INFO] = 0;
+        if (k->facts) {
+                fputs("blkmqd_disk_info{", f);
+                put_label(f, "disk", b->name, true);
+                put_label(f, "class", disk_class_to_string(k->class), false);
+                put_label(f, "elevator", k->elevator, false);
+                put_label(f, "driver", k->driver, false);
+                put_label(f, "transport", k->transport, false);
+                fputs("} 1\n", f);
+        }
+        fflush(f);
+        b->off[DISK_FAMILY_APPLIED] = size;
+        for (Knob i = 0; i < _KNOB_MAX; i++) {
+                fputs("blkmqd_applied{", f);
+                put_label(f, "disk", b->name, true);
+                put_label(f, "knob", knob_to_string(i), false);
+                put_label(f, "state", apply_state_to_string(k->applied[i]), false);
+                fputs("} 1\n", f);
+        }
+        for (DiskFamily g = FIRST_GAUGE; g < _DISK_FAMILY_MAX; g++) {
+                fflush(f);
+                b->off[g] = size;
+                if (k->gauge[g - FIRST_GAUGE] < 0)
+                        continue;
+                fputs(disk_family_table[g].name, f);
+                fputc('{', f);
+                put_label(f, "disk", b->name, true);
+                fputs("} ", f);
+                put_u64(f, (uint64_t) k->gauge[g - FIRST_GAUGE]);
+                fputc('\n', f);
+        }
+        if (fclose(f) != 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        b->off[_DISK_FAMILY_MAX] = size;
+
+        f = open_memstream(&label, &label_size);
+        if (!f) {
+                free(text);
+                return -ENOMEM;
+        }
+        put_label(f, "disk", b->name, true);
+        if (fclose(f) != 0) {
+                free(text);
+                free(label);
+                return -ENOMEM;
+        }
+        free(b->text);
+        free(b->label);
+        b->text = text;
+        b->label = label;
+        b->label_len = label_size;
+        return 0;
+}
+
+/* The block of d, from old (the last scrape's blocks, taken from) or rendered anew into *b. */
+static int disk_block_get(MetricsCache *c, DiskBlock *old, size_t n_old, size_t *hint, const Device *d, DiskBlock *b) {
+        DiskBlockKey key;
+        DiskBlock *o = NULL;
+        int r;
+
+        /* the registry is sorted and rarely changes: the next old block is almost always d's */
+        if (*hint < n_old && old[*hint].name && streq(old[*hint].name, d->name))
+                o = &old[*hint];
+        for (size_t j = 0; !o && j < n_old; j++)
+                if (old[j].name && streq(old[j].name, d->name))
+                        o = &old[j];
+        if (o) {
+                *hint = o - old + 1;
+                *b = *o;
+                *o = (DiskBlock) {};
+        } else if (!(b->name = strdup(d->name)))
+                return -ENOMEM;
+
+        disk_block_key(d, &key);
+        if (b->text && disk_block_key_same(&b->key, &key)) {
+                c->reused++;
+                return 0;
+        }
+        char *e = key.facts ? strdup(key.elevator) : NULL, *dr = key.facts ? strdup(key.driver) : NULL,
+             *t = key.facts ? strdup(key.transport) : NULL;
+        if (key.facts && (!e || !dr || !t)) {
+                free(e);
+                free(dr);
+                free(t);
+                disk_block_done(b);
+                return -ENOMEM;
+        }
+        free(b->key.elevator);
+        free(b->key.driver);
+        free(b->key.transport);
+        b->key = key;
+        b->key.elevator = e;
+        b->key.driver = dr;
+        b->key.transport = t;
+        r = disk_block_render(b);
+        if (r < 0) {
+                disk_block_done(b);
+                return r;
+        }
+        c->rendered++;
+        return 0;
+}
+
+/* Blocks for every disk of reg, in its order, into c (the blocks of disks gone are freed). */
+static int metrics_cache_sync(MetricsCache *c, const Registry *reg) {
+        DiskBlock *blocks = calloc(reg->n_devices ?: 1, sizeof(DiskBlock));
+        size_t hint = 0;
+        int r = 0;
+
+        if (!blocks)
+                return -ENOMEM;
+        for (size_t i = 0; i < reg->n_devices && r >= 0; i++)
+                r = disk_block_get(c, c->blocks, c->n, &hint, reg->devices[i], &blocks[i]);
+        for (size_t j = 0; j < c->n; j++)
+                disk_block_done(&c->blocks[j]);
+        free(c->blocks);
+        c->blocks = blocks;
+        c->n = r < 0 ? 0 : reg->n_devices;
+        if (r < 0) {
+                for (size_t i = 0; i < reg->n_devices; i++)
+                        disk_block_done(&blocks[i]);
+        }
+        return r;
+}
+
+static void disk_families(FILE *f, const MetricsCache *c, DiskFamily k) {
+        bool any = false;
+        for (size_t i = 0; i < c->n; i++) {
+                const DiskBlock *b = &c->blocks[i];
+                size_t len = b->off[k + 1] - b->off[k];
+                if (len == 0)
+                        continue;
+                if (!any) {
+                        family(f, disk_family_table[k].name, "gauge", disk_family_table[k].help);
+                        any = true;
+                }
+                fwrite(b->text + b->off[k], 1, len, f);
+        }
+        /* blkmqd_disk_info and blkmqd_applied have their HELP/TYPE even with no disk */
+        if (!any && k <= DISK_FAMILY_APPLIED)
+                family(f, disk_family_table[k].name, "gauge", disk_family_table[k].help);
+}
+
 typedef struct DiskReadings {
         const Device *d;
+        const DiskBlock *b;
         HctxReading *hctx;
         bool *ok;
 } DiskReadings;
@@ -68,48 +361,24 @@ static void hctx_family(FILE *f, DiskReadings *dr, size_t n, StatId id) {
                                                stat_id_help(id));
                                         any = true;
                                 }
-                                char hctx[16];
-                                snprintf(hctx, sizeof(hctx), "%u", dr[i].d->facts->hctx[h].index);
                                 fputs(name, f);
                                 fputc('{', f);
-                                put_label(f, "disk", dr[i].d->name, true);
-                                put_label(f, "hctx", hctx, false);
+                                fwrite(dr[i].b->label, 1, dr[i].b->label_len, f);
+                                fputs(",hctx=\"", f);
+                                put_u64(f, dr[i].d->facts->hctx[h].index);
+                                fputc('"', f);
                                 if (id == STAT_COMPLETED_LOCAL)
-                                        put_label(f, "locality", k ? "remote" : "local", false);
+                                        fputs(k ? ",locality=\"remote\"" : ",locality=\"local\"", f);
                                 put_label(f, "source", v->source, false);
-                                fprintf(f, "} %" PRIu64 "\n", v->value);
+                                fputs("} ", f);
+                                put_u64(f, v->value);
+                                fputc('\n', f);
                         }
                 }
 }
 
-static void disk_gauge(FILE *f, const Registry *reg, const char *name, const char *help, Fact fact) {
-        bool any = false;
-        for (size_t i = 0; i < reg->n_devices; i++) {
-                const DiskFacts *x = reg->devices[i]->facts;
-                int64_t v;
-                if (!x || !disk_facts_known(x, fact))
-                        continue;
-                switch (fact) {
-                case FACT_NR_HW_QUEUES: v = x->n_hctx; break;
-                case FACT_ROTATIONAL:   v = x->rotational; break;
-                case FACT_RQ_AFFINITY:  v = x->rq_affinity; break;
-                case FACT_NR_REQUESTS:  v = x->nr_requests; break;
-                case FACT_SIZE:         v = x->size_bytes; break;
-                default:                continue;
-                }
-                if (v < 0)
-                        continue;
-                if (!any) {
-                        family(f, name, "gauge", help);
-                        any = true;
-                }
-                fprintf(f, "%s{", name);
-                put_label(f, "disk", x->name, true);
-                fprintf(f, "} %" PRIi64 "\n", v);
-        }
-}
-
-static void disk_stats(FILE *f, const FuseFsContext *ctx) {
+/* Live: one read of block/<disk>/stat per disk (its in_flight field; not inflight's split). */
+static void disk_stats(FILE *f, const FuseFsContext *ctx, const MetricsCache *c) {
         static const struct {
                 DiskStatField field;
                 const char *name, *help;
@@ -121,17 +390,15 @@ static void disk_stats(FILE *f, const FuseFsContext *ctx) {
                 { DISK_STAT_IO_TICKS,      "blkmqd_disk_io_time_seconds_total",  "seconds spent doing I/O (io_ticks)" },
                 { DISK_STAT_IN_FLIGHT,     "blkmqd_disk_in_flight",              "requests in flight" },
         };
-        size_t n = ctx->registry->n_devices;
+        size_t n = c->n;
         DiskStat *st = calloc(n ?: 1, sizeof(DiskStat));
         bool *ok = calloc(n ?: 1, sizeof(bool));
 
-        if (!st || !ok)
+        if (!st || !ok || !ctx->read_disk_stat)
                 goto finish;
-        for (size_t i = 0; i < n; i++) {
-                StatRates rates;
+        for (size_t i = 0; i < n; i++)
                 ok[i] = ctx->registry->devices[i]->facts &&
-                        ctx->read_disk_stat(ctx->userdata, ctx->registry->devices[i]->name, &st[i], &rates) >= 0;
-        }
+                        ctx->read_disk_stat(ctx->userdata, ctx->registry->devices[i]->name, STATS_READ_METRICS, &st[i], NULL) >= 0;
         for (size_t k = 0; k < ELEMENTSOF(m); k++) {
                 bool any = false;
                 for (size_t i = 0; i < n; i++) {
@@ -141,12 +408,20 @@ static void disk_stats(FILE *f, const FuseFsContext *ctx) {
                                 family(f, m[k].name, m[k].field == DISK_STAT_IN_FLIGHT ? "gauge" : "counter", m[k].help);
                                 any = true;
                         }
-                        fprintf(f, "%s{", m[k].name);
-                        put_label(f, "disk", ctx->registry->devices[i]->name, true);
-                        if (m[k].field == DISK_STAT_IO_TICKS)   /* ms -> s */
-                                fprintf(f, "} %" PRIu64 ".%03" PRIu64 "\n", st[i].v[m[k].field] / 1000, st[i].v[m[k].field] % 1000);
-                        else
-                                fprintf(f, "} %" PRIu64 "\n", st[i].v[m[k].field]);
+                        uint64_t v = st[i].v[m[k].field];
+                        fputs(m[k].name, f);
+                        fputc('{', f);
+                        fwrite(c->blocks[i].label, 1, c->blocks[i].label_len, f);
+                        fputs("} ", f);
+                        if (m[k].field == DISK_STAT_IO_TICKS) {         /* ms -> s */
+                                put_u64(f, v / 1000);
+                                fputc('.', f);
+                                fputc((char) ('0' + v % 1000 / 100), f);
+                                fputc((char) ('0' + v % 100 / 10), f);
+                                fputc((char) ('0' + v % 10), f);
+                        } else
+                                put_u64(f, v);
+                        fputc('\n', f);
                 }
         }
 finish:
@@ -173,16 +448,30 @@ static void bpf_missed_family(const FuseFsContext *ctx, FILE *f) {
 
 int render_metrics(const FuseFsContext *ctx, char **ret) {
         const Registry *reg = ctx->registry;
-        DiskReadings *dr = calloc(reg->n_devices ?: 1, sizeof(DiskReadings));
+        _cleanup_(metrics_cache_freep) MetricsCache *own = NULL;
+        MetricsCache *c = ctx->metrics_cache;
+        DiskReadings *dr = NULL;
         char *buf = NULL;
         size_t size = 0, n = 0;
-        int r = -ENOMEM;
+        int r;
 
+        if (!c) {
+                r = metrics_cache_new(&own);    /* no cache kept: every block rendered */
+                if (r < 0)
+                        return r;
+                c = own;
+        }
+        r = metrics_cache_sync(c, reg);
+        if (r < 0)
+                return r;
+        r = -ENOMEM;
+        dr = calloc(reg->n_devices ?: 1, sizeof(DiskReadings));
         if (!dr)
                 return -ENOMEM;
         FILE *f = open_memstream(&buf, &size);
         if (!f)
                 goto finish;
+        __fsetlocking(f, FSETLOCKING_BYCALLER);         /* this thread's own stream */
 
         family(f, "blkmqd_info", "gauge", "blkmqd version, kernel and statistics providers");
         fputs("blkmqd_info{", f);
@@ -192,44 +481,19 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
         fputs("} 1\n", f);
         bpf_missed_family(ctx, f);
 
-        family(f, "blkmqd_disk_info", "gauge", "one per disk: class, elevator, driver");
-        for (size_t i = 0; i < reg->n_devices; i++) {
-                const Device *d = reg->devices[i];
-                if (!d->facts)
-                        continue;
-                fputs("blkmqd_disk_info{", f);
-                put_label(f, "disk", d->name, true);
-                put_label(f, "class", disk_class_to_string(d->plan.class), false);
-                put_label(f, "elevator", d->facts->elevator ?: "", false);
-                put_label(f, "driver", d->facts->driver ?: "", false);
-                put_label(f, "transport", d->facts->transport ?: "", false);
-                fputs("} 1\n", f);
-        }
-
-        family(f, "blkmqd_applied", "gauge", "one per disk and knob: the state of what blkmqd applied");
-        for (size_t i = 0; i < reg->n_devices; i++)
-                for (Knob k = 0; k < _KNOB_MAX; k++) {
-                        fputs("blkmqd_applied{", f);
-                        put_label(f, "disk", reg->devices[i]->name, true);
-                        put_label(f, "knob", knob_to_string(k), false);
-                        put_label(f, "state", apply_state_to_string(reg->devices[i]->applied[k].state), false);
-                        fputs("} 1\n", f);
-                }
-
-        disk_gauge(f, reg, "blkmqd_disk_nr_hw_queues", "hardware queues (hctx)", FACT_NR_HW_QUEUES);
-        disk_gauge(f, reg, "blkmqd_disk_rotational", "1 for a rotating disk", FACT_ROTATIONAL);
-        disk_gauge(f, reg, "blkmqd_disk_rq_affinity", "queue/rq_affinity", FACT_RQ_AFFINITY);
-        disk_gauge(f, reg, "blkmqd_disk_nr_requests", "queue/nr_requests", FACT_NR_REQUESTS);
-        disk_stats(f, ctx);
+        for (DiskFamily k = 0; k < _DISK_FAMILY_MAX; k++)
+                disk_families(f, c, k);
+        disk_stats(f, ctx, c);
 
         /* per hctx: read each once (BPF counters: one copy of the map), then one family per counter */
         if (ctx->scrape)
                 ctx->scrape(ctx->userdata, true);
-        for (size_t i = 0; i < reg->n_devices; i++) {
+        for (size_t i = 0; i < reg->n_devices && ctx->read_hctx; i++) {
                 const Device *d = reg->devices[i];
                 if (!d->facts || d->facts->n_hctx == 0)
                         continue;
                 dr[n].d = d;
+                dr[n].b = &c->blocks[i];
                 dr[n].hctx = calloc(d->facts->n_hctx, sizeof(HctxReading));
                 dr[n].ok = calloc(d->facts->n_hctx, sizeof(bool));
                 if (!dr[n].hctx || !dr[n].ok) {
@@ -240,7 +504,7 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
                         goto finish;
                 }
                 for (size_t h = 0; h < d->facts->n_hctx; h++)
-                        dr[n].ok[h] = ctx->read_hctx(ctx->userdata, d->name, h, true, &dr[n].hctx[h]) >= 0;
+                        dr[n].ok[h] = ctx->read_hctx(ctx->userdata, d->name, h, STATS_READ_METRICS, &dr[n].hctx[h]) >= 0;
                 n++;
         }
         if (ctx->scrape)
@@ -253,8 +517,13 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
         if (sirq && ctx->read_block_softirqs && ctx->read_block_softirqs(ctx->userdata, sirq, 8192, &n_sirq) >= 0) {
                 family(f, "blkmqd_block_softirqs_total", "counter",
                        "BLOCK softirqs per CPU (/proc/softirqs): local completions on single-queue devices and remote (IPI) completions");
-                for (size_t i = 0; i < MIN(n_sirq, (size_t) 8192); i++)
-                        fprintf(f, "blkmqd_block_softirqs_total{cpu=\"%zu\"} %" PRIu64 "\n", i, sirq[i]);
+                for (size_t i = 0; i < MIN(n_sirq, (size_t) 8192); i++) {
+                        fputs("blkmqd_block_softirqs_total{cpu=\"", f);
+                        put_u64(f, i);
+                        fputs("\"} ", f);
+                        put_u64(f, sirq[i]);
+                        fputc('\n', f);
+                }
         }
         free(sirq);
 

@@ -34,7 +34,15 @@ int render_nic(const FuseFsContext *ctx, const Node *n, char **ret);       /* ne
 /* The network families of /metrics (network.c). */
 void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, const char *, const char *, const char *),
                         void (*put_label)(FILE *, const char *, const char *, bool));
+/* /metrics. With ctx->metrics_cache, each disk's event-driven lines (disk_info, applied, the
+ * fact gauges) are kept between scrapes and rendered again only when what they show changed;
+ * without, all are rendered. Returns 0 or -ENOMEM. */
 int render_metrics(const FuseFsContext *ctx, char **ret);                  /* metrics.c */
+/* The cache of /metrics' per-disk blocks (metrics.c). new: 0 or -ENOMEM. */
+int metrics_cache_new(MetricsCache **ret);
+MetricsCache *metrics_cache_free(MetricsCache *c);
+/* Blocks rendered anew and blocks taken from the cache by all scrapes so far (tests, bench). */
+void metrics_cache_counts(const MetricsCache *c, uint64_t *ret_rendered, uint64_t *ret_reused);
 int render_block_softirqs(const FuseFsContext *ctx, char **ret);           /* stats.c */
 
 /* Render the applied/<knob> line: "ok: mq-deadline (was none)", "kept: none", ... */

@@ -34,7 +34,7 @@ static int render_hctx_stat(const FuseFsContext *ctx, const Node *n, char **ret)
         _cleanup_(hctx_reading_done) HctxReading rd = {};
         bool rate = n->arg2 >= HCTX_ATTR_RATE;
         StatId id = n->arg2 - (rate ? HCTX_ATTR_RATE : HCTX_ATTR_STAT);
-        int r = ctx->read_hctx(ctx->userdata, n->device, n->arg, id == STAT_IRQ_COUNT, &rd);
+        int r = ctx->read_hctx(ctx->userdata, n->device, n->arg, id == STAT_IRQ_COUNT ? STATS_READ_IRQ_COUNT : 0, &rd);
         if (r < 0)
                 return r;
 
@@ -66,7 +66,7 @@ static int render_disk_stat(const FuseFsContext *ctx, const Node *n, char **ret)
         char *buf = NULL;
         size_t size = 0;
 
-        int r = ctx->read_disk_stat(ctx->userdata, n->device, &st, &rates);
+        int r = ctx->read_disk_stat(ctx->userdata, n->device, 0, &st, &rates);
         if (r < 0)
                 return r == -ENOMEM ? r : asprintf(ret, "unavailable: block/%s/stat: %s\n", n->device, strerror(-r)) < 0 ? -ENOMEM : 0;
 
@@ -103,7 +103,7 @@ static int render_completions(const FuseFsContext *ctx, const Node *n, char **re
                 return -ENOMEM;
         for (size_t i = 0; i < d->facts->n_hctx; i++) {
                 _cleanup_(hctx_reading_done) HctxReading rd = {};
-                if (ctx->read_hctx(ctx->userdata, n->device, i, false, &rd) < 0) {
+                if (ctx->read_hctx(ctx->userdata, n->device, i, 0, &rd) < 0) {
                         fprintf(f, "hctx%u unavailable: disk gone\n", d->facts->hctx[i].index);
                         continue;
                 }
@@ -153,7 +153,7 @@ static int render_stats_source(const FuseFsContext *ctx, const Node *n, char **r
                 return -ENOENT;
         if (d->facts->n_hctx == 0)
                 return asprintf(ret, "unavailable: no blk-mq hardware queues\n") < 0 ? -ENOMEM : 0;
-        int r = ctx->read_hctx(ctx->userdata, n->device, 0, true, &rd);
+        int r = ctx->read_hctx(ctx->userdata, n->device, 0, STATS_READ_IRQ_COUNT, &rd);
         if (r < 0)
                 return r;
         FILE *f = open_memstream(&buf, &size);

@@ -25,11 +25,17 @@ Cases (a loop device of the test's own, --devices naming it):
       read again through the held fd (the page cache then holds that open's older content):
       later opens still read the new content;
   (r) hot-remove: once devices/ no longer lists the disk, no file of it opens or stats.
+  (m) /metrics keeps each disk's event-driven lines (disk_info, applied, fact gauges) between
+      scrapes: after scrapes that fill that cache, an override write, an external elevator
+      change (seen by a read of applied/elevator) and a hot-remove each show in the next
+      scrape, which agrees with class, facts/elevator and every applied/<knob> read just before;
+      a second disk with no event keeps its lines.
 Root, losetup, /dev/fuse (exit 77 otherwise).
 """
 
 import mmap
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -241,9 +247,73 @@ def case_remove(d, loops, tmp):
     check(not left, f"(r) none of the {len(files)} files stats or opens" + "".join("\n      " + x for x in left[:8]))
 
 
+def metrics_disk(d, name):
+    """(class, elevator, {knob: state}) of name in one /metrics scrape; None when it has no lines."""
+    text = d.read("metrics")
+    info = re.search(r'^blkmqd_disk_info\{disk="' + re.escape(name) + r'",class="([^"]*)",elevator="([^"]*)"', text, re.M)
+    applied = dict(re.findall(r'^blkmqd_applied\{disk="' + re.escape(name) + r'",knob="([^"]*)",state="([^"]*)"\} 1$',
+                              text, re.M))
+    if f'disk="{name}"' not in text:
+        return None
+    return (info.group(1) if info else None, info.group(2) if info else None, applied)
+
+
+def metrics_agree(d, name, what, elevator):
+    """The next scrape shows what the disk's files say now (applied/ read first: its verify)."""
+    knobs = {}                              # applied/<knob> text; it starts with the state's name
+    for k in sorted(os.listdir(d.path("devices", name, "applied"))):
+        p = d.path("devices", name, "applied", k)
+        if os.path.isfile(p):
+            knobs[k] = bt.read_all(p).decode()
+    cls = bt.read_all(d.path("devices", name, "class")).decode().strip()
+    facts_elv = bt.read_all(d.path("devices", name, "facts", "elevator")).decode().strip()
+    m = metrics_disk(d, name)
+    check(m is not None and m[0] == cls and m[1] == facts_elv == elevator,
+          f"{what}: metrics disk_info of {name} class={m and m[0]!r} elevator={m and m[1]!r}; "
+          f"class file {cls!r}, facts/elevator {facts_elv!r}, want {elevator!r}")
+    diff = {k: (v, m[2].get(k)) for k, v in knobs.items()
+            if m and k in m[2] and not re.match(re.escape(m[2][k]) + r"(:| |\n|$)", v)}
+    check(m is not None and m[2] and set(m[2]) <= set(knobs) and not diff,
+          f"{what}: metrics blkmqd_applied of {name} agrees with applied/<knob> for {len(m[2]) if m else 0} knobs "
+          f"(differ: {diff}; metrics knobs {sorted(m[2]) if m else None}, files {sorted(knobs)})")
+    return m
+
+
+def case_metrics(d, loops, tmp):
+    """(m) /metrics' cached per-disk blocks: the next scrape after each event shows it"""
+    name, other = loops.attach("m"), loops.attach("n")
+    conf = os.path.join(tmp, "blkmqd.conf")
+    with open(conf, "w") as f:
+        f.write("[Manager]\nVerifySec=0\n")
+    d.start("--devices", f"{name},{other}", "-c", conf)
+    ok, _ = wait_for(lambda: all(os.path.exists(d.path("devices", n, "policy", "elevator")) for n in (name, other)), DEADLINE)
+    check(ok, f"(m) {name} and {other} are shown")
+    first = current_elevator(name)
+    before_other = metrics_disk(d, other)
+    metrics_agree(d, name, "(m) at start", first)
+    metrics_agree(d, name, "(m) again, from the cache", first)
+
+    check(write_file(d.path("devices", name, "policy", "elevator"), b"mq-deadline\n") == 0, "(m) override written")
+    m = metrics_agree(d, name, "(m) after the override", "mq-deadline")
+    check(m is not None and m[2].get("elevator") == "ok", f"(m) applied elevator state ok: {m and m[2].get('elevator')!r}")
+
+    set_elevator(name, "kyber")             # no uevent; the read of applied/ verifies
+    applied = d.path("devices", name, "applied", "elevator")
+    ok, _ = wait_for(lambda: "kyber" in bt.read_all(applied).decode(), DEADLINE, 0.02)
+    check(ok, f"(m) applied/elevator notices kyber: {bt.read_all(applied)!r}")
+    metrics_agree(d, name, "(m) after the external change", "kyber")
+
+    check(metrics_disk(d, other) == before_other, f"(m) {other}, without an event, keeps its lines: {metrics_disk(d, other)}")
+    loops.detach(name)
+    ok, _ = wait_for(lambda: name not in os.listdir(d.path("devices")), DEADLINE, 0.02)
+    check(ok, f"(m) devices/ no longer lists {name}")
+    check(metrics_disk(d, name) is None, f"(m) the next scrape has no line of {name}")
+    check(metrics_disk(d, other) == before_other, f"(m) {other} still has its lines")
+
+
 def main():
     exe = bt.exe_or_exit()
-    cases = [case_override, case_external, case_write_result, case_held, case_remove]
+    cases = [case_override, case_external, case_write_result, case_held, case_remove, case_metrics]
     if os.environ.get("CASES"):
         cases = [c for c in cases if c.__doc__.strip()[1] in os.environ["CASES"]]
     bt.run_cases(exe, "blkmqd-cache-", cases)

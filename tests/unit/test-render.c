@@ -163,9 +163,141 @@ static void test_metrics_label_escaping(void) {
         registry_done(&reg);
 }
 
+static int fake_disk_stat(void *userdata, const char *device, unsigned flags, DiskStat *ret, StatRates *ret_rates) {
+        *ret = (DiskStat) { .n = 17 };
+        for (unsigned i = 0; i < ret->n; i++)
+                ret->v[i] = 1000 * (device[2] - 'a') + i;
+        ret->v[DISK_STAT_IO_TICKS] = 12045;     /* 12.045 s */
+        return 0;
+}
+
+static Device *metrics_disk(Registry *reg, const char *name, const char *elevator) {
+        Device *d = NULL;
+        CHECK_INT(registry_add(reg, name, &d), 1);
+        DiskFacts *f = d->facts = disk_facts_new(name);
+        f->elevator = strdup(elevator);
+        f->driver = strdup("sd");
+        f->transport = strdup("");
+        f->n_hctx = 0;
+        f->rotational = TRISTATE_YES;
+        f->rq_affinity = 1;
+        f->nr_requests = 64;
+        d->plan.class = DISK_CLASS_SINGLE_QUEUE_ROTATIONAL;
+        d->applied[KNOB_ELEVATOR].state = APPLY_KEPT;
+        return d;
+}
+
+/* The cached render, checked against a render without a cache (every block anew): equal, and
+ * of the blocks, rendered ones number want_rendered. Returns the cached render. */
+static char *metrics_both(FuseFsContext *ctx, MetricsCache *c, uint64_t want_rendered) {
+        FuseFsContext fresh = *ctx;
+        char *s = NULL, *t = NULL;
+        uint64_t r0, u0, r1, u1;
+
+        metrics_cache_counts(c, &r0, &u0);
+        fresh.metrics_cache = NULL;
+        ctx->metrics_cache = c;
+        CHECK_INT(render_metrics(ctx, &s), 0);
+        CHECK_INT(render_metrics(&fresh, &t), 0);
+        CHECK_STR(s, t);
+        metrics_cache_counts(c, &r1, &u1);
+        CHECK_INT(r1 - r0, want_rendered);
+        CHECK_INT(u1 - u0, ctx->registry->n_devices - want_rendered);
+        free(t);
+        return s;
+}
+
+/*
+ * /metrics keeps each disk's event-driven lines between scrapes (MetricsCache): a block is
+ * reused while nothing it shows changed and rendered again as soon as anything did, also
+ * a change in place (the same string buffer, the same DiskFacts) and a disk replaced or gone.
+ * A stale block fails the comparison with the render without a cache.
+ */
+static void test_metrics_cache(void) {
+        Registry reg = {};
+        MetricsCache *c = NULL;
+        FuseFsContext ctx = { .registry = &reg, .read_disk_stat = fake_disk_stat };
+        char *s;
+
+        CHECK_INT(metrics_cache_new(&c), 0);
+        Device *a = metrics_disk(&reg, "sda", "none"), *b = metrics_disk(&reg, "sdb", "mq-deadline");
+        metrics_disk(&reg, "sdc", "bfq");
+
+        s = metrics_both(&ctx, c, 3);
+        CHECK(s && strstr(s, "blkmqd_disk_info{disk=\"sdb\",class=\"single-queue-rotational\",elevator=\"mq-deadline\",driver=\"sd\",transport=\"\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_applied{disk=\"sda\",knob=\"elevator\",state=\"kept\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_rq_affinity{disk=\"sdc\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_io_time_seconds_total{disk=\"sdb\"} 12.045\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_reads_completed_total{disk=\"sdc\"} 2000\n"));
+        free(s);
+        s = metrics_both(&ctx, c, 0);           /* nothing changed: every block reused */
+        free(s);
+
+        /* an external elevator change read back by a verify: the same buffer, new content */
+        strcpy(b->facts->elevator, "kyber");
+        s = metrics_both(&ctx, c, 1);
+        CHECK(s && strstr(s, "disk=\"sdb\",class=\"single-queue-rotational\",elevator=\"kyber\""));
+        CHECK(s && !strstr(s, "elevator=\"mq-deadline\""));
+        free(s);
+
+        /* a write's outcome, an override's new plan */
+        b->applied[KNOB_ELEVATOR].state = APPLY_ERROR;
+        a->plan.class = DISK_CLASS_FAST_MULTIQUEUE;
+        s = metrics_both(&ctx, c, 2);
+        CHECK(s && strstr(s, "blkmqd_applied{disk=\"sdb\",knob=\"elevator\",state=\"error\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_info{disk=\"sda\",class=\"fast-multiqueue\""));
+        free(s);
+
+        /* facts gauges: a value, a fact no longer known (its line goes) */
+        a->facts->rq_affinity = 2;
+        CHECK_INT(disk_facts_set_unknown(b->facts, FACT_NR_REQUESTS, "test"), 0);
+        s = metrics_both(&ctx, c, 2);
+        CHECK(s && strstr(s, "blkmqd_disk_rq_affinity{disk=\"sda\"} 2\n"));
+        CHECK(s && !strstr(s, "blkmqd_disk_nr_requests{disk=\"sdb\"}"));
+        CHECK(s && strstr(s, "blkmqd_disk_nr_requests{disk=\"sdc\"} 64\n"));
+        free(s);
+
+        /* facts gathered again (a new DiskFacts) with the same values: nothing to render */
+        DiskFacts *old = a->facts;
+        a->facts = disk_facts_new("sda");
+        a->facts->elevator = strdup(old->elevator);
+        a->facts->driver = strdup(old->driver);
+        a->facts->transport = strdup(old->transport);
+        a->facts->rotational = old->rotational;
+        a->facts->rq_affinity = old->rq_affinity;
+        a->facts->nr_requests = old->nr_requests;
+        disk_facts_free(old);
+        s = metrics_both(&ctx, c, 0);
+        free(s);
+
+        /* a disk without facts keeps only its applied lines; one removed, one added */
+        old = a->facts;
+        a->facts = NULL;
+        CHECK_INT(registry_remove(&reg, "sdc"), 0);
+        metrics_disk(&reg, "sdd", "none");
+        s = metrics_both(&ctx, c, 2);
+        CHECK(s && !strstr(s, "blkmqd_disk_info{disk=\"sda\""));
+        CHECK(s && strstr(s, "blkmqd_applied{disk=\"sda\",knob=\"elevator\""));
+        CHECK(s && !strstr(s, "disk=\"sdc\""));
+        CHECK(s && strstr(s, "blkmqd_disk_info{disk=\"sdd\""));
+        free(s);
+        a->facts = old;
+
+        /* an empty registry still has both info families' HELP/TYPE */
+        Registry none = {};
+        FuseFsContext empty = { .registry = &none };
+        s = metrics_both(&empty, c, 0);
+        CHECK(s && strstr(s, "# TYPE blkmqd_disk_info gauge\n# HELP blkmqd_applied"));
+        free(s);
+
+        metrics_cache_free(c);
+        registry_done(&reg);
+}
+
 int main(void) {
         test_render_applied();
         test_metrics_label_escaping();
+        test_metrics_cache();
         test_render_tree();
         test_registry_sorted();
         return tap_finish("test-render");
