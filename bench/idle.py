@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-bench/idle.py [--blkmqd PATH] [--disks 64] [--seconds 60] [--quick]
+bench/idle.py [--blkmqd PATH] [--disks 64] [--seconds 60] [--quick] [--no-idle] [--debugfs]
 
 P4 idle cost of blkmqd on the live machine, managing D loop devices of its own (loop300.. made
 with LOOP_CTL_ADD, attached to 1 MiB temp files, detached and removed at exit; blkmqd is limited
@@ -16,6 +16,11 @@ to them with --devices).
   scrape    a node_exporter-style scraper reads MNT/metrics once a second for S seconds (when the
             tree has no metrics file: every MNT/devices/*/explain, noted); blkmqd's CPU over the
             window as % of one core.
+
+CPU is given twice: clock ticks of /proc/PID/stat (10 ms) and the scheduler's run time of every
+thread (1st field of /proc/PID/task/*/schedstat, ns). --debugfs: mount debugfs in the bench's own
+mount namespace when the host has none mounted (a scrape then also reads the per-hctx debugfs
+values, as on a machine with debugfs). --no-idle: the scrape window only.
 
 --quick: 4 disks, 5 s each (CI smoke, no assertion). Needs root, losetup, /dev/fuse.
 """
@@ -60,6 +65,10 @@ def main():
     ap.add_argument("--disks", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-idle", action="store_true", help="skip the idle window (scrape only)")
+    ap.add_argument("--debugfs", action="store_true",
+                    help="mount debugfs at /sys/kernel/debug in the bench's private mount namespace when it is not "
+                         "mounted (the per-hctx debugfs values of a scrape; the host's mounts are not touched)")
     a = ap.parse_args()
     if a.quick:
         a.disks, a.seconds = 4, 5
@@ -78,6 +87,8 @@ def main():
         os.execvp("unshare", ["unshare", "-m", "--propagation", "private", sys.executable] + sys.argv)
     if os.path.isdir("/run/udev"):
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755,size=1M", "bench-udev", "/run/udev"], check=True)
+    if a.debugfs and not os.path.isdir("/sys/kernel/debug/block"):
+        subprocess.run(["mount", "-t", "debugfs", "debugfs", "/sys/kernel/debug"], check=True)
 
     tmp = tempfile.mkdtemp(prefix="blkmqd-idle.")
     mnt, state = os.path.join(tmp, "mnt"), os.path.join(tmp, "state")
@@ -112,6 +123,7 @@ def main():
         src = [ln for ln in open(os.path.join(tmp, "blkmqd.log")) if "Watching block devices" in ln]
         print(f"source:  {src[0].strip() if src else '?'}")
         print(f"threads: {len(os.listdir(f'/proc/{proc.pid}/task'))}")
+        print(f"debugfs: {'mounted' if os.path.isdir('/sys/kernel/debug/block') else 'not mounted'}")
 
         ue = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK, 15)
         ue.bind((0, 1))
@@ -128,19 +140,22 @@ def main():
 
         # ---- idle -----------------------------------------------------------------------
         drain()
-        c0, k0, t0 = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic()
-        block_events = 0
-        while time.monotonic() - t0 < a.seconds:
-            select.select([ue], [], [], max(0.0, a.seconds - (time.monotonic() - t0)))
-            block_events += drain()
-        c1, k1, el = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic() - t0
-        vol, nonvol, runs = (c1[i] - c0[i] for i in range(3))
-        print()
-        print(f"idle, no readers, {el:.1f} s:")
-        print(f"  context switches: {vol} voluntary + {nonvol} involuntary = {(vol + nonvol) / el:.3f}/s")
-        print(f"  schedstat run count delta: {runs} = {runs / el:.3f} wake-ups/s")
-        print(f"  CPU: {(k1 - k0) / tck:.2f} s = {100 * (k1 - k0) / tck / el:.3f} % of a core")
-        print(f"  block uevents on the host meanwhile (other devices): {block_events}")
+        if a.no_idle:
+            print("\nidle: skipped (--no-idle)")
+        else:
+            c0, k0, t0 = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic()
+            block_events = 0
+            while time.monotonic() - t0 < a.seconds:
+                select.select([ue], [], [], max(0.0, a.seconds - (time.monotonic() - t0)))
+                block_events += drain()
+            c1, k1, el = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic() - t0
+            vol, nonvol, runs = (c1[i] - c0[i] for i in range(3))
+            print()
+            print(f"idle, no readers, {el:.1f} s:")
+            print(f"  context switches: {vol} voluntary + {nonvol} involuntary = {(vol + nonvol) / el:.3f}/s")
+            print(f"  schedstat run count delta: {runs} = {runs / el:.3f} wake-ups/s")
+            print(f"  CPU: {(k1 - k0) / tck:.2f} s = {100 * (k1 - k0) / tck / el:.3f} % of a core")
+            print(f"  block uevents on the host meanwhile (other devices): {block_events}")
 
         # ---- scrape -----------------------------------------------------------------------
         metrics = os.path.join(mnt, "metrics")
