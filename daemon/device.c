@@ -1622,17 +1622,14 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
 
 /* The queue/iosched state of f as one string (changed or not); NULL on ENOMEM. */
 static char *iosched_signature(const DiskFacts *f) {
-        char *s = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&s, &len);
-        if (!m)
+        _cleanup_(memstream_done) MemStream m = {};
+        FILE *out = memstream_open(&m);
+        if (!out)
                 return NULL;
-        fprintf(m, "%s|%" PRIu64 "|%s", strempty(f->iosched_elevator), f->iosched_ino, strempty(f->iosched_unknown));
+        fprintf(out, "%s|%" PRIu64 "|%s", strempty(f->iosched_elevator), f->iosched_ino, strempty(f->iosched_unknown));
         for (size_t i = 0; i < f->n_iosched; i++)
-                fprintf(m, "|%s=%s", f->iosched[i].name, f->iosched[i].value ?: "?");
-        char *text = NULL;
-        (void) memstream_finish(m, &s, &text);
-        return text;
+                fprintf(out, "|%s=%s", f->iosched[i].name, f->iosched[i].value ?: "?");
+        return memstream_close_text(&m);
 }
 
 int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "memstream.h"
 #include "modules.h"
 #include "strv.h"
 
@@ -175,9 +176,8 @@ static int collect(Modules *m, const Registry *reg) {
 }
 
 static char *modprobe_content(const Modules *m) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
+        _cleanup_(memstream_done) MemStream text = {};
+        FILE *f = memstream_open(&text);
         bool any = false;
         if (!f)
                 return NULL;
@@ -189,11 +189,7 @@ static char *modprobe_content(const Modules *m) {
                 fprintf(f, "# wanted by %s\noptions %s %s=%s\n", strna(p->wanted_by), p->module, p->param, p->wanted);
                 any = true;
         }
-        if (fclose(f) != 0 || !any) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        return any ? memstream_close_text(&text) : NULL;
 }
 
 int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfig *config, bool write) {

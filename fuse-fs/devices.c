@@ -50,15 +50,14 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return asprintf(ret, "%s\n", disk_class_to_string(d->plan.class)) < 0 ? -ENOMEM : 0;
         case NODE_EXPLAIN: {
                 /* one line per plan entry, as plan_explain() rendered it */
-                char *buf = NULL;
-                size_t size = 0;
-                FILE *out = open_memstream(&buf, &size);
+                _cleanup_(memstream_done) MemStream m = {};
+                FILE *out = memstream_open(&m);
                 if (!out)
                         return -ENOMEM;
                 PLAN_FOREACH_ENTRY(e, &d->plan)
                         fprintf(out, "%s%s", e != d->plan.entries ? "\n" : "", e->text);
                 fputc('\n', out);
-                return memstream_finish(out, &buf, ret);
+                return memstream_close(&m, ret);
         }
         case NODE_FACT:
                 return disk_facts_render(d->facts, n->arg, ret);

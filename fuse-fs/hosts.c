@@ -25,15 +25,14 @@ DEFINE_STRING_TABLE_LOOKUP_TO_STRING(host_attr, HostAttr, host_attr_table, _HOST
 int render_host(const FuseFsContext *ctx, const Node *n, char **ret) {
         const char *host = n->parent ? n->parent->name : NULL;
         const DiskFacts *f = NULL;
+        _cleanup_(memstream_done) MemStream m = {};
         size_t luns = 0;
-        char *buf = NULL;
-        size_t size = 0;
         uint64_t busy;
         int r;
 
         if (!host)
                 return -ENOENT;
-        FILE *out = open_memstream(&buf, &size);
+        FILE *out = memstream_open(&m);
         if (!out)
                 return -ENOMEM;
         for (size_t i = 0; i < ctx->registry->n_devices; i++) {
@@ -45,11 +44,8 @@ int render_host(const FuseFsContext *ctx, const Node *n, char **ret) {
                         luns++;
                 }
         }
-        if (!f) {
-                fclose(out);
-                free(buf);
+        if (!f)
                 return -ENOENT;
-        }
 
         switch (n->arg) {
         case HOST_ATTR_DRIVER:
@@ -90,10 +86,8 @@ int render_host(const FuseFsContext *ctx, const Node *n, char **ret) {
         case HOST_ATTR_DISKS:
                 break;
         default:
-                fclose(out);
-                free(buf);
                 return -ENOENT;
         }
         fputc('\n', out);
-        return memstream_finish(out, &buf, ret);
+        return memstream_close(&m, ret);
 }

@@ -8,6 +8,61 @@
 #include "memstream.h"
 #include "render.h"
 
+/* plan/iosched: "<elevator>.<tunable> <value>" per tunable the plan writes, or "keep". */
+static int render_plan_iosched(const Device *d, char **ret) {
+        _cleanup_(memstream_done) MemStream m = {};
+        FILE *out = memstream_open(&m);
+        if (!out)
+                return -ENOMEM;
+        bool any = false;
+        for (IoschedTunable t = 0; d->plan.manage && t < _IOSCHED_TUNABLE_MAX; t++)
+                if (d->plan.iosched[t]) {
+                        const IoschedTunableInfo *i = iosched_tunable_info(t);
+                        fprintf(out, "%s.%s %s\n", i->elevator, i->name, d->plan.iosched[t]);
+                        any = true;
+                }
+        if (!any)
+                fputs("keep\n", out);
+        return memstream_close(&m, ret);
+}
+
+/* applied/iosched: "<elevator>.<tunable> <state>" per tunable blkmqd has to do with, or "unmanaged". */
+static int render_applied_iosched(const Device *d, char **ret) {
+        _cleanup_(memstream_done) MemStream m = {};
+        FILE *out = memstream_open(&m);
+        if (!out)
+                return -ENOMEM;
+        bool any = false;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                const Applied *a = &d->iosched[t];
+                const IoschedTunableInfo *i = iosched_tunable_info(t);
+                _cleanup_free_ char *line = NULL;
+                const char *running = d->facts ? d->facts->elevator : NULL;
+                /* another elevator's tunable: only one blkmqd has to put back when it runs
+                 * again (labelled so by its message), or one an override or the plan wants
+                 * (it waits); what was said about it while it ran is over */
+                if (!streq_ptr(running, i->elevator) && !a->original) {
+                        if (!d->plan.manage || (!d->overrides.iosched[t] && !d->plan.iosched[t]))
+                                continue;
+                        if (!a->message || !startswith(a->message, "waits:")) {
+                                fprintf(out, "%s.%s unmanaged: waits: the disk runs %s; written when %s runs\n", i->elevator, i->name,
+                                        running ?: "no elevator blkmqd knows", i->elevator);
+                                any = true;
+                                continue;
+                        }
+                }
+                if (a->state == APPLY_UNMANAGED && !a->message && !a->original)
+                        continue;
+                if (render_applied(a, &line) < 0)
+                        return -ENOMEM;
+                fprintf(out, "%s.%s %s", i->elevator, i->name, line);
+                any = true;
+        }
+        if (!any)
+                fputs("unmanaged\n", out);
+        return memstream_close(&m, ret);
+}
+
 int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret) {
         const Device *d = registry_get(ctx->registry, n->device);
         if (!d || !d->facts)
@@ -26,67 +81,15 @@ int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret) {
                 if (n->arg < 0 || n->arg >= _IOSCHED_TUNABLE_MAX)
                         return -ENOENT;
                 return asprintf(ret, "%s\n", d->overrides.iosched[n->arg] ?: "auto") < 0 ? -ENOMEM : 0;
-        case NODE_PLAN_IOSCHED: {
-                char *s = NULL;
-                size_t len = 0;
-                FILE *m = open_memstream(&s, &len);
-                if (!m)
-                        return -ENOMEM;
-                bool any = false;
-                for (IoschedTunable t = 0; d->plan.manage && t < _IOSCHED_TUNABLE_MAX; t++)
-                        if (d->plan.iosched[t]) {
-                                const IoschedTunableInfo *i = iosched_tunable_info(t);
-                                fprintf(m, "%s.%s %s\n", i->elevator, i->name, d->plan.iosched[t]);
-                                any = true;
-                        }
-                if (!any)
-                        fputs("keep\n", m);
-                return memstream_finish(m, &s, ret);
-        }
-        case NODE_APPLIED_IOSCHED: {
+        case NODE_PLAN_IOSCHED:
+                return render_plan_iosched(d, ret);
+        case NODE_APPLIED_IOSCHED:
                 if (ctx->verify)        /* a look at the kernel: reads only (fuse-fs.h) */
                         ctx->verify(ctx->userdata, n->device);
                 d = registry_get(ctx->registry, n->device);
                 if (!d)
                         return -ENOENT;
-                char *s = NULL;
-                size_t len = 0;
-                FILE *m = open_memstream(&s, &len);
-                if (!m)
-                        return -ENOMEM;
-                bool any = false;
-                for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
-                        const Applied *a = &d->iosched[t];
-                        const IoschedTunableInfo *i = iosched_tunable_info(t);
-                        _cleanup_free_ char *line = NULL;
-                        const char *running = d->facts ? d->facts->elevator : NULL;
-                        /* another elevator's tunable: only one blkmqd has to put back when it runs
-                         * again (labelled so by its message), or one an override or the plan wants
-                         * (it waits); what was said about it while it ran is over */
-                        if (!streq_ptr(running, i->elevator) && !a->original) {
-                                if (!d->plan.manage || (!d->overrides.iosched[t] && !d->plan.iosched[t]))
-                                        continue;
-                                if (!a->message || !startswith(a->message, "waits:")) {
-                                        fprintf(m, "%s.%s unmanaged: waits: the disk runs %s; written when %s runs\n", i->elevator, i->name,
-                                                running ?: "no elevator blkmqd knows", i->elevator);
-                                        any = true;
-                                        continue;
-                                }
-                        }
-                        if (a->state == APPLY_UNMANAGED && !a->message && !a->original)
-                                continue;
-                        if (render_applied(a, &line) < 0) {
-                                fclose(m);
-                                free(s);
-                                return -ENOMEM;
-                        }
-                        fprintf(m, "%s.%s %s", i->elevator, i->name, line);
-                        any = true;
-                }
-                if (!any)
-                        fputs("unmanaged\n", m);
-                return memstream_finish(m, &s, ret);
-        }
+                return render_applied_iosched(d, ret);
         default:
                 return -EISDIR;
         }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "memstream.h"
 #include "render.h"
 
 int render_network(const FuseFsContext *ctx, const Node *n, char **ret) {
@@ -22,12 +23,12 @@ int render_network(const FuseFsContext *ctx, const Node *n, char **ret) {
 int render_nic(const FuseFsContext *ctx, const Node *n, char **ret) {
         const char *ifname = n->parent ? n->parent->name : NULL;
         const NicFacts *nic = NULL;
-        char *buf = NULL;
-        size_t size = 0, disks = 0;
+        _cleanup_(memstream_done) MemStream m = {};
+        size_t disks = 0;
 
         if (!ifname)
                 return -ENOENT;
-        FILE *out = open_memstream(&buf, &size);
+        FILE *out = memstream_open(&m);
         if (!out)
                 return -ENOMEM;
         for (size_t i = 0; i < ctx->registry->n_devices; i++) {
@@ -38,19 +39,10 @@ int render_nic(const FuseFsContext *ctx, const Node *n, char **ret) {
                 nic = nic ?: f->net->nic;
         }
         fputc('\n', out);
-        if (fclose(out) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        if (!nic) {
-                free(buf);
+        if (!nic)
                 return -ENOENT;
-        }
-        if (n->arg == _NIC_FACT_MAX) {
-                *ret = buf;
-                return 0;
-        }
-        free(buf);
+        if (n->arg == _NIC_FACT_MAX)            /* nics/<if>/disks */
+                return memstream_close(&m, ret);
         return nic_facts_render(nic, n->arg, ret);
 }
 

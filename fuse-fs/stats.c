@@ -63,14 +63,13 @@ static int render_hctx_stat(const FuseFsContext *ctx, const Node *n, char **ret)
 static int render_disk_stat(const FuseFsContext *ctx, const Node *n, char **ret) {
         DiskStat st;
         StatRates rates;
-        char *buf = NULL;
-        size_t size = 0;
+        _cleanup_(memstream_done) MemStream m = {};
 
         int r = ctx->read_disk_stat(ctx->userdata, n->device, 0, &st, &rates);
         if (r < 0)
                 return r == -ENOMEM ? r : asprintf(ret, "unavailable: block/%s/stat: %s\n", n->device, strerror(-r)) < 0 ? -ENOMEM : 0;
 
-        FILE *f = open_memstream(&buf, &size);
+        FILE *f = memstream_open(&m);
         if (!f)
                 return -ENOMEM;
         for (unsigned i = 0; i < st.n; i++)
@@ -87,18 +86,17 @@ static int render_disk_stat(const FuseFsContext *ctx, const Node *n, char **ret)
                 fprintf(f, "rate_window_sec %.3f\n", rates.window_sec);
         else
                 fputs("rate_window_sec unavailable: rates need an earlier read at least 0.2 s before\n", f);
-        return memstream_finish(f, &buf, ret);
+        return memstream_close(&m, ret);
 }
 
 /* "hctx3 completed 411218 remote 38777 9.43%" per hctx: the form of the blk-mq list's patch. */
 static int render_completions(const FuseFsContext *ctx, const Node *n, char **ret) {
         const Device *d = registry_get(ctx->registry, n->device);
-        char *buf = NULL;
-        size_t size = 0;
+        _cleanup_(memstream_done) MemStream m = {};
 
         if (!d || !d->facts)
                 return -ENOENT;
-        FILE *f = open_memstream(&buf, &size);
+        FILE *f = memstream_open(&m);
         if (!f)
                 return -ENOMEM;
         for (size_t i = 0; i < d->facts->n_hctx; i++) {
@@ -118,7 +116,7 @@ static int render_completions(const FuseFsContext *ctx, const Node *n, char **re
                 else
                         fprintf(f, "hctx%u completed 0 remote 0 -\n", d->facts->hctx[i].index);
         }
-        return memstream_finish(f, &buf, ret);
+        return memstream_close(&m, ret);
 }
 
 /*
@@ -146,8 +144,7 @@ static void put_bpf_missed(const FuseFsContext *ctx, FILE *f) {
 static int render_stats_source(const FuseFsContext *ctx, const Node *n, char **ret) {
         const Device *d = registry_get(ctx->registry, n->device);
         _cleanup_(hctx_reading_done) HctxReading rd = {};
-        char *buf = NULL;
-        size_t size = 0;
+        _cleanup_(memstream_done) MemStream m = {};
 
         if (!d || !d->facts)
                 return -ENOENT;
@@ -156,7 +153,7 @@ static int render_stats_source(const FuseFsContext *ctx, const Node *n, char **r
         int r = ctx->read_hctx(ctx->userdata, n->device, 0, STATS_READ_IRQ_COUNT, &rd);
         if (r < 0)
                 return r;
-        FILE *f = open_memstream(&buf, &size);
+        FILE *f = memstream_open(&m);
         if (!f)
                 return -ENOMEM;
         bool any_bpf = false;
@@ -170,7 +167,7 @@ static int render_stats_source(const FuseFsContext *ctx, const Node *n, char **r
         }
         if (any_bpf)
                 put_bpf_missed(ctx, f);
-        return memstream_finish(f, &buf, ret);
+        return memstream_close(&m, ret);
 }
 
 int render_stats(const FuseFsContext *ctx, const Node *n, char **ret) {
@@ -192,18 +189,18 @@ int render_stats(const FuseFsContext *ctx, const Node *n, char **ret) {
 
 int render_block_softirqs(const FuseFsContext *ctx, char **ret) {
         _cleanup_free_ uint64_t *counts = calloc(SOFTIRQ_CPUS_MAX, sizeof(uint64_t));
-        char *buf = NULL;
-        size_t size = 0, n = 0;
+        _cleanup_(memstream_done) MemStream m = {};
+        size_t n = 0;
 
         if (!counts)
                 return -ENOMEM;
         int r = ctx->read_block_softirqs(ctx->userdata, counts, SOFTIRQ_CPUS_MAX, &n);
         if (r < 0)
                 return asprintf(ret, "unavailable: /proc/softirqs BLOCK: %s\n", strerror(-r)) < 0 ? -ENOMEM : 0;
-        FILE *f = open_memstream(&buf, &size);
+        FILE *f = memstream_open(&m);
         if (!f)
                 return -ENOMEM;
         for (size_t i = 0; i < MIN(n, (size_t) SOFTIRQ_CPUS_MAX); i++)
                 fprintf(f, "cpu%zu %" PRIu64 "\n", i, counts[i]);
-        return memstream_finish(f, &buf, ret);
+        return memstream_close(&m, ret);
 }

@@ -194,9 +194,8 @@ int cpuset_parse(const char *s, CpuSet *ret) {
 }
 
 char *cpuset_format(const CpuSet *s) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
+        _cleanup_(memstream_done) MemStream m = {};
+        FILE *f = memstream_open(&m);
         if (!f)
                 return NULL;
 
@@ -214,9 +213,7 @@ char *cpuset_format(const CpuSet *s) {
                 first = false;
                 c = e;
         }
-        char *text = NULL;
-        (void) memstream_finish(f, &buf, &text);
-        return text;
+        return memstream_close_text(&m);
 }
 
 int cpuset_parse_mask(const char *s, CpuSet *ret) {

@@ -62,9 +62,8 @@ static int explain_evidence(const DiskFacts *f, Plan *plan, const char *cur, con
 
 /* "none,mq-deadline,bfq(module),kyber(built in)": what this disk can take, listed ones first. NULL on ENOMEM. */
 static char *available_list(const DiskFacts *f) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *out = open_memstream(&buf, &size);
+        _cleanup_(memstream_done) MemStream m = {};
+        FILE *out = memstream_open(&m);
         if (!out)
                 return NULL;
         const char *sep = "";
@@ -81,9 +80,7 @@ static char *available_list(const DiskFacts *f) {
                         fprintf(out, "%s%s(%s)", sep, *e, src == ELEVATOR_BUILTIN ? "built in" : "module");
                         sep = ",";
                 }
-        char *text = NULL;
-        (void) memstream_finish(out, &buf, &text);
-        return text;
+        return memstream_close_text(&m);
 }
 
 /* plan->elevator = name. Returns 0 or -ENOMEM. */

@@ -154,13 +154,12 @@ static int render_irqs(const DiskFacts *f, FILE *out) {
 }
 
 int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
-        char *buf = NULL;
-        size_t size = 0;
+        _cleanup_(memstream_done) MemStream m = {};
 
         if (fact < 0 || fact >= _FACT_MAX)
                 return -EINVAL;
 
-        FILE *out = open_memstream(&buf, &size);
+        FILE *out = memstream_open(&m);
         if (!out)
                 return -ENOMEM;
 
@@ -280,7 +279,7 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                 }
         fputc('\n', out);
 
-        return memstream_finish(out, &buf, ret);
+        return memstream_close(&m, ret);
 }
 
 /* Leading decimal digits of *p as unsigned (no sign, no blanks, no overflow); advances *p. */

@@ -179,12 +179,11 @@ static int nic_fact_of(NetFact f) {
 }
 
 int nic_facts_render(const NicFacts *n, NicFact f, char **ret) {
-        char *buf = NULL;
-        size_t size = 0;
+        _cleanup_(memstream_done) MemStream m = {};
 
         if (f < 0 || f >= _NIC_FACT_MAX)
                 return -EINVAL;
-        FILE *out = open_memstream(&buf, &size);
+        FILE *out = memstream_open(&m);
         if (!out)
                 return -ENOMEM;
         bool channels_fact = f == NIC_FACT_CHANNELS || f == NIC_FACT_MAX_CHANNELS || f == NIC_FACT_CHANNELS_SOURCE;
@@ -237,12 +236,11 @@ int nic_facts_render(const NicFacts *n, NicFact f, char **ret) {
                         break;
                 }
         fputc('\n', out);
-        return memstream_finish(out, &buf, ret);
+        return memstream_close(&m, ret);
 }
 
 int net_facts_render(const NetFacts *n, NetFact f, char **ret) {
-        char *buf = NULL;
-        size_t size = 0;
+        _cleanup_(memstream_done) MemStream m = {};
 
         if (f < 0 || f >= _NET_FACT_MAX)
                 return -EINVAL;
@@ -255,7 +253,7 @@ int net_facts_render(const NetFacts *n, NetFact f, char **ret) {
         if (!n->unknown[f] && n->nic && nf >= 0)
                 return nic_facts_render(n->nic, nf, ret);
 
-        FILE *out = open_memstream(&buf, &size);
+        FILE *out = memstream_open(&m);
         if (!out)
                 return -ENOMEM;
         if (n->unknown[f])
@@ -282,7 +280,7 @@ int net_facts_render(const NetFacts *n, NetFact f, char **ret) {
                         break;
                 }
         fputc('\n', out);
-        return memstream_finish(out, &buf, ret);
+        return memstream_close(&m, ret);
 }
 
 int nic_irq_queue_from_name(const char *name, NicQueueDir *ret_dir) {
