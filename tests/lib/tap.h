@@ -38,6 +38,20 @@ static unsigned tap_failed, tap_checks;
                         TAP_FAIL("%s == %s: got %lld, expected %lld", #a, #b, _a, _b); \
         } while (0)
 
+/* CHECK_INT whose failure also names the case (printf format and arguments, evaluated only
+ * then): for a check in a loop over a table of cases. */
+#define CHECK_INT_CASE(a, b, ...)                                               \
+        do {                                                                    \
+                long long _a = (long long) (a), _b = (long long) (b);           \
+                tap_checks++;                                                   \
+                if (_a != _b) {                                                 \
+                        TAP_FAIL("%s == %s: got %lld, expected %lld", #a, #b, _a, _b); \
+                        fprintf(stderr, "     case: ");                         \
+                        fprintf(stderr, __VA_ARGS__);                           \
+                        fputc('\n', stderr);                                    \
+                }                                                               \
+        } while (0)
+
 #define CHECK_U64(a, b)                                                         \
         do {                                                                    \
                 uint64_t _a = (a), _b = (b);                                    \
