@@ -191,6 +191,22 @@ static int read_or_zero(StatsBpf *s, dev_t devnum, unsigned hctx, HctxBpfCounter
         return r;
 }
 
+/* Counters of hctx 0 of devnum once every request dispatched since base (all zero: ever) has
+ * completed, polled for up to 5 s: udev's (or blkid's) probe of the new loop device may still be
+ * in flight. 0, or the read's error. */
+static int read_settled(StatsBpf *s, dev_t devnum, const HctxBpfCounters *base, HctxBpfCounters *ret) {
+        int r = 0;
+        for (int i = 0; i < 500; i++) {
+                r = read_or_zero(s, devnum, 0, ret);
+                if (r < 0 || ret->dispatched - base->dispatched ==
+                                     (ret->completed_local + ret->completed_remote) -
+                                             (base->completed_local + base->completed_remote))
+                        break;
+                nanosleep(&(struct timespec) { .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        }
+        return r;
+}
+
 static void print_counters(const char *what, const HctxBpfCounters *c) {
         printf("%s: dispatched=%" PRIu64 " completed_local=%" PRIu64 " completed_remote=%" PRIu64
                " runs=%" PRIu64 "\n",
@@ -301,15 +317,9 @@ int main(int argc, char *argv[]) {
         CHECK(blkmqd_stats_bpf_read(s, makedev(4095, 0xfffff), 0, &other) == -ENOENT,
               "unused devnum");
 
-        /* Baseline at a quiescent moment: udev's (or blkid's) probe of the new loop device may
-         * still be in flight, and a request dispatched before the baseline but completed after
-         * it would make completions exceed dispatches. */
-        for (int i = 0; i < 500; i++) {
-                r = read_or_zero(s, loop.devnum, 0, &before);
-                if (r < 0 || before.dispatched == before.completed_local + before.completed_remote)
-                        break;
-                nanosleep(&(struct timespec) { .tv_nsec = 10 * 1000 * 1000 }, NULL);
-        }
+        /* Baseline at a quiescent moment: a request dispatched before the baseline but completed
+         * after it would make completions exceed dispatches. */
+        r = read_settled(s, loop.devnum, &(const HctxBpfCounters) {}, &before);
         CHECK(r == 0, "read before: %s", strerror(-r));
         print_counters("before", &before);
         r = blkmqd_stats_bpf_missed(s, &missed_before);
@@ -338,15 +348,8 @@ int main(int argc, char *argv[]) {
         }
 
         /* Our reads are done (pread returns after block_rq_complete), but udev's probe may still be
-         * in flight: wait up to 5 s for every dispatched request to be completed. */
-        for (int i = 0; i < 500; i++) {
-                r = read_or_zero(s, loop.devnum, 0, &after);
-                if (r < 0 || after.dispatched - before.dispatched ==
-                                     (after.completed_local + after.completed_remote) -
-                                             (before.completed_local + before.completed_remote))
-                        break;
-                nanosleep(&(struct timespec) { .tv_nsec = 10 * 1000 * 1000 }, NULL);
-        }
+         * in flight: every request dispatched since the baseline completed. */
+        r = read_settled(s, loop.devnum, &before, &after);
         CHECK(r == 0, "read after: %s", strerror(-r));
         print_counters("after", &after);
         r = blkmqd_stats_bpf_missed(s, &missed_after);
