@@ -25,7 +25,6 @@ values, as on a machine with debugfs). --no-idle: the scrape window only.
 --quick: 4 disks, 5 s each (CI smoke, no assertion). Needs root, losetup, /dev/fuse.
 """
 
-import argparse
 import glob
 import os
 import select
@@ -60,11 +59,9 @@ def thread_counters(pid):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--blkmqd", default=os.environ.get("BLKMQD", "build/blkmqd"))
+    ap = bt.bench_parser(__doc__, "4 disks, 5 s each")
     ap.add_argument("--disks", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-idle", action="store_true", help="skip the idle window (scrape only)")
     ap.add_argument("--debugfs", action="store_true",
                     help="mount debugfs at /sys/kernel/debug in the bench's private mount namespace when it is not "

@@ -18,7 +18,6 @@ with another blkmqd binary (e.g. one built before the kernel writes moved to wor
 Needs root, losetup, fio.
 """
 
-import argparse
 import os
 import shutil
 import signal
@@ -87,11 +86,9 @@ def run(exe, loop, tmp, n, fio_runtime):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--blkmqd", default=os.environ.get("BLKMQD", "build/blkmqd"))
+    ap = bt.bench_parser(__doc__, "10 switches, for CI")
     ap.add_argument("--compare", metavar="OLD_BLKMQD")
     ap.add_argument("-n", type=int, default=200, help="elevator switches (default 200)")
-    ap.add_argument("--quick", action="store_true", help="10 switches, for CI")
     ap.add_argument("--keep-log", metavar="FILE", help="append blkmqd's log there")
     args = ap.parse_args()
     if args.quick:

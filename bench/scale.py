@@ -18,7 +18,6 @@ debugfs hctx flags), generated on a private tmpfs.
 --quick: 64 disks x 8 hctx on 4 hosts (CI smoke, no assertion). Needs root (tmpfs, FUSE).
 """
 
-import argparse
 import os
 import shutil
 import signal
@@ -29,6 +28,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "pylib"))
+import blkmqd_test as bt  # noqa: E402
 
 
 def status(pid):
@@ -75,14 +76,12 @@ def read_tree(d):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--blkmqd", default=os.environ.get("BLKMQD", "build/blkmqd"))
+    ap = bt.bench_parser(__doc__, "64 disks x 8 hctx on 4 hosts")
     ap.add_argument("--disks", type=int, default=4096)
     ap.add_argument("--hosts", type=int, default=64)
     ap.add_argument("--hctx", type=int, default=64)
     ap.add_argument("--cpus", type=int, default=64)
     ap.add_argument("--tmpfs-size", default="16G")
-    ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-read", action="store_true", help="skip the full-tree read")
     ap.add_argument("--rounds", type=int, default=2, help="read rounds: 1 = cold only, 2 = cold then warm")
     ap.add_argument("--tree", help="use this already generated tree (gen-scale.py output; on tmpfs) "

@@ -20,7 +20,6 @@ lines, <7>, are not counted).
 """
 
 import errno
-import glob
 import os
 import signal
 import subprocess
@@ -251,8 +250,7 @@ def case_i_persistence(d, loops, tmp):
 def case_j_restore(d, loops, tmp):
     """(j) echo 1 > restore puts back every sysfs value (snapshot before start), then mode off."""
     a = loops.attach("j")
-    b = loops.attach("j")
-    set_elevator(b, "kyber")
+    b = loops.attach("j", elevator="kyber")
     before = {n: sysfs_snapshot(n) for n in (a, b)}
     start(d, tmp, f"{a},{b}")
     try:
@@ -281,8 +279,7 @@ def case_j_restore(d, loops, tmp):
 
 def case_k_modes(d, loops, tmp):
     """(k) mode off and dry-run write nothing; auto applies."""
-    name = loops.attach("k")
-    set_elevator(name, "mq-deadline")       # the stacked policy wants none
+    name = loops.attach("k", elevator="mq-deadline")       # the stacked policy wants none
     before = sysfs_snapshot(name)
     start(d, tmp, name, "[Manager]\nMode=off\n")
     try:
@@ -386,13 +383,8 @@ def case_m_external(d, loops, tmp):
         d.stop()
 
 
-def forget_overrides(tmp):
-    for p in glob.glob(os.path.join(tmp, "state", "overrides", "*")):
-        os.unlink(p)
-
-
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-ctl-", (case_h_bad_writes, case_i_persistence, case_j_restore, case_k_modes,
                                           case_l_reload, case_m_external),
                           why="loop devices, FUSE mount, sysfs writes", tools=("losetup", "setpriv"),
-                          before_case=forget_overrides))
+                          before_case=lambda tmp: bt.forget_state(tmp, "overrides")))

@@ -343,8 +343,7 @@ def case_h_splice_readers(d, loops, tmp):
 
 def case_g_kill9_restart(d, loops, tmp):
     """(g) kill -9 leaves a dead mount; a restart on the same mount point succeeds."""
-    name = loops.attach("g")
-    set_elevator(name, "mq-deadline")         # so blkmqd changes it (stacked -> none)
+    name = loops.attach("g", elevator="mq-deadline")         # so blkmqd changes it (stacked -> none)
     d.start("--devices", name)
     try:
         wait_for(lambda: os.path.exists(d.path("devices", name)), 5.0)

@@ -27,7 +27,6 @@ Root, /dev/fuse (exit 77 otherwise). No device of this machine is read or writte
 """
 
 import os
-import re
 import shutil
 import subprocess
 import sys

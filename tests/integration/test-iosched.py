@@ -73,8 +73,7 @@ def verify(d, name):
 
 def case_i1_view(d, loops, tmp):
     """(i1) iosched/ shows the running elevator's tunables as the kernel has them"""
-    name = loops.attach("i1")
-    set_elevator(name, "bfq")
+    name = loops.attach("i1", elevator="bfq")
     start(d, tmp, name, KEEP)
     try:
         k = kernel_iosched(name)
@@ -113,7 +112,6 @@ def case_i1_view(d, loops, tmp):
         check(ok, f"(i1) iosched/ is empty under none ({os.listdir(d.path('devices', name, 'iosched'))})")
     finally:
         d.stop()
-    set_elevator(name, "none")
 
 
 def policy_write(d, name, elev, tunable, value):
@@ -144,8 +142,7 @@ VERIFY = "[Manager]\nVerifySec=1\n" + KEEP
 
 def case_i2_policy(d, loops, tmp):
     """(i2) policy/iosched/<elevator>/<tunable>: written, validated, auto puts back, persisted"""
-    name = loops.attach("i2")
-    set_elevator(name, "bfq")
+    name = loops.attach("i2", elevator="bfq")
     default = tunable(name, "slice_idle")
     start(d, tmp, name, KEEP)
     try:
@@ -189,13 +186,11 @@ def case_i2_policy(d, loops, tmp):
         check(a.startswith("bfq.slice_idle unmanaged: put back to"), f"(i2) applied/iosched says it was put back: {a!r}")
     finally:
         d.stop()
-    set_elevator(name, "none")
 
 
 def case_i3_reapply(d, loops, tmp):
     """(i3) a tunable reset by someone's elevator switch away and back is written again; restored at stop"""
-    name = loops.attach("i3")
-    set_elevator(name, "bfq")
+    name = loops.attach("i3", elevator="bfq")
     default = tunable(name, "slice_idle")
     start(d, tmp, name, VERIFY)
     try:
@@ -237,13 +232,11 @@ def case_i3_reapply(d, loops, tmp):
         d.stop()
     v = tunable(name, "slice_idle")
     check(v in (default, "0"), f"(i3) after stop slice_idle is {v}")
-    set_elevator(name, "none")
 
 
 def case_i4_switch_order(d, loops, tmp):
     """(i4) blkmqd's elevator switch: tunables written after it; stop restores the elevator, then its tunables"""
-    name = loops.attach("i4")
-    set_elevator(name, "bfq")
+    name = loops.attach("i4", elevator="bfq")
     set_tunable(name, "slice_idle", "0")          # an admin's value, which a switch resets
     start(d, tmp, name, "[Class:stacked]\nElevator=mq-deadline\nIoSched.mq-deadline.fifo_batch=32\n")
     try:
@@ -258,7 +251,6 @@ def case_i4_switch_order(d, loops, tmp):
         d.stop()
     check(current_elevator(name) == "bfq", f"(i4) stop brought bfq back ({current_elevator(name)})")
     check(tunable(name, "slice_idle") == "0", f"(i4) ... and the admin's slice_idle 0 the switch had reset ({tunable(name, 'slice_idle')})")
-    set_elevator(name, "none")
 
 
 def nr_requests(name):
@@ -268,8 +260,7 @@ def nr_requests(name):
 
 def case_i5_nr_requests(d, loops, tmp):
     """(i5) nr_requests blkmqd wrote and an elevator switch away and back reset: written again"""
-    name = loops.attach("i5")
-    set_elevator(name, "bfq")
+    name = loops.attach("i5", elevator="bfq")
     start(d, tmp, name, VERIFY)
     try:
         check(d.write("64", "devices", name, "policy", "nr_requests") == 0, "(i5) policy/nr_requests 64")
@@ -285,7 +276,6 @@ def case_i5_nr_requests(d, loops, tmp):
         check("changed externally" not in d.read("devices", name, "applied", "nr_requests"), "(i5) not someone else's change")
     finally:
         d.stop()
-    set_elevator(name, "none")
 
 
 def blkmqctl(d, *args):
@@ -296,8 +286,7 @@ def blkmqctl(d, *args):
 
 def case_i6_reset(d, loops, tmp):
     """(i6) nr_requests and elevator set, then reset: no wasted writes, one log line per event, no noise"""
-    name = loops.attach("i6")
-    set_elevator(name, "mq-deadline")
+    name = loops.attach("i6", elevator="mq-deadline")
     nr0, depth0 = nr_requests(name), tunable(name, "async_depth")
     start(d, tmp, name, KEEP)
     try:
@@ -342,13 +331,11 @@ def case_i6_reset(d, loops, tmp):
               f"(i6) async_depth, which blkmqd never wrote (the kernel derives it from nr_requests), is not put back: {a!r} {bogus}")
     finally:
         d.stop()
-    set_elevator(name, "none")
 
 
 def case_i7_depth(d, loops, tmp):
     """(i7) mq-deadline's async_depth and nr_requests both overridden: the tunable is written after nr_requests"""
-    name = loops.attach("i7")
-    set_elevator(name, "mq-deadline")
+    name = loops.attach("i7", elevator="mq-deadline")
     nr0, depth0 = nr_requests(name), tunable(name, "async_depth")
     start(d, tmp, name, VERIFY)
     try:
@@ -370,7 +357,6 @@ def case_i7_depth(d, loops, tmp):
         d.stop()
     check(nr_requests(name) == nr0 and tunable(name, "async_depth") == depth0,
           f"(i7) stop put back nr_requests {nr0} and async_depth {depth0} ({nr_requests(name)}, {tunable(name, 'async_depth')})")
-    set_elevator(name, "none")
 
 
 def load_elevators(tmp):

@@ -19,7 +19,6 @@ State the user sees (issue 13), through the real FUSE mount on loop devices this
 (s) live files (metrics, prometheus/blkmqd.prom, devices/<disk>/stat) have mtime = when read.
 """
 
-import glob
 import json
 import os
 import re
@@ -95,8 +94,7 @@ def policy(d, name, knob, value):
 
 def case_n_facts_now(d, loops, tmp):
     """(n) after apply, override and a noticed external change, facts/explain/metrics/status say what the kernel has"""
-    name = loops.attach("n")
-    set_elevator(name, "mq-deadline")
+    name = loops.attach("n", elevator="mq-deadline")
     start(d, tmp, name)
     try:
         ok, _ = wait_for(lambda: current_elevator(name) == "none", 5.0)
@@ -194,8 +192,7 @@ def case_o_auto_restores(d, loops, tmp):
 
 def case_r_nr_requests_reset(d, loops, tmp):
     """(r) an elevator switch resets nr_requests: said in applied/ and explain; overrides written after it"""
-    name = loops.attach("r")
-    set_elevator(name, "mq-deadline")
+    name = loops.attach("r", elevator="mq-deadline")
     set_sysfs(name, "nr_requests", "512")        # an admin's value, set before blkmqd
     start(d, tmp, name)
     try:
@@ -258,12 +255,7 @@ def case_s_live_mtime(d, loops, tmp):
         d.stop()
 
 
-def forget_state(tmp):
-    for p in glob.glob(os.path.join(tmp, "state", "*", "*")):
-        os.unlink(p)
-
-
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-state-", (case_n_facts_now, case_o_auto_restores, case_r_nr_requests_reset,
                                             case_s_live_mtime),
-                          why="loop devices, FUSE mount, sysfs writes", before_case=forget_state))
+                          why="loop devices, FUSE mount, sysfs writes", before_case=bt.forget_state))

@@ -20,8 +20,10 @@ tests/reliability/ through rel.py, tests/ops/) and by the bench/ scripts. Import
 - run_cases(): the integration suite's loop over cases, each cleaned up after.
 """
 
+import argparse
 import errno
 import fcntl
+import glob
 import os
 import shutil
 import signal
@@ -258,7 +260,9 @@ class Loops:
     def backing(self, tag):
         return make_backing(os.path.join(self.tmp, f"backing-{tag}-{len(self.attached)}"), self.size)
 
-    def attach(self, tag="x"):
+    def attach(self, tag="x", elevator=None):
+        """A new loop device, its elevator none (the original detach_all() puts back), then
+        elevator when given."""
         dev = sh("losetup", "-f", "--show", self.backing(tag)).strip()
         name = os.path.basename(dev)
         self.attached.append(name)
@@ -268,6 +272,8 @@ class Loops:
         if current_elevator(name) != "none":
             set_elevator(name, "none")
         self.originals[name] = "none"
+        if elevator:
+            set_elevator(name, elevator)
         return name
 
     def attach_predicted(self, tag="x"):
@@ -452,6 +458,14 @@ class Daemon:
         return write_file(self.path(*parts), (value + "\n").encode())
 
 
+def forget_state(tmp, kind="*"):
+    """Remove the files a Daemon on tmp keeps in its state directory (tmp/state/KIND/*; KIND
+    such as "overrides", every kind by default): a run_cases() before_case, so that each case
+    starts as on a new machine."""
+    for p in glob.glob(os.path.join(tmp, "state", kind, "*")):
+        os.unlink(p)
+
+
 def start_with_config(d, tmp, devices, conf_text="", *extra):
     """d.start() on --devices DEVICES with tmp/blkmqd.conf holding conf_text (and extra arguments)."""
     conf = os.path.join(tmp, "blkmqd.conf")
@@ -504,6 +518,15 @@ def walk_rel(top):
         for n in dirs + files:
             p = os.path.join(root, n)
             yield os.path.relpath(p, top), p
+
+
+def bench_parser(doc, quick_help="the smallest settings, for CI"):
+    """The argparse parser of a bench/ script: doc as its description, --blkmqd (default
+    $BLKMQD, else build/blkmqd) and --quick; the script adds its own options."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--blkmqd", default=os.environ.get("BLKMQD", "build/blkmqd"))
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    return ap
 
 
 def exe_arg():
