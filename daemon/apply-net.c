@@ -212,12 +212,8 @@ static int no_wish(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob
                         applied_set(a, APPLY_UNMANAGED, 0, NULL);
                 return 0;
         }
-        if (o->verify_only)
+        if (!apply_restore_may_write(a, o))
                 return 0;
-        if (o->dry_run) {
-                applied_set(a, APPLY_DRY_RUN, 0, "would put back %s, the value before blkmqd changed it", a->original);
-                return 0;
-        }
         return apply_net_restore_decide(h, d, k, ret_job);
 }
 

@@ -180,6 +180,16 @@ static void log_knob(const Device *d, const char *knob, int level, int error, co
 /* Someone else changed knob. */
 #define log_external(d, knob, level, ...) log_knob(d, knob, level, 0, BLKMQD_MESSAGE_EXTERNAL_CHANGE, __VA_ARGS__)
 
+bool apply_restore_may_write(Applied *a, const ApplyOptions *o) {
+        if (o->verify_only)
+                return false;
+        if (o->dry_run) {
+                applied_set(a, APPLY_DRY_RUN, 0, "would put back %s, the value before blkmqd changed it", a->original);
+                return false;
+        }
+        return true;
+}
+
 /* ---- backoff ---------------------------------------------------------------------------------- */
 
 uint64_t apply_backoff_delay(unsigned level) {
@@ -287,12 +297,8 @@ static int queue_knob_no_wish(HostFs *h, Device *d, Knob k, const ApplyOptions *
                 a->value = mfree_str(a->value);
                 return 1;
         }
-        if (o->verify_only)
+        if (!apply_restore_may_write(a, o))
                 return 0;
-        if (o->dry_run) {
-                applied_set(a, APPLY_DRY_RUN, 0, "would put back %s, the value before blkmqd changed it", a->original);
-                return 0;
-        }
         return restore_job(d, k, ret_job) < 0 ? -ENOMEM : 0;
 }
 
@@ -1473,12 +1479,8 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                                 dropped++;
                                 continue;
                         }
-                        if (o->verify_only)
+                        if (!apply_restore_may_write(a, o))
                                 continue;
-                        if (o->dry_run) {
-                                applied_set(a, APPLY_DRY_RUN, 0, "would put back %s, the value before blkmqd changed it", a->original);
-                                continue;
-                        }
                         if (iosched_add_op(&j, d, t, a->original, cur, false) < 0)
                                 return -ENOMEM;
                         run->iosched_ops[t] = IOSCHED_OP_RESTORE;

@@ -52,6 +52,13 @@ typedef struct ApplyOptions {
         uint64_t now_usec;      /* CLOCK_MONOTONIC time of this pass in µs; 0 = read the clock */
 } ApplyOptions;
 
+/*
+ * Whether a knob's original (a->original) may be put back within this run: not in a verify
+ * (o->verify_only); in a dry run a says what would be put back instead. The callers' restore
+ * writes follow only when this is true.
+ */
+bool apply_restore_may_write(Applied *a, const ApplyOptions *o);
+
 /* The delay before the next write at backoff level (>= 1): 10 s * 2^(level-1), at most 1 h. */
 uint64_t apply_backoff_delay(unsigned level);
 
