@@ -3,14 +3,8 @@
 
 #include "render.h"
 
+/* The root control files (version, mode, reload, restore: render_node() picks them) are the
+ * manager's to render: FuseFsContext.render_control (-ENOENT for any other type). */
 int render_control(const FuseFsContext *ctx, const Node *n, char **ret) {
-        switch (n->type) {
-        case NODE_VERSION:
-        case NODE_MODE:
-        case NODE_RELOAD:
-        case NODE_RESTORE:
-                return ctx->render_control(ctx->userdata, n->type, ret);
-        default:
-                return -EISDIR;
-        }
+        return ctx->render_control(ctx->userdata, n->type, ret);
 }
