@@ -6,6 +6,7 @@
  * (manager-internal.h): pipeline.c, persist.c, control.c, readers.c, verify.c.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -105,6 +106,27 @@ const char *manager_restore_counts_tail(const RestoreCounts *c, char *buf, size_
         return buf;
 }
 
+/* "FUSE: 1234 request(s) answered since the mount: lookup 10, open 600, release 600, ..." (kinds
+ * with none left out): what reading the tree cost, for benchmarks (bench/scale.py) and tests. */
+static void manager_log_fuse_requests(Manager *m) {
+        char buf[512];
+        size_t n = 0;
+        uint64_t total = 0;
+        if (!m->fuse)
+                return;
+        buf[0] = 0;
+        for (FuseFsRequest r = 0; r < _FUSE_FS_REQUEST_MAX; r++) {
+                uint64_t c = fuse_fs_requests(m->fuse, r);
+                if (c == 0 || n >= sizeof(buf))
+                        continue;
+                int k = snprintf(buf + n, sizeof(buf) - n, "%s%s %" PRIu64, total ? ", " : "", fuse_fs_request_to_string(r), c);
+                if (k > 0)
+                        n += (size_t) k;
+                total += c;
+        }
+        log_info("FUSE: %" PRIu64 " request(s) answered since the mount%s%s", total, total ? ": " : "", buf);
+}
+
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
@@ -132,6 +154,7 @@ Manager *manager_free(Manager *m) {
         /* a write that never returns is abandoned; its worker still uses hostfs: keep it */
         bool keep_hostfs = writer_running(m->writer);
         m->writer = writer_free(m->writer);
+        manager_log_fuse_requests(m);
         fuse_fs_free(m->fuse);
         udev_monitor_free(m->monitor);
         registry_done(&m->registry);

@@ -53,6 +53,7 @@ struct FuseFs {
         struct Inval *notify_queue, **notify_tail;
         uint64_t notify_queued, notify_done;    /* items pushed, items sent or dropped (under notify_lock) */
         struct Dying *dying;    /* removed disks whose invalidations are still queued */
+        uint64_t requests[_FUSE_FS_REQUEST_MAX];        /* answered, by kind (loop thread only) */
 };
 
 /*
@@ -96,6 +97,36 @@ typedef struct Snapshot {
         size_t size;
         uint64_t hash;          /* content_hash() of data, for a cacheable file's open */
 } Snapshot;
+
+static const char *const fuse_fs_request_table[_FUSE_FS_REQUEST_MAX] = {
+        [FUSE_FS_REQUEST_LOOKUP] = "lookup",
+        [FUSE_FS_REQUEST_GETATTR] = "getattr",
+        [FUSE_FS_REQUEST_GETATTR_DIR] = "getattr-dir",
+        [FUSE_FS_REQUEST_OPEN] = "open",
+        [FUSE_FS_REQUEST_READ] = "read",
+        [FUSE_FS_REQUEST_RELEASE] = "release",
+        [FUSE_FS_REQUEST_OPENDIR] = "opendir",
+        [FUSE_FS_REQUEST_READDIR] = "readdir",
+        [FUSE_FS_REQUEST_READDIRPLUS] = "readdirplus",
+        [FUSE_FS_REQUEST_FORGET] = "forget",
+        [FUSE_FS_REQUEST_SETATTR] = "setattr",
+        [FUSE_FS_REQUEST_WRITE] = "write",
+};
+
+const char *fuse_fs_request_to_string(FuseFsRequest r) {
+        return r >= 0 && r < _FUSE_FS_REQUEST_MAX ? fuse_fs_request_table[r] : NULL;
+}
+
+uint64_t fuse_fs_requests(const FuseFs *fs, FuseFsRequest r) {
+        return fs && r >= 0 && r < _FUSE_FS_REQUEST_MAX ? fs->requests[r] : 0;
+}
+
+/* Count one request of kind r for req's file system; returns that FuseFs. */
+static FuseFs *request_begin(fuse_req_t req, FuseFsRequest r) {
+        FuseFs *fs = fuse_req_userdata(req);
+        fs->requests[r]++;
+        return fs;
+}
 
 static int node_compare(const void *a, const void *b) {
         uint64_t x = ((const Node *) a)->ino, y = ((const Node *) b)->ino;
@@ -424,16 +455,12 @@ static int populate(FuseFs *fs, Node *h);
 static void reap_dying(FuseFs *fs, const char *force);
 static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name);
 
-/* Render n with no side effect on the manager: applied/<knob> without the verify its open
- * does (that verify may be what is invalidating). */
+/* Render n with no side effect on the manager: applied/<knob> and applied/iosched without the
+ * verify their open does (that verify may be what is invalidating). */
 static int render_quiet(FuseFs *fs, const Node *n, char **ret) {
-        if (n->type == NODE_APPLIED_KNOB) {
-                const Device *d = registry_get(fs->ctx.registry, n->device);
-                if (!d || !d->facts || n->arg < 0 || n->arg >= _KNOB_MAX)
-                        return -ENOENT;
-                return render_applied(&d->applied[n->arg], ret);
-        }
-        return render_node(&fs->ctx, n, ret);
+        FuseFsContext quiet = fs->ctx;
+        quiet.verify = NULL;
+        return render_node(&quiet, n, ret);
 }
 
 /*
@@ -488,7 +515,7 @@ static size_t hctx_entries(int *out, size_t max);
 static const char *hctx_entry_name(int arg2);
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
-        FuseFs *fs = fuse_req_userdata(req);
+        FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_LOOKUP);
         reap_dying(fs, NULL);
         Node *p = node_get(fs, parent), *n;
         if (p && populate(fs, p) < 0) {
@@ -529,12 +556,12 @@ static void forget_one(FuseFs *fs, fuse_ino_t ino, uint64_t nlookup) {
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-        forget_one(fuse_req_userdata(req), ino, nlookup);
+        forget_one(request_begin(req, FUSE_FS_REQUEST_FORGET), ino, nlookup);
         fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets) {
-        FuseFs *fs = fuse_req_userdata(req);
+        FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_FORGET);
         for (size_t i = 0; i < count; i++)
                 forget_one(fs, forgets[i].ino, forgets[i].nlookup);
         fuse_reply_none(req);
@@ -554,6 +581,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         FuseFs *fs = fuse_req_userdata(req);
         reap_dying(fs, NULL);
         Node *n = node_get(fs, ino);
+        fs->requests[n && node_is_dir(n) ? FUSE_FS_REQUEST_GETATTR_DIR : FUSE_FS_REQUEST_GETATTR]++;
 
         if (!n) {
                 /* fi: asked for an open file (a read past the cached i_size): like op_read() */
@@ -564,7 +592,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        FuseFs *fs = fuse_req_userdata(req);
+        FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_OPENDIR);
         reap_dying(fs, NULL);
         Node *n = node_get(fs, ino);
 
@@ -660,15 +688,17 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        request_begin(req, FUSE_FS_REQUEST_READDIR);
         readdir_common(req, ino, size, off, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        request_begin(req, FUSE_FS_REQUEST_READDIRPLUS);
         readdir_common(req, ino, size, off, true);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        FuseFs *fs = fuse_req_userdata(req);
+        FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_OPEN);
         reap_dying(fs, NULL);
         Node *n = node_get(fs, ino);
         int r;
@@ -714,7 +744,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                  * queued: drop the inode's pages and attributes, store this content, answer.
                  */
                 uint64_t h = s->hash = content_hash(s->data, s->size);
+                bool had_pages = n->k_pages;
                 fi->keep_cache = 1;
+                n->k_pages = true;
                 if (n->kc_valid && n->kc_hash == h && n->ka_valid && n->ka_size == s->size && !notify_busy(fs)) {
                         if (fuse_reply_open(req, fi) < 0)
                                 snapshot_free(s);
@@ -724,9 +756,25 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                 if (i) {
                         *i = (Inval) { .ino = ino, .open_req = req, .open_fi = *fi, .store_offset = -1,
                                        .inval_first = true, .store_data = s->data, .store_len = s->size };
+                        /*
+                         * The first open of an inode (no page of it ever, its attributes told
+                         * this size: a LOOKUP or READDIRPLUS of a tree walk): nothing to drop, so
+                         * no invalidation (it would cost the reader a GETATTR at its fstat() or
+                         * read), and with no other open handle nothing queued no reader can
+                         * hold a folio of it (see the live case below): the store is made here,
+                         * no hand-off to the notifier thread.
+                         */
+                        bool first = !had_pages && n->ka_valid && n->ka_size == s->size && n->n_open == 1 &&
+                                     !notify_busy(fs);
                         n->kc_valid = n->ka_valid = true;
                         n->kc_hash = h;
                         n->ka_size = (uint32_t) s->size;
+                        if (first) {
+                                i->inval_first = false;
+                                open_finish(fs, i);
+                                free(i);
+                                return;
+                        }
                         if (notify_push(fs, i))
                                 return;
                         free(i);
@@ -765,7 +813,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
-        FuseFs *fs = fuse_req_userdata(req);
+        FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_READ);
         Snapshot *s = (Snapshot *) (uintptr_t) fi->fh;
 
         /* The node is gone: its device was removed while this file was open. */
@@ -786,7 +834,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        FuseFs *fs = fuse_req_userdata(req);
+        FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_RELEASE);
         Node *n = node_get(fs, ino);
         if (n && n->n_open > 0)
                 n->n_open--;
@@ -802,7 +850,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* Only "truncate to 0" on a writable file, which `echo value > file` asks for (O_TRUNC). */
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
-        FuseFs *fs = fuse_req_userdata(req);
+        FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_SETATTR);
         Node *n = node_get(fs, ino);
 
         if (!n) {
@@ -819,7 +867,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
-        FuseFs *fs = fuse_req_userdata(req);
+        FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_WRITE);
         Node *n = node_get(fs, ino);
 
         if (!n) {
@@ -927,18 +975,31 @@ static const struct fuse_lowlevel_ops fuse_fs_ops = {
         .release = op_release,
 };
 
+/*
+ * Requests answered per wake-up of the loop at most. The device is non-blocking
+ * (fuse_fs_mount()), so after a request the next one is read at once when the kernel has it
+ * queued (a `cat` sends its OPEN while the loop answers the previous file's RELEASE; a tree
+ * walk queues LOOKUP, OPEN, READs back to back), and -EAGAIN ends the round otherwise. One
+ * round of sd_event_run() costs an epoll_wait() and a gettid() (sd_event_prepare()); answered
+ * in the same round, a request costs one read() and one writev(). Bounded so the loop's other
+ * sources (uevents, timers, writers) run between rounds under a flood of reads.
+ */
+#define FUSE_FS_REQUESTS_PER_WAKE 16
+
 static int on_fuse_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         FuseFs *fs = userdata;
 
-        int r = fuse_session_receive_buf(fs->session, &fs->buf);
-        if (r == -EINTR || r == -EAGAIN)
-                return 0;
-        if (r <= 0 || fuse_session_exited(fs->session)) {
-                /* Unmounted from outside (umount, fusermount -u): stop serving, keep running. */
-                fs->mounted = false;
-                return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        for (unsigned k = 0; k < FUSE_FS_REQUESTS_PER_WAKE; k++) {
+                int r = fuse_session_receive_buf(fs->session, &fs->buf);
+                if (r == -EINTR || r == -EAGAIN)
+                        return 0;
+                if (r <= 0 || fuse_session_exited(fs->session)) {
+                        /* Unmounted from outside (umount, fusermount -u): stop serving, keep running. */
+                        fs->mounted = false;
+                        return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                }
+                fuse_session_process_buf(fs->session, &fs->buf);
         }
-        fuse_session_process_buf(fs->session, &fs->buf);
         return 0;
 }
 
@@ -1125,6 +1186,10 @@ int fuse_fs_mount(FuseFs *fs, sd_event *event) {
         pthread_mutex_destroy(&p.lock);
 
         int fd = fuse_session_fd(fs->session);
+        /* non-blocking: on_fuse_io() reads until the queue is empty */
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                return negative_errno();
         r = sd_event_add_io(event, &fs->io, fd, EPOLLIN, on_fuse_io, fs);
         if (r < 0)
                 return r;

@@ -128,6 +128,36 @@ int fuse_fs_mount(FuseFs *fs, sd_event *event);
 FuseFs *fuse_fs_free(FuseFs *fs);
 
 /*
+ * The FUSE requests blkmqd answered since the mount, by kind: the round trips readers of the
+ * tree cost (a `cat` of a cached file: one open and one release; docs/BENCHMARKS.md P2/P3).
+ * getattr counts files, getattr-dir directories (path walks ask for them when their
+ * attributes expired: default_permissions checks each component). forget counts FORGET and
+ * BATCH_FORGET requests. RELEASEDIR, STATFS, FLUSH and POLL are answered by libfuse or once
+ * (probe_main()) and not counted.
+ */
+typedef enum FuseFsRequest {
+        FUSE_FS_REQUEST_LOOKUP,
+        FUSE_FS_REQUEST_GETATTR,
+        FUSE_FS_REQUEST_GETATTR_DIR,
+        FUSE_FS_REQUEST_OPEN,
+        FUSE_FS_REQUEST_READ,
+        FUSE_FS_REQUEST_RELEASE,
+        FUSE_FS_REQUEST_OPENDIR,
+        FUSE_FS_REQUEST_READDIR,
+        FUSE_FS_REQUEST_READDIRPLUS,
+        FUSE_FS_REQUEST_FORGET,
+        FUSE_FS_REQUEST_SETATTR,
+        FUSE_FS_REQUEST_WRITE,
+        _FUSE_FS_REQUEST_MAX,
+} FuseFsRequest;
+
+/* "lookup", "getattr", "getattr-dir", "open", ... NULL when out of range. */
+const char *fuse_fs_request_to_string(FuseFsRequest r);
+
+/* Requests of kind r answered since the mount (0 for NULL or r out of range). */
+uint64_t fuse_fs_requests(const FuseFs *fs, FuseFsRequest r);
+
+/*
  * Keep the tree in step with the registry: call after a device was added or its facts
  * changed (re-creates the hctx/ subtree when the hctx layout changed), and after removal.
  * Open files of a removed device keep their snapshot; new opens and lookups get ENOENT.

@@ -151,6 +151,9 @@ struct Node {
          */
         bool kc_valid, ka_valid;
         bool recheck;           /* changed while open (getattr reports the open's size): check at the last close */
+        bool k_pages;           /* the kernel may hold page-cache pages of it: a cacheable file was opened
+                                 * (keep_cache reads, a store, a splice or mmap of a direct open) since the
+                                 * node was made; a new node (a new inode) has none */
         uint32_t ka_size;
         uint64_t kc_hash;
 };
@@ -215,6 +218,7 @@ static inline bool node_is_cacheable(const Node *n) {
         switch (n->type) {
         case NODE_CLASS: case NODE_EXPLAIN: case NODE_FACT: case NODE_PLAN_KNOB:
         case NODE_APPLIED_KNOB: case NODE_POLICY_KNOB: case NODE_MODULE_ATTR:
+        case NODE_PLAN_IOSCHED: case NODE_APPLIED_IOSCHED: case NODE_POLICY_IOSCHED_TUNABLE:
                 return true;
         case NODE_HCTX_ATTR: case NODE_HOST_ATTR:
                 return !node_is_live(n);

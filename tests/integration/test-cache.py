@@ -30,6 +30,14 @@ Cases (a loop device of the test's own, --devices naming it):
       change (seen by a read of applied/elevator) and a hot-remove each show in the next
       scrape, which agrees with class, facts/elevator and every applied/<knob> read just before;
       a second disk with no event keeps its lines.
+  (s) stat() only, then an override write, then every file read at once: the first open of
+      an inode whose attributes the kernel holds (from a LOOKUP, no page yet) is answered
+      without an invalidation; its content and size must still be the new ones.
+  (n) round trips, counted by blkmqd (its "FUSE: N request(s) answered" line at stop): a
+      `cat` (open, fstat, read to EOF, close) of every cached file right after its stat()
+      costs no GETATTR and no READ (the OPEN stores the content; no invalidation drops the
+      attributes the LOOKUP gave), and 50 more `cat`s of one file cost an OPEN and a RELEASE
+      each, nothing else.
 Root, losetup, /dev/fuse (exit 77 otherwise).
 """
 
@@ -311,9 +319,81 @@ def case_metrics(d, loops, tmp):
     check(metrics_disk(d, other) == before_other, f"(m) {other} still has its lines")
 
 
+def case_stat_only(d, loops, tmp):
+    """(s) stat() only before an event: first opens after it read the new content and size"""
+    name = loops.attach("s")
+    start(d, tmp, name)
+    files = disk_files(d, name)
+    for p in files:
+        os.stat(p)                      # LOOKUP: attributes, no page
+    check(write_file(d.path("devices", name, "policy", "elevator"), b"mq-deadline\n") == 0, "(s) override written")
+    check_all(files, "(s) after the override", {
+        "/policy/elevator": lambda v: v == "mq-deadline\n",
+        "/plan/elevator": lambda v: v == "mq-deadline\n",
+        "/facts/elevator": lambda v: v == "mq-deadline\n",
+        "/applied/elevator": lambda v: v.startswith("ok: mq-deadline"),
+    })
+
+
+def cat(path):
+    """open, fstat, read to EOF, close: what coreutils cat asks of the kernel"""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fstat(fd)
+        out = b""
+        while True:
+            b = os.read(fd, 131072)
+            if not b:
+                return out
+            out += b
+    finally:
+        os.close(fd)
+
+
+def fuse_requests(log):
+    """{kind: count} from blkmqd's "FUSE: N request(s) answered since the mount: ..." line"""
+    with open(log, errors="replace") as f:
+        lines = [ln for ln in f.read().splitlines() if "request(s) answered since the mount" in ln]
+    if len(lines) != 1:
+        return None
+    tail = lines[0].partition("since the mount")[2].lstrip(": ")
+    return {k: int(v) for k, v in (item.rsplit(" ", 1) for item in tail.split(", ") if item)}
+
+
+def case_round_trips(d, loops, tmp):
+    """(n) round trips: a first cat after stat() costs no GETATTR, a repeated cat OPEN + RELEASE"""
+    name = loops.attach("n")
+    start(d, tmp, name)
+    files = disk_files(d, name)
+    bad = []
+    for p in files:
+        size = os.stat(p).st_size
+        v = cat(p)
+        if len(v) != size:
+            bad.append(f"{p}: st_size {size}, read {v!r}")
+    check(not bad, f"(n) {len(files)} files: st_size and content agree" + "".join("\n      " + b for b in bad[:8]))
+    cls = d.path("devices", name, "class")
+    first = cat(cls)
+    again = [cat(cls) for _ in range(50)]
+    check(all(v == first for v in again), f"(n) 50 more cats of class read {first!r}")
+    log = d.log
+    check(d.stop() == 0, "(n) blkmqd stopped")
+    req = fuse_requests(log)
+    check(req is not None, f"(n) the FUSE request line is logged at stop: {req}")
+    req = req or {}
+    check(req.get("getattr", 0) == 0, f"(n) no GETATTR of a file: {req}")
+    # the only READs: the harness's read of version at start (mount_ready(); version is direct_io:
+    # its data, then EOF); every cached file's content came with its OPEN
+    check(req.get("read", 0) <= 2, f"(n) no READ of a cached file: {req}")
+    # one OPEN and one RELEASE per cat (and the mount's probe and mount_ready() open version)
+    check(req.get("open", 0) >= len(files) + 51 and req.get("open") == req.get("release"),
+          f"(n) an OPEN and a RELEASE per cat: {req}")
+
+
 def main():
     exe = bt.exe_or_exit()
-    cases = [case_override, case_external, case_write_result, case_held, case_remove, case_metrics]
+    cases = [case_override, case_external, case_write_result, case_held, case_remove, case_metrics, case_stat_only,
+             case_round_trips]
     if os.environ.get("CASES"):
         cases = [c for c in cases if c.__doc__.strip()[1] in os.environ["CASES"]]
     bt.run_cases(exe, "blkmqd-cache-", cases)
