@@ -148,6 +148,24 @@ static int open_and_load(bool single_arg, int run_prog, struct hctx_stats **ret)
         return 0;
 }
 
+/*
+ * Attach the queue-run counter prog through via ("fentry", "kprobe"): s counts runs, or *why
+ * (replaced) says "<via>: attach failed: <error>", enoent_hint added for ENOENT.
+ */
+static void attach_runs(StatsBpf *s, struct bpf_program *prog, struct bpf_link **link, const char *via,
+                        const char *enoent_hint, char **why) {
+        *link = bpf_program__attach(prog);
+        if (*link) {
+                s->has_runs = true;
+                s->runs_attach = via;
+                return;
+        }
+        int r = -errno;
+        free(*why);
+        if (asprintf(why, "%s: attach failed: %s%s", via, strerror(-r), r == -ENOENT ? enoent_hint : "") < 0)
+                *why = NULL;
+}
+
 int blkmqd_stats_bpf_new(StatsBpf **ret) {
         _cleanup_(btf__freep) struct btf *vmlinux = NULL;
         _cleanup_(hctx_stats__destroyp) struct hctx_stats *skel = NULL;
@@ -223,31 +241,11 @@ int blkmqd_stats_bpf_new(StatsBpf **ret) {
         if (!s)
                 return -ENOMEM;
 
-        if (run_prog == 1) {
-                skel->links.on_dispatch_fentry = bpf_program__attach(skel->progs.on_dispatch_fentry);
-                if (skel->links.on_dispatch_fentry) {
-                        s->has_runs = true;
-                        s->runs_attach = "fentry";
-                }
-                else {
-                        r = -errno;
-                        free(fentry_why);
-                        if (asprintf(&fentry_why, "fentry: attach failed: %s", strerror(-r)) < 0)
-                                fentry_why = NULL;
-                }
-        } else if (run_prog == 2) {
-                skel->links.on_dispatch_kprobe = bpf_program__attach(skel->progs.on_dispatch_kprobe);
-                if (skel->links.on_dispatch_kprobe) {
-                        s->has_runs = true;
-                        s->runs_attach = "kprobe";
-                }
-                else {
-                        r = -errno;
-                        if (asprintf(&kprobe_why, "kprobe: attach failed: %s%s", strerror(-r),
-                                     r == -ENOENT ? " (no kprobe PMU nor kprobe_events: kernel without CONFIG_KPROBES?)" : "") < 0)
-                                kprobe_why = NULL;
-                }
-        }
+        if (run_prog == 1)
+                attach_runs(s, skel->progs.on_dispatch_fentry, &skel->links.on_dispatch_fentry, "fentry", "", &fentry_why);
+        else if (run_prog == 2)
+                attach_runs(s, skel->progs.on_dispatch_kprobe, &skel->links.on_dispatch_kprobe, "kprobe",
+                            " (no kprobe PMU nor kprobe_events: kernel without CONFIG_KPROBES?)", &kprobe_why);
 
         if (!s->has_runs) {
                 if (asprintf(&s->runs_reason,
