@@ -9,6 +9,9 @@
 #   READCOST  built bench/readcost (default build/bench/readcost; compiled into a temp dir with
 #             cc when missing)
 # env:      N (iterations per path, default 100000), BLOCKS (default 20)
+#           COMPARE=OLD_BLKMQD: a second daemon (another build) on a loop of its own, mounted on
+#           OLD/, its static and live files read in the same interleaved run (before/after
+#           figures side by side, never from two runs)
 #
 # One loop device on a temp file (attached with losetup -f, detached at exit), blkmqd limited
 # to it with --devices, mounted on a temp directory (unmounted at exit). The first path is the
@@ -29,16 +32,24 @@ BLOCKS=${BLOCKS:-20}
 [[ -x $BLKMQD ]] || { echo "SKIP: $BLKMQD not built"; exit 77; }
 [[ -e /dev/fuse ]] && command -v losetup >/dev/null || { echo "SKIP: needs /dev/fuse and losetup"; exit 77; }
 
+COMPARE=${COMPARE:-}
+[[ -z $COMPARE || -x $COMPARE ]] || { echo "COMPARE=$COMPARE: not an executable"; exit 2; }
+
 DIR=$(mktemp -d /tmp/blkmqd-readcost.XXXXXX)
 LOOP=
 PID=
 LXCFS_PID=
+OLD_LOOP=
+OLD_PID=
 cleanup() {
         [[ -n $PID ]] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
+        [[ -n $OLD_PID ]] && kill -TERM "$OLD_PID" 2>/dev/null && wait "$OLD_PID" 2>/dev/null || true
         mountpoint -q "$DIR/mnt" 2>/dev/null && umount -l "$DIR/mnt" || true
+        mountpoint -q "$DIR/old" 2>/dev/null && umount -l "$DIR/old" || true
         mountpoint -q "$DIR/lxcfs" 2>/dev/null && umount -l "$DIR/lxcfs" || true
         [[ -n $LXCFS_PID ]] && kill -TERM "$LXCFS_PID" 2>/dev/null && wait "$LXCFS_PID" 2>/dev/null || true
         [[ -n $LOOP ]] && losetup -d "$LOOP" || true
+        [[ -n $OLD_LOOP ]] && losetup -d "$OLD_LOOP" || true
         rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -69,6 +80,28 @@ for extra in "$M"/hctx/0/dispatched "$M"/stat "$DIR"/mnt/metrics; do
         [[ -f $extra ]] && paths+=("$extra")
 done
 
+OLD_NOTE=
+if [[ -n $COMPARE ]]; then
+        truncate -s 64M "$DIR/old-backing"
+        OLD_LOOP=$(losetup -f --show "$DIR/old-backing")
+        OD=${OLD_LOOP#/dev/}
+        mkdir -p "$DIR/old" "$DIR/old-state"
+        env -u NOTIFY_SOCKET -u JOURNAL_STREAM "$COMPARE" -m "$DIR/old" --devices "$OD" -s "$DIR/old-state" \
+                -c "$DIR/none.conf" 2>"$DIR/old.log" &
+        OLD_PID=$!
+        for _ in $(seq 1 200); do
+                [[ -e $DIR/old/devices/$OD/class ]] && break
+                sleep 0.05
+        done
+        [[ -e $DIR/old/devices/$OD/class ]] || { echo "$COMPARE did not show $OD"; cat "$DIR/old.log"; exit 1; }
+        O=$DIR/old/devices/$OD
+        paths+=("$O"/facts/rotational "$O"/class "$O"/explain "$O"/hctx/0/cpu_list)
+        for extra in "$O"/hctx/0/dispatched "$O"/stat; do
+                [[ -f $extra ]] && paths+=("$extra")
+        done
+        OLD_NOTE="compare: $COMPARE -m OLD --devices $OD"
+fi
+
 LXCFS_NOTE="lxcfs:   not installed (apt-get install lxcfs): its rows are left out"
 if command -v lxcfs >/dev/null; then
         mkdir -p "$DIR/lxcfs"
@@ -90,9 +123,13 @@ echo "date:    $(date -u +%FT%TZ)"
 echo "kernel:  $(uname -sr) ($(uname -v))"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "blkmqd:  $BLKMQD -m MNT --devices $D (loop on a 64 MiB temp file)"
+[[ -n $OLD_NOTE ]] && echo "$OLD_NOTE"
 echo "$LXCFS_NOTE"
-echo "command: $READCOST -n $N -b $BLOCKS ${paths[*]}" | sed -e "s|$DIR/mnt|MNT|g" -e "s|$DIR/lxcfs|LXCFS|g"
+echo "command: $READCOST -n $N -b $BLOCKS ${paths[*]}" | sed -e "s|$DIR/mnt|MNT|g" -e "s|$DIR/old|OLD|g" -e "s|$DIR/lxcfs|LXCFS|g"
 echo
-"$READCOST" -n "$N" -b "$BLOCKS" "${paths[@]}" | sed -e "s|$DIR/mnt|MNT|" -e "s|$DIR/lxcfs|LXCFS|"
+"$READCOST" -n "$N" -b "$BLOCKS" "${paths[@]}" | sed -e "s|$DIR/mnt|MNT|" -e "s|$DIR/old|OLD|" -e "s|$DIR/lxcfs|LXCFS|"
 echo
-echo "blkmqd CPU for the whole run: $(awk '{ printf "%.2f s user, %.2f s system", $14 / 100, $15 / 100 }' /proc/"$PID"/stat)"
+cpu() { awk '{ printf "%.2f s user, %.2f s system", $14 / 100, $15 / 100 }' /proc/"$1"/stat; }
+echo "blkmqd CPU for the whole run: $(cpu "$PID")"
+[[ -n $OLD_PID ]] && echo "compared blkmqd CPU for the whole run: $(cpu "$OLD_PID")"
+exit 0

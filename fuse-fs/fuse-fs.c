@@ -252,12 +252,31 @@ static bool notify_busy(FuseFs *fs) {
         return busy;
 }
 
-/* FNV-1a 64 of s: what a cacheable file's page cache holds, without keeping the text. */
+/*
+ * A 64-bit hash of s: what a cacheable file's page cache holds, without keeping the text.
+ * Eight bytes a step (multiply, xor-shift): every open of a cached file hashes its rendering,
+ * and a byte-wise FNV-1a (a dependent multiply per byte) cost ~1.5 µs of a 1 KiB explain's
+ * 15 µs `cat`. Not for adversaries: a collision needs two renderings of one file to differ
+ * and hash alike.
+ */
 static uint64_t content_hash(const char *s, size_t n) {
-        uint64_t h = UINT64_C(0xcbf29ce484222325);
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ (uint8_t) s[i]) * UINT64_C(0x100000001b3);
-        return h ^ n;
+        const uint64_t k = UINT64_C(0x9e3779b97f4a7c15);
+        uint64_t h = UINT64_C(0xcbf29ce484222325) ^ (n * k);
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+                uint64_t w;
+                memcpy(&w, s + i, 8);
+                h = (h ^ w) * k;
+                h ^= h >> 29;
+        }
+        if (i < n) {
+                uint64_t w = 0;
+                memcpy(&w, s + i, n - i);
+                h = (h ^ w) * k;
+                h ^= h >> 29;
+        }
+        h ^= h >> 32;
+        return h * k;
 }
 
 /* Drop what is queued and join the notifier; while it is inside the kernel, keep answering

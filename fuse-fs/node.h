@@ -145,7 +145,7 @@ struct Node {
         uint64_t open_size;     /* size of the newest open handle's snapshot, reported while n_open > 0 */
         /*
          * What the kernel holds for a cacheable file (node_is_cacheable()): kc_hash is the
-         * content (FNV-1a 64 of the bytes) its page cache was given at an open, kc_size the
+         * content (content_hash() of the bytes) its page cache was given at an open, kc_size the
          * size its attributes were last told (LOOKUP, GETATTR, open). Cleared when an
          * invalidation for the inode is queued. See fuse_fs_invalidate_disk().
          */
