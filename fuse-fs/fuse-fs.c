@@ -253,6 +253,23 @@ static bool notify_busy(FuseFs *fs) {
 }
 
 /*
+ * Answer the OPEN i carries (open_finish()): here when now (no reader can hold a folio of the
+ * inode meanwhile: op_open() says why), else behind the notifier's queue. Returns true when it
+ * is answered or queued; false when the notifier cannot run (i is freed, the caller answers).
+ */
+static bool open_hand_off(FuseFs *fs, Inval *i, bool now) {
+        if (now) {
+                open_finish(fs, i);
+                free(i);
+                return true;
+        }
+        if (notify_push(fs, i))
+                return true;
+        free(i);
+        return false;
+}
+
+/*
  * A 64-bit hash of s: what a cacheable file's page cache holds, without keeping the text.
  * Eight bytes a step (multiply, xor-shift): every open of a cached file hashes its rendering,
  * and a byte-wise FNV-1a (a dependent multiply per byte) cost ~1.5 µs of a 1 KiB explain's
@@ -788,15 +805,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                         n->kc_valid = n->ka_valid = true;
                         n->kc_hash = h;
                         n->ka_size = (uint32_t) s->size;
-                        if (first) {
-                                i->inval_first = false;
-                                open_finish(fs, i);
-                                free(i);
+                        i->inval_first = !first;
+                        if (open_hand_off(fs, i, first))
                                 return;
-                        }
-                        if (notify_push(fs, i))
-                                return;
-                        free(i);
                 }
                 /* no notifier: what the kernel holds is unknown, read this open directly */
                 n->kc_valid = n->ka_valid = false;
@@ -818,14 +829,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
                  * the store cannot wait for this loop; done here, it spares the hand-off to
                  * the notifier thread (a live file's `cat`). Else behind the queue, as above.
                  */
-                if (n->n_open == 1 && !notify_busy(fs)) {
-                        open_finish(fs, i);
-                        free(i);
+                if (open_hand_off(fs, i, n->n_open == 1 && !notify_busy(fs)))
                         return;
-                }
-                if (notify_push(fs, i))
-                        return;
-                free(i);
         }
         if (fuse_reply_open(req, fi) < 0)
                 snapshot_free(s);
