@@ -18,28 +18,34 @@
 #include "tap.h"
 
 static void test_names(void) {
-        NicQueueDir d = NIC_QUEUE_BOTH;
-        CHECK_INT(nic_irq_queue_from_name("virtio0-input.3", &d), 3);
-        CHECK_INT(d, NIC_QUEUE_RX);
-        CHECK_INT(nic_irq_queue_from_name("virtio0-output.0", &d), 0);
-        CHECK_INT(d, NIC_QUEUE_TX);
-        CHECK_INT(nic_irq_queue_from_name("eth1-TxRx-12", &d), 12);
-        CHECK_INT(d, NIC_QUEUE_BOTH);
-        CHECK_INT(nic_irq_queue_from_name("i40e-ens1f0-TxRx-7", NULL), 7);
-        CHECK_INT(nic_irq_queue_from_name("mlx5_comp5@pci:0000:3b:00.0", &d), 5);
-        CHECK_INT(d, NIC_QUEUE_BOTH);
-        CHECK_INT(nic_irq_queue_from_name("enp1s0-rx-2", &d), 2);
-        CHECK_INT(d, NIC_QUEUE_RX);
-        CHECK_INT(nic_irq_queue_from_name("enp1s0-tx-2", &d), 2);
-        CHECK_INT(d, NIC_QUEUE_TX);
-        /* not queue vectors */
-        CHECK_INT(nic_irq_queue_from_name("virtio0-config", NULL), -1);
-        CHECK_INT(nic_irq_queue_from_name("virtio0-control", NULL), -1);
-        CHECK_INT(nic_irq_queue_from_name("eth1", NULL), -1);
-        CHECK_INT(nic_irq_queue_from_name("mlx5_async0@pci:0000:3b:00.0", NULL), -1);
-        CHECK_INT(nic_irq_queue_from_name("", NULL), -1);
-        CHECK_INT(nic_irq_queue_from_name(NULL, NULL), -1);
-        CHECK_INT(nic_irq_queue_from_name("eth1-TxRx-99999999", NULL), -1);
+        static const struct {
+                const char *name;
+                int queue;              /* -1: not a queue vector */
+                NicQueueDir dir;
+        } t[] = {
+                { "virtio0-input.3", 3, NIC_QUEUE_RX },
+                { "virtio0-output.0", 0, NIC_QUEUE_TX },
+                { "eth1-TxRx-12", 12, NIC_QUEUE_BOTH },
+                { "i40e-ens1f0-TxRx-7", 7, NIC_QUEUE_BOTH },
+                { "mlx5_comp5@pci:0000:3b:00.0", 5, NIC_QUEUE_BOTH },
+                { "enp1s0-rx-2", 2, NIC_QUEUE_RX },
+                { "enp1s0-tx-2", 2, NIC_QUEUE_TX },
+                /* not queue vectors */
+                { "virtio0-config", -1 },
+                { "virtio0-control", -1 },
+                { "eth1", -1 },
+                { "mlx5_async0@pci:0000:3b:00.0", -1 },
+                { "", -1 },
+                { NULL, -1 },
+                { "eth1-TxRx-99999999", -1 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                NicQueueDir d = (NicQueueDir) -1;       /* a value the call must overwrite */
+                CHECK_INT_CASE(nic_irq_queue_from_name(t[i].name, NULL), t[i].queue, "\"%s\"", strna(t[i].name));
+                CHECK_INT_CASE(nic_irq_queue_from_name(t[i].name, &d), t[i].queue, "\"%s\"", strna(t[i].name));
+                if (t[i].queue >= 0)
+                        CHECK_INT_CASE(d, t[i].dir, "\"%s\"", t[i].name);
+        }
 }
 
 static void test_masks(void) {
