@@ -166,6 +166,24 @@ disk_by_model() {
     return 1
 }
 
+# scsi_debug_disk PARAM...: modprobe scsi_debug PARAM... (asserted); its disk's name in D,
+# waited for up to 10 s (asserted: sdX).
+scsi_debug_disk() {
+    assert_ok "modprobe scsi_debug $*" modprobe scsi_debug "$@"
+    D=$(disk_by_model scsi_debug || true)
+    if [ -z "$D" ] && wait_for_cmd 10 disk_by_model scsi_debug >/dev/null; then D=$(disk_by_model scsi_debug); fi
+    assert_match "scsi_debug disk" '^sd[a-z]+$' "$D"
+}
+
+# reads_per_cpu DISK COUNT [FIRST]: COUNT direct 4k reads of /dev/DISK from each of CPUs 0-3,
+# CPU n's from block n * 1000 + FIRST (default 0) on, so that every hctx of a 4-queue disk
+# has requests in its counters.
+reads_per_cpu() {
+    for _cpu in 0 1 2 3; do
+        taskset -c $_cpu dd if="/dev/$1" of=/dev/null bs=4k count="$2" skip=$((_cpu * 1000 + ${3:-0})) iflag=direct 2>/dev/null
+    done
+}
+
 # ---- host monitor requests -------------------------------------------------------------
 # Guest prints "@@HMP <seq> <command>" on the console (a line of its own); the harness runs
 # <command> on the QEMU monitor (placeholders {disk:NAME} and {tmp} are expanded on the host)
@@ -264,6 +282,49 @@ capture_fixture() {
 }
 
 skip_all() { _vt_skip_all="$*"; exit 77; }
+
+# ---- benchmarks (scenarios/bench-*.sh, docs/BENCHMARKS.md) --------------------------------------
+
+# bench_pairs N CMD ARG...: N pairs of "CMD ARG... PAIR kernel" and "CMD ARG... PAIR blkmqd",
+# the kernel's side first in odd pairs and second in even ones, so that a drift over the run
+# (host load, caches) does not favour one side.
+bench_pairs() {
+    _bp_n=$1; shift
+    _bp_i=1
+    while [ $_bp_i -le "$_bp_n" ]; do
+        if [ $((_bp_i % 2)) -eq 1 ]; then "$@" $_bp_i kernel; "$@" $_bp_i blkmqd
+        else "$@" $_bp_i blkmqd; "$@" $_bp_i kernel; fi
+        _bp_i=$((_bp_i + 1))
+    done
+}
+
+# fio_read_figures FIO_OPTION...: one fio job (FIO_OPTION..., its processes reported as a
+# group) for $RT s after 1 s of ramp, as "iops=I lat_us=L p99_us=P" of its reads (from the
+# terse v3 output: IOPS, mean and 99th percentile completion latency); fio's stderr in
+# /tmp/fio.err.
+fio_read_figures() {
+    fio "$@" --group_reporting --time_based --runtime="$RT" --ramp_time=1 \
+        --output-format=terse --terse-version=3 2>/tmp/fio.err |
+        awk -F';' '{ split($30, p, "="); printf "iops=%s lat_us=%.1f p99_us=%s\n", $8, $40, p[2] }'
+}
+
+# bench_elevator_side LABEL SIDE [FIO_RUN_ARG...]: one run of the scenario's fio_run on $DEV,
+# SIDE kernel: as the kernel has the disk; blkmqd: blkmqd running on $DEV alone, its elevator
+# applied. Prints "# BENCH LABEL setup=SIDE elevator=E <fio_run's figures>", with blkmqd
+# " class=C applied="..."" after it.
+bench_elevator_side() {
+    _be_label=$1 _be_side=$2; shift 2
+    _be_more=
+    if [ "$_be_side" = blkmqd ]; then
+        start_blkmqd --devices $DEV -v || return 1
+        wait_for_cmd 20 grep -qv '^$' $BLKMQD_MOUNT/devices/$DEV/applied/elevator
+        _be_more=" class=$(cat $BLKMQD_MOUNT/devices/$DEV/class) applied=\"$(cat $BLKMQD_MOUNT/devices/$DEV/applied/elevator)\""
+    fi
+    _be_r=$(fio_run "$@")
+    note "BENCH $_be_label setup=$_be_side elevator=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/block/$DEV/queue/scheduler) $_be_r$_be_more"
+    if [ "$_be_side" = blkmqd ]; then stop_blkmqd >/dev/null; fi
+    return 0
+}
 
 # ---- network block devices (issue 15) ------------------------------------------------------
 # Scenario header for an nvme-tcp disk reached through a real multi-queue virtio-net NIC:

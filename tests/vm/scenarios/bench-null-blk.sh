@@ -21,13 +21,9 @@ PAIRS=${BENCH_PAIRS:-3}
 CPUS=$(nproc)
 DEV=nullb0
 
-sched() { sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/block/$DEV/queue/scheduler; }
-
 fio_run() {
-    fio --name=bench --filename=/dev/$DEV --rw=randread --bs=4k --direct=1 --ioengine=libaio \
-        --iodepth=16 --numjobs="$CPUS" --group_reporting --time_based --runtime="$RT" --ramp_time=1 \
-        --output-format=terse --terse-version=3 2>/tmp/fio.err |
-        awk -F';' '{ split($30, p, "="); printf "iops=%s lat_us=%.1f p99_us=%s\n", $8, $40, p[2] }'
+    fio_read_figures --name=bench --filename=/dev/$DEV --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+        --iodepth=16 --numjobs="$CPUS"
 }
 
 make_nullb() {
@@ -49,29 +45,13 @@ drop_nullb() {
     wait_for_gone /sys/block/$DEV 10 || note "$DEV still present"
 }
 
-run_kernel() {   # $1 case, $2 pair
-    r=$(fio_run)
-    note "BENCH case=$1 pair=$2 setup=kernel elevator=$(sched) $r"
-}
-
-run_blkmqd() {
-    start_blkmqd --devices $DEV -v || return 1
-    wait_for_cmd 20 grep -qv '^$' $BLKMQD_MOUNT/devices/$DEV/applied/elevator
-    applied=$(cat $BLKMQD_MOUNT/devices/$DEV/applied/elevator)
-    class=$(cat $BLKMQD_MOUNT/devices/$DEV/class)
-    r=$(fio_run)
-    note "BENCH case=$1 pair=$2 setup=blkmqd elevator=$(sched) $r class=$class applied=\"$applied\""
-    stop_blkmqd >/dev/null
+side() {   # CASE PAIR SIDE
+    bench_elevator_side "case=$1 pair=$2" "$3"
 }
 
 bench_case() {   # $1 case; the kernel set-up must be in place
     note "case $1: hctx=$(hctx_count $DEV) scheduler: $(cat /sys/block/$DEV/queue/scheduler)"
-    i=1
-    while [ $i -le "$PAIRS" ]; do
-        if [ $((i % 2)) = 1 ]; then run_kernel "$1" $i; run_blkmqd "$1" $i
-        else run_blkmqd "$1" $i; run_kernel "$1" $i; fi
-        i=$((i + 1))
-    done
+    bench_pairs "$PAIRS" side "$1"
 }
 
 bench_all() {

@@ -42,10 +42,8 @@ QIRQS=$(grep -E " $VNAME-(input|output)\.[0-9]+\$" /proc/interrupts | cut -d: -f
 note "queue vectors of $I: $QIRQS"
 
 fio_run() {
-    fio --name=bench --filename=/dev/$NVME_DISK --rw=randread --bs=4k --direct=1 --ioengine=libaio \
-        --iodepth=64 --numjobs="$CPUS" --group_reporting --time_based --runtime="$RT" --ramp_time=1 \
-        --output-format=terse --terse-version=3 2>/tmp/fio.err |
-        awk -F';' '{ split($30, p, "="); printf "iops=%s lat_us=%.1f p99_us=%s\n", $8, $40, p[2] }'
+    fio_read_figures --name=bench --filename=/dev/$NVME_DISK --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+        --iodepth=64 --numjobs="$CPUS"
 }
 placement() {
     for q in $QIRQS; do printf '%s:%s ' $q "$(cat /proc/irq/$q/smp_affinity_list)"; done
@@ -97,11 +95,6 @@ run_side() {            # CASE PAIR SIDE
 }
 
 for c in A B C; do
-    p=1
-    while [ $p -le $PAIRS ]; do
-        if [ $((p % 2)) -eq 1 ]; then run_side $c $p kernel; run_side $c $p blkmqd
-        else run_side $c $p blkmqd; run_side $c $p kernel; fi
-        p=$((p + 1))
-    done
+    bench_pairs "$PAIRS" run_side $c
 done
 pass "P11 done: $PAIRS pairs x 3 cases, ${RT} s each"

@@ -24,8 +24,6 @@
 RT=${BENCH_RUNTIME:-5}
 PAIRS=${BENCH_PAIRS:-2}
 
-sched() { sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/block/$DEV/queue/scheduler; }
-
 fio_run() {   # $1 workload
     case $1 in
     mixed) set -- --rw=randrw --rwmixread=70 --bs=4k --numjobs=4 --iodepth=4 --size=200M ;;
@@ -37,38 +35,16 @@ fio_run() {   # $1 workload
         awk -F';' '{ split($30, p, "="); printf "riops=%s wiops=%s rlat_us=%.1f rp99_us=%s wlat_us=%.1f rkbs=%s\n", $8, $49, $40, p[2], $81, $7 }'
 }
 
-run_kernel() {   # $1 case, $2 workload, $3 pair
-    r=$(fio_run "$2")
-    note "BENCH case=$1 wl=$2 pair=$3 setup=kernel elevator=$(sched) $r"
-}
-
-run_blkmqd() {
-    start_blkmqd --devices $DEV -v || return 1
-    wait_for_cmd 20 grep -qv '^$' $BLKMQD_MOUNT/devices/$DEV/applied/elevator
-    applied=$(cat $BLKMQD_MOUNT/devices/$DEV/applied/elevator)
-    class=$(cat $BLKMQD_MOUNT/devices/$DEV/class)
-    r=$(fio_run "$2")
-    note "BENCH case=$1 wl=$2 pair=$3 setup=blkmqd elevator=$(sched) $r class=$class applied=\"$applied\""
-    stop_blkmqd >/dev/null
+side() {   # CASE WORKLOAD PAIR SIDE
+    bench_elevator_side "case=$1 wl=$2 pair=$3" "$4" "$2"
 }
 
 bench_case() {   # $1 case
     note "case $1: $DEV hctx=$(hctx_count $DEV) rotational=$(cat /sys/block/$DEV/queue/rotational) scheduler: $(cat /sys/block/$DEV/queue/scheduler) nr_requests=$(cat /sys/block/$DEV/queue/nr_requests)"
     [ -e /sys/kernel/debug/block/$DEV/hctx0/flags ] && note "case $1: hctx0 flags: $(cat /sys/kernel/debug/block/$DEV/hctx0/flags)"
     for wl in mixed seq; do
-        i=1
-        while [ $i -le "$PAIRS" ]; do
-            if [ $((i % 2)) = 1 ]; then run_kernel "$1" $wl $i; run_blkmqd "$1" $wl $i
-            else run_blkmqd "$1" $wl $i; run_kernel "$1" $wl $i; fi
-            i=$((i + 1))
-        done
+        bench_pairs "$PAIRS" side "$1" $wl
     done
-}
-
-scsi_debug_disk() {   # $@ module parameters; sets DEV
-    modprobe scsi_debug dev_size_mb=256 ndelay=200000 "$@"
-    wait_for_cmd 20 sh -c 'ls /sys/bus/pseudo/drivers/scsi_debug/adapter0/host*/target*/*/block 2>/dev/null | grep -q sd'
-    DEV=$(ls /sys/bus/pseudo/drivers/scsi_debug/adapter0/host*/target*/*/block | grep sd | head -n1)
 }
 
 bench_all() {
@@ -77,11 +53,13 @@ bench_all() {
     wait_for_file /sys/block/$DEV 10
     bench_case S
 
-    scsi_debug_disk submit_queues=1
+    scsi_debug_disk dev_size_mb=256 ndelay=200000 submit_queues=1
+    DEV=$D
     bench_case Q1
     rmmod scsi_debug || { fail "rmmod scsi_debug"; return 0; }
 
-    scsi_debug_disk submit_queues=4 host_max_queue=64
+    scsi_debug_disk dev_size_mb=256 ndelay=200000 submit_queues=4 host_max_queue=64
+    DEV=$D
     bench_case Q4
     rmmod scsi_debug || fail "rmmod scsi_debug"
 }

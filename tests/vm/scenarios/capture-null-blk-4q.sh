@@ -15,8 +15,6 @@ echo 1 > $N/irqmode
 echo 1024 > $N/size
 echo 1 > $N/power
 assert_ok "nullb0 present" wait_for_file /sys/block/nullb0 10
-for cpu in 0 1 2 3; do
-    taskset -c $cpu dd if=/dev/nullb0 of=/dev/null bs=4k count=100 iflag=direct 2>/dev/null
-done
+reads_per_cpu nullb0 100
 export CAPTURE_NOTE="modprobe null_blk nr_devices=0; configfs nullb0 submit_queues=4 poll_queues=0 memory_backed=0 irqmode=1 size=1024 power=1, -smp 4; 4x100 direct 4k reads"
 capture_fixture vm-$VMTEST_KERNEL_SERIES-null-blk-4q nullb0

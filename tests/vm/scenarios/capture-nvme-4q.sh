@@ -9,8 +9,6 @@
 # timeout: 180
 . /opt/vmtest/guest-lib.sh
 assert_ok "nvme0n1 present" wait_for_file /sys/block/nvme0n1 15
-for cpu in 0 1 2 3; do
-    taskset -c $cpu dd if=/dev/nvme0n1 of=/dev/null bs=4k count=40 skip=$((cpu * 1000)) iflag=direct 2>/dev/null
-done
+reads_per_cpu nvme0n1 40
 export CAPTURE_NOTE="QEMU -device nvme,max_ioqpairs=4, -smp 4; 4x40 direct 4k reads under the default none"
 capture_fixture vm-$VMTEST_KERNEL_SERIES-nvme-4q nvme0n1

@@ -19,9 +19,7 @@
 # modules: virtio_net nvme-tcp nvmet nvmet-tcp
 . /opt/vmtest/guest-lib.sh
 nvme_tcp_setup || exit 1
-for cpu in 0 1 2 3; do
-    taskset -c $cpu dd if=/dev/$NVME_DISK of=/dev/null bs=4k count=40 skip=$((cpu * 1000)) iflag=direct 2>/dev/null
-done
+reads_per_cpu $NVME_DISK 40
 netlink_facts > /tmp/netlink-facts
 {
     echo "# what the guest's tools said when vm-$VMTEST_KERNEL_SERIES-nvme-tcp-2q was captured"

@@ -8,8 +8,6 @@
 # timeout: 180
 . /opt/vmtest/guest-lib.sh
 assert_ok "vda present" wait_for_file /sys/block/vda 10
-for cpu in 0 1 2 3; do
-    taskset -c $cpu dd if=/dev/vda of=/dev/null bs=4k count=40 skip=$((cpu * 1000)) iflag=direct 2>/dev/null
-done
+reads_per_cpu vda 40
 export CAPTURE_NOTE="QEMU -device virtio-blk-pci,num-queues=4, -smp 4; 4x40 direct 4k reads under the default none"
 capture_fixture vm-$VMTEST_KERNEL_SERIES-virtio-blk-4q vda

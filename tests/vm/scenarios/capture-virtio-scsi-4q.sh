@@ -12,9 +12,7 @@
 . /opt/vmtest/guest-lib.sh
 assert_ok "sda present" wait_for_file /sys/block/sda 10
 echo mq-deadline > /sys/block/sda/queue/scheduler
-for cpu in 0 1 2 3; do
-    taskset -c $cpu dd if=/dev/sda of=/dev/null bs=4k count=40 skip=$((cpu * 1000)) iflag=direct 2>/dev/null
-done
+reads_per_cpu sda 40
 echo none > /sys/block/sda/queue/scheduler
 note "hctx run: $(cat /sys/kernel/debug/block/sda/hctx*/run | tr '\n' ' ')"
 export CAPTURE_NOTE="QEMU virtio-scsi-pci num_queues=4, scsi-hd rotation_rate=7200, throttling.iops-total=150, -smp 4; 4x40 direct 4k reads (one per CPU) under mq-deadline, then elevator none"

@@ -11,10 +11,7 @@
 # timeout: 120
 . /opt/vmtest/guest-lib.sh
 
-assert_ok "modprobe scsi_debug" modprobe scsi_debug submit_queues=1 delay=1 dev_size_mb=16
-D=$(disk_by_model scsi_debug || true)
-[ -n "$D" ] || { wait_for_cmd 10 disk_by_model scsi_debug >/dev/null; D=$(disk_by_model scsi_debug); }
-assert_match "scsi_debug disk" '^sd[a-z]+$' "$D"
+scsi_debug_disk submit_queues=1 delay=1 dev_size_mb=16
 Q=/sys/block/$D/queue
 echo 1 > $Q/rotational
 assert_match "$D runs the kernel's mq-deadline" '\[mq-deadline\]' "$(read_attr $Q/scheduler)"

@@ -46,9 +46,7 @@ for q in $IN0 $OUT0 $IN1 $OUT1; do
     assert_ok "vector $q listed in msi_irqs" test -f "${VDEV%/*}/msi_irqs/$q"
 done
 TX0=$(read_attr /sys/class/net/$I/statistics/tx_packets)
-for cpu in 0 1 2 3; do
-    taskset -c $cpu dd if=/dev/$NVME_DISK of=/dev/null bs=4k count=50 skip=$((cpu * 1000)) iflag=direct 2>/dev/null
-done
+reads_per_cpu $NVME_DISK 50
 TX1=$(read_attr /sys/class/net/$I/statistics/tx_packets)
 assert_ok "reads of $NVME_DISK cross $I (tx_packets $TX0 -> $TX1)" test "$TX1" -gt "$TX0"
 
@@ -134,9 +132,7 @@ blkmqd_nvme_tcp() {
     else
         skip "blkmqd-net-capture agrees with iproute2 + ethtool" "not packed (meson passes --binary build/tests/blkmqd-net-capture)"
     fi
-    for cpu in 0 1 2 3; do
-        taskset -c $cpu dd if=/dev/$NVME_DISK of=/dev/null bs=4k count=50 skip=$((cpu * 1000 + 500)) iflag=direct 2>/dev/null
-    done
+    reads_per_cpu $NVME_DISK 50 500
     assert_eq "reads after the apply: $C live" live "$(read_attr /sys/class/nvme/$C/state)"
     stop_blkmqd
     check_originals "SIGTERM"

@@ -9,10 +9,7 @@
 # timeout: 90
 . /opt/vmtest/guest-lib.sh
 
-assert_ok "modprobe scsi_debug" modprobe scsi_debug submit_queues=4 host_max_queue=64 delay=1 dev_size_mb=64
-D=$(disk_by_model scsi_debug || true)
-if [ -z "$D" ] && wait_for_cmd 10 disk_by_model scsi_debug >/dev/null; then D=$(disk_by_model scsi_debug); fi
-assert_match "scsi_debug disk found" '^sd[a-z]+$' "$D"
+scsi_debug_disk submit_queues=4 host_max_queue=64 delay=1 dev_size_mb=64
 [ -n "$D" ] || exit 1
 H=host$(ls /sys/block/$D/device/scsi_device/ | cut -d: -f1)
 note "disk $D on $H"
