@@ -1820,11 +1820,12 @@ static void on_job_timeout(WriteJob *j, void *userdata) {
 
         d->run.timed_out = true;
         const char *what = d->run.restore || (j->tag & TAG_RESTORE) ? "restoring" : "writing";
+        /* not started: it waits in the disk's lane for the save of its originals (state directory) */
+        const char *why = j->lane_blocked ? "waiting for the originals to be saved in the state directory" : "no answer from the kernel";
         if (j->n_ops == 1 || k == STEP_IOSCHED)
-                snprintf(what_s, sizeof(what_s), "%s %s to %s: no answer from the kernel after %g s", what,
-                         j->ops[0].value, j->ops[0].path, sec);
+                snprintf(what_s, sizeof(what_s), "%s %s to %s: %s after %g s", what, j->ops[0].value, j->ops[0].path, why, sec);
         else
-                snprintf(what_s, sizeof(what_s), "%s %zu vector(s): no answer from the kernel after %g s", what, j->n_ops, sec);
+                snprintf(what_s, sizeof(what_s), "%s %zu vector(s): %s after %g s", what, j->n_ops, why, sec);
         step_set(d, k, APPLY_TIMEOUT, 0, what_s);
         log_device_full(LOG_WARNING, ETIMEDOUT, d->name, BLKMQD_MESSAGE_WRITE_FAILED, NULL,
                         "%s: the write of \"%s\" to \"%s\" has not returned after %g s; the rest is served, "

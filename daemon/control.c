@@ -36,9 +36,29 @@ static int waiter_result(Manager *m, const Waiter *w) {
         return m->restore_failed ? -EIO : 0;
 }
 
+/* Nothing of blkmqd's own files waits within its deadline: the state directory, module parameters. */
+static bool files_settled(const Manager *m) {
+        return manager_persist_settled(m) && manager_modules_settled(m);
+}
+
+/* A restore's summary, once every disk and file it touched has settled (or passed its deadline). */
+static void restore_log_check(Manager *m) {
+        if (!m->restore_logging || !files_settled(m))
+                return;
+        for (size_t i = 0; i < m->registry.n_devices; i++)
+                if (!manager_disk_settled(m, m->registry.devices[i]->name))
+                        return;
+        m->restore_logging = false;
+        char tail[128];
+        log_info("restore: %u original value(s) put back%s%s; mode is now off", m->restore_count,
+                 manager_restore_counts_tail(&m->restore_counts, tail, sizeof(tail)),
+                 writer_pending(m->writer) ? " so far, the rest when their writes return" : "");
+}
+
 void manager_waiters_check(Manager *m) {
+        restore_log_check(m);   /* before the restore's writer is answered */
         for (Waiter **p = &m->waiters, *w; (w = *p);) {
-                bool settled = true;
+                bool settled = files_settled(m);
                 STRV_FOREACH(n, w->disks)
                         settled = settled && manager_disk_settled(m, *n);
                 if (!settled) {
@@ -75,7 +95,7 @@ static int reply_when_settled(Manager *m, FuseFsWrite *pending, const char *devi
                 if ((!device || streq(device, n)) && !manager_disk_settled(m, n) && strv_extend(&disks, n) < 0)
                         return r;       /* ENOMEM: answer now */
         }
-        if (!disks)
+        if (!disks && files_settled(m))
                 return restore ? waiter_result(m, &(Waiter) { .restore = true }) : r;
         Waiter *w = calloc(1, sizeof(Waiter));
         if (!w)
@@ -166,11 +186,8 @@ static int override_set(Manager *m, Device *d, const char *file, const char *v, 
         if (m->state && d->facts->identity && d->identity_shared)
                 log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s not stored: identity %s is shared with another disk, the setting "
                                 "lasts until %s is removed", file, d->facts->identity, d->name);
-        else if (m->state && d->facts->identity) {
-                r = state_save_overrides(m->state, d->facts->identity, &d->overrides);
-                if (r < 0)
-                        log_device_warning_errno(d->name, r, "Failed to persist overrides, they last until restart: %m");
-        }
+        else if (m->state && d->facts->identity)
+                manager_persist_overrides(m, d);        /* on the writer: the reply waits for it (settled) */
         manager_evaluate(m, d, false);
         if (modules)
                 manager_update_modules(m);
@@ -286,22 +303,20 @@ int manager_fuse_write(void *userdata, NodeType type, const char *device, int kn
         case NODE_RESTORE: {
                 if (!streq(v, "1"))
                         return log_warning_errno(EINVAL, "restore: rejected \"%s\": write 1", v);
-                int k = modules_restore(m->hostfs, &m->modules);
-                manager_persist_module_originals(m);
-                m->restore_count = k > 0 ? k : 0;
-                m->restore_failed = k < 0;
-                m->restore_counts = (RestoreCounts) { .restored = m->restore_count, .failed = k < 0 };
+                m->restore_count = 0;
+                m->restore_failed = false;
+                m->restore_counts = (RestoreCounts) {};
+                /* module parameters (blkmqd.conf, /sys/module) on the writer, counted when they return */
+                manager_restore_modules(m);
                 m->mode = MODE_OFF;
                 /* every disk: now, or when its write in flight returned (restore_after) */
                 for (size_t i = 0; i < m->registry.n_devices; i++)
                         manager_restore_device(m, m->registry.devices[i]);
                 m->restored = m->restore_count;
-                char tail[128];
-                log_info("restore: %u original value(s) put back%s%s; mode is now off", m->restore_count,
-                         manager_restore_counts_tail(&m->restore_counts, tail, sizeof(tail)),
-                         writer_pending(m->writer) ? " so far, the rest when their writes return" : "");
                 manager_reevaluate_all(m);
                 manager_update_status(m);
+                m->restore_logging = true;      /* said once everything above has settled: now, or later */
+                restore_log_check(m);
                 return reply_when_settled(m, pending, NULL, true, 0);
         }
         default:

@@ -439,6 +439,15 @@ static void record_write(HostFs *h, HostFsKind kind, const char *path, const cha
                 h->n_writes++;
 }
 
+/* The test hold ($BLKMQD_TEST_HOLD_WRITE) for a write of kind to path: sleep when it matches. */
+static void test_hold(HostFs *h, HostFsKind kind, const char *path) {
+        if (!h->hold_glob || kind != h->hold_kind || fnmatch(h->hold_glob, path, FNM_PATHNAME) != 0)
+                return;
+        struct timespec ts = { .tv_sec = h->hold_usec / 1000000, .tv_nsec = h->hold_usec % 1000000 * 1000 };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
 int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *value) {
         int r;
 
@@ -451,11 +460,7 @@ int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *v
         if (dfd < 0)
                 return dfd;
 
-        if (h->hold_glob && kind == h->hold_kind && fnmatch(h->hold_glob, path, FNM_PATHNAME) == 0) {
-                struct timespec ts = { .tv_sec = h->hold_usec / 1000000, .tv_nsec = h->hold_usec % 1000000 * 1000 };
-                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                        ;
-        }
+        test_hold(h, kind, path);
 
         r = h->write_hook ? h->write_hook(h->write_hook_userdata, kind, dfd, path, value) : 0;
         if (r != 0)
@@ -661,7 +666,7 @@ void hostfs_writes_clear(HostFs *h) {
         h->n_writes = 0;
 }
 
-int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char *content) {
+int hostfs_replace_file_raw(HostFs *h, HostFsKind kind, const char *name, const char *content) {
         _cleanup_free_ char *tmp = NULL;
         int dfd, r;
 
@@ -672,26 +677,50 @@ int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char
                 return dfd;
         if (asprintf(&tmp, ".%s.blkmqd-tmp", name) < 0)
                 return -ENOMEM;
+        test_hold(h, kind, name);
 
         _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
+                return negative_errno();
+        size_t l = strlen(content);
+        ssize_t k = write(fd, content, l);
+        r = k < 0 ? negative_errno() : (size_t) k != l ? -EIO : 0;
+        if (r >= 0 && fsync(fd) < 0)
                 r = negative_errno();
-        else {
-                size_t l = strlen(content);
-                ssize_t k = write(fd, content, l);
-                r = k < 0 ? negative_errno() : (size_t) k != l ? -EIO : 0;
-                if (r >= 0 && fsync(fd) < 0)
-                        r = negative_errno();
-                if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
-                        r = negative_errno();
-                if (r < 0)
-                        (void) unlinkat(dfd, tmp, 0);
-                else
-                        (void) fsync(dfd);
-        }
-        _cleanup_free_ char *first = strndup(content, strcspn(content, "\n"));
-        record_write(h, kind, name, first ?: "", r);
+        if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
+                r = negative_errno();
+        if (r < 0)
+                (void) unlinkat(dfd, tmp, 0);
+        else
+                (void) fsync(dfd);
         return r;
+}
+
+void hostfs_replace_file_record(HostFs *h, HostFsKind kind, const char *name, const char *content, int result) {
+        _cleanup_free_ char *first = strndup(content, strcspn(content, "\n"));
+        if (kind >= 0 && kind < _HOSTFS_KIND_MAX)
+                record_write(h, kind, name, first ?: "", result);
+}
+
+int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char *content) {
+        if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
+                return -EPERM;
+        int dfd = kind_fd(h, kind);
+        if (dfd < 0)
+                return dfd;     /* refused before anything was tried: not recorded */
+        int r = hostfs_replace_file_raw(h, kind, name, content);
+        hostfs_replace_file_record(h, kind, name, content, r);
+        return r;
+}
+
+int hostfs_unlink_raw(HostFs *h, HostFsKind kind, const char *name) {
+        if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
+                return -EPERM;
+        int dfd = kind_fd(h, kind);
+        if (dfd < 0)
+                return dfd;
+        test_hold(h, kind, name);
+        return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? negative_errno() : 0;
 }
 
 int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name) {
@@ -700,8 +729,8 @@ int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name) {
         int dfd = kind_fd(h, kind);
         if (dfd < 0)
                 return dfd;
-        int r = unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? negative_errno() : 0;
-        record_write(h, kind, name, "(removed)", r);
+        int r = hostfs_unlink_raw(h, kind, name);
+        record_write(h, kind, name, HOSTFS_UNLINK_RECORD, r);
         return r;
 }
 

@@ -125,7 +125,8 @@ int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value
  *
  * Test hold (fault injection, like a stuck kernel): when $BLKMQD_TEST_HOLD_WRITE is set at
  * hostfs_new() to "<kind>:<path glob>=<seconds>" (e.g. "sysfs:block/loop7/queue/scheduler=8"),
- * every matching hostfs_write_raw() sleeps that long before it writes. Never set in production.
+ * every matching hostfs_write_raw() (and hostfs_replace_file_raw(), hostfs_unlink_raw() of
+ * modprobe.d) sleeps that long before it writes. Never set in production.
  */
 int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *value);
 void hostfs_write_record(HostFs *h, HostFsKind kind, const char *path, const char *value, int result);
@@ -182,8 +183,23 @@ uint64_t hostfs_write_count(const HostFs *h, HostFsKind kind);
  */
 int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char *content);
 
-/* Remove a file blkmqd owns (HOSTFS_MODPROBE_D only). Returns 0 (also when absent), -EPERM, -errno. */
+/* Remove a file blkmqd owns (HOSTFS_MODPROBE_D only). Returns 0 (also when absent), -EPERM, -errno.
+ * Recorded as "write:modprobe.d:<name>=(removed)". */
 int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name);
+#define HOSTFS_UNLINK_RECORD "(removed)"
+
+/*
+ * The halves of hostfs_replace_file() and hostfs_unlink(), for a writer worker (daemon/writer.h),
+ * like hostfs_write_raw(): the _raw() functions do it and record nothing; they are safe on any
+ * thread (they use only the dirfd hostfs_new() opened) and may block as long as the file
+ * system takes (the fsync() of a slow disk, a frozen file system). The test hold applies to
+ * them too ("modprobe.d:blkmqd.conf=<seconds>"). hostfs_replace_file_record() records a
+ * replacement on the thread that owns h (an unlink: hostfs_write_record() with
+ * HOSTFS_UNLINK_RECORD). Return as hostfs_replace_file() and hostfs_unlink().
+ */
+int hostfs_replace_file_raw(HostFs *h, HostFsKind kind, const char *name, const char *content);
+void hostfs_replace_file_record(HostFs *h, HostFsKind kind, const char *name, const char *content, int result);
+int hostfs_unlink_raw(HostFs *h, HostFsKind kind, const char *name);
 
 /*
  * Test seam: a hook consulted by hostfs_write() before it writes. Return 0 to let the

@@ -74,6 +74,15 @@ struct Manager {
         bool stopping;                  /* SIGTERM/SIGINT: restoring, then exit */
         bool ready_pending;             /* coldplug done, its writes not settled: not mounted, no READY yet */
         bool stop_done;                 /* the stop restore ran (manager_free does not repeat it) */
+        /* disk writes of blkmqd's own files, on the writer too (persist.c, pipeline.c) */
+        bool inline_files;              /* after the loop ended (manager_free()): done on this thread */
+        size_t persist_pending;         /* state directory saves submitted, not returned */
+        size_t persist_unsettled;       /* ... of them, not past the writer's deadline either */
+        bool modules_busy;              /* a module-parameter job (lane MODULES_LANE) submitted, not returned */
+        bool modules_timed_out;         /* ... and past the writer's deadline */
+        bool modules_again;             /* manager_update_modules() asked while busy: again when it returns */
+        bool modules_restore_wanted;    /* a restore asked while busy: when it returns */
+        bool restore_logging;           /* a restore's summary line waits for everything to settle */
         sd_event_source *stop_timer;
         sd_event_source *verify_timer;  /* VerifySec=: NULL when off (no wake-ups at all) */
 };
@@ -123,8 +132,17 @@ void manager_restore_device(Manager *m, Device *d);
 void manager_remove_device(Manager *m, const char *name);
 
 /* Decide and (mode auto, ModuleParamsWrite=) write module parameters for all disks' plans,
- * persist their originals, update modules/. Failures are logged. */
+ * persist their originals, update modules/. The writes (/sys/module, modprobe.d) are a job on
+ * the writer (lane MODULES_LANE): modules/ says "pending" meanwhile, "timeout" past the
+ * deadline; asked while one is in flight, it runs again when that returns. Failures are logged. */
 void manager_update_modules(Manager *m);
+
+/* Undo the module parameters (restore): blkmqd.conf removed, runtime values put back, on the
+ * writer, counted in m->restore_count/restore_counts when it returns (after the job in flight). */
+void manager_restore_modules(Manager *m);
+
+/* True when no module-parameter job waits to be done or answered within its deadline. */
+bool manager_modules_settled(const Manager *m);
 
 /* End a coldplug or reload batch (m->batch): stored settings of the disks new in it are loaded
  * (every identity collision known first), they are evaluated; hosts/ updated once. */
@@ -171,8 +189,22 @@ void manager_persist_originals(Manager *m, Device *d);
 /* Load originals/module-parameters into m->modules (at startup). A failure is logged. */
 void manager_load_module_originals(Manager *m);
 
-/* Save the runtime module parameters blkmqd changed, when they differ. A failure is logged. */
+/* Save the runtime module parameters blkmqd changed, when they differ (lane MODULES_LANE, so
+ * before the module job that follows). A failure is logged. */
 void manager_persist_module_originals(Manager *m);
+
+/* Save d's overrides (not for a shared identity: the caller says so). A failure is logged. */
+void manager_persist_overrides(Manager *m, Device *d);
+
+/*
+ * Every save of the state directory is a job on the writer (WRITE_OP_STATE: temp file, fsync,
+ * rename, fsync of the directory; a slow or frozen disk holds a worker, never the loop), in
+ * the lane of what it is about: a disk's originals in the disk's lane, so they are on disk
+ * before the kernel write that follows them (crash safety), the module originals in
+ * MODULES_LANE before the module writes, overrides in "overrides". Done inline when no loop
+ * runs (m->inline_files, no writer). True when every save returned or passed its deadline.
+ */
+bool manager_persist_settled(const Manager *m);
 
 /* ---- control.c: writes to the tree, root control files --------------------------------- */
 

@@ -130,6 +130,7 @@ static void manager_log_fuse_requests(Manager *m) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        m->inline_files = true;         /* the loop has ended: saves below are done on this thread */
         if (m->started && !m->stop_done) {
                 /* not stopped by a signal (an error): restore here, synchronously */
                 (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring original values");
@@ -151,7 +152,8 @@ Manager *manager_free(Manager *m) {
         manager_waiters_release_all(m);
         sd_event_source_disable_unref(m->stop_timer);
         sd_event_source_disable_unref(m->verify_timer);
-        /* a write that never returns is abandoned; its worker still uses hostfs: keep it */
+        /* a write that never returns is abandoned; its worker still uses hostfs (or the state
+         * directory): keep them */
         bool keep_hostfs = writer_running(m->writer);
         m->writer = writer_free(m->writer);
         manager_log_fuse_requests(m);
@@ -163,9 +165,10 @@ Manager *manager_free(Manager *m) {
         proc_interrupts_done(&m->interrupts);
         free(m->kernel_release);
         config_done(&m->config);
-        state_free(m->state);
-        if (!keep_hostfs)
+        if (!keep_hostfs) {     /* (a worker may be inside a state directory save, too) */
+                state_free(m->state);
                 hostfs_free(m->hostfs);
+        }
         sd_event_unref(m->event);
         strv_free(m->cli_globs);
         strv_free(m->batch_added);
@@ -240,6 +243,9 @@ void manager_stop_check(Manager *m) {
         for (size_t i = 0; i < m->registry.n_devices; i++)
                 if (m->registry.devices[i]->run.active)
                         return;
+        /* the saves of the restores' originals and a module job in flight: returned, or the budget */
+        if (m->persist_pending > 0 || m->modules_busy)
+                return;
         (void) sd_event_exit(m->event, 0);
 }
 
@@ -252,6 +258,13 @@ static int on_stop_budget(sd_event_source *s, uint64_t usec, void *userdata) {
                                            "exiting without restoring this disk (its originals stay recorded for the next start)",
                                            (double) MANAGER_STOP_BUDGET_USEC / 1e6);
         }
+        if (m->persist_pending > 0)
+                log_warning_errno(ETIMEDOUT, "Stopping: %zu save(s) to the state directory \"%s\" have not returned after %.0f s; "
+                                  "exiting without them", m->persist_pending, m->state ? state_dir(m->state) : "",
+                                  (double) MANAGER_STOP_BUDGET_USEC / 1e6);
+        if (m->modules_busy)
+                log_warning_errno(ETIMEDOUT, "Stopping: a module parameter write has not returned after %.0f s; exiting without "
+                                  "its outcome", (double) MANAGER_STOP_BUDGET_USEC / 1e6);
         return sd_event_exit(m->event, 0);
 }
 
@@ -399,6 +412,8 @@ int manager_ready_check(Manager *m) {
         for (size_t i = 0; i < m->registry.n_devices; i++)
                 if (!manager_disk_settled(m, m->registry.devices[i]->name))
                         return 0;
+        if (!manager_persist_settled(m) || !manager_modules_settled(m))
+                return 0;
         m->ready_pending = false;
         if (m->fuse) {
                 r = fuse_fs_mount(m->fuse, m->event);

@@ -22,6 +22,8 @@ static const char * const state_table[_MODPARAM_STATE_MAX] = {
         [MODPARAM_UNSUPPORTED]    = "unsupported",
         [MODPARAM_CONFLICT]       = "conflict",
         [MODPARAM_ERROR]          = "error",
+        [MODPARAM_PENDING]        = "pending",
+        [MODPARAM_TIMEOUT]        = "timeout",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(module_param_state, ModuleParamState, state_table, _MODPARAM_STATE_MAX);
@@ -192,7 +194,33 @@ static char *modprobe_content(const Modules *m) {
         return any ? memstream_close_text(&text) : NULL;
 }
 
-int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfig *config, bool write) {
+/* The note of a parameter in blkmqd.conf (pending-reboot). */
+static void set_reboot_note(ModuleParam *p) {
+        const KnownModuleParam *k = known_module_param(p->module, p->param);
+        set_note(p, "in /etc/modprobe.d/" MODPROBE_D_FILE "; takes effect at %s%s", k ? k->takes_effect : "next boot",
+                 p->root_disk ? "; the root filesystem is behind this driver: rebuild the initramfs (update-initramfs -u) before rebooting" : "");
+}
+
+/* The parameter a WRITE_OP_WRITE of path "module/<m>/parameters/<p>" is about, or NULL. */
+static ModuleParam *param_of_path(Modules *m, const char *path) {
+        for (size_t i = 0; i < m->n_params; i++) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof(p), "module/%s/parameters/%s", m->params[i].module, m->params[i].param);
+                if (streq(p, path))
+                        return &m->params[i];
+        }
+        return NULL;
+}
+
+static int job_add(WriteJob **j, const char *lane) {
+        if (!*j && !(*j = write_job_new(lane)))
+                return -ENOMEM;
+        (*j)->stop_on_error = false;    /* one parameter's failure is no reason to skip the others */
+        return 0;
+}
+
+int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, WriteJob **ret_job) {
+        _cleanup_(write_job_freep) WriteJob *j = NULL;
         int r = collect(m, reg);
         if (r < 0)
                 return r;
@@ -239,68 +267,124 @@ int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfi
                         snprintf(path, sizeof(path), "module/%s/parameters/%s", p->module, p->param);
                         if (!p->original && free_and_strdup(&p->original, p->current) < 0)
                                 return -ENOMEM;
-                        r = hostfs_write(h, HOSTFS_SYSFS, path, p->wanted);
-                        if (r < 0) {
+                        if (job_add(&j, MODULES_LANE) < 0 || write_job_add(j, HOSTFS_SYSFS, path, p->wanted, false) < 0)
+                                return -ENOMEM;
+                        log_debug("Writing \"%s\" to \"/sys/%s\"", p->wanted, path);
+                        p->state = MODPARAM_PENDING;
+                        set_note(p, "writing %s to /sys/%s", p->wanted, path);
+                } else {
+                        p->state = MODPARAM_PENDING_REBOOT;
+                        set_reboot_note(p);
+                }
+        }
+
+        if (write) {
+                _cleanup_free_ char *want = modprobe_content(m), *have = NULL;
+                (void) hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &have);
+                if (streq_ptr(want, have))
+                        ;
+                else if (have && !modprobe_file_is_blkmqd(have)) {
+                        /* someone else's file (or blkmqd's, edited by hand): never overwritten nor removed */
+                        m->file_written = false;
+                        if (want) {
+                                if (!m->foreign_logged)
+                                        log_warning("/etc/modprobe.d/" MODPROBE_D_FILE " is not blkmqd's (no blkmqd header, or edited "
+                                                    "since): not overwriting it; move it away to let blkmqd write its own");
+                                m->foreign_logged = true;
+                                for (size_t i = 0; i < m->n_params; i++)
+                                        if (m->params[i].state == MODPARAM_PENDING_REBOOT) {
+                                                m->params[i].state = MODPARAM_ERROR;
+                                                set_note(&m->params[i], "/etc/modprobe.d/" MODPROBE_D_FILE " exists and is not blkmqd's "
+                                                         "(no blkmqd header, or edited since): left alone, nothing written");
+                                        }
+                        }
+                } else if (want || have) {      /* have: blkmqd's (checked above), and nothing is wanted any more */
+                        m->foreign_logged = false;
+                        if (job_add(&j, MODULES_LANE) < 0 || write_job_add_file(j, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, want) < 0)
+                                return -ENOMEM;
+                        log_debug("%s \"/etc/modprobe.d/" MODPROBE_D_FILE "\"", want ? "Writing" : "Removing");
+                        for (size_t i = 0; i < m->n_params; i++)
+                                if (m->params[i].state == MODPARAM_PENDING_REBOOT) {
+                                        m->params[i].state = MODPARAM_PENDING;
+                                        set_note(&m->params[i], "writing /etc/modprobe.d/" MODPROBE_D_FILE);
+                                }
+                } else
+                        m->foreign_logged = false;
+        }
+        *ret_job = TAKE_PTR(j);
+        return 0;
+}
+
+void modules_finish(Modules *m, const WriteJob *j) {
+        for (size_t i = 0; i < j->n_ops; i++) {
+                const WriteOp *op = &j->ops[i];
+                if (op->type == WRITE_OP_WRITE) {
+                        ModuleParam *p = param_of_path(m, op->path);
+                        const KnownModuleParam *k = p ? known_module_param(p->module, p->param) : NULL;
+                        if (!p)
+                                continue;
+                        if (op->result < 0) {
                                 p->state = MODPARAM_ERROR;
-                                set_note(p, "writing %s: %s", path, strerror(-r));
-                                log_warning_errno(r, "Failed to set %s.%s=%s: %m", p->module, p->param, p->wanted);
+                                set_note(p, "writing /sys/%s: %s", op->path, strerror(-op->result));
+                                log_warning_errno(op->result, "Failed to set %s.%s=%s: %m", p->module, p->param, op->value);
                                 continue;
                         }
                         p->state = MODPARAM_PENDING_RESET;
-                        set_note(p, "written; takes effect at %s%s", k->takes_effect, root_note);
-                } else {
-                        p->state = MODPARAM_PENDING_REBOOT;
-                        set_note(p, "in /etc/modprobe.d/" MODPROBE_D_FILE "; takes effect at %s%s",
-                                 k ? k->takes_effect : "next boot", root_note);
+                        set_note(p, "written; takes effect at %s%s", k ? k->takes_effect : "next boot",
+                                 p->root_disk ? "; the root filesystem is behind this driver: rebuild the initramfs "
+                                                "(update-initramfs -u) before rebooting" : "");
+                        continue;
                 }
-        }
-
-        if (!write)
-                return 0;
-
-        _cleanup_free_ char *want = modprobe_content(m), *have = NULL;
-        (void) hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &have);
-        if (streq_ptr(want, have))
-                return 0;
-        if (have && !modprobe_file_is_blkmqd(have)) {
-                /* someone else's file (or blkmqd's, edited by hand): never overwritten nor removed */
-                m->file_written = false;
-                if (!want)
-                        return 0;
-                if (!m->foreign_logged)
-                        log_warning("/etc/modprobe.d/" MODPROBE_D_FILE " is not blkmqd's (no blkmqd header, or edited "
-                                    "since): not overwriting it; move it away to let blkmqd write its own");
-                m->foreign_logged = true;
-                for (size_t i = 0; i < m->n_params; i++)
-                        if (m->params[i].state == MODPARAM_PENDING_REBOOT) {
-                                m->params[i].state = MODPARAM_ERROR;
-                                set_note(&m->params[i], "/etc/modprobe.d/" MODPROBE_D_FILE " exists and is not blkmqd's "
-                                         "(no blkmqd header, or edited since): left alone, nothing written");
+                if (op->type != WRITE_OP_REPLACE && op->type != WRITE_OP_UNLINK)
+                        continue;
+                bool replace = op->type == WRITE_OP_REPLACE;
+                if (op->result >= 0) {
+                        m->file_written = replace;
+                        if (replace)
+                                log_info("Wrote /etc/modprobe.d/" MODPROBE_D_FILE);
+                        else
+                                log_info("Removed /etc/modprobe.d/" MODPROBE_D_FILE ": no disk wants a module parameter any more");
+                } else
+                        log_warning_errno(op->result, "Failed to update /etc/modprobe.d/" MODPROBE_D_FILE ": %m");
+                for (size_t k = 0; k < m->n_params; k++) {
+                        ModuleParam *p = &m->params[k];
+                        if (p->state != MODPARAM_PENDING && p->state != MODPARAM_TIMEOUT)
+                                continue;
+                        bool runtime = false;   /* a runtime parameter of this job: its own op decided it */
+                        for (size_t o = 0; o < j->n_ops && !runtime; o++)
+                                runtime = j->ops[o].type == WRITE_OP_WRITE && param_of_path(m, j->ops[o].path) == p;
+                        if (runtime)
+                                continue;
+                        if (op->result >= 0) {
+                                p->state = MODPARAM_PENDING_REBOOT;
+                                set_reboot_note(p);
+                        } else {
+                                p->state = MODPARAM_ERROR;
+                                set_note(p, "writing /etc/modprobe.d/" MODPROBE_D_FILE ": %s", strerror(-op->result));
                         }
-                return 0;
-        }
-        m->foreign_logged = false;
-        if (want) {
-                r = hostfs_replace_file(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, want);
-                if (r >= 0) {
-                        m->file_written = true;
-                        log_info("Wrote /etc/modprobe.d/" MODPROBE_D_FILE);
-                }
-        } else if (have) {              /* blkmqd's (checked above), and nothing is wanted any more */
-                r = hostfs_unlink(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE);
-                if (r >= 0) {
-                        m->file_written = false;
-                        log_info("Removed /etc/modprobe.d/" MODPROBE_D_FILE ": no disk wants a module parameter any more");
                 }
         }
-        if (r < 0) {
-                log_warning_errno(r, "Failed to update /etc/modprobe.d/" MODPROBE_D_FILE ": %m");
-                for (size_t i = 0; i < m->n_params; i++)
-                        if (m->params[i].state == MODPARAM_PENDING_REBOOT) {
-                                m->params[i].state = MODPARAM_ERROR;
-                                set_note(&m->params[i], "writing /etc/modprobe.d/" MODPROBE_D_FILE ": %s", strerror(-r));
-                        }
+}
+
+void modules_timeout(Modules *m, const WriteJob *j, uint64_t usec) {
+        for (size_t i = 0; i < m->n_params; i++) {
+                ModuleParam *p = &m->params[i];
+                if (p->state != MODPARAM_PENDING)
+                        continue;
+                p->state = MODPARAM_TIMEOUT;
+                set_note(p, "%s: no answer after %g s; the outcome is recorded when it returns", strna(p->note), (double) usec / 1e6);
         }
+        log_warning_errno(ETIMEDOUT, "Module parameters: the write of \"%s\" has not returned after %g s; the rest is served, "
+                          "its outcome is recorded when it returns", j->ops[0].path, (double) usec / 1e6);
+}
+
+int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfig *config, bool write) {
+        _cleanup_(write_job_freep) WriteJob *j = NULL;
+        int r = modules_decide(h, m, reg, write, &j);
+        if (r < 0 || !j)
+                return r;
+        writer_run_inline(h, j);
+        modules_finish(m, j);
         (void) config;
         return 0;
 }
@@ -339,40 +423,66 @@ int modules_load_originals(Modules *m, char * const *kv) {
         return 0;
 }
 
-int modules_restore(HostFs *h, Modules *m) {
-        int n = 0, ret = 0, r;
-
+int modules_restore_decide(HostFs *h, Modules *m, WriteJob **ret_job) {
+        _cleanup_(write_job_freep) WriteJob *j = NULL;
         _cleanup_free_ char *have = NULL;
-        r = hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &have);
+
+        int r = hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &have);
         if (r >= 0 && !modprobe_file_is_blkmqd(have)) {
                 if (m->file_written)
                         log_warning("/etc/modprobe.d/" MODPROBE_D_FILE " was edited since blkmqd wrote it: leaving it in place");
                 m->file_written = false;
-        } else if (r >= 0) {
-                r = hostfs_unlink(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE);
-                if (r < 0)
-                        ret = log_warning_errno(r, "Failed to remove /etc/modprobe.d/" MODPROBE_D_FILE ": %m");
-                else {
-                        log_info("Removed /etc/modprobe.d/" MODPROBE_D_FILE);
-                        m->file_written = false;
-                        n++;
-                }
-        }
+        } else if (r >= 0 && (job_add(&j, MODULES_LANE) < 0 || write_job_add_file(j, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, NULL) < 0))
+                return -ENOMEM;
         for (size_t i = 0; i < m->n_params; i++) {
                 ModuleParam *p = &m->params[i];
                 char path[PATH_MAX];
                 if (!p->original)
                         continue;
                 snprintf(path, sizeof(path), "module/%s/parameters/%s", p->module, p->param);
-                r = hostfs_write(h, HOSTFS_SYSFS, path, p->original);
-                if (r < 0) {
-                        if (ret >= 0)
-                                ret = log_warning_errno(r, "Failed to restore %s.%s=%s: %m", p->module, p->param, p->original);
+                if (job_add(&j, MODULES_LANE) < 0 || write_job_add(j, HOSTFS_SYSFS, path, p->original, false) < 0)
+                        return -ENOMEM;
+        }
+        *ret_job = TAKE_PTR(j);
+        return 0;
+}
+
+int modules_restore_finish(Modules *m, const WriteJob *j) {
+        int n = 0, ret = 0;
+
+        for (size_t i = 0; i < j->n_ops; i++) {
+                const WriteOp *op = &j->ops[i];
+                if (op->type == WRITE_OP_UNLINK) {
+                        if (op->result < 0)
+                                ret = log_warning_errno(op->result, "Failed to remove /etc/modprobe.d/" MODPROBE_D_FILE ": %m");
+                        else {
+                                log_info("Removed /etc/modprobe.d/" MODPROBE_D_FILE);
+                                m->file_written = false;
+                                n++;
+                        }
                         continue;
                 }
-                log_info("Restored %s.%s=%s", p->module, p->param, p->original);
-                p->original = mfree_str(p->original);
+                ModuleParam *p = op->type == WRITE_OP_WRITE ? param_of_path(m, op->path) : NULL;
+                if (!p)
+                        continue;
+                if (op->result < 0) {
+                        if (ret >= 0)
+                                ret = log_warning_errno(op->result, "Failed to restore %s.%s=%s: %m", p->module, p->param, op->value);
+                        continue;
+                }
+                log_info("Restored %s.%s=%s", p->module, p->param, op->value);
+                if (streq_ptr(p->original, op->value))
+                        p->original = mfree_str(p->original);
                 n++;
         }
         return ret < 0 ? ret : n;
+}
+
+int modules_restore(HostFs *h, Modules *m) {
+        _cleanup_(write_job_freep) WriteJob *j = NULL;
+        int r = modules_restore_decide(h, m, &j);
+        if (r < 0 || !j)
+                return r;
+        writer_run_inline(h, j);
+        return modules_restore_finish(m, j);
 }

@@ -17,8 +17,11 @@
 
 #include "hostfs.h"
 #include "registry.h"
+#include "writer.h"
 
 #define MODPROBE_D_FILE "blkmqd.conf"
+/* The writer lane of every module-parameter job and of originals/module-parameters: one at a time, in order. */
+#define MODULES_LANE "modules"
 /* First line of every blkmqd.conf blkmqd writes: how a later run knows the file is blkmqd's. */
 #define MODPROBE_D_HEADER "# Written by blkmqd: blk-mq queue layout parameters. Removed by `echo 1 > /run/blkmqd/restore`."
 
@@ -31,6 +34,8 @@ typedef enum ModuleParamState {
         MODPARAM_UNSUPPORTED,     /* this kernel's module has no such parameter */
         MODPARAM_CONFLICT,        /* disks want different values: nothing written */
         MODPARAM_ERROR,           /* a write failed */
+        MODPARAM_PENDING,         /* its write (/sys/module, or modprobe.d) is on a writer worker */
+        MODPARAM_TIMEOUT,         /* ... and has not returned within the writer's deadline (still pending) */
         _MODPARAM_STATE_MAX,
         _MODPARAM_STATE_INVALID = -EINVAL,
 } ModuleParamState;
@@ -93,14 +98,39 @@ int modules_load_originals(Modules *m, char * const *kv);
 /*
  * Recompute from the registry's plans and carry out. write: ModuleParams=write and mode
  * auto. Returns 0 or -ENOMEM; write failures are kept in the states and logged.
+ * The synchronous form (tests, fixture runs) of modules_decide() + modules_finish().
  */
 int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfig *config, bool write);
 
 /*
+ * The loop thread's half of modules_update(): recompute every state from the registry's plans
+ * (reads only: the running values come from the disks' facts, blkmqd.conf is read to compare)
+ * and put what must be written into *ret_job (NULL: nothing; lane MODULES_LANE): the runtime
+ * parameters' /sys/module writes, then blkmqd.conf replaced or removed. The parameters a
+ * write is for read MODPARAM_PENDING until modules_finish() (the original of a runtime
+ * parameter is recorded first: persist it before the job runs). Returns 0 or -ENOMEM.
+ */
+int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, WriteJob **ret_job);
+
+/* The outcome of a modules_decide() job, once every op returned (loop thread): states, notes,
+ * log lines, as the synchronous write's were. */
+void modules_finish(Modules *m, const WriteJob *j);
+
+/* A modules_decide() job past the writer's deadline (usec): the pending parameters read
+ * MODPARAM_TIMEOUT until it returns; one warning. */
+void modules_timeout(Modules *m, const WriteJob *j, uint64_t usec);
+
+/*
  * Undo: remove blkmqd.conf if blkmqd wrote it, put back runtime values it changed.
  * Returns the number of things undone or the first -errno.
+ * The synchronous form of modules_restore_decide() + modules_restore_finish().
  */
 int modules_restore(HostFs *h, Modules *m);
+
+/* The job that undoes (NULL: nothing to undo; lane MODULES_LANE). Returns 0 or -ENOMEM. */
+int modules_restore_decide(HostFs *h, Modules *m, WriteJob **ret_job);
+/* Its outcome: returns the number of things undone or the first -errno (logged). */
+int modules_restore_finish(Modules *m, const WriteJob *j);
 
 /* The parameter, or NULL. */
 const ModuleParam *modules_get(const Modules *m, const char *module, const char *param);

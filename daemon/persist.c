@@ -79,6 +79,141 @@ static char *originals_key(const Device *d) {
         return asprintf(&k, "%s#%s", d->facts->identity, d->name) < 0 ? NULL : k;
 }
 
+/* ---- saves on the writer ---------------------------------------------------------------- */
+
+typedef enum PersistWhat {
+        PERSIST_ORIGINALS,              /* originals/<identity> of a disk */
+        PERSIST_MODULE_ORIGINALS,       /* originals/module-parameters */
+        PERSIST_OVERRIDES,              /* overrides/<identity> */
+} PersistWhat;
+
+typedef struct PersistJob {
+        Manager *m;
+        PersistWhat what;
+        char *name;                     /* the disk's (originals, overrides) */
+        char *snapshot;                 /* what d->originals_saved / m->module_originals_saved became at submit */
+        bool inline_done;
+} PersistJob;
+
+static PersistJob *persist_job_free(PersistJob *p) {
+        if (p) {
+                free(p->name);
+                free(p->snapshot);
+                free(p);
+        }
+        return NULL;
+}
+
+static const char *persist_what(const PersistJob *p) {
+        return p->what == PERSIST_OVERRIDES ? "overrides" :
+               p->what == PERSIST_MODULE_ORIGINALS ? "original module parameters" : "original values";
+}
+
+bool manager_persist_settled(const Manager *m) {
+        return m->persist_unsettled == 0;
+}
+
+/* The save returned (loop thread, or inline): a failure is said, and the next save writes again. */
+static void persist_finish(PersistJob *p, int r) {
+        Manager *m = p->m;
+        if (r >= 0)
+                return;
+        if (p->what == PERSIST_OVERRIDES) {
+                log_device_warning_errno(p->name, r, "Failed to persist overrides, they last until restart: %m");
+                return;
+        }
+        if (p->what == PERSIST_MODULE_ORIGINALS) {
+                log_warning_errno(r, "Failed to persist original module parameters, a restart would lose them: %m");
+                if (streq_ptr(m->module_originals_saved, p->snapshot))
+                        m->module_originals_saved = mfree_str(m->module_originals_saved);
+                return;
+        }
+        log_device_warning_errno(p->name, r, "Failed to persist original values, a crash would lose them: %m");
+        Device *d = registry_get(&m->registry, p->name);
+        if (d && streq_ptr(d->originals_saved, p->snapshot))
+                d->originals_saved = mfree_str(d->originals_saved);
+}
+
+static void on_persist_done(WriteJob *j, void *userdata) {
+        PersistJob *p = userdata;
+        Manager *m = p->m;
+
+        m->persist_pending--;
+        if (!j->timed_out)
+                m->persist_unsettled--;
+        else
+                log_info("Saving %s to the state directory returned after %.1f s", persist_what(p),
+                         (double) (j->done_usec - j->submitted_usec) / 1e6);
+        persist_finish(p, j->ops[0].result);
+        persist_job_free(p);
+        manager_waiters_check(m);
+        (void) manager_ready_check(m);
+        manager_stop_check(m);
+}
+
+static void on_persist_timeout(WriteJob *j, void *userdata) {
+        PersistJob *p = userdata;
+        Manager *m = p->m;
+
+        m->persist_unsettled--;
+        log_warning_errno(ETIMEDOUT, "Saving %s to the state directory \"%s\" has not returned after %g s (a slow or "
+                          "frozen file system?); the rest is served, %s", persist_what(p), state_dir(m->state),
+                          (double) writer_timeout_usec(m->writer) / 1e6,
+                          p->what == PERSIST_OVERRIDES ? "the setting is in force meanwhile" :
+                          "the kernel writes that follow it wait for it");
+        manager_waiters_check(m);
+        (void) manager_ready_check(m);
+}
+
+/*
+ * Store text (state_format()) as key's file of section: a job in lane, or done here when no
+ * loop runs. Takes p. Returns 0 or -errno (nothing submitted; p freed).
+ */
+static int persist_submit(Manager *m, const char *lane, StateSection section, const char *key, const char *text, PersistJob *p) {
+        _cleanup_(write_job_freep) WriteJob *j = write_job_new(lane);
+        int r;
+
+        p->m = m;
+        if (!j || write_job_add_state(j, m->state, section, key, text) < 0) {
+                persist_job_free(p);
+                return -ENOMEM;
+        }
+        if (!m->writer || m->inline_files) {
+                writer_run_inline(m->hostfs, j);
+                persist_finish(p, j->ops[0].result);
+                persist_job_free(p);
+                return 0;
+        }
+        r = writer_submit(m->writer, TAKE_PTR(j), on_persist_done, on_persist_timeout, p);
+        if (r < 0) {
+                persist_job_free(p);
+                return r;
+        }
+        m->persist_pending++;
+        m->persist_unsettled++;
+        return 0;
+}
+
+void manager_persist_overrides(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *text = NULL;
+        PersistJob *p = NULL;
+
+        if (!m->state || !d->facts || !d->facts->identity)
+                return;
+        int r = state_overrides_kv(&d->overrides, &kv);
+        if (r >= 0 && (!(text = state_format(STATE_OVERRIDES, d->facts->identity, kv)) ||
+                       !(p = calloc(1, sizeof(PersistJob))) || !(p->name = strdup(d->name))))
+                r = -ENOMEM;
+        if (r >= 0) {
+                p->what = PERSIST_OVERRIDES;
+                r = persist_submit(m, "overrides", STATE_OVERRIDES, d->facts->identity, text, TAKE_PTR(p));
+        }
+        persist_job_free(p);
+        if (r < 0)
+                log_device_warning_errno(d->name, r, "Failed to persist overrides, they last until restart: %m");
+}
+
 /* Load persisted overrides of a newly seen disk; values no longer valid are dropped with a log line. */
 void manager_load_overrides(Manager *m, Device *d) {
         _cleanup_strv_free_ char **kv = NULL;
@@ -167,7 +302,9 @@ static char *originals_snapshot(const char *key, char * const *kv) {
  * before every kernel write (manager_on_apply_submit()), where it used to write and fsync() the file
  * (and its directory) every time: on a disk re-added with its originals already stored, or a
  * second knob of the same run, that fsync() stood between the uevent and the write (issue 12
- * item 4). Now the file is written only when its content changes.
+ * item 4). Now the file is written only when its content changes, and the save is a job on the
+ * writer in the disk's lane (persist_submit()): the loop never waits for the state directory's
+ * disk, and the kernel write submitted after it waits for it in the lane.
  */
 void manager_persist_originals(Manager *m, Device *d) {
         _cleanup_strv_free_ char **kv = NULL;
@@ -178,18 +315,28 @@ void manager_persist_originals(Manager *m, Device *d) {
                 return;
         r = originals_to_kv(d, &kv);
         if (r >= 0 && (snapshot = originals_snapshot(key, kv)) && streq_ptr(snapshot, d->originals_saved))
-                return;         /* the file already holds exactly this */
-        if (r >= 0)
-                r = state_save(m->state, STATE_ORIGINALS, key, kv);
+                return;         /* the file already holds exactly this (or will: its save is queued) */
+        _cleanup_free_ char *text = NULL;
+        PersistJob *p = NULL;
+        if (r >= 0 && (!(text = state_format(STATE_ORIGINALS, key, kv)) || !(p = calloc(1, sizeof(PersistJob))) ||
+                       !(p->name = strdup(d->name)) || (snapshot && !(p->snapshot = strdup(snapshot)))))
+                r = -ENOMEM;
+        if (r >= 0) {
+                p->what = PERSIST_ORIGINALS;
+                /* what the file holds once the save returns (a failed save clears it, so the next
+                 * one writes; NULL on ENOMEM: the next save writes anyway) */
+                free(d->originals_saved);
+                d->originals_saved = TAKE_PTR(snapshot);
+                /* the disk's lane: on disk before the kernel write submitted after it */
+                r = persist_submit(m, d->name, STATE_ORIGINALS, key, text, TAKE_PTR(p));
+        }
+        persist_job_free(p);
         if (r >= 0 && kv && !strv_contains(m->originals_seen, key))
                 (void) strv_extend(&m->originals_seen, key);
         if (r < 0) {
                 log_device_warning_errno(d->name, r, "Failed to persist original values, a crash would lose them: %m");
                 d->originals_saved = mfree_str(d->originals_saved);
-                return;
         }
-        free(d->originals_saved);
-        d->originals_saved = TAKE_PTR(snapshot);        /* NULL (ENOMEM): the next save writes */
 }
 
 /*
@@ -276,12 +423,20 @@ void manager_persist_module_originals(Manager *m) {
                 r = -ENOMEM;
         if (r >= 0 && streq_ptr(joined, m->module_originals_saved))
                 return;         /* unchanged: not rewritten on every uevent */
-        if (r >= 0)
-                r = state_save(m->state, STATE_ORIGINALS, MODULES_STATE_KEY, kv);
+        _cleanup_free_ char *text = NULL;
+        PersistJob *p = NULL;
+        if (r >= 0 && (!(text = state_format(STATE_ORIGINALS, MODULES_STATE_KEY, kv)) || !(p = calloc(1, sizeof(PersistJob))) ||
+                       !(p->snapshot = strdup(joined))))
+                r = -ENOMEM;
+        if (r >= 0) {
+                p->what = PERSIST_MODULE_ORIGINALS;
+                free(m->module_originals_saved);
+                m->module_originals_saved = TAKE_PTR(joined);   /* a failed save clears it */
+                r = persist_submit(m, MODULES_LANE, STATE_ORIGINALS, MODULES_STATE_KEY, text, TAKE_PTR(p));
+        }
+        persist_job_free(p);
         if (r < 0) {
                 log_warning_errno(r, "Failed to persist original module parameters, a restart would lose them: %m");
-                return;
+                m->module_originals_saved = mfree_str(m->module_originals_saved);
         }
-        free(m->module_originals_saved);
-        m->module_originals_saved = TAKE_PTR(joined);
 }

@@ -355,14 +355,127 @@ void manager_device_event(Manager *m, const char *name, bool removed) {
         m->cascading = false;
 }
 
-void manager_update_modules(Manager *m) {
-        int r = modules_update(m->hostfs, &m->modules, &m->registry, &m->config.policy,
-                               m->mode == MODE_AUTO && m->config.module_params_write);
+/* ---- module parameters: decided here, written on the writer (lane MODULES_LANE) ------------- */
+
+enum { MODULES_JOB_UPDATE, MODULES_JOB_RESTORE };
+
+bool manager_modules_settled(const Manager *m) {
+        return (!m->modules_busy || m->modules_timed_out) && !m->modules_restore_wanted;
+}
+
+/* A module job returned (or was done inline): its outcome, then what was asked meanwhile. */
+static void modules_job_finish(Manager *m, WriteJob *j) {
+        int r;
+
+        if (j->tag == MODULES_JOB_RESTORE) {
+                int k = modules_restore_finish(&m->modules, j);
+                m->restore_count += k > 0 ? k : 0;
+                m->restore_counts.restored += k > 0 ? k : 0;
+                if (k < 0) {
+                        m->restore_failed = true;
+                        m->restore_counts.failed++;
+                }
+                m->restored = m->restore_count;
+        } else
+                modules_finish(&m->modules, j);
         manager_persist_module_originals(m);
+        r = m->fuse ? fuse_fs_modules_updated(m->fuse) : 0;
+        if (r < 0)
+                log_warning_errno(r, "Failed to update module parameters, ignoring: %m");
+}
+
+static void on_modules_done(WriteJob *j, void *userdata) {
+        Manager *m = userdata;
+
+        m->modules_busy = false;
+        if (j->timed_out)
+                log_info("Module parameters: the write of \"%s\" returned after %.1f s", j->ops[0].path,
+                         (double) (j->done_usec - j->submitted_usec) / 1e6);
+        modules_job_finish(m, j);
+        if (m->modules_restore_wanted)
+                manager_restore_modules(m);
+        else if (m->modules_again)
+                manager_update_modules(m);
+        if (m->started)
+                manager_update_status(m);
+        manager_waiters_check(m);
+        (void) manager_ready_check(m);
+        manager_stop_check(m);
+}
+
+static void on_modules_timeout(WriteJob *j, void *userdata) {
+        Manager *m = userdata;
+
+        m->modules_timed_out = true;
+        modules_timeout(&m->modules, j, writer_timeout_usec(m->writer));
+        if (m->fuse)
+                (void) fuse_fs_modules_updated(m->fuse);
+        manager_waiters_check(m);
+        (void) manager_ready_check(m);
+}
+
+/* Hand j (taken) to the writer, or do it here when no loop runs. */
+static void modules_submit(Manager *m, WriteJob *j, int tag) {
+        j->tag = tag;
+        if (!m->writer || m->inline_files) {
+                writer_run_inline(m->hostfs, j);
+                modules_job_finish(m, j);
+                write_job_free(j);
+                return;
+        }
+        int r = writer_submit(m->writer, j, on_modules_done, on_modules_timeout, m);
+        if (r < 0) {
+                /* nothing was written: like a transient error, tried again at the next update */
+                log_warning_errno(r, "Module parameters: cannot start a writer thread, will retry: %m");
+                for (size_t i = 0; i < m->modules.n_params; i++)
+                        if (m->modules.params[i].state == MODPARAM_PENDING)
+                                m->modules.params[i].state = MODPARAM_ERROR;
+                if (tag == MODULES_JOB_RESTORE) {
+                        m->restore_failed = true;
+                        m->restore_counts.failed++;
+                }
+                return;
+        }
+        m->modules_busy = true;
+        m->modules_timed_out = false;
+}
+
+void manager_update_modules(Manager *m) {
+        _cleanup_(write_job_freep) WriteJob *j = NULL;
+
+        if (m->modules_busy) {
+                m->modules_again = true;        /* decided again from the plans then in force */
+                return;
+        }
+        m->modules_again = false;
+        int r = modules_decide(m->hostfs, &m->modules, &m->registry,
+                               m->mode == MODE_AUTO && m->config.module_params_write, &j);
+        manager_persist_module_originals(m);    /* the originals decide recorded: saved before j (same lane) */
         if (r >= 0 && m->fuse)
                 r = fuse_fs_modules_updated(m->fuse);
         if (r < 0)
                 log_warning_errno(r, "Failed to update module parameters, ignoring: %m");
+        if (j)
+                modules_submit(m, TAKE_PTR(j), MODULES_JOB_UPDATE);
+}
+
+void manager_restore_modules(Manager *m) {
+        _cleanup_(write_job_freep) WriteJob *j = NULL;
+
+        if (m->modules_busy) {
+                m->modules_restore_wanted = true;       /* after the job in flight, deciding from what it did */
+                return;
+        }
+        m->modules_restore_wanted = false;
+        int r = modules_restore_decide(m->hostfs, &m->modules, &j);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to restore module parameters: %m");
+                m->restore_failed = true;
+                m->restore_counts.failed++;
+                return;
+        }
+        if (j)
+                modules_submit(m, TAKE_PTR(j), MODULES_JOB_RESTORE);
 }
 
 /* After a coldplug or reload batch: machine-wide inputs are no longer shared; hosts/ once for all. */

@@ -110,36 +110,47 @@ char *state_escape_identity(const char *identity) {
         return r;
 }
 
-int state_save(State *s, StateSection section, const char *identity, char * const *kv) {
-        _cleanup_free_ char *name = state_escape_identity(identity), *tmp = NULL, *buf = NULL;
-        int dfd = s->fd[section];
+char *state_format(StateSection section, const char *identity, char * const *kv) {
+        char *buf = NULL;
         size_t size = 0;
+
+        if (strv_length(kv) == 0)
+                return strdup("");
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return NULL;
+        fprintf(f, "# blkmqd %s for %s\n", section_dir[section], identity);
+        for (size_t i = 0; kv[i] && kv[i + 1]; i += 2)
+                fprintf(f, "%s=%s\n", kv[i], kv[i + 1]);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+int state_save_text(State *s, StateSection section, const char *identity, const char *text) {
+        _cleanup_free_ char *name = state_escape_identity(identity), *tmp = NULL;
+        int dfd = s->fd[section];
+        size_t size = strlen(text);
         int r;
 
         if (!name)
                 return -ENOMEM;
-        if (strv_length(kv) == 0) {
+        if (size == 0) {
                 if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
                         return negative_errno();
                 return 0;
         }
-
-        FILE *f = open_memstream(&buf, &size);
-        if (!f)
-                return -ENOMEM;
-        fprintf(f, "# blkmqd %s for %s\n", section_dir[section], identity);
-        for (size_t i = 0; kv[i] && kv[i + 1]; i += 2)
-                fprintf(f, "%s=%s\n", kv[i], kv[i + 1]);
-        if (fclose(f) != 0)
-                return -ENOMEM;
 
         if (asprintf(&tmp, ".%s.tmp", name) < 0)
                 return -ENOMEM;
         _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return negative_errno();
-        if (write(fd, buf, size) != (ssize_t) size || fsync(fd) < 0) {
-                r = negative_errno();
+        ssize_t k = write(fd, text, size);
+        if (k != (ssize_t) size || fsync(fd) < 0) {
+                r = k >= 0 && k != (ssize_t) size ? -EIO : negative_errno();
                 (void) unlinkat(dfd, tmp, 0);
                 return r;
         }
@@ -150,6 +161,13 @@ int state_save(State *s, StateSection section, const char *identity, char * cons
         }
         (void) fsync(dfd);
         return 0;
+}
+
+int state_save(State *s, StateSection section, const char *identity, char * const *kv) {
+        _cleanup_free_ char *text = state_format(section, identity, kv);
+        if (!text)
+                return -ENOMEM;
+        return state_save_text(s, section, identity, text);
 }
 
 int state_load(State *s, StateSection section, const char *identity, char ***ret) {
@@ -207,7 +225,7 @@ int state_load(State *s, StateSection section, const char *identity, char ***ret
         return 0;
 }
 
-int state_save_overrides(State *s, const char *identity, const PolicyOverrides *o) {
+int state_overrides_kv(const PolicyOverrides *o, char ***ret) {
         _cleanup_strv_free_ char **kv = NULL;
 
         for (Knob k = 0; k < _KNOB_MAX; k++) {
@@ -225,6 +243,15 @@ int state_save_overrides(State *s, const char *identity, const PolicyOverrides *
         if ((o->disabled || o->enabled_set) &&
             (strv_extend(&kv, "enabled") < 0 || strv_extend(&kv, o->disabled ? "0" : "1") < 0))
                 return -ENOMEM;
+        *ret = TAKE_PTR(kv);
+        return 0;
+}
+
+int state_save_overrides(State *s, const char *identity, const PolicyOverrides *o) {
+        _cleanup_strv_free_ char **kv = NULL;
+        int r = state_overrides_kv(o, &kv);
+        if (r < 0)
+                return r;
         return state_save(s, STATE_OVERRIDES, identity, kv);
 }
 

@@ -51,6 +51,21 @@ int state_load_overrides(State *s, const char *identity, char ***ret);
 int state_save(State *s, StateSection section, const char *identity, char * const *kv);
 
 /*
+ * The two halves of state_save(), for a save done on a writer worker (daemon/writer.h):
+ * state_format() renders kv as the file's text on the loop thread ("" for an empty kv: the
+ * file is removed; NULL on ENOMEM); state_save_text() stores it (temp file, fsync, rename,
+ * fsync of the directory; "" removes the file). state_save_text() uses only what state_open()
+ * set up and its arguments, so a worker may call it while the loop goes on; it blocks as long
+ * as the state directory's file system takes (a slow or frozen disk). Returns 0 or -errno.
+ */
+char *state_format(StateSection section, const char *identity, char * const *kv);
+int state_save_text(State *s, StateSection section, const char *identity, const char *text);
+
+/* The overrides as state_save_overrides() stores them: a strv of alternating key, value
+ * (NULL when there is nothing to store). Returns 0 or -ENOMEM. */
+int state_overrides_kv(const PolicyOverrides *o, char ***ret);
+
+/*
  * Load what state_save() stored: a strv of alternating key, value (NULL when nothing is
  * stored). -EBADMSG for a corrupt file (renamed to <name>.corrupt), -errno.
  */

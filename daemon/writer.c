@@ -64,6 +64,37 @@ int write_job_add(WriteJob *j, HostFsKind kind, const char *path, const char *va
         return 0;
 }
 
+static int job_append(WriteJob *j, WriteOp op) {
+        WriteOp *n = realloc(j->ops, (j->n_ops + 1) * sizeof(WriteOp));
+        if (!n)
+                return -ENOMEM;
+        j->ops = n;
+        n[j->n_ops++] = op;
+        return 0;
+}
+
+int write_job_add_file(WriteJob *j, HostFsKind kind, const char *name, const char *content) {
+        WriteOp op = { .type = content ? WRITE_OP_REPLACE : WRITE_OP_UNLINK, .kind = kind,
+                       .path = strdup(name), .value = strdup(content ?: HOSTFS_UNLINK_RECORD) };
+        if (!op.path || !op.value || job_append(j, op) < 0) {
+                free(op.path);
+                free(op.value);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int write_job_add_state(WriteJob *j, State *s, StateSection section, const char *identity, const char *text) {
+        WriteOp op = { .type = WRITE_OP_STATE, .kind = _HOSTFS_KIND_INVALID, .state = s, .section = section,
+                       .path = strdup(identity), .value = strdup(text) };
+        if (!op.path || !op.value || job_append(j, op) < 0) {
+                free(op.path);
+                free(op.value);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 WriteJob *write_job_free(WriteJob *j) {
         if (!j)
                 return NULL;
@@ -80,6 +111,21 @@ WriteJob *write_job_free(WriteJob *j) {
         return NULL;
 }
 
+/* Record an op done (hostfs_writes()), on the thread that owns h. */
+static void record_op(HostFs *h, const WriteOp *op) {
+        switch (op->type) {
+        case WRITE_OP_WRITE:
+        case WRITE_OP_UNLINK:           /* value is HOSTFS_UNLINK_RECORD */
+                hostfs_write_record(h, op->kind, op->path, op->value, op->result);
+                break;
+        case WRITE_OP_REPLACE:
+                hostfs_replace_file_record(h, op->kind, op->path, op->value, op->result);
+                break;
+        default:
+                break;          /* the state directory is not the machine's: not recorded */
+        }
+}
+
 /* The ops of j; the only code a worker runs besides the queue handling. */
 static void run_ops(HostFs *h, WriteJob *j, bool record) {
         bool failed = false;
@@ -88,8 +134,25 @@ static void run_ops(HostFs *h, WriteJob *j, bool record) {
                 if (failed && j->stop_on_error)
                         break;
                 op->attempted = true;
-                op->result = record ? hostfs_write(h, op->kind, op->path, op->value) :
-                                      hostfs_write_raw(h, op->kind, op->path, op->value);
+                /* record: inline, on the thread that owns h, recorded as hostfs_write() would */
+                switch (op->type) {
+                case WRITE_OP_WRITE:
+                        op->result = record ? hostfs_write(h, op->kind, op->path, op->value) :
+                                              hostfs_write_raw(h, op->kind, op->path, op->value);
+                        break;
+                case WRITE_OP_REPLACE:
+                        op->result = record ? hostfs_replace_file(h, op->kind, op->path, op->value) :
+                                              hostfs_replace_file_raw(h, op->kind, op->path, op->value);
+                        break;
+                case WRITE_OP_UNLINK:
+                        op->result = record ? hostfs_unlink(h, op->kind, op->path) : hostfs_unlink_raw(h, op->kind, op->path);
+                        break;
+                case WRITE_OP_STATE:
+                        op->result = state_save_text(op->state, op->section, op->path, op->value);
+                        break;
+                default:
+                        op->result = -EINVAL;
+                }
                 if (op->result < 0) {
                         failed = true;
                         continue;
@@ -202,7 +265,7 @@ static int on_efd(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
                 fifo = j->next;
                 for (size_t i = 0; i < j->n_ops; i++)
                         if (j->ops[i].attempted)
-                                hostfs_write_record(w->hostfs, j->ops[i].kind, j->ops[i].path, j->ops[i].value, j->ops[i].result);
+                                record_op(w->hostfs, &j->ops[i]);
                 j->timer = sd_event_source_disable_unref(j->timer);
                 w->n_pending--;
                 if (j->timed_out)
@@ -219,13 +282,18 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         Writer *w = j->writer;
 
         pthread_mutex_lock(&w->lock);
-        bool finished = j->finished, started = j->running;
+        bool finished = j->finished, started = j->running, lane_busy = false;
+        for (WriteJob *r = w->running; r && !started && !lane_busy; r = r->next)
+                lane_busy = streq(r->lane, j->lane);
         pthread_mutex_unlock(&w->lock);
         if (finished)
                 return 0;               /* returned just now: on_efd delivers it */
-        if (!started)                   /* still queued behind busy workers: the deadline is the kernel's */
+        if (!started && !lane_busy)     /* still queued behind busy workers: the deadline is the kernel's */
                 return sd_event_source_set_time_relative(s, w->timeout_usec) < 0 ? 0 :
                        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        /* running past the deadline, or waiting for its lane's earlier job that is (a disk's
+         * write behind the save of its originals to a state directory that does not answer) */
+        j->lane_blocked = !started;
         j->timed_out = true;
         w->n_overdue++;
         if (j->on_timeout)

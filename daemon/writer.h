@@ -14,12 +14,16 @@
  * optionally read back) done in order by hostfs_write_raw() and hostfs_read(), nothing else.
  * Workers never touch the registry or any state the FUSE renderers see; the outcome comes back
  * to the loop (an eventfd in sd-event), where the job's on_done runs and the write is recorded
- * in hostfs. Jobs of one lane (a disk name) run one at a time in submission order; jobs of
- * other lanes never wait for them: a queued job whose lane is free gets an idle worker or a new
+ * in hostfs. Besides kernel writes, a job may replace or remove blkmqd's modprobe.d file and
+ * store a file of the state directory (WriteOpType): each can wait for a disk's fsync().
+ * Jobs of one lane (a disk name, "modules", "overrides") run one at a time in submission
+ * order; jobs of other lanes never wait for them: a queued job whose lane is free gets an idle worker or a new
  * one (at most WRITER_THREADS_MAX threads; idle ones exit after 5 s). Each job has a deadline
  * (the writer's timeout): when it passes with the job still running, on_timeout runs on the
  * loop (a job still queued behind WRITER_THREADS_MAX busy workers gets another period: the
- * deadline is for the kernel's answer); on_done still runs when the write returns, however late.
+ * deadline is for the kernel's answer; a job queued behind a job of its own lane that has not
+ * returned times out like it, with lane_blocked set); on_done still runs when the write
+ * returns, however late.
  */
 
 #include <stdbool.h>
@@ -28,6 +32,7 @@
 #include <systemd/sd-event.h>
 
 #include "hostfs.h"
+#include "state.h"
 
 #define WRITER_THREADS_MAX 64
 #define WRITER_TIMEOUT_USEC_DEFAULT (5 * UINT64_C(1000000))
@@ -35,8 +40,30 @@
 typedef struct Writer Writer;
 typedef struct WriteJob WriteJob;
 
+/*
+ * What an op does. Every one of them may block on the kernel or a disk, and is therefore done
+ * on a worker, never on the loop:
+ *   WRITE_OP_WRITE    hostfs_write_raw() of value to path (sysfs, procfs), read back on request;
+ *   WRITE_OP_REPLACE  hostfs_replace_file_raw(): path (a file blkmqd owns in kind, modprobe.d)
+ *                     replaced by value (temp file, fsync, rename, fsync of the directory);
+ *   WRITE_OP_UNLINK   hostfs_unlink_raw() of path (modprobe.d);
+ *   WRITE_OP_STATE    state_save_text(): the state directory's file of identity path in section
+ *                     set to value, which state_format() made ("" removes it); not recorded in
+ *                     hostfs (the state directory is blkmqd's own, not the machine's).
+ */
+typedef enum WriteOpType {
+        WRITE_OP_WRITE,
+        WRITE_OP_REPLACE,
+        WRITE_OP_UNLINK,
+        WRITE_OP_STATE,
+        _WRITE_OP_TYPE_MAX,
+} WriteOpType;
+
 typedef struct WriteOp {
+        WriteOpType type;
         HostFsKind kind;
+        State *state;           /* WRITE_OP_STATE: where, and the section */
+        StateSection section;
         char *path;
         char *value;
         char *before;           /* the caller's: the value read before (for its log), or NULL */
@@ -56,6 +83,7 @@ struct WriteJob {
         size_t n_ops;
         bool stop_on_error;     /* skip the remaining ops after a failed write */
         bool timed_out;         /* the deadline passed before the job finished (loop thread) */
+        bool lane_blocked;      /* ... and the job had not started: an earlier job of its lane had not returned */
         uint64_t submitted_usec;        /* CLOCK_MONOTONIC */
         uint64_t done_usec;
         int tag;                /* the caller's */
@@ -72,6 +100,10 @@ struct WriteJob {
 WriteJob *write_job_new(const char *lane);
 /* Append a write of value to path of kind (and a read back when read_back). Returns 0, -ENOMEM. */
 int write_job_add(WriteJob *j, HostFsKind kind, const char *path, const char *value, bool read_back);
+/* Append a WRITE_OP_REPLACE (content) or WRITE_OP_UNLINK (content NULL) of name in kind. Returns 0, -ENOMEM. */
+int write_job_add_file(WriteJob *j, HostFsKind kind, const char *name, const char *content);
+/* Append a WRITE_OP_STATE: text (state_format()) stored as identity's file of section in s. Returns 0, -ENOMEM. */
+int write_job_add_state(WriteJob *j, State *s, StateSection section, const char *identity, const char *text);
 WriteJob *write_job_free(WriteJob *j);
 
 /*
