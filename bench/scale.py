@@ -15,6 +15,10 @@ debugfs hctx flags), generated on a private tmpfs.
             same over the generated source tree (tmpfs), run back to back: wall time, files,
             bytes; ratio mnt/src. Run twice (cold then warm) in the order src, mnt, src, mnt.
 
+  --compare OLD_BLKMQD: another build mounted on a copy of the tree and read in the same
+            rounds (order alternating), so before/after come from one run; per-file ratios.
+  At exit, each build's "FUSE: N request(s) answered since the mount" line (round trips).
+
 --quick: 64 disks x 8 hctx on 4 hosts (CI smoke, no assertion). Needs root (tmpfs, FUSE).
 """
 
@@ -83,9 +87,13 @@ def main():
     ap.add_argument("--cpus", type=int, default=64)
     ap.add_argument("--tmpfs-size", default="16G")
     ap.add_argument("--no-read", action="store_true", help="skip the full-tree read")
-    ap.add_argument("--rounds", type=int, default=2, help="read rounds: 1 = cold only, 2 = cold then warm")
+    ap.add_argument("--rounds", type=int, default=2, help="read rounds: 1 = cold only, 2 = cold then warm, "
+                    "up to 4")
     ap.add_argument("--tree", help="use this already generated tree (gen-scale.py output; on tmpfs) "
                     "instead of generating one; it is left in place")
+    ap.add_argument("--compare", metavar="OLD_BLKMQD",
+                    help="also mount this build (on a copy of the tree, on a tmpfs of its own) and read it in "
+                    "the same rounds, alternating which of the two goes first")
     a = ap.parse_args()
     if a.quick:
         a.disks, a.hosts, a.hctx, a.cpus = 64, 4, 8, 8
@@ -98,9 +106,11 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="blkmqd-scale.")
     src, mnt, state = (os.path.join(tmp, x) for x in ("src", "mnt", "state"))
-    for d in (src, mnt, state):
+    old_src, old_mnt, old_state = (os.path.join(tmp, x) for x in ("old-src", "old-mnt", "old-state"))
+    for d in (src, mnt, state, old_src, old_mnt, old_state):
         os.makedirs(d)
-    proc = None
+    proc = old = None
+    logs = {}
     rc = 0
     try:
         if not a.tree:
@@ -131,6 +141,7 @@ def main():
         cmd = [a.blkmqd, "--root", root, "-m", mnt, "-s", state, "-c", os.path.join(tmp, "none.conf")]
         print(f"blkmqd:  {' '.join(cmd).replace(tmp, 'TMP')}  (NOTIFY_SOCKET=TMP/notify)")
         log = open(os.path.join(tmp, "blkmqd.log"), "w")
+        logs["mnt"] = os.path.join(tmp, "blkmqd.log")
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         nsock.settimeout(600)
@@ -154,22 +165,49 @@ def main():
         ndev = len(os.listdir(os.path.join(mnt, "devices")))
         print(f"devices/ entries: {ndev}")
 
+        if a.compare:
+            # the other build on a copy of the tree (both write the tree in mode auto)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={a.tmpfs_size},mode=0755", "blkmqd-scale-old", old_src],
+                           check=True)
+            subprocess.run(["cp", "-a", root, os.path.join(old_src, "root")], check=True)
+            ocmd = [a.compare, "--root", os.path.join(old_src, "root"), "-m", old_mnt, "-s", old_state,
+                    "-c", os.path.join(tmp, "none.conf")]
+            print(f"compare: {' '.join(ocmd).replace(tmp, 'TMP')}")
+            logs["old"] = os.path.join(tmp, "old.log")
+            olog = open(logs["old"], "w")
+            env.pop("NOTIFY_SOCKET", None)
+            old = subprocess.Popen(ocmd, env=env, stdin=subprocess.DEVNULL, stdout=olog, stderr=olog)
+            ok, _ = bt.wait_for(lambda: old.poll() is not None or
+                                (os.path.isdir(os.path.join(old_mnt, "devices")) and
+                                 len(os.listdir(os.path.join(old_mnt, "devices"))) == ndev), 600, 0.1)
+            if not ok or old.poll() is not None:
+                print(f"compare: {a.compare} did not show {ndev} disks")
+                return 1
+
         if not a.no_read:
             print()
             print("full-tree read (find -type f -print0 | xargs -0 cat > /dev/null):")
             res = {}
-            for rnd in ("cold", "warm")[:max(1, min(2, a.rounds))]:
-                for name, d in (("src", root), ("mnt", mnt)):
+            files = {}
+            trees = [("mnt", mnt)] + ([("old", old_mnt)] if a.compare else [])
+            for i, rnd in enumerate(("cold", "warm", "warm2", "warm3")[:max(1, min(4, a.rounds))]):
+                order = trees if i % 2 == 0 else trees[::-1]
+                for name, d in [("src", root)] + order:
                     el, nf, nb = read_tree(d)
                     res[(rnd, name)] = el
+                    files[name] = nf
                     print(f"  {rnd} {name}: {el:8.2f} s  {nf:8d} files  {nb / 2**20:8.1f} MiB  "
                           f"{el / max(nf, 1) * 1e6:6.1f} us/file", flush=True)
-                print(f"  {rnd} ratio mnt/src: {res[(rnd, 'mnt')] / res[(rnd, 'src')]:.2f}")
+                for name, _ in trees:
+                    print(f"  {rnd} ratio {name}/src: {res[(rnd, name)] / res[(rnd, 'src')]:.2f} whole tree, "
+                          f"{res[(rnd, name)] / files[name] / (res[(rnd, 'src')] / files['src']):.2f} per file")
             st = status(proc.pid)
             u, s = cpu_s(proc.pid)
             print(f"RSS after reads: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']} "
                   f"(blkmqd CPU so far {u:.2f} s user + {s:.2f} s system)")
     finally:
+        if old and old.poll() is None:
+            bt.stop_process(old, 300)
         if proc and proc.poll() is None:
             t = time.monotonic()
             proc.send_signal(signal.SIGTERM)
@@ -180,8 +218,17 @@ def main():
                 proc.kill()
                 proc.wait()
                 rc = 1
-        if os.path.ismount(mnt):
-            subprocess.run(["umount", "-l", mnt])
+        for name, path in logs.items():
+            # "FUSE: N request(s) answered since the mount: ..." (builds that log it)
+            with open(path, errors="replace") as f:
+                line = next((ln for ln in f if "answered since the mount" in ln), None)
+            if line:
+                print(f"FUSE requests ({name}): {line.strip().split('FUSE: ', 1)[1]}")
+        for m in (mnt, old_mnt):
+            if os.path.ismount(m):
+                subprocess.run(["umount", "-l", m])
+        if os.path.ismount(old_src):
+            subprocess.run(["umount", "-l", old_src])
         if os.path.ismount(src):
             subprocess.run(["umount", src])
         if os.path.ismount(src):
