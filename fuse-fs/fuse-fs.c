@@ -544,11 +544,56 @@ void fuse_fs_invalidate_disk(FuseFs *fs, const char *name) {
  * it again with the same inode number. Other nodes live as long as their device.
  */
 static void free_unreferenced(FuseFs *fs, Node *n) {
-        if (n->nlookup == 0 && n->type == NODE_HCTX_ATTR)
+        /* n_open: a listed node's reference count is a guess (hctx_listed_node()); an open
+         * file keeps its node whatever a FORGET says, its last RELEASE frees it */
+        if (n->nlookup == 0 && n->n_open == 0 && n->type == NODE_HCTX_ATTR)
                 node_free(fs, n);
 }
 static size_t hctx_entries(int *out, size_t max);
 static const char *hctx_entry_name(int arg2);
+
+/* True for the hctx/<n>/ entry arg2 that is a live statistics file (node_is_live()). */
+static bool hctx_entry_is_live(int arg2) {
+        Node probe = { .type = NODE_HCTX_ATTR, .arg2 = arg2 };
+        return node_is_live(&probe);
+}
+
+/*
+ * The hctx/<n>/<statistic> file with inode number ino, which READDIRPLUS handed to the kernel
+ * with its attributes but without making a node (readdir_common()): made now, with one kernel
+ * reference (the kernel holds at least the listing's; a FORGET's count is clamped, and an
+ * open node stays until its last RELEASE, free_unreferenced()). NULL when ino is no such file
+ * (its disk or hctx layout is gone: ENOENT, as for a LOOKUP).
+ */
+static Node *hctx_listed_node(FuseFs *fs, uint64_t ino) {
+        /* the hctx/<n>/ directory owns the HCTX_INO_SPAN numbers after its own: walk down to
+         * it (or to a sibling file, whose parent it is) */
+        for (uint64_t k = 1; k <= HCTX_INO_SPAN && k < ino; k++) {
+                Node *d = node_get(fs, ino - k);
+                if (!d)
+                        continue;
+                if (d->type == NODE_HCTX_ATTR)
+                        d = d->parent;
+                if (d->type != NODE_HCTX_N || ino - d->ino - 1 >= HCTX_INO_SPAN)
+                        return NULL;
+                int arg2 = (int) (ino - d->ino - 1);
+                if (!hctx_entry_is_live(arg2))
+                        return NULL;
+                const char *name = hctx_entry_name(arg2);
+                Node *n = name ? hctx_attr_node(fs, d, name) : NULL;
+                if (!n || n->ino != ino)
+                        return NULL;
+                n->nlookup = MAX(n->nlookup, (uint64_t) 1);
+                return n;
+        }
+        return NULL;
+}
+
+/* node_get(), and the listed hctx statistics files the kernel may ask for by number. */
+static Node *node_find(FuseFs *fs, uint64_t ino) {
+        Node *n = node_get(fs, ino);
+        return n ?: hctx_listed_node(fs, ino);
+}
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
         FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_LOOKUP);
@@ -616,7 +661,7 @@ static void reply_attr(fuse_req_t req, FuseFs *fs, Node *n) {
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         FuseFs *fs = fuse_req_userdata(req);
         reap_dying(fs, NULL);
-        Node *n = node_get(fs, ino);
+        Node *n = node_find(fs, ino);
         fs->requests[n && node_is_dir(n) ? FUSE_FS_REQUEST_GETATTR_DIR : FUSE_FS_REQUEST_GETATTR]++;
 
         if (!n) {
@@ -643,9 +688,12 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /*
  * READDIR and READDIRPLUS. plus: each entry with its attributes (rendered like a LOOKUP, and
  * counted as one), so a tree walk (find, ls -l, a `cat` of every file) needs no LOOKUP per
- * name. hctx/<n>/ files are listed without (the kernel then looks up the ones it uses):
- * they exist only while the kernel holds them, and a walk of 4,096 x 64 hctx would make all
- * of them at once.
+ * name. hctx/<n>/ files exist here only while the kernel holds them (a walk of 4,096 x 64 hctx
+ * would make all 8 M of them at once): the live statistics among them (25 of 32; size 0, no
+ * render) are listed with their attributes and no node, made when the kernel asks for the
+ * inode (hctx_listed_node()); the static ones (their size needs a render, and the first-open
+ * path needs the size the kernel was told) by name only, looked up when used; an existing
+ * node is listed with its attributes and counted.
  */
 static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
         FuseFs *fs = fuse_req_userdata(req);
@@ -669,7 +717,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
         size_t used = 0;
         off_t i = 0;
-        Node *c = n->children, *child;
+        Node *c = n->children, *child, listed;
         int entries[HCTX_INO_SPAN];
         size_t n_entries = n->type == NODE_HCTX_N ? hctx_entries(entries, ELEMENTSOF(entries)) : 0;
         for (;; i++) {
@@ -691,6 +739,12 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
                         name = hctx_entry_name(entries[i - 2]);
                         st.st_ino = n->ino + 1 + entries[i - 2];
                         st.st_mode = S_IFREG | 0444;
+                        listed = (Node) { .ino = st.st_ino, .type = NODE_HCTX_ATTR, .name = (char *) name,
+                                          .device = n->device, .arg = n->arg, .arg2 = entries[i - 2], .parent = n };
+                        if (plus && !(child = node_get(fs, st.st_ino)) && hctx_entry_is_live(listed.arg2)) {
+                                child = &listed;
+                                n->arg2 = 1;    /* for queue_inval_known() */
+                        }
                 } else {
                         if (!c)
                                 break;
@@ -712,7 +766,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
                         } else
                                 e.attr = st;    /* ino 0: a name only, looked up when used */
                         k = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, i + 1);
-                        if (k <= size - used && e.ino)
+                        if (k <= size - used && e.ino && child != &listed)
                                 child->nlookup++;
                 } else
                         k = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
@@ -736,7 +790,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_OPEN);
         reap_dying(fs, NULL);
-        Node *n = node_get(fs, ino);
+        Node *n = node_find(fs, ino);
         int r;
 
         if (!n) {
@@ -870,12 +924,14 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         }
         snapshot_free((Snapshot *) (uintptr_t) fi->fh);
         fuse_reply_err(req, 0);
+        if (n)
+                free_unreferenced(fs, n);       /* forgotten while open */
 }
 
 /* Only "truncate to 0" on a writable file, which `echo value > file` asks for (O_TRUNC). */
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
         FuseFs *fs = request_begin(req, FUSE_FS_REQUEST_SETATTR);
-        Node *n = node_get(fs, ino);
+        Node *n = node_find(fs, ino);
 
         if (!n) {
                 fuse_reply_err(req, ENOENT);
@@ -1485,6 +1541,15 @@ static void queue_inval_known(FuseFs *fs, Node *n) {
         if (n->nlookup > 0) {
                 n->kc_valid = n->ka_valid = false;
                 notify_inval(fs, n->ino, NULL);
+        }
+        if (n->type == NODE_HCTX_N && n->arg2) {
+                /* listed with attributes: the kernel may hold statistics files of it that have
+                 * no node here (readdir_common()); their cached attributes go too */
+                int e[HCTX_INO_SPAN];
+                size_t k = hctx_entries(e, ELEMENTSOF(e));
+                for (size_t i = 0; i < k; i++)
+                        if (hctx_entry_is_live(e[i]) && !node_get(fs, n->ino + 1 + e[i]))
+                                notify_inval(fs, n->ino + 1 + e[i], NULL);
         }
         for (Node *c = n->children; c; c = c->next)
                 queue_inval_known(fs, c);

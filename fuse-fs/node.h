@@ -70,7 +70,8 @@ typedef enum NodeType {
         NODE_MODULE_PARAM,      /* /modules/<module>/<param>/ */
         NODE_MODULE_ATTR,       /* /modules/<module>/<param>/<attr>   arg = ModuleAttr */
         NODE_HCTX,              /* /devices/<disk>/hctx/ */
-        NODE_HCTX_N,            /* /devices/<disk>/hctx/<n>/          arg = position in facts->hctx */
+        NODE_HCTX_N,            /* /devices/<disk>/hctx/<n>/          arg = position in facts->hctx, arg2 = 1
+                                 * once READDIRPLUS listed its statistics files with attributes */
         NODE_HCTX_ATTR,         /* /devices/<disk>/hctx/<n>/<attr>    arg = position, arg2 = HctxAttr */
         NODE_IOSCHED,           /* /devices/<disk>/iosched/: the running elevator's queue/iosched/ */
         NODE_IOSCHED_ATTR,      /* /devices/<disk>/iosched/<tunable>  read-only, the kernel's value */

@@ -38,6 +38,12 @@ Cases (a loop device of the test's own, --devices naming it):
       costs no GETATTR and no READ (the OPEN stores the content; no invalidation drops the
       attributes the LOOKUP gave), and 50 more `cat`s of one file cost an OPEN and a RELEASE
       each, nothing else.
+  (l) hctx/0/'s statistics files, listed (READDIRPLUS) and then each read through a
+      descriptor of the directory right after a listing: no LOOKUP each (the listing gave their
+      attributes), st_size 0 before the open, content after it; then (a second daemon) a
+      hot-remove right after a listing and a few reads: once devices/ no longer lists the disk,
+      none of them stats by path (their cached attributes, from the listing, are invalidated
+      with the disk).
 Root, losetup, /dev/fuse (exit 77 otherwise).
 """
 
@@ -390,10 +396,60 @@ def case_round_trips(d, loops, tmp):
           f"(n) an OPEN and a RELEASE per cat: {req}")
 
 
+STATIC_HCTX = ("cpu_list", "nr_tags", "nr_reserved_tags", "shared_tags", "irq", "irq_affinity", "irq_managed")
+
+
+def case_listed_stats(d, loops, tmp):
+    """(l) hctx statistics files listed with attributes: no LOOKUP each, gone at once with the disk"""
+    name = loops.attach("l")
+    start(d, tmp, name)
+    hctx0 = d.path("devices", name, "hctx", "0")
+    live = [f for f in sorted(os.listdir(hctx0)) if f not in STATIC_HCTX]
+    check(len(live) >= 20, f"(l) {len(live)} statistics files in hctx/0")
+    bad = []
+    dfd = os.open(hctx0, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for f in live:
+            os.listdir(dfd)             # a listing right before: its entries are fresh (1 s)
+            size = os.stat(f, dir_fd=dfd).st_size
+            fd = os.open(f, os.O_RDONLY, dir_fd=dfd)
+            try:
+                v = os.read(fd, 65536)
+            finally:
+                os.close(fd)
+            if size != 0 or not v.endswith(b"\n"):
+                bad.append(f"{f}: st_size {size}, read {v!r}")
+    finally:
+        os.close(dfd)
+    check(not bad, f"(l) statistics files: st_size 0 and content" + "".join("\n      " + b for b in bad[:8]))
+    log = d.log
+    check(d.stop() == 0, "(l) blkmqd stopped")
+    req = fuse_requests(log) or {}
+    # LOOKUPs: the path to hctx/0 (and its components again when an entry expired), not one per file
+    check(req.get("lookup", 0) < len(live) // 2, f"(l) fewer LOOKUPs than half the {len(live)} files: {req}")
+
+    # again, and the kernel holds their attributes from a listing when the disk goes
+    start(d, tmp, name)
+    os.listdir(hctx0)
+    for f in live[:3]:
+        bt.read_all(os.path.join(hctx0, f))
+    loops.detach(name)
+    ok, _ = wait_for(lambda: name not in os.listdir(d.path("devices")), DEADLINE, 0.02)
+    check(ok, f"(l) devices/ no longer lists {name}")
+    left = []
+    for f in live:
+        try:
+            os.stat(os.path.join(hctx0, f))
+            left.append(f)
+        except FileNotFoundError:
+            pass
+    check(not left, f"(l) none of the {len(live)} statistics files stats after the removal: {left[:8]}")
+
+
 def main():
     exe = bt.exe_or_exit()
     cases = [case_override, case_external, case_write_result, case_held, case_remove, case_metrics, case_stat_only,
-             case_round_trips]
+             case_round_trips, case_listed_stats]
     if os.environ.get("CASES"):
         cases = [c for c in cases if c.__doc__.strip()[1] in os.environ["CASES"]]
     bt.run_cases(exe, "blkmqd-cache-", cases)
