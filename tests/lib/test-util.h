@@ -20,6 +20,8 @@
  *   test_read_scheduler_at(dirfd, path, value, ...)        queue/scheduler's names and the wanted one
  *   test_write_scheduler_at(dirfd, path, names, want)      queue/scheduler as the kernel shows it
  *                                                          after switching to want: 1 or -errno
+ *   test_emulate_scheduler_at(dirfd, path, value, ...)     a scheduler write as the kernel takes it
+ *                                                          (a write hook's body): 1 or -errno
  */
 
 #include <errno.h>
@@ -281,4 +283,57 @@ static inline int test_write_scheduler_at(int dirfd, const char *path, char **na
                               s == names ? "" : " ", *s);
         snprintf(o, sizeof(out) - (o - out), "\n");
         return test_write_at(dirfd, path, out);
+}
+
+/*
+ * The kernel resets nr_requests on an elevator switch (KERNEL-FACTS.md §3): to the tag set
+ * depth without an elevator (elevator_disable()), to 2 * min(depth, BLKDEV_DEFAULT_RQ) when
+ * one is attached (blk_mq_init_sched()). dir: "block/<disk>" relative to dirfd.
+ */
+static inline void test_reset_nr_requests_at(int dirfd, const char *dir, const char *elevator) {
+        char path[PATH_MAX], buf[32] = {}, out[32];
+        snprintf(path, sizeof(path), "%s/mq/0/nr_tags", dir);
+        int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        long depth = n > 0 ? strtol(buf, NULL, 10) : 0;
+        if (depth <= 0)
+                return;
+        snprintf(out, sizeof(out), "%ld\n", streq(elevator, "none") ? depth : 2 * (depth < 128 ? depth : 128));
+        snprintf(path, sizeof(path), "%s/queue/nr_requests", dir);
+        (void) test_write_at(dirfd, path, out);
+}
+
+/*
+ * A write of value to queue/scheduler (path below dirfd, ".../queue/scheduler") as the kernel
+ * takes it, for the fixture tests' write hooks: an elevator the file does not list is switched
+ * to when it is in loadable (elv_iosched_load_module(): request_module("%s-iosched") registers
+ * it), else refused (elevator_switch(): -EINVAL); the file then reads as elv_iosched_show()
+ * prints it; with reset_nr_requests, queue/nr_requests is reset as the switch does. Returns 1
+ * (written), -EINVAL (unknown name, a file without brackets), -errno.
+ */
+static inline int test_emulate_scheduler_at(int dirfd, const char *path, const char *value, char * const *loadable,
+                                            bool reset_nr_requests) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *want = NULL;
+        int r = test_read_scheduler_at(dirfd, path, value, &names, &want);
+        if (r < 0)
+                return r;
+        if (!strv_contains(names, want)) {
+                if (!strv_contains(loadable, want))
+                        return -EINVAL;
+                if (strv_extend(&names, want) < 0)
+                        return -ENOMEM;
+        }
+        r = test_write_scheduler_at(dirfd, path, names, want);
+        if (r < 0)
+                return r;
+        if (reset_nr_requests) {
+                _cleanup_free_ char *dir = strndup(path, strlen(path) - strlen("/queue/scheduler"));
+                if (dir)
+                        test_reset_nr_requests_at(dirfd, dir, want);
+        }
+        return 1;
 }
