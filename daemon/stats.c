@@ -83,6 +83,7 @@ struct Stats {
         char *bpf_unavailable;
         char providers[64];
         bool debugfs;           /* hostfs_debugfs_available() at the start of this stats_read_hctx() */
+        int snapshot_error;     /* the last failure of the BPF batch copy, logged once */
 };
 
 uint64_t stats_now_usec(void) {
@@ -151,9 +152,14 @@ const char *stats_providers(Stats *s) {
 void stats_scrape(Stats *s, bool begin) {
         if (!s || !s->bpf)
                 return;
-        if (begin)
-                (void) blkmqd_stats_bpf_snapshot(s->bpf);       /* failure: per-hctx lookups */
-        else
+        if (begin) {
+                /* failure: every hctx is looked up on its own (which reports its own errno) */
+                int r = blkmqd_stats_bpf_snapshot(s->bpf);
+                if (r < 0 && r != s->snapshot_error)    /* said once per kind of failure */
+                        log_info_errno(r, "Statistics: BPF map batch copy failed (%m%s), reading the counters one hctx at a time",
+                                       r == -EINVAL ? ": no BPF_MAP_LOOKUP_BATCH before Linux 5.6" : "");
+                s->snapshot_error = r < 0 ? r : s->snapshot_error;
+        } else
                 blkmqd_stats_bpf_snapshot_drop(s->bpf);
 }
 
