@@ -1644,17 +1644,6 @@ int fuse_fs_modules_updated(FuseFs *fs) {
         return 0;
 }
 
-/* The name of the child a disk has in hosts/ (its SCSI host) or nics/ (its NIC); NULL for none. */
-typedef const char *(*disk_child_name_t)(const DiskFacts *f);
-
-static const char *disk_scsi_host(const DiskFacts *f) {
-        return f ? f->scsi_host : NULL;
-}
-
-static const char *disk_nic(const DiskFacts *f) {
-        return f && f->net && f->net->nic ? f->net->nic->ifname : NULL;
-}
-
 static int add_host_attrs(FuseFs *fs, Node *h) {
         for (HostAttr a = 0; a < _HOST_ATTR_MAX; a++)
                 if (!node_new_static(fs, h, NODE_HOST_ATTR, host_attr_to_string(a), NULL, a, 0))
@@ -1681,11 +1670,9 @@ static int sync_disk_named_children(FuseFs *fs, Node *dir, NodeType type, disk_c
         const Registry *reg = fs->ctx.registry;
 
         for (Node *c = dir->children, *next; c; c = next) {
-                bool used = false;
+                const DiskFacts *first;
                 next = c->next;
-                for (size_t i = 0; i < reg->n_devices && !used; i++)
-                        used = streq_ptr(name_of(reg->devices[i]->facts), c->name);
-                if (!used) {
+                if (disks_named(reg, name_of, c->name, NULL, &first) == 0) {
                         char name[64];
                         snprintf(name, sizeof(name), "%s", c->name);
                         node_free(fs, c);

@@ -24,9 +24,8 @@ DEFINE_STRING_TABLE_LOOKUP_TO_STRING(host_attr, HostAttr, host_attr_table, _HOST
 
 int render_host(const FuseFsContext *ctx, const Node *n, char **ret) {
         const char *host = n->parent ? n->parent->name : NULL;
-        const DiskFacts *f = NULL;
+        const DiskFacts *f;
         _cleanup_(memstream_done) MemStream m = {};
-        size_t luns = 0;
         uint64_t busy;
         int r;
 
@@ -35,15 +34,7 @@ int render_host(const FuseFsContext *ctx, const Node *n, char **ret) {
         FILE *out = memstream_open(&m);
         if (!out)
                 return -ENOMEM;
-        for (size_t i = 0; i < ctx->registry->n_devices; i++) {
-                const DiskFacts *x = ctx->registry->devices[i]->facts;
-                if (x && x->scsi_host && streq(x->scsi_host, host)) {
-                        if (n->arg == HOST_ATTR_DISKS)
-                                fprintf(out, "%s%s", luns ? " " : "", x->name);
-                        f = f ?: x;
-                        luns++;
-                }
-        }
+        size_t luns = disks_named(ctx->registry, disk_scsi_host, host, n->arg == HOST_ATTR_DISKS ? out : NULL, &f);
         if (!f)
                 return -ENOENT;
 

@@ -22,28 +22,21 @@ int render_network(const FuseFsContext *ctx, const Node *n, char **ret) {
 
 int render_nic(const FuseFsContext *ctx, const Node *n, char **ret) {
         const char *ifname = n->parent ? n->parent->name : NULL;
-        const NicFacts *nic = NULL;
         _cleanup_(memstream_done) MemStream m = {};
-        size_t disks = 0;
+        const DiskFacts *first;
 
         if (!ifname)
                 return -ENOENT;
         FILE *out = memstream_open(&m);
         if (!out)
                 return -ENOMEM;
-        for (size_t i = 0; i < ctx->registry->n_devices; i++) {
-                const DiskFacts *f = ctx->registry->devices[i]->facts;
-                if (!f || !f->net || !f->net->nic || !streq(f->net->nic->ifname, ifname))
-                        continue;
-                fprintf(out, "%s%s", disks++ ? " " : "", f->name);
-                nic = nic ?: f->net->nic;
-        }
+        (void) disks_named(ctx->registry, disk_nic, ifname, out, &first);
         fputc('\n', out);
-        if (!nic)
+        if (!first)
                 return -ENOENT;
         if (n->arg == _NIC_FACT_MAX)            /* nics/<if>/disks */
                 return memstream_close(&m, ret);
-        return nic_facts_render(nic, n->arg, ret);
+        return nic_facts_render(first->net->nic, n->arg, ret);
 }
 
 /* "aligned", "misaligned", "not-applicable", "unknown", "unavailable": the plan's state, "unknown" before one. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 
+#include "macro.h"
 #include "render.h"
 
 int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
@@ -45,4 +46,28 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
         default:
                 return -EISDIR;
         }
+}
+
+const char *disk_scsi_host(const DiskFacts *f) {
+        return f ? f->scsi_host : NULL;
+}
+
+const char *disk_nic(const DiskFacts *f) {
+        return f && f->net && f->net->nic ? f->net->nic->ifname : NULL;
+}
+
+size_t disks_named(const Registry *reg, disk_child_name_t name_of, const char *name, FILE *out,
+                   const DiskFacts **ret_first) {
+        size_t n = 0;
+        *ret_first = NULL;
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const DiskFacts *f = reg->devices[i]->facts;
+                if (!streq_ptr(name_of(f), name))
+                        continue;
+                if (out)
+                        fprintf(out, "%s%s", n ? " " : "", f->name);
+                *ret_first = *ret_first ?: f;
+                n++;
+        }
+        return n;
 }

@@ -31,6 +31,17 @@ int render_stats(const FuseFsContext *ctx, const Node *n, char **ret);     /* st
 int render_host(const FuseFsContext *ctx, const Node *n, char **ret);      /* hosts.c */
 int render_network(const FuseFsContext *ctx, const Node *n, char **ret);   /* network.c */
 int render_nic(const FuseFsContext *ctx, const Node *n, char **ret);       /* network.c */
+/* The name of the child a disk has in hosts/ (its SCSI host) or nics/ (its NIC); NULL for none. */
+typedef const char *(*disk_child_name_t)(const DiskFacts *f);
+const char *disk_scsi_host(const DiskFacts *f);                            /* render.c */
+const char *disk_nic(const DiskFacts *f);                                  /* render.c */
+/*
+ * The disks of reg whose name_of() is name (those of hosts/<host>/, nics/<if>/): their names,
+ * blank-separated, to out unless it is NULL, the first one's facts to *ret_first (NULL: none).
+ * Returns how many.
+ */
+size_t disks_named(const Registry *reg, disk_child_name_t name_of, const char *name, FILE *out,
+                   const DiskFacts **ret_first);                           /* render.c */
 /* The network families of /metrics (network.c). */
 void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, const char *, const char *, const char *),
                         void (*put_label)(FILE *, const char *, const char *, bool));
