@@ -36,23 +36,40 @@ COMPARE=${COMPARE:-}
 [[ -z $COMPARE || -x $COMPARE ]] || { echo "COMPARE=$COMPARE: not an executable"; exit 2; }
 
 DIR=$(mktemp -d /tmp/blkmqd-readcost.XXXXXX)
-LOOP=
-PID=
+LOOPS=()
+PIDS=()
 LXCFS_PID=
-OLD_LOOP=
 OLD_PID=
 cleanup() {
-        [[ -n $PID ]] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
-        [[ -n $OLD_PID ]] && kill -TERM "$OLD_PID" 2>/dev/null && wait "$OLD_PID" 2>/dev/null || true
-        mountpoint -q "$DIR/mnt" 2>/dev/null && umount -l "$DIR/mnt" || true
-        mountpoint -q "$DIR/old" 2>/dev/null && umount -l "$DIR/old" || true
-        mountpoint -q "$DIR/lxcfs" 2>/dev/null && umount -l "$DIR/lxcfs" || true
+        for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+        for m in mnt old lxcfs; do mountpoint -q "$DIR/$m" 2>/dev/null && umount -l "$DIR/$m" || true; done
         [[ -n $LXCFS_PID ]] && kill -TERM "$LXCFS_PID" 2>/dev/null && wait "$LXCFS_PID" 2>/dev/null || true
-        [[ -n $LOOP ]] && losetup -d "$LOOP" || true
-        [[ -n $OLD_LOOP ]] && losetup -d "$OLD_LOOP" || true
+        for l in "${LOOPS[@]}"; do losetup -d "$l" || true; done
         rm -rf "$DIR"
 }
 trap cleanup EXIT
+
+# start_on_loop EXE NAME: a loop device of its own (a 64 MiB temp file) and EXE on it alone
+# (--devices), mounted on $DIR/NAME (state $DIR/NAME-state, log $DIR/NAME.log), until its tree
+# lists the disk. Sets DISK; the loop and the pid go to LOOPS and PIDS (cleanup).
+start_on_loop() {
+        local loop
+        truncate -s 64M "$DIR/$2-backing"
+        loop=$(losetup -f --show "$DIR/$2-backing")
+        LOOPS+=("$loop")
+        DISK=${loop#/dev/}
+        mkdir -p "$DIR/$2" "$DIR/$2-state"
+        env -u NOTIFY_SOCKET -u JOURNAL_STREAM "$1" -m "$DIR/$2" --devices "$DISK" -s "$DIR/$2-state" \
+                -c "$DIR/none.conf" 2>"$DIR/$2.log" &
+        PIDS+=("$!")
+        for _ in $(seq 1 200); do
+                [[ -e $DIR/$2/devices/$DISK/class ]] && return 0
+                sleep 0.05
+        done
+        echo "$1 did not show $DISK"
+        cat "$DIR/$2.log"
+        exit 1
+}
 
 if [[ ! -x $READCOST ]]; then
         src=$(dirname "$0")/readcost.c
@@ -60,18 +77,8 @@ if [[ ! -x $READCOST ]]; then
         cc -O2 -Wall -o "$READCOST" "$src"
 fi
 
-truncate -s 64M "$DIR/backing"
-LOOP=$(losetup -f --show "$DIR/backing")
-D=${LOOP#/dev/}
-mkdir -p "$DIR/mnt" "$DIR/state"
-env -u NOTIFY_SOCKET -u JOURNAL_STREAM "$BLKMQD" -m "$DIR/mnt" --devices "$D" -s "$DIR/state" \
-        -c "$DIR/none.conf" 2>"$DIR/blkmqd.log" &
-PID=$!
-for _ in $(seq 1 200); do
-        [[ -e $DIR/mnt/devices/$D/class ]] && break
-        sleep 0.05
-done
-[[ -e $DIR/mnt/devices/$D/class ]] || { echo "blkmqd did not show $D"; cat "$DIR/blkmqd.log"; exit 1; }
+start_on_loop "$BLKMQD" mnt
+D=$DISK PID=${PIDS[-1]}
 
 M=$DIR/mnt/devices/$D
 paths=(/sys/block/"$D"/queue/rotational "$M"/facts/rotational "$M"/class "$M"/explain
@@ -82,18 +89,8 @@ done
 
 OLD_NOTE=
 if [[ -n $COMPARE ]]; then
-        truncate -s 64M "$DIR/old-backing"
-        OLD_LOOP=$(losetup -f --show "$DIR/old-backing")
-        OD=${OLD_LOOP#/dev/}
-        mkdir -p "$DIR/old" "$DIR/old-state"
-        env -u NOTIFY_SOCKET -u JOURNAL_STREAM "$COMPARE" -m "$DIR/old" --devices "$OD" -s "$DIR/old-state" \
-                -c "$DIR/none.conf" 2>"$DIR/old.log" &
-        OLD_PID=$!
-        for _ in $(seq 1 200); do
-                [[ -e $DIR/old/devices/$OD/class ]] && break
-                sleep 0.05
-        done
-        [[ -e $DIR/old/devices/$OD/class ]] || { echo "$COMPARE did not show $OD"; cat "$DIR/old.log"; exit 1; }
+        start_on_loop "$COMPARE" old
+        OD=$DISK OLD_PID=${PIDS[-1]}
         O=$DIR/old/devices/$OD
         paths+=("$O"/facts/rotational "$O"/class "$O"/explain "$O"/hctx/0/cpu_list)
         for extra in "$O"/hctx/0/dispatched "$O"/stat; do
