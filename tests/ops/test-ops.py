@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Operations suite: install tree, unit file, blkmqctl against a running blkmqd, watchdog.
 
-Usage: test-ops.py install|verify|sandbox|ctl|watchdog   (exit 0 pass, 77 skip, 1 fail)
+Usage: test-ops.py install|verify|sandbox|ctl|watch|watchdog   (exit 0 pass, 77 skip, 1 fail)
 Configuration comes from the environment set by tests/ops/meson.build.
 """
+import fcntl
 import json
 import os
 import pty
@@ -13,6 +14,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -290,10 +292,14 @@ def wait_for_disk(mp, name):
     return bt.wait_for(lambda: os.path.exists("%s/devices/%s/class" % (mp, name)), 5.0, 0.05)[0]
 
 
-def watch_in_pty(mp, disk, stop):
+def watch_in_pty(mp, disk, stop, size=None, env=None):
+    """blkmqctl watch DISK in a pseudo terminal (of size (rows, cols) when given), stopped by
+    stop(pid, fd). Returns (output, raw mode seen, exit status, canonical after, seconds to exit)."""
     pid, fd = pty.fork()
     if pid == 0:
-        os.execv(ENV["BLKMQCTL"], ["blkmqctl", "--mountpoint", mp, "watch", disk])
+        if size:
+            fcntl.ioctl(sys.stdout.fileno(), termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
+        os.execve(ENV["BLKMQCTL"], ["blkmqctl", "--mountpoint", mp, "watch", disk], env or dict(os.environ))
     out = b""
     deadline = time.monotonic() + 5
     while b"HCTX" not in out and time.monotonic() < deadline:
@@ -497,6 +503,8 @@ def ctl_checks(mp, disk):
     check(len(frame) == nh and all(l.split()[0] == str(i) for i, l in enumerate(frame)),
           "watch: one row per hctx (%d)" % nh)
 
+    watch_size_checks(mp, disk, nh)
+
     out, raw, st, canon, dt = watch_in_pty(mp, disk, lambda pid, fd: os.write(fd, b"q"))
     check(raw, "watch in a terminal: raw mode while running")
     check(st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0 and dt < 2,
@@ -505,6 +513,88 @@ def ctl_checks(mp, disk):
     out, raw, st, canon, dt = watch_in_pty(mp, disk, lambda pid, fd: os.kill(pid, signal.SIGINT))
     check(st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0 and canon and dt < 2,
           "watch: Ctrl-C (SIGINT) exits 0 and restores the terminal")
+
+
+def watch_frames(out):
+    """The frames of blkmqctl watch output: lists of lines, each frame from its first line
+    ("<disk>  HH:MM:SS  class ...") on; the terminal's clear-screen sequence dropped."""
+    frames = []
+    for line in out.replace("\x1b[H\x1b[2J", "").replace("\x1b[?25l", "").replace("\x1b[?25h", "").replace("\r", "").split("\n"):
+        if re.match(r"^(blkmqctl watch )?\S+  \d\d:\d\d:\d\d  ", line):     # (the first form: before 80x24)
+            frames.append([])
+        if frames:
+            frames[-1].append(line)
+    for f in frames:            # the newline after a frame's last line
+        while f and f[-1] == "":
+            f.pop()
+    return frames
+
+
+def watch_fits(what, out, rows, cols, want_frames=2):
+    """Every frame of out has at most rows - 1 lines (the cursor's line does not scroll the
+    first away) of at most cols columns. Returns the frames."""
+    frames = watch_frames(out)
+    check(len(frames) >= want_frames, "%s: %d frame(s) of blkmqctl watch" % (what, len(frames)))
+    worst = max((len(f) for f in frames), default=0), max((len(l) for f in frames for l in f), default=0)
+    check(frames and worst[0] <= rows - 1 and worst[1] <= cols,
+          "%s: every frame fits %dx%d (%d lines of up to %d columns)" % (what, rows, cols, worst[0], worst[1]))
+    return frames
+
+
+def watch_size_checks(mp, disk, nh):
+    """blkmqctl watch fits the terminal: 80x24 when not a tty (and no $COLUMNS/$LINES), the
+    size $COLUMNS/$LINES give, the pseudo terminal's own size (TIOCGWINSZ, $COLUMNS ignored);
+    a disk with more hctx than rows says how many are not shown, columns that do not fit are
+    named. nh: the disk's hctx."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    r = run([ENV["BLKMQCTL"], "--mountpoint", mp, "watch", "-n", "2", disk], env=env, timeout=20)
+    frames = watch_fits("watch %s, not a tty" % disk, r.stdout, 24, 80)
+    rows_shown = [l for l in frames[-1] if re.match(r"^ *\d+  ", l)] if frames else []
+    more = [l for l in frames[-1] if l.startswith("+")] if frames else []
+    if nh > 18:
+        check(len(rows_shown) < nh and more and ("+%d more hctx (%d in all)" % (nh - len(rows_shown), nh)) in more[0],
+              "watch %s at 80x24: %d of %d hctx rows, the footer says how many more: %r" % (disk, len(rows_shown), nh, more))
+    else:
+        check(len(rows_shown) == nh, "watch %s at 80x24: all %d hctx rows" % (disk, nh))
+    tall = dict(env, COLUMNS="160", LINES=str(nh + 12))
+    r = run([ENV["BLKMQCTL"], "--mountpoint", mp, "watch", "-n", "2", disk], env=tall, timeout=20)
+    frames = watch_fits("watch %s, COLUMNS=160 LINES=%d" % (disk, nh + 12), r.stdout, nh + 12, 160)
+    rows_shown = [l for l in frames[-1] if re.match(r"^ *\d+  ", l)] if frames else []
+    check(len(rows_shown) == nh and not any(l.startswith("+") for l in frames[-1]),
+          "watch %s with %d lines: every hctx row, no footer" % (disk, nh + 12))
+    narrow = dict(env, COLUMNS="40", LINES="12")
+    r = run([ENV["BLKMQCTL"], "--mountpoint", mp, "watch", "-n", "1", disk], env=narrow, timeout=20)
+    watch_fits("watch %s, COLUMNS=40 LINES=12" % disk, r.stdout, 12, 40, want_frames=1)
+    out, raw, st, canon, dt = watch_in_pty(mp, disk, lambda pid, fd: (time.sleep(1.5), os.write(fd, b"q")), size=(24, 80),
+                                           env=dict(env, COLUMNS="200", LINES="60"))
+    watch_fits("watch %s in a 24x80 terminal ($COLUMNS=200 ignored)" % disk, out, 24, 80, want_frames=1)
+    out, raw, st, canon, dt = watch_in_pty(mp, disk, lambda pid, fd: (time.sleep(1.5), os.write(fd, b"q")), size=(nh + 12, 132),
+                                           env=env)
+    frames = watch_fits("watch %s in a %dx132 terminal" % (disk, nh + 12), out, nh + 12, 132, want_frames=1)
+    rows_shown = [l for l in frames[-1] if re.match(r"^ *\d+  ", l)] if frames else []
+    check(len(rows_shown) == nh, "watch %s in a %dx132 terminal: every hctx row (%d)" % (disk, nh + 12, len(rows_shown)))
+
+
+def test_watch():
+    """blkmqctl watch on a 64-hctx disk (the synthetic-megaraid-64q fixture, --root) and on a loop device."""
+    if os.geteuid() != 0:
+        skip("needs root (FUSE mount)")
+    if not os.path.exists("/dev/fuse"):
+        skip("/dev/fuse does not exist")
+    with tempfile.TemporaryDirectory(prefix="blkmqd-watch-") as tmp:
+        mp = tmp + "/mp"
+        os.makedirs(mp)
+        root = bt.copy_fixture("synthetic-megaraid-64q", tmp + "/root")
+        daemon = bt.Daemon(ENV["BLKMQD"], mp, tmp, unmount_on_stop=True)
+        try:
+            daemon.start("--root", root)
+            nh = len(os.listdir("%s/devices/sda/hctx" % mp))
+            check(nh == 64, "synthetic-megaraid-64q: sda has 64 hctx (%d)" % nh)
+            watch_size_checks(mp, "sda", nh)
+        finally:
+            rc = daemon.stop(signal.SIGTERM)
+            check(rc == 0, "blkmqd exits 0 on SIGTERM (got %s)" % rc)
+            print(daemon.tail(100000) if failures else "", end="")
 
 
 # ---------------------------------------------------------------- watchdog
@@ -567,7 +657,7 @@ def test_watchdog():
 
 def main():
     tests = {"install": test_install, "verify": test_verify, "sandbox": test_sandbox, "ctl": test_ctl,
-             "watchdog": test_watchdog}
+             "watch": test_watch, "watchdog": test_watchdog}
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print(__doc__)
         return 2
