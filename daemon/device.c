@@ -418,7 +418,7 @@ static const ProcInterrupts *cached_interrupts(HostFs *h, GatherCache *c) {
 
 void gather_cache_done(GatherCache *c) {
         proc_interrupts_done(&c->interrupts);
-        free(c->mountinfo);
+        root_mounts_done(&c->roots);
         free(c->kernel_release);
         for (size_t i = 0; i < c->n_hosts; i++) {
                 free(c->hosts[i].name);
@@ -787,17 +787,13 @@ static int gather_modparams(HostFs *h, DiskFacts *f) {
         return 0;
 }
 
-/* Does the block device majmin ("8:2") sit on disk name, directly, as a partition or below dm/md? */
-static bool devnum_on_disk(HostFs *h, const char *majmin, const char *name, unsigned depth) {
-        _cleanup_free_ char *path = NULL, *canon = NULL;
+static bool devnum_on_disk(HostFs *h, const char *majmin, const char *name, unsigned depth);
+
+/* Does the block device at sysfs path canon (resolved) sit on disk name, directly, as a partition or below dm/md? */
+static bool path_on_disk(HostFs *h, const char *canon, const char *name, unsigned depth) {
         _cleanup_strv_free_ char **slaves = NULL;
         char p[PATH_MAX];
 
-        if (depth > 4)
-                return false;
-        snprintf(p, sizeof(p), "dev/block/%s", majmin);
-        if (hostfs_resolve(h, HOSTFS_SYSFS, p, &canon) < 0)
-                return false;
         /* devices/.../block/<disk> or devices/.../block/<disk>/<partition> */
         const char *b = strstr(canon, "/block/");
         if (b) {
@@ -818,25 +814,78 @@ static bool devnum_on_disk(HostFs *h, const char *majmin, const char *name, unsi
         return false;
 }
 
-static void gather_root_disk(HostFs *h, DiskFacts *f, GatherCache *cache) {
-        if (!cache->mountinfo && hostfs_read(h, HOSTFS_PROCFS, "self/mountinfo", &cache->mountinfo) < 0)
-                return;
-        _cleanup_free_ char *mi = strdup(cache->mountinfo);
-        if (!mi)
-                return;
+/* Does the block device majmin ("8:2") sit on disk name, directly, as a partition or below dm/md? */
+static bool devnum_on_disk(HostFs *h, const char *majmin, const char *name, unsigned depth) {
+        _cleanup_free_ char *canon = NULL;
+        char p[PATH_MAX];
+
+        if (depth > 4)
+                return false;
+        snprintf(p, sizeof(p), "dev/block/%s", majmin);
+        if (hostfs_resolve(h, HOSTFS_SYSFS, p, &canon) < 0)
+                return false;
+        return path_on_disk(h, canon, name, depth);
+}
+
+void root_mounts_done(RootMounts *r) {
+        for (size_t i = 0; i < r->n_devices; i++)
+                free(r->devices[i].path);
+        free(r->devices);
+        *r = (RootMounts) {};
+}
+
+void machine_cache_done(MachineCache *c) {
+        free(c->kernel_release);
+        root_mounts_done(&c->roots);
+        *c = (MachineCache) {};
+}
+
+/* Read the "/" mounts' devices into r (valid unless mountinfo is unreadable). Returns 0 or -ENOMEM. */
+static int root_mounts_read(HostFs *h, RootMounts *r) {
+        _cleanup_free_ char *mi = NULL;
+
+        root_mounts_done(r);
+        int k = hostfs_read(h, HOSTFS_PROCFS, "self/mountinfo", &mi);
+        if (k < 0)
+                return k == -ENOMEM ? k : 0;    /* no root disk known; read again next time */
         /* "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw" (proc(5)): field 3 majmin, field 5 mount point */
         for (char *line = mi; line && *line; ) {
                 char *nl = strchr(line, '\n');
                 if (nl)
                         *nl = 0;
-                char majmin[32], mnt[8];
-                if (sscanf(line, "%*s %*s %31s %*s %7s", majmin, mnt) == 2 && streq(mnt, "/") &&
-                    devnum_on_disk(h, majmin, f->name, 0)) {
-                        f->root_disk = true;
-                        return;
+                char majmin[32], mnt[8], p[64];
+                if (sscanf(line, "%*s %*s %31s %*s %7s", majmin, mnt) == 2 && streq(mnt, "/")) {
+                        RootDevice *n = realloc(r->devices, (r->n_devices + 1) * sizeof(RootDevice));
+                        if (!n)
+                                return -ENOMEM;
+                        r->devices = n;
+                        RootDevice *d = &n[r->n_devices++];
+                        *d = (RootDevice) {};
+                        snprintf(d->majmin, sizeof(d->majmin), "%s", majmin);
+                        snprintf(p, sizeof(p), "dev/block/%s", majmin);
+                        k = hostfs_resolve(h, HOSTFS_SYSFS, p, &d->path);
+                        if (k == -ENOMEM)
+                                return k;
                 }
                 line = nl ? nl + 1 : NULL;
         }
+        r->valid = true;
+        return 0;
+}
+
+static int gather_root_disk(HostFs *h, DiskFacts *f, GatherCache *cache) {
+        RootMounts *roots = cache->machine && cache->machine->mounts_watched ? &cache->machine->roots : &cache->roots;
+
+        if (!roots->valid) {
+                int r = root_mounts_read(h, roots);
+                if (r < 0) {
+                        root_mounts_done(roots);
+                        return r;
+                }
+        }
+        for (size_t i = 0; i < roots->n_devices && !f->root_disk; i++)
+                f->root_disk = roots->devices[i].path && path_on_disk(h, roots->devices[i].path, f->name, 0);
+        return 0;
 }
 
 /* A sysfs attribute of the disk, blanks trimmed at both ends (NVMe pads serial numbers with
@@ -1551,6 +1600,9 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
                 return -ENOMEDIUM;
         f->size_bytes = sectors * 512;
 
+        if (!cache->kernel_release && cache->machine && cache->machine->kernel_release &&
+            !(cache->kernel_release = strdup(cache->machine->kernel_release)))
+                return -ENOMEM;
         r = cache->kernel_release ? 0 : hostfs_kernel_release(h, &cache->kernel_release);
         if (r >= 0 && !(f->kernel_release = strdup(cache->kernel_release)))
                 r = -ENOMEM;
@@ -1605,7 +1657,9 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         r = gather_shared_tags_fallback(h, f);
         if (r < 0)
                 return r;
-        gather_root_disk(h, f, cache);
+        r = gather_root_disk(h, f, cache);
+        if (r < 0)
+                return r;
         r = net_gather(h, f, devpath, debugfs, cache);
         if (r < 0)
                 return r;

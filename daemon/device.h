@@ -66,10 +66,48 @@ typedef struct ModuleTreeCache {
 
 void module_tree_cache_done(ModuleTreeCache *c);
 
+/*
+ * The devices of the mounts on "/" (field 3 of each proc/self/mountinfo line whose mount point
+ * is "/", proc(5)), each with its sysfs path: what DiskFacts.root_disk is decided from. A
+ * mounted device keeps its number and its sysfs path while it is mounted (the mount holds it
+ * open: a partition in use cannot be deleted, block/partitions/core.c bdev_del_partition()
+ * -EBUSY, and a removed disk's number is not handed out again before its last opener closes),
+ * so the paths hold as long as the mount table does. What sits below them (slaves/: dm, md)
+ * can change without a mount and is read at every gather.
+ */
+typedef struct RootDevice {
+        char majmin[32];                /* "254:1" */
+        char *path;                     /* dev/block/<majmin> resolved ("devices/.../block/vda/vda1"); NULL: none (no
+                                         * block device behind the number: nfs, overlay, btrfs's anonymous numbers) */
+} RootDevice;
+
+typedef struct RootMounts {
+        bool valid;                     /* read (else read at the next gather) */
+        RootDevice *devices;
+        size_t n_devices;
+} RootMounts;
+
+void root_mounts_done(RootMounts *r);
+
+/*
+ * Machine-wide inputs kept across gathers by their owner (the manager), not freed with a
+ * GatherCache: the kernel release (a running kernel keeps its release: read once at start),
+ * and the root file system's devices while the mount table is unchanged (the owner watches
+ * proc/self/mountinfo for POLLPRI and calls root_mounts_done() on a change; without a
+ * watch, mounts_watched false, every GatherCache reads them itself).
+ */
+typedef struct MachineCache {
+        char *kernel_release;           /* NULL: unreadable at start, read at every gather */
+        bool mounts_watched;
+        RootMounts roots;
+} MachineCache;
+
+void machine_cache_done(MachineCache *c);
+
 typedef struct GatherCache {
         bool have_interrupts;
         ProcInterrupts interrupts;
-        char *mountinfo;
+        RootMounts roots;               /* when machine does not keep them */
         char *kernel_release;
         GatherHost *hosts;
         size_t n_hosts;
@@ -81,6 +119,7 @@ typedef struct GatherCache {
         char **elevators_builtin, **elevators_loadable;
         char **elevators_blocked;       /* "bfq: blacklist bfq in /etc/modprobe.d/x.conf (...)" */
         ModuleTreeCache *module_tree;   /* optional, outlives the cache (not freed with it) */
+        MachineCache *machine;          /* optional, outlives the cache (not freed with it) */
 } GatherCache;
 
 void gather_cache_done(GatherCache *c);

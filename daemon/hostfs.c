@@ -734,6 +734,16 @@ int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name) {
         return r;
 }
 
+int hostfs_open_mounts_watch(HostFs *h) {
+        if (!h->live)
+                return -EOPNOTSUPP;
+        int dfd = kind_fd(h, HOSTFS_PROCFS);
+        if (dfd < 0)
+                return dfd;
+        int fd = openat(dfd, "self/mountinfo", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? negative_errno() : fd;
+}
+
 int hostfs_mtime(HostFs *h, HostFsKind kind, const char *path, int64_t *ret) {
         struct stat st;
         int r = hostfs_stat(h, kind, path, &st);

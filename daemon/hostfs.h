@@ -215,3 +215,13 @@ void hostfs_set_write_hook(HostFs *h, hostfs_write_hook_t hook, void *userdata);
 
 /* Modification time of a file in seconds since the epoch. Returns 0 or -errno. */
 int hostfs_mtime(HostFs *h, HostFsKind kind, const char *path, int64_t *ret);
+
+/*
+ * The mount table of blkmqd's mount namespace, opened to be watched: proc/self/mountinfo
+ * polls POLLPRI|POLLERR once after each mount or unmount in the namespace, propagated ones
+ * included (fs/proc_namespace.c mounts_poll(): the namespace's event count against the
+ * one the open file last saw; the poll itself catches up, no read needed). Only on the live
+ * root: a fixture's mountinfo is a plain file, which poll() always reports ready.
+ * Returns the fd (O_RDONLY|O_CLOEXEC, the caller owns it), -EOPNOTSUPP on a fixture root, -errno.
+ */
+int hostfs_open_mounts_watch(HostFs *h);

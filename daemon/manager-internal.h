@@ -54,6 +54,8 @@ struct Manager {
         UdevMonitor *monitor;
         GatherCache *batch;             /* during coldplug and reload: machine-wide inputs read once */
         ModuleTreeCache module_tree;    /* the module tree's elevators, across gathers while unchanged */
+        MachineCache machine;           /* kernel release, the root file system's devices (device.h) */
+        sd_event_source *mounts_source; /* proc/self/mountinfo POLLPRI: machine.roots read again */
         char **batch_added;             /* disks new in the batch: stored state loaded at its end, when
                                          * every disk's identity is known (identity collisions) */
         char **originals_seen;          /* state keys whose originals this run loaded or wrote */

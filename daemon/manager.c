@@ -152,6 +152,7 @@ Manager *manager_free(Manager *m) {
         manager_waiters_release_all(m);
         sd_event_source_disable_unref(m->stop_timer);
         sd_event_source_disable_unref(m->verify_timer);
+        sd_event_source_disable_unref(m->mounts_source);
         /* a write that never returns is abandoned; its worker still uses hostfs (or the state
          * directory): keep them */
         bool keep_hostfs = writer_running(m->writer);
@@ -174,6 +175,7 @@ Manager *manager_free(Manager *m) {
         strv_free(m->batch_added);
         strv_free(m->originals_seen);
         module_tree_cache_done(&m->module_tree);
+        machine_cache_done(&m->machine);
         free(m->module_originals_saved);
         free(m->config_path);
         free(m->mountpoint);
@@ -304,6 +306,43 @@ static int coldplug_from_hostfs(Manager *m) {
         return strv_length(disks);
 }
 
+
+/* The mount table changed: the root file system's devices are looked up again at the next gather. */
+static int on_mounts_changed(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        log_debug("Mount table changed: the root file system's disks are looked up again at the next uevent");
+        root_mounts_done(&m->machine.roots);
+        return 0;
+}
+
+/*
+ * Keep the root file system's devices (DiskFacts.root_disk) across uevents while the mount
+ * table is unchanged: proc/self/mountinfo polls POLLPRI on a change. Dispatched before a
+ * uevent that is pending at the same time. Without the watch (fixture root, or it failed)
+ * every gather reads mountinfo as before.
+ */
+static void watch_mounts(Manager *m) {
+        int fd = hostfs_open_mounts_watch(m->hostfs), r = fd;
+        if (fd == -EOPNOTSUPP)
+                return;
+        if (r >= 0) {
+                r = sd_event_add_io(m->event, &m->mounts_source, fd, EPOLLPRI, on_mounts_changed, m);
+                if (r >= 0)
+                        r = sd_event_source_set_io_fd_own(m->mounts_source, true);
+                if (r < 0) {
+                        m->mounts_source = sd_event_source_disable_unref(m->mounts_source);
+                        close(fd);      /* owned by no source */
+                }
+        }
+        if (r >= 0 && (r = sd_event_source_set_priority(m->mounts_source, SD_EVENT_PRIORITY_IMPORTANT)) < 0)
+                m->mounts_source = sd_event_source_disable_unref(m->mounts_source);     /* closes fd */
+        if (r < 0) {
+                log_debug_errno(r, "Cannot watch the mount table, the root disk is looked up at every uevent: %m");
+                return;
+        }
+        m->machine.mounts_watched = true;
+}
+
 int manager_startup(Manager *m) {
         int r;
         sigset_t ss;
@@ -377,13 +416,16 @@ int manager_startup(Manager *m) {
         }
 
         (void) hostfs_kernel_release(m->hostfs, &m->kernel_release);
+        if (m->kernel_release && !(m->machine.kernel_release = strdup(m->kernel_release)))
+                return log_error_errno(ENOMEM, "Out of memory: %m");
+        watch_mounts(m);
         r = stats_new(m->hostfs, &m->stats);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up statistics: %m");
         m->rate_window_usec = m->config.rate_window_usec;
         modules_init(m->hostfs, &m->modules);
         manager_load_module_originals(m);
-        _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree };
+        _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree, .machine = &m->machine };
         m->batch = &batch;
         r = m->monitor ? udev_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);
         manager_batch_end(m);

@@ -181,34 +181,52 @@ void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate) {
                 log_device_warning_errno(d->name, ENOMEM, "Failed to update FUSE tree, ignoring: %m");
 }
 
-/* Evaluate and apply d with the facts it has. */
+/*
+ * Evaluate and apply d with the facts it has. The decision lines (new ones only, so a
+ * re-evaluation does not repeat them; all of them when log_decisions) are logged once the
+ * plan's first write is handed to the writer: a write waits for nothing but the decision
+ * itself (journald or a pipe reader woken per line cost 0.1-2.7 ms before the write,
+ * docs/BENCHMARKS.md P1). Lines apply itself logs before that handover (dry-run, a change
+ * by someone else) come before them.
+ */
 void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
+        _cleanup_strv_free_ char **lines = NULL;        /* body, rule; body, rule; ... */
+        _cleanup_free_ char *name = NULL, *f_class = NULL;
         Plan plan;
         int r = evaluate_policy(m, d, &plan);
         if (r < 0) {
                 log_device_warning_errno(d->name, r, "Failed to evaluate policy, ignoring: %m");
                 return;
         }
-        /* Log decisions that are new, so a re-evaluation does not repeat them. */
-        char f_class[64];
-        snprintf(f_class, sizeof(f_class), "BLKMQD_CLASS=%s", disk_class_to_string(plan.class));
-        PLAN_FOREACH_ENTRY(e, &plan) {
-                if (!log_decisions && plan_has_line(&d->plan, e->text))
-                        continue;
-                char f_rule[96];
-                snprintf(f_rule, sizeof(f_rule), "BLKMQD_RULE=%s", strempty(e->rule));
-                const char *fields[] = { f_class, f_rule, NULL };
-                /* DEVICE= for journalctl; log_full() prefixes the name, so the body goes without it */
-                log_full(LOG_INFO, 0, d->name, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", e->body);
+        PLAN_FOREACH_ENTRY(e, &plan)
+                if ((log_decisions || !plan_has_line(&d->plan, e->text)) &&
+                    (strv_extend(&lines, e->body) < 0 || strv_extend(&lines, strempty(e->rule)) < 0))
+                        log_device_warning_errno(d->name, ENOMEM, "Failed to keep a decision line for the journal, ignoring: %m");
+        name = strdup(d->name);
+        if (lines && (!name || asprintf(&f_class, "BLKMQD_CLASS=%s", disk_class_to_string(plan.class)) < 0)) {
+                log_device_warning_errno(d->name, ENOMEM, "Failed to log the disk's decisions, ignoring: %m");
+                lines = strv_free(lines);
         }
         plan_done(&d->plan);
         d->plan = plan;
 
         manager_apply(m, d);
-        if (m->fuse) {
+        /* a run that ended at once (nothing to write) may have taken up an event that removed d */
+        if (name)
+                d = registry_get(&m->registry, name);
+        if (m->fuse && d) {
                 r = fuse_fs_device_updated(m->fuse, d);
                 if (r < 0)
                         log_device_warning_errno(d->name, r, "Failed to update FUSE tree, ignoring: %m");
+        }
+
+        for (char **l = lines; l && l[0] && l[1]; l += 2) {
+                _cleanup_free_ char *f_rule = NULL;
+                if (asprintf(&f_rule, "BLKMQD_RULE=%s", l[1]) < 0)
+                        f_rule = NULL;
+                const char *fields[] = { f_class, f_rule, NULL };
+                /* DEVICE= for journalctl; log_full() prefixes the name, so the body goes without it */
+                log_full(LOG_INFO, 0, name, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", l[0]);
         }
 }
 
@@ -216,7 +234,7 @@ static void device_event_one(Manager *m, const char *name, bool removed) {
         _cleanup_(disk_facts_freep) DiskFacts *facts = NULL;
         /* a single event: machine-wide inputs read for it alone, but the module tree's
          * elevators from the manager's cache while the tree is unchanged */
-        _cleanup_(gather_cache_done) GatherCache single = { .module_tree = &m->module_tree };
+        _cleanup_(gather_cache_done) GatherCache single = { .module_tree = &m->module_tree, .machine = &m->machine };
         Device *d;
         int r;
 
@@ -503,7 +521,7 @@ void manager_batch_end(Manager *m) {
 /* Every disk again: re-gather (a SIGHUP or reload may follow hardware changes too). */
 void manager_reevaluate_all(Manager *m) {
         _cleanup_strv_free_ char **names = NULL;
-        _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree };
+        _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree, .machine = &m->machine };
         for (size_t i = 0; i < m->registry.n_devices; i++)
                 if (strv_extend(&names, m->registry.devices[i]->name) < 0)
                         return;
