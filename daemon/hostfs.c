@@ -641,10 +641,14 @@ bool hostfs_udevd_running(HostFs *h) {
                 return false;
         if (!h->live)
                 return true;
-        /* The socket file outlives a killed udevd: only a listening socket counts. */
+        /* The socket file outlives a killed udevd: only a listening socket counts. udevd
+         * listens with a backlog of 0 (one connection it has not accepted yet fills it: a
+         * udevadm client, someone else's probe), and then a non-blocking connect() fails with
+         * EAGAIN (net/unix/af_unix.c unix_stream_connect(): unix_recvq_full() and no timeo);
+         * that is a listening udevd too. No listener: ECONNREFUSED. */
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = "/run/udev/control" };
-        return fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0;
+        return fd >= 0 && (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0 || errno == EAGAIN);
 }
 
 int hostfs_kernel_release(HostFs *h, char **ret) {
