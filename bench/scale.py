@@ -205,6 +205,11 @@ def main():
             u, s = cpu_s(proc.pid)
             print(f"RSS after reads: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']} "
                   f"(blkmqd CPU so far {u:.2f} s user + {s:.2f} s system)")
+            if old:
+                st = status(old.pid)
+                u, s = cpu_s(old.pid)
+                print(f"compare: RSS after reads: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']} "
+                      f"(CPU so far {u:.2f} s user + {s:.2f} s system)")
     finally:
         if old and old.poll() is None:
             bt.stop_process(old, 300)
