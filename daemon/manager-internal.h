@@ -79,6 +79,7 @@ struct Manager {
         /* disk writes of blkmqd's own files, on the writer too (persist.c, pipeline.c) */
         bool inline_files;              /* after the loop ended (manager_free()): done on this thread */
         size_t persist_pending;         /* state directory saves submitted, not returned */
+        struct PersistJob *persist_jobs; /* ... their callbacks' data (freed at exit when dropped) */
         size_t persist_unsettled;       /* ... of them, not past the writer's deadline either */
         bool modules_busy;              /* a module-parameter job (lane MODULES_LANE) submitted, not returned */
         bool modules_timed_out;         /* ... and past the writer's deadline */
@@ -207,6 +208,9 @@ void manager_persist_overrides(Manager *m, Device *d);
  * runs (m->inline_files, no writer). True when every save returned or passed its deadline.
  */
 bool manager_persist_settled(const Manager *m);
+
+/* Free the saves still out (after writer_free(): their callbacks never run). */
+void manager_persist_jobs_free(Manager *m);
 
 /* ---- control.c: writes to the tree, root control files --------------------------------- */
 

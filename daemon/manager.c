@@ -127,6 +127,8 @@ static void manager_log_fuse_requests(Manager *m) {
         log_info("FUSE: %" PRIu64 " request(s) answered since the mount%s%s", total, total ? ": " : "", buf);
 }
 
+static State *abandoned_state;
+
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
@@ -166,10 +168,15 @@ Manager *manager_free(Manager *m) {
         proc_interrupts_done(&m->interrupts);
         free(m->kernel_release);
         config_done(&m->config);
-        if (!keep_hostfs) {     /* (a worker may be inside a state directory save, too) */
+        /* a worker may be inside a state directory save that never returns: the State stays
+         * too (reachable, the process exits next) */
+        if (keep_hostfs && m->persist_pending > 0)
+                abandoned_state = m->state;
+        else
                 state_free(m->state);
+        manager_persist_jobs_free(m);   /* the saves the writer dropped: their callbacks never run */
+        if (!keep_hostfs)
                 hostfs_free(m->hostfs);
-        }
         sd_event_unref(m->event);
         strv_free(m->cli_globs);
         strv_free(m->batch_added);

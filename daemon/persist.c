@@ -88,6 +88,7 @@ typedef enum PersistWhat {
 } PersistWhat;
 
 typedef struct PersistJob {
+        struct PersistJob *next, **prev;        /* in m->persist_jobs while submitted */
         Manager *m;
         PersistWhat what;
         char *name;                     /* the disk's (originals, overrides) */
@@ -97,6 +98,11 @@ typedef struct PersistJob {
 
 static PersistJob *persist_job_free(PersistJob *p) {
         if (p) {
+                if (p->prev) {
+                        *p->prev = p->next;
+                        if (p->next)
+                                p->next->prev = p->prev;
+                }
                 free(p->name);
                 free(p->snapshot);
                 free(p);
@@ -191,7 +197,17 @@ static int persist_submit(Manager *m, const char *lane, StateSection section, co
         }
         m->persist_pending++;
         m->persist_unsettled++;
+        p->next = m->persist_jobs;
+        if (p->next)
+                p->next->prev = &p->next;
+        p->prev = &m->persist_jobs;
+        m->persist_jobs = p;
         return 0;
+}
+
+void manager_persist_jobs_free(Manager *m) {
+        while (m->persist_jobs)
+                persist_job_free(m->persist_jobs);
 }
 
 void manager_persist_overrides(Manager *m, Device *d) {
