@@ -135,8 +135,8 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                 np = &defaults;
         if (n->unavailable) {
                 r = set_alignment(plan, NET_ALIGNMENT_UNAVAILABLE, "%s", n->unavailable);
-                return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, NULL,
-                                                "network facts: unavailable (%s)", n->unavailable);
+                return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE,
+                                                "net-align-unavailable", "network facts: unavailable (%s)", n->unavailable);
         }
         if (!n->nic) {
                 const char *why = n->unknown[NET_FACT_INTERFACE] ?: n->unknown[NET_FACT_LOWER_DEVICE] ?: "no NIC found";

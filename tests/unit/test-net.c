@@ -259,7 +259,7 @@ static void test_rule(void) {
         f->has_mq = true;
         f->net->unavailable = strdup("built without libnl");
         CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
-        CHECK(has_line(&p, "nvme1n1: network facts: unavailable (built without libnl)"));
+        CHECK(has_line(&p, "nvme1n1: network facts: unavailable (built without libnl) (rule net-align-unavailable)"));
         CHECK_STR(p.net_alignment, "unavailable: built without libnl");
         char *s = NULL;
         CHECK_INT(net_facts_render(f->net, NET_FACT_CHANNELS, &s), 0);
