@@ -11,8 +11,8 @@ wants mq-deadline, so every attach needs a scheduler write.
 
 (p) held at coldplug: the mount appears after the write deadline (not after the held write),
     with applied/elevator "timeout (still pending)" for the held disk and "ok" for the other;
-(q) while it is held: every file of the tree answers (no read > 1 s over >= 1,000 reads, p50/p99
-    printed, not asserted); a loop attached meanwhile is evaluated and applied; a policy write
+(q) while it is held: every file of the tree answers (no read waits anywhere near the 5 s write
+    deadline: none takes DEADLINE/2 or more over >= 1,000 reads; p50/p99 printed, not asserted); a loop attached meanwhile is evaluated and applied; a policy write
     on the other disk is applied and answered;
 (r) when the held write returns: applied/elevator says ok with the original, the kernel agrees;
 (s) SIGTERM while a write is held: the other disks are restored, the daemon exits within
@@ -94,7 +94,7 @@ def case_pqr_held_write(d, loops, tmp):
     check(not errors, f"(q) {len(files)} files, 1,000 reads, no error: {errors[:3]}")
     print(f"   read latency while the write is held: p50 {bt.percentile(lat, 0.5) * 1e3:.2f} ms, p99 {bt.percentile(lat, 0.99) * 1e3:.2f} ms, "
           f"max {lat[-1] * 1e3:.2f} ms over {len(lat)} reads of {len(files)} files")
-    check(lat[-1] < 1.0, f"(q) no read took 1 s or more (max {lat[-1] * 1e3:.1f} ms)")
+    check(lat[-1] < DEADLINE / 2, f"(q) no read took {DEADLINE / 2:.1f} s or more (max {lat[-1] * 1e3:.1f} ms)")
 
     # another disk's uevent: a loop attached now is evaluated and applied while a's write is held
     loops.attach(2)
@@ -108,7 +108,7 @@ def case_pqr_held_write(d, loops, tmp):
     t = time.monotonic()
     rc = write_file(d.path("devices", b, "policy", "elevator"), b"kyber\n")
     took = time.monotonic() - t
-    check(rc == 0 and took < 2.0, f"(q) {b} policy/elevator <- kyber answered (rc {rc}) in {took:.2f} s")
+    check(rc == 0 and took < DEADLINE / 2, f"(q) {b} policy/elevator <- kyber answered (rc {rc}) in {took:.2f} s")
     v = d.read("devices", b, "applied", "elevator")
     check(v == "ok: kyber (was none)\n" and current_elevator(b) == "kyber", f"(q) {b} applied/elevator {v!r}, kernel {current_elevator(b)}")
 
@@ -126,7 +126,7 @@ def case_pqr_held_write(d, loops, tmp):
     lat2, errors = sorted_timed_reads(files, 300)
     th.join(DEADLINE + 5)
     check(not th.is_alive() and result.get("rc") == 0, f"(q) {a} policy/nr_requests <- 64 while held: answered ({result})")
-    check(lat2[-1] < 1.0 and not errors, f"(q) reads during that write: max {lat2[-1] * 1e3:.1f} ms, errors {errors[:2]}")
+    check(lat2[-1] < DEADLINE / 2 and not errors, f"(q) reads during that write: max {lat2[-1] * 1e3:.1f} ms, errors {errors[:2]}")
 
     # (r) the held write returns: the real outcome is recorded
     left = hold_s - (time.monotonic() - t_mounted) + DEADLINE
@@ -202,7 +202,7 @@ def case_w_removed_while_held(d, loops, tmp):
         os.close(ctl)
     th.join(DEADLINE + 10)
     took = result.get("t", time.monotonic()) - t_removed
-    check(not th.is_alive() and took < 2.0, f"(w) the waiting policy write was answered {took:.2f} s after the removal "
+    check(not th.is_alive() and took < DEADLINE / 2, f"(w) the waiting policy write was answered {took:.2f} s after the removal "
           f"(before the {DEADLINE:.0f} s deadline): {result}")
     ok, _ = wait_for(lambda: not os.path.exists(d.path("devices", a)), 3.0, 0.05)
     check(ok, f"(w) devices/{a} is gone")

@@ -604,7 +604,9 @@ def test_watchdog():
         path = tmp + "/notify"
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sock.bind(path)
-        usec = 200000
+        # 1 s: blkmqd pings every usec/2; a tighter period makes the gap check below a
+        # measure of this machine's load rather than of the daemon's loop
+        usec = 1000000
         env = dict(ENV, NOTIFY_SOCKET=path, WATCHDOG_USEC=str(usec))
         # WATCHDOG_PID must be the daemon's own PID: let the shell exec into it.
         p = subprocess.Popen(["sh", "-c", 'WATCHDOG_PID=$$ exec "$0" "$@"', ENV["BLKMQD"],
@@ -617,14 +619,14 @@ def test_watchdog():
                 while time.monotonic() < t0 + seconds:
                     if select.select([sock], [], [], 0.05)[0]:
                         msgs.append((time.monotonic(), sock.recv(4096).decode()))
-            collect(2.5)
+            collect(4.0)
             # A stuck event loop sends nothing: freeze the process (as a hang would) and check
             # that the pings stop, so systemd's WatchdogSec= would fire; then let it go on.
             p.send_signal(signal.SIGSTOP)
             while select.select([sock], [], [], 0.05)[0]:       # drain what was already sent
                 sock.recv(4096)
             stopped_at = time.monotonic()
-            collect(5 * usec / 1e6)
+            collect(3 * usec / 1e6)
             resumed_at = time.monotonic()
             p.send_signal(signal.SIGCONT)
             collect(1.0)
@@ -644,7 +646,7 @@ def test_watchdog():
         check(not frozen, "no WATCHDOG=1 while the loop is frozen (%d pings in %.1f s)" % (len(frozen), resumed_at - stopped_at))
         check(any(t >= resumed_at for t in pings), "WATCHDOG=1 resumes after SIGCONT")
         after = [t for t in pings if ready and ready[0] <= t < stopped_at]
-        check(len(after) >= 8, "WATCHDOG=1 keeps arriving after READY=1 (%d in ~2.5 s, WATCHDOG_USEC=%d)"
+        check(len(after) >= 5, "WATCHDOG=1 keeps arriving after READY=1 (%d in ~4 s, WATCHDOG_USEC=%d)"
               % (len(after), usec))
         gaps = [b - a for a, b in zip(after, after[1:])]
         if gaps:
