@@ -277,8 +277,10 @@ def case_u_start_instant(exe, tmp, loops):
                 ready_at = now - t0
             time.sleep(0.002)
         check(ready_at is not None and ready_at >= 4.0, f"(u) coldplug held: the mount answered after {ready_at} s (>= 4 s)")
-        check(longest < 1.0, f"(u) the reader started with the daemon was in D state for at most {longest * 1e3:.0f} ms in a row "
-              f"(< 1 s; coldplug {ready_at} s)")
+        # a reader stuck behind the unfilled mount would stay in D state for the whole >= 4 s hold;
+        # half of that separates the two without measuring this machine's load
+        check(longest < 2.0, f"(u) the reader started with the daemon was in D state for at most {longest * 1e3:.0f} ms in a row "
+              f"(< 2 s; coldplug {ready_at} s)")
     finally:
         reader.kill()
         reader.wait()
