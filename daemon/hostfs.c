@@ -651,14 +651,22 @@ bool hostfs_udevd_running(HostFs *h) {
         return fd >= 0 && (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0 || errno == EAGAIN);
 }
 
-int hostfs_kernel_release(HostFs *h, char **ret) {
+static int read_proc_line(HostFs *h, const char *path, char **ret) {
         char *s = NULL;
-        int r = hostfs_read(h, HOSTFS_PROCFS, "sys/kernel/osrelease", &s);
+        int r = hostfs_read(h, HOSTFS_PROCFS, path, &s);
         if (r < 0)
                 return r;
         strip_newline(s);
         *ret = s;
         return 0;
+}
+
+int hostfs_kernel_release(HostFs *h, char **ret) {
+        return read_proc_line(h, "sys/kernel/osrelease", ret);
+}
+
+int hostfs_boot_id(HostFs *h, char **ret) {
+        return read_proc_line(h, "sys/kernel/random/boot_id", ret);
 }
 
 char * const *hostfs_writes(const HostFs *h) {

@@ -163,6 +163,13 @@ bool hostfs_udevd_running(HostFs *h);
 int hostfs_kernel_release(HostFs *h, char **ret);
 
 /*
+ * This boot's id: <root>/proc/sys/kernel/random/boot_id (a random UUID the kernel makes at
+ * each boot, drivers/char/random.c), newline stripped. -ENOENT on a fixture root without it.
+ * Returns 0 or -errno.
+ */
+int hostfs_boot_id(HostFs *h, char **ret);
+
+/*
  * Recorded writes, oldest first, each "write:<kind>:<path>=<value> -> ok|<errno name>";
  * at most the last 4096. The returned vector is owned by h and valid until the next write.
  */

@@ -167,6 +167,7 @@ Manager *manager_free(Manager *m) {
         stats_free(m->stats);
         proc_interrupts_done(&m->interrupts);
         free(m->kernel_release);
+        free(m->boot_id);
         config_done(&m->config);
         /* a worker may be inside a state directory save that never returns: the State stays
          * too (reachable, the process exits next) */
@@ -423,6 +424,7 @@ int manager_startup(Manager *m) {
         }
 
         (void) hostfs_kernel_release(m->hostfs, &m->kernel_release);
+        (void) hostfs_boot_id(m->hostfs, &m->boot_id);
         if (m->kernel_release && !(m->machine.kernel_release = strdup(m->kernel_release)))
                 return log_error_errno(ENOMEM, "Out of memory: %m");
         watch_mounts(m);

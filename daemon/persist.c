@@ -279,8 +279,16 @@ void manager_load_overrides(Manager *m, Device *d) {
         }
 }
 
-/* Originals as "knob=value" and "irq.N=value" pairs. */
-static int originals_to_kv(const Device *d, char ***ret) {
+/*
+ * The key under which originals/<identity> records the boot it was written in. A reboot puts
+ * back the kernel's own values (elevator, rq_affinity, nr_requests, IRQ affinity are not kept
+ * across boots), so originals recorded at an earlier boot describe nothing that is still there.
+ */
+#define ORIGINALS_BOOT_KEY "boot"
+
+/* Originals as "knob=value" and "irq.N=value" pairs, after "boot=<boot_id>" when there are
+ * any and boot_id is known (NULL when there are none: the file is removed). */
+static int originals_to_kv(const char *boot_id, const Device *d, char ***ret) {
         _cleanup_strv_free_ char **kv = NULL;
         for (Knob k = 0; k < _KNOB_MAX; k++)
                 if (d->applied[k].original &&
@@ -299,6 +307,16 @@ static int originals_to_kv(const Device *d, char ***ret) {
                 if (d->irq_applied[i].original &&
                     (strv_extend(&kv, key) < 0 || strv_extend(&kv, d->irq_applied[i].original) < 0))
                         return -ENOMEM;
+        }
+        if (kv && boot_id) {
+                _cleanup_strv_free_ char **all = NULL;
+                if (strv_extend(&all, ORIGINALS_BOOT_KEY) < 0 || strv_extend(&all, boot_id) < 0)
+                        return -ENOMEM;
+                for (size_t i = 0; kv[i]; i++)
+                        if (strv_extend(&all, kv[i]) < 0)
+                                return -ENOMEM;
+                strv_free(kv);
+                kv = TAKE_PTR(all);
         }
         *ret = TAKE_PTR(kv);
         return 0;
@@ -329,7 +347,7 @@ void manager_persist_originals(Manager *m, Device *d) {
 
         if (!m->state || !(key = originals_key(d)))
                 return;
-        r = originals_to_kv(d, &kv);
+        r = originals_to_kv(m->boot_id, d, &kv);
         if (r >= 0 && (snapshot = originals_snapshot(key, kv)) && streq_ptr(snapshot, d->originals_saved))
                 return;         /* the file already holds exactly this (or will: its save is queued) */
         _cleanup_free_ char *text = NULL;
@@ -378,7 +396,23 @@ void manager_load_originals(Manager *m, Device *d) {
          * next save differ, and rewrite the file without it) */
         free(d->originals_saved);
         d->originals_saved = originals_snapshot(key, kv);
+        const char *stored_boot = NULL;
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2)
+                if (streq(kv[i], ORIGINALS_BOOT_KEY))
+                        stored_boot = kv[i + 1];
+        if (stored_boot && m->boot_id && !streq(stored_boot, m->boot_id)) {
+                /* the machine rebooted since: the kernel's values are its own again, and what
+                 * the disk has now is what a stop must leave (a file without a boot key, from an
+                 * older blkmqd or an unknown boot id, is used as before) */
+                log_device_info(d->name, "Original values recorded at an earlier boot (boot id %s) dropped: "
+                                "the reboot put the kernel's own values back", stored_boot);
+                d->originals_saved = mfree_str(d->originals_saved);
+                manager_persist_originals(m, d);        /* nothing recorded yet: removes the file */
+                return;
+        }
         for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+                if (streq(kv[i], ORIGINALS_BOOT_KEY))
+                        continue;
                 Knob k = knob_from_string(kv[i]);
                 const char *dotted = startswith(kv[i], "iosched.");
                 IoschedTunable t = dotted ? iosched_tunable_from_dotted(dotted) : _IOSCHED_TUNABLE_INVALID;

@@ -7,7 +7,9 @@
  *   overrides/<identity>   policy/<knob> overrides of one disk, "knob=value" lines
  *   originals/<identity>   values blkmqd changed, as they were before its first write
  *                          ("elevator=mq-deadline", "irq.36=0-3"), so a restart after a crash
- *                          still restores them; removed once restored
+ *                          still restores them; removed once restored. First line "boot=<boot_id>":
+ *                          a file from an earlier boot is dropped at load (a reboot put the
+ *                          kernel's own values back; daemon/persist.c)
  * keyed by the disk's stable identity (WWID, serial, loop backing file, device path),
  * never by its kernel name. Files are written atomically: temp file, fsync, rename,
  * fsync of the directory, so a crash leaves the old or the new file, never a torn one.

@@ -11,7 +11,8 @@ Cases: (a) hot-add appears within 1 s, facts; (b) mq-deadline -> none applied, S
 restores and unmounts; (c) --dry-run writes nothing; (d) losetup -d removes the entry
 within 1 s; (e) read semantics of the tree; (f) an open file of a removed device reads
 EIO, the daemon survives; (g) kill -9 then restart on the same mount point; (h) splice()
-and sendfile() readers read what read() reads.
+and sendfile() readers read what read() reads; (i) originals recorded at an earlier boot (another
+boot id in the file) are dropped, and a stop restores what the disk had at this boot.
 
 Every wait is a poll with a deadline. Loop devices are detached and mounts removed in
 finally blocks whatever happens (tests/pylib/blkmqd_test.py: Daemon, Loops, run_cases).
@@ -372,7 +373,45 @@ def case_g_kill9_restart(d, loops, tmp):
     check(current_elevator(name) == "mq-deadline", "(g) stop after the restart puts back the original recorded before the crash")
 
 
+def case_i_originals_of_an_earlier_boot(d, loops, tmp):
+    """(i) originals recorded at an earlier boot (another boot_id) are dropped: a reboot put the
+    kernel's own values back, and a stop restores what the disk had at this boot."""
+    name = loops.attach("i", elevator="mq-deadline")         # blkmqd changes it (stacked -> none)
+    d.start("--devices", name)
+    try:
+        wait_for(lambda: current_elevator(name) == "none", 5.0)
+    finally:
+        rc = d.stop(signal.SIGKILL)
+    check(rc == -signal.SIGKILL and current_elevator(name) == "none", "(i) killed with its change (none) in place")
+    odir = os.path.join(d.state, "originals")
+    files = [os.path.join(odir, f) for f in os.listdir(odir)] if os.path.isdir(odir) else []
+    texts = {f: read_text(f) for f in files}
+    mine = [f for f, t in texts.items() if "elevator=mq-deadline\n" in t]
+    check(len(mine) == 1, f"(i) one originals file records elevator=mq-deadline: {texts}")
+    boot = read_text("/proc/sys/kernel/random/boot_id").strip()
+    text = texts.get(mine[0], "") if mine else ""
+    check(f"boot={boot}\n" in text, f"(i) it records this boot's id ({boot}): {text!r}")
+    # as after a reboot: another boot id in the file, and the disk has what this boot gave it
+    if mine:
+        with open(mine[0], "w") as f:
+            f.write(text.replace(f"boot={boot}", "boot=00000000-0000-4000-8000-000000000000"))
+    set_elevator(name, "kyber")
+    d.start("--devices", name)
+    try:
+        ok, _ = wait_for(lambda: d.read("devices", name, "applied", "elevator") == "ok: none (was kyber)\n", 5.0)
+        got = d.read("devices", name, "applied", "elevator")
+        check(ok, f"(i) the original is this boot's kyber, not the earlier boot's mq-deadline: {got!r}")
+        check("recorded at an earlier boot (boot id 00000000-0000-4000-8000-000000000000) dropped" in d.tail(400),
+              "(i) the drop is logged with the earlier boot id")
+    finally:
+        rc = d.stop()
+    check(rc == 0 and current_elevator(name) == "kyber", f"(i) stop restores this boot's kyber (kernel: {current_elevator(name)})")
+    left = os.listdir(odir) if os.path.isdir(odir) else []
+    check(not left, f"(i) no originals file left after the restore: {left}")
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-it-", (case_a_hotplug_and_facts, case_b_apply_and_restore, case_c_dry_run,
-                                         case_d_e_f, case_g_kill9_restart, case_h_splice_readers),
+                                         case_d_e_f, case_g_kill9_restart, case_h_splice_readers,
+                                         case_i_originals_of_an_earlier_boot),
                           why="loop devices, FUSE mount, sysfs writes"))
