@@ -16,6 +16,7 @@
  * Like other library-like modules, hostfs logs nothing above debug.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
