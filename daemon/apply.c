@@ -244,6 +244,7 @@ static uint64_t run_now_usec(const Device *d) {
 static int iosched_record_before_switch(HostFs *h, Device *d, const char *elevator);
 static int iosched_drop_switch_originals(Device *d, const char *elevator);
 static uint64_t iosched_instance(HostFs *h, const char *disk);
+static uint64_t nr_requests_instance(HostFs *h, const char *disk);
 
 /* A job putting the recorded original of queue knob k back (within an apply run). */
 static int restore_job(const Device *d, Knob k, WriteJob **ret) {
@@ -337,7 +338,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         bool nr_reset = false;
         if (k == KNOB_NR_REQUESTS && IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted) &&
             d->nr_requests_ino) {
-                uint64_t ino = iosched_instance(h, d->name);
+                uint64_t ino = nr_requests_instance(h, d->name);
                 nr_reset = ino && ino != d->nr_requests_ino;
                 if (nr_reset && o->verify_only) {
                         applied_set(a, APPLY_EXTERNAL, 0, "reset to %s by an elevator switch since blkmqd wrote %s; written again at the "
@@ -513,7 +514,7 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
         applied_set(a, APPLY_OK, 0, NULL);
         a->retry = (Backoff) {};
         if (k == KNOB_NR_REQUESTS && h)
-                d->nr_requests_ino = iosched_instance(h, d->name);
+                d->nr_requests_ino = nr_requests_instance(h, d->name);
         if (run->knob_reassert) {
                 backoff_bump(&a->war, now);
                 if (a->war.level == 1)
@@ -1266,6 +1267,28 @@ static uint64_t iosched_instance(HostFs *h, const char *disk) {
         struct stat st;
         iosched_path(path, sizeof(path), disk, NULL);
         return h && hostfs_stat(h, HOSTFS_SYSFS, path, &st) >= 0 ? (uint64_t) st.st_ino : 0;
+}
+
+/*
+ * Which elevator set-up nr_requests was written under, for the reset check: the inode of
+ * queue/iosched, or NR_REQUESTS_NO_ELEVATOR when there is none (elevator "none": no iosched
+ * directory). Every switch, to none as well, sets nr_requests again (block/elevator.c:
+ * elevator_switch() and elevator_disable() both set q->nr_requests), so a write made under
+ * none is reset by a switch to mq-deadline just as one made under mq-deadline is by a switch
+ * away. 0: unknown (no hostfs, or the stat failed otherwise).
+ */
+#define NR_REQUESTS_NO_ELEVATOR UINT64_MAX
+
+static uint64_t nr_requests_instance(HostFs *h, const char *disk) {
+        char path[PATH_MAX];
+        struct stat st;
+        if (!h)
+                return 0;
+        iosched_path(path, sizeof(path), disk, NULL);
+        int r = hostfs_stat(h, HOSTFS_SYSFS, path, &st);
+        if (r >= 0)
+                return (uint64_t) st.st_ino;
+        return r == -ENOENT ? NR_REQUESTS_NO_ELEVATOR : 0;
 }
 
 static int read_tunable(HostFs *h, const char *disk, const char *name, char **ret) {

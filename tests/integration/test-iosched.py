@@ -31,6 +31,9 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
 (i7) policy/iosched/mq-deadline/async_depth 32 and policy/nr_requests 64: nr_requests is written
      before the tunables (the kernel derives async_depth from it), so 32 stays, and is written
      again when nr_requests goes back; stop puts both back.
+(i8) policy/nr_requests 64 written under elevator none (no queue/iosched), then policy/elevator
+     mq-deadline, kyber, none: each switch resets nr_requests and blkmqd writes 64 again; never
+     "changed externally".
 """
 
 import errno
@@ -278,6 +281,26 @@ def case_i5_nr_requests(d, loops, tmp):
         d.stop()
 
 
+def case_i8_from_none(d, loops, tmp):
+    """(i8) policy/nr_requests written under elevator none, then a switch to mq-deadline and to
+    kyber (none has no queue/iosched: the switch still resets nr_requests): written again, never
+    "changed externally"; a switch back to none resets it too"""
+    name = loops.attach("i8", elevator="none")
+    start(d, tmp, name, KEEP)
+    try:
+        check(d.write("64", "devices", name, "policy", "nr_requests") == 0 and nr_requests(name) == "64",
+              f"(i8) policy/nr_requests 64 under none ({nr_requests(name)})")
+        for elevator in ("mq-deadline", "kyber", "none"):
+            rc = d.write(elevator, "devices", name, "policy", "elevator")
+            check(rc == 0 and current_elevator(name) == elevator, f"(i8) policy/elevator {elevator} ({rc})")
+            ok, _ = wait_for(lambda: nr_requests(name) == "64", 5.0)
+            a = d.read("devices", name, "applied", "nr_requests")
+            check(ok and a.startswith("ok: 64"), f"(i8) after the switch to {elevator}: nr_requests 64 again "
+                  f"(kernel {nr_requests(name)}), applied/nr_requests {a.strip()!r}")
+    finally:
+        d.stop()
+
+
 def blkmqctl(d, *args):
     exe = os.path.join(os.path.dirname(os.path.abspath(bt.exe_arg())), "ctl", "blkmqctl")
     r = subprocess.run([exe, "--mountpoint", d.mnt, *args], capture_output=True, text=True)
@@ -367,5 +390,5 @@ def load_elevators(tmp):
 
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-iosched-", (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order,
-                                              case_i5_nr_requests, case_i6_reset, case_i7_depth),
+                                              case_i5_nr_requests, case_i6_reset, case_i7_depth, case_i8_from_none),
                           why="loop devices, FUSE mount, sysfs writes", before_case=load_elevators))
