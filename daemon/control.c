@@ -292,6 +292,7 @@ int manager_fuse_write(void *userdata, NodeType type, const char *device, int kn
                         return 0;
                 log_info("mode %s -> %s", manager_mode_to_string(m->mode), v);
                 m->mode = mode;
+                m->mode_set_at_runtime = true;
                 manager_reevaluate_all(m);
                 manager_update_status(m);
                 return reply_when_settled(m, pending, NULL, false, 0);
@@ -309,6 +310,7 @@ int manager_fuse_write(void *userdata, NodeType type, const char *device, int kn
                 /* module parameters (blkmqd.conf, /sys/module) on the writer, counted when they return */
                 manager_restore_modules(m);
                 m->mode = MODE_OFF;
+                m->mode_set_at_runtime = true;
                 /* every disk: now, or when its write in flight returned (restore_after) */
                 for (size_t i = 0; i < m->registry.n_devices; i++)
                         manager_restore_device(m, m->registry.devices[i]);

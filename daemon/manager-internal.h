@@ -50,6 +50,7 @@ struct Manager {
         ProcInterrupts interrupts;      /* parsed /proc/interrupts, reused for 100 ms */
         uint64_t interrupts_usec;
         char *kernel_release;
+        bool mode_set_at_runtime;       /* mode file or restore since the last load: a reload keeps it unless Mode= changed */
         char *boot_id;                  /* this boot's (stored with originals); NULL: unknown */
         uint64_t rate_window_usec;
         UdevMonitor *monitor;

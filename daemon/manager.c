@@ -222,10 +222,21 @@ int manager_reload(Manager *m) {
         int r = config_load(m->config_path, &c, &error);
         if (r < 0)
                 return log_error_errno(r, "Reload failed, keeping the last good configuration: %s", error ?: strerror(-r));
+        /* a mode set at runtime (the mode file, restore's off) stays until Mode= in the file
+         * itself changes: a reload for another key must not turn a restored machine back on */
+        ManagerMode was = effective_mode(&m->config, m->cli_dry_run), now = effective_mode(&c, m->cli_dry_run);
+        bool keep = m->mode_set_at_runtime && was == now && m->mode != now;
         config_done(&m->config);
         m->config = c;
         m->reloads++;
-        m->mode = effective_mode(&m->config, m->cli_dry_run);
+        if (keep)
+                log_info("Mode %s kept: set at runtime (mode file or restore), and Mode= in the configuration did not change "
+                         "(write auto to mode to go back to the configuration's %s)",
+                         manager_mode_to_string(m->mode), manager_mode_to_string(now));
+        else {
+                m->mode = now;
+                m->mode_set_at_runtime = false;
+        }
         m->rate_window_usec = m->config.rate_window_usec;
         if (m->started)
                 manager_update_verify_timer(m);

@@ -11,7 +11,7 @@ Cases: (h) a table of bad writes: documented errno, every policy/* file and ever
 of the loop unchanged, exactly one new log line (none when the kernel or the FUSE open refuses
 before blkmqd sees the bytes); (i) override persistence across a restart and across loop
 detach/re-attach of the same backing file (identity "loop:<path>"); (j) restore puts back a
-snapshot of every touched sysfs file; (k) mode off / dry-run; (l) reload with a bad config
+snapshot of every touched sysfs file, and its mode off survives a reload until Mode= changes; (k) mode off / dry-run; (l) reload with a bad config
 keeps the last good one (EINVAL, the log names file:line); (m) external change: not fought,
 rewritten with Reassert=yes.
 
@@ -271,6 +271,16 @@ def case_j_restore(d, loops, tmp):
         check(write_file(d.path("devices", a, "policy", "elevator"), b"bfq") == 0, "(j) an override while off is accepted")
         time.sleep(0.3)
         check(sysfs_snapshot(a) == before[a], "(j) ... and nothing is written while off")
+        # a reload (for another key; Mode= unchanged) keeps the restore's off
+        check(write_file(d.path("reload"), b"1\n") == 0 and d.read("mode") == "off\n",
+              f"(j) reload with Mode= unchanged keeps mode off (got {d.read('mode')!r})")
+        time.sleep(0.3)
+        check(sysfs_snapshot(a) == before[a], "(j) ... and still nothing is written")
+        # Mode= changed in the file: the reload follows the file
+        with open(os.path.join(tmp, "blkmqd.conf"), "a") as f:
+            f.write("\n[Manager]\nMode=dry-run\n")
+        check(write_file(d.path("reload"), b"1\n") == 0 and d.read("mode") == "dry-run\n",
+              f"(j) reload after Mode=dry-run was written to the file: mode dry-run (got {d.read('mode')!r})")
     finally:
         d.stop()
     for n in (a, b):
