@@ -46,7 +46,7 @@ static int validate_cpulist(const char *v, const CpuSet *online, char **ret) {
         if (cpuset_count(&set) == 0)
                 return -EINVAL;
         if (online && !cpuset_is_subset(&set, online))
-                return -EINVAL;         /* names an offline or absent CPU */
+                return -ERANGE;         /* names an offline or absent CPU: a number outside what the file takes */
         char *s = cpuset_format(&set);
         if (!s)
                 return -ENOMEM;

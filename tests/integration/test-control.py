@@ -118,7 +118,7 @@ def case_h_bad_writes(d, loops, tmp):
         (P("nr_requests"), b"18446744073709551616", ERANGE, 1, "write"),
         (P("nr_requests"), b"-5", ERANGE, 1, "write"),          # a number out of range, like rq_affinity -1
         (P("nr_requests"), b"-", EINVAL, 1, "write"),
-        (P("irq_affinity"), b"4095", EINVAL, 1, "write"),        # offline CPU
+        (P("irq_affinity"), b"4095", ERANGE, 1, "write"),        # absent CPU: out of range
         (P("irq_affinity"), b"1-0", EINVAL, 1, "write"),
         (P("irq_affinity"), b"0, 1", EINVAL, 1, "write"),
         (P("irq_affinity"), b"8192", ERANGE, 1, "write"),
