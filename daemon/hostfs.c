@@ -725,10 +725,15 @@ int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char
         return r;
 }
 
-int hostfs_unlink_raw(HostFs *h, HostFsKind kind, const char *name) {
+/* The directory fd an unlink of name in kind may use: only modprobe.d, only a plain name. */
+static int unlink_dir_fd(HostFs *h, HostFsKind kind, const char *name) {
         if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
                 return -EPERM;
-        int dfd = kind_fd(h, kind);
+        return kind_fd(h, kind);
+}
+
+int hostfs_unlink_raw(HostFs *h, HostFsKind kind, const char *name) {
+        int dfd = unlink_dir_fd(h, kind, name);
         if (dfd < 0)
                 return dfd;
         test_hold(h, kind, name);
@@ -736,11 +741,9 @@ int hostfs_unlink_raw(HostFs *h, HostFsKind kind, const char *name) {
 }
 
 int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name) {
-        if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
-                return -EPERM;
-        int dfd = kind_fd(h, kind);
+        int dfd = unlink_dir_fd(h, kind, name);
         if (dfd < 0)
-                return dfd;
+                return dfd;     /* refused before anything was tried: not recorded */
         int r = hostfs_unlink_raw(h, kind, name);
         record_write(h, kind, name, HOSTFS_UNLINK_RECORD, r);
         return r;

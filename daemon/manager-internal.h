@@ -106,6 +106,9 @@ int manager_ready_check(Manager *m);
 
 /* Stopping and no disk has a run in progress: leave the loop. */
 void manager_stop_check(Manager *m);
+/* A write, save or run returned: answer the control writes waiting for it, mount once
+ * coldplug settled (manager_ready_check()), leave the loop once a stop settled. */
+void manager_settle_check(Manager *m);
 
 /* ", 2 failed, 1 left as changed by someone else" for c in buf (size bytes; empty when both
  * are 0). Returns buf. */

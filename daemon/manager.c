@@ -258,6 +258,12 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 }
 
 /* Stopping and no disk has a run in progress: leave the loop (manager_free() does the rest). */
+void manager_settle_check(Manager *m) {
+        manager_waiters_check(m);
+        (void) manager_ready_check(m);
+        manager_stop_check(m);
+}
+
 void manager_stop_check(Manager *m) {
         if (!m->stopping)
                 return;

@@ -152,9 +152,7 @@ static void on_persist_done(WriteJob *j, void *userdata) {
                          (double) (j->done_usec - j->submitted_usec) / 1e6);
         persist_finish(p, j->ops[0].result);
         persist_job_free(p);
-        manager_waiters_check(m);
-        (void) manager_ready_check(m);
-        manager_stop_check(m);
+        manager_settle_check(m);
 }
 
 static void on_persist_timeout(WriteJob *j, void *userdata) {

@@ -106,9 +106,7 @@ void manager_on_apply_finished(Device *d, void *userdata) {
         } else if (again)
                 manager_apply(m, d);
 
-        manager_waiters_check(m);
-        (void) manager_ready_check(m);
-        manager_stop_check(m);
+        manager_settle_check(m);
 }
 
 void manager_on_apply_submit(Device *d, void *userdata) {
@@ -416,9 +414,7 @@ static void on_modules_done(WriteJob *j, void *userdata) {
                 manager_update_modules(m);
         if (m->started)
                 manager_update_status(m);
-        manager_waiters_check(m);
-        (void) manager_ready_check(m);
-        manager_stop_check(m);
+        manager_settle_check(m);
 }
 
 static void on_modules_timeout(WriteJob *j, void *userdata) {
