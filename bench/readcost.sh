@@ -9,6 +9,12 @@
 #   READCOST  built bench/readcost (default build/bench/readcost; compiled into a temp dir with
 #             cc when missing)
 # env:      N (iterations per path, default 100000), BLOCKS (default 20)
+#           FLOOR=FUSE_FLOOR: bench/fuse-floor (default: fuse-floor next to READCOST when built),
+#           a do-nothing FUSE pass-through over a temp directory holding a 2-byte file, mounted
+#           twice (page cache, as blkmqd's static files; --direct-io, as its live files) and read
+#           in the same run: the FUSE floor of one `cat` on this machine (FLOOR/..., FLOOR-DIO/...)
+#           SPIN=1: diagnostic, one nice-19 busy loop per CPU during the run (no idle vCPU: in a
+#           VM without guest halt-polling each FUSE round trip's wake-ups are VM exits otherwise)
 #           COMPARE=OLD_BLKMQD: a second daemon (another build) on a loop of its own, mounted on
 #           OLD/, its static and live files read in the same interleaved run (before/after
 #           figures side by side, never from two runs)
@@ -42,7 +48,7 @@ LXCFS_PID=
 OLD_PID=
 cleanup() {
         for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
-        for m in mnt old lxcfs; do mountpoint -q "$DIR/$m" 2>/dev/null && umount -l "$DIR/$m" || true; done
+        for m in mnt old lxcfs floor floor-dio; do mountpoint -q "$DIR/$m" 2>/dev/null && umount -l "$DIR/$m" || true; done
         [[ -n $LXCFS_PID ]] && kill -TERM "$LXCFS_PID" 2>/dev/null && wait "$LXCFS_PID" 2>/dev/null || true
         for l in "${LOOPS[@]}"; do losetup -d "$l" || true; done
         rm -rf "$DIR"
@@ -116,15 +122,36 @@ if command -v lxcfs >/dev/null; then
         fi
 fi
 
+FLOOR=${FLOOR:-$(dirname "$READCOST")/fuse-floor}
+FLOOR_NOTE="floor:   $FLOOR not built: its rows are left out"
+if [[ -x $FLOOR ]]; then
+        mkdir -p "$DIR/floor-src" "$DIR/floor" "$DIR/floor-dio"
+        printf '1\n' > "$DIR/floor-src/rotational"
+        "$FLOOR" "$DIR/floor-src" "$DIR/floor" & PIDS+=($!)
+        "$FLOOR" --direct-io "$DIR/floor-src" "$DIR/floor-dio" & PIDS+=($!)
+        for _ in $(seq 1 200); do
+                [[ -s $DIR/floor/rotational && -s $DIR/floor-dio/rotational ]] 2>/dev/null && break
+                sleep 0.05
+        done
+        paths+=("$DIR/floor/rotational" "$DIR/floor-dio/rotational")
+        FLOOR_NOTE="floor:   $FLOOR on FLOOR, $FLOOR --direct-io on FLOOR-DIO (a do-nothing FUSE pass-through)"
+fi
+if [[ ${SPIN:-0} = 1 ]]; then
+        for _ in $(seq "$(nproc)"); do nice -n 19 sh -c 'while :; do :; done' & PIDS+=($!); done
+        FLOOR_NOTE="$FLOOR_NOTE
+spin:    $(nproc) nice-19 busy loops during the run (diagnostic, SPIN=1)"
+fi
+
 echo "date:    $(date -u +%FT%TZ)"
 echo "kernel:  $(uname -sr) ($(uname -v))"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "blkmqd:  $BLKMQD -m MNT --devices $D (loop on a 64 MiB temp file)"
 [[ -n $OLD_NOTE ]] && echo "$OLD_NOTE"
 echo "$LXCFS_NOTE"
-echo "command: $READCOST -n $N -b $BLOCKS ${paths[*]}" | sed -e "s|$DIR/mnt|MNT|g" -e "s|$DIR/old|OLD|g" -e "s|$DIR/lxcfs|LXCFS|g"
+echo "$FLOOR_NOTE"
+echo "command: $READCOST -n $N -b $BLOCKS ${paths[*]}" | sed -e "s|$DIR/mnt|MNT|g" -e "s|$DIR/old|OLD|g" -e "s|$DIR/lxcfs|LXCFS|g" -e "s|$DIR/floor-dio|FLOOR-DIO|g" -e "s|$DIR/floor|FLOOR|g"
 echo
-"$READCOST" -n "$N" -b "$BLOCKS" "${paths[@]}" | sed -e "s|$DIR/mnt|MNT|" -e "s|$DIR/old|OLD|" -e "s|$DIR/lxcfs|LXCFS|"
+"$READCOST" -n "$N" -b "$BLOCKS" "${paths[@]}" | sed -e "s|$DIR/mnt|MNT|" -e "s|$DIR/old|OLD|" -e "s|$DIR/lxcfs|LXCFS|" -e "s|$DIR/floor-dio|FLOOR-DIO|" -e "s|$DIR/floor|FLOOR|"
 echo
 cpu() { awk '{ printf "%.2f s user, %.2f s system", $14 / 100, $15 / 100 }' /proc/"$1"/stat; }
 echo "blkmqd CPU for the whole run: $(cpu "$PID")"

@@ -18,6 +18,15 @@ debugfs hctx flags), generated on a private tmpfs.
   --compare OLD_BLKMQD: another build mounted on a copy of the tree and read in the same
             rounds (order alternating), so before/after come from one run; per-file ratios.
   At exit, each build's "FUSE: N request(s) answered since the mount" line (round trips).
+  --floor FUSE_FLOOR: bench/fuse-floor (built as build/bench/fuse-floor), a do-nothing FUSE
+            pass-through, mounted twice over the source tree (page cache, as blkmqd's static
+            files; --direct-io, as its live files) and read in the same rounds: what a FUSE file
+            costs on this machine with no daemon work at all, per file against the same files on
+            tmpfs (floor/src).
+  --spin:   diagnostic: one nice-19 busy loop per CPU during the reads, so no CPU goes idle. In a
+            VM without guest halt-polling an idle vCPU's wake-up is a VM exit, and each FUSE round
+            trip wakes two tasks; the figures with and without show how much of a FUSE read is
+            that (docs/BENCHMARKS.md P3). Never part of a target figure.
 
 --quick: 64 disks x 8 hctx on 4 hosts (CI smoke, no assertion). Needs root (tmpfs, FUSE).
 """
@@ -94,6 +103,11 @@ def main():
     ap.add_argument("--compare", metavar="OLD_BLKMQD",
                     help="also mount this build (on a copy of the tree, on a tmpfs of its own) and read it in "
                     "the same rounds, alternating which of the two goes first")
+    ap.add_argument("--floor", metavar="FUSE_FLOOR",
+                    help="also read the source tree through bench/fuse-floor (page cache and --direct-io) in the same "
+                    "rounds")
+    ap.add_argument("--spin", action="store_true",
+                    help="diagnostic: keep every CPU busy with nice-19 loops during the reads (no idle vCPU)")
     a = ap.parse_args()
     if a.quick:
         a.disks, a.hosts, a.hctx, a.cpus = 64, 4, 8, 8
@@ -110,6 +124,7 @@ def main():
     for d in (src, mnt, state, old_src, old_mnt, old_state):
         os.makedirs(d)
     proc = old = None
+    floors, spinners = [], []
     logs = {}
     rc = 0
     try:
@@ -184,12 +199,28 @@ def main():
                 print(f"compare: {a.compare} did not show {ndev} disks")
                 return 1
 
+        trees = [("mnt", mnt)] + ([("old", old_mnt)] if a.compare else [])
+        if a.floor and not a.no_read:
+            for name, opts in (("floor-cache", []), ("floor-dio", ["--direct-io"])):
+                fmnt = os.path.join(tmp, name)
+                os.makedirs(fmnt)
+                floors.append(subprocess.Popen([a.floor] + opts + [root, fmnt], stdin=subprocess.DEVNULL))
+                ok, _ = bt.wait_for(lambda: os.path.ismount(fmnt) or floors[-1].poll() is not None, 30, 0.05)
+                if not ok or floors[-1].poll() is not None:
+                    print(f"floor: {a.floor} did not mount {fmnt}")
+                    return 1
+                print(f"floor:   {a.floor} {' '.join(opts)} SRC TMP/{name}")
+                trees.append((name, fmnt))
+        if a.spin and not a.no_read:
+            spinners = [subprocess.Popen(["nice", "-n", "19", "sh", "-c", "while :; do :; done"])
+                        for _ in range(os.cpu_count())]
+            print(f"spin:    {len(spinners)} nice-19 busy loops during the reads (diagnostic)")
+
         if not a.no_read:
             print()
             print("full-tree read (find -type f -print0 | xargs -0 cat > /dev/null):")
             res = {}
             files = {}
-            trees = [("mnt", mnt)] + ([("old", old_mnt)] if a.compare else [])
             for i, rnd in enumerate(("cold", "warm", "warm2", "warm3")[:max(1, min(4, a.rounds))]):
                 order = trees if i % 2 == 0 else trees[::-1]
                 for name, d in [("src", root)] + order:
@@ -211,6 +242,17 @@ def main():
                 print(f"compare: RSS after reads: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']} "
                       f"(CPU so far {u:.2f} s user + {s:.2f} s system)")
     finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+        for p in floors:
+            if p.poll() is None:
+                p.terminate()   # fuse-floor unmounts on SIGTERM
+                try:
+                    p.wait(30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
         if old and old.poll() is None:
             bt.stop_process(old, 300)
         if proc and proc.poll() is None:
@@ -229,7 +271,7 @@ def main():
                 line = next((ln for ln in f if "answered since the mount" in ln), None)
             if line:
                 print(f"FUSE requests ({name}): {line.strip().split('FUSE: ', 1)[1]}")
-        for m in (mnt, old_mnt):
+        for m in [mnt, old_mnt] + [os.path.join(tmp, x) for x in ("floor-cache", "floor-dio")]:
             if os.path.ismount(m):
                 subprocess.run(["umount", "-l", m])
         if os.path.ismount(old_src):
