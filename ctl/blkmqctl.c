@@ -1237,6 +1237,27 @@ static int cmd_restore(int argc, char **argv) {
                 err("This blkmqd serves no %s/restore control file yet", arg_mountpoint);
         else if (r < 0)
                 err("Failed to write 1 to \"%s\": %s", p, strerror(-r));
+        else {
+                /* the write returns once every value is back (or its write failed, which blkmqd
+                 * logs); restore then reads how many the last restore put back */
+                char *count = NULL, *mode = NULL, *modep = path_join("mode", NULL), *end = NULL;
+                unsigned long k = read_text(p, &count) >= 0 ? strtoul(count, &end, 10) : 0;
+                if (!end || end == count || *end)
+                        printf("Restore done (%s does not say how many values it put back).\n", p);
+                else if (k == 0)
+                        printf("Nothing to restore: blkmqd had changed no value.\n");
+                else
+                        printf("Restored %lu original value(s).\n", k);
+                if (modep && read_text(modep, &mode) >= 0) {
+                        if (strcmp(mode, "off") == 0)
+                                printf("mode: off: blkmqd writes nothing until 'echo auto > %s'\n", modep);
+                        else
+                                printf("mode: %s\n", mode);
+                }
+                free(count);
+                free(mode);
+                free(modep);
+        }
         free(p);
         return r < 0 ? EXIT_FAILED : EXIT_OK;
 }

@@ -431,6 +431,7 @@ def ctl_checks(mp, disk):
         check(r.returncode == 1, "usage error %r: exit 1 (got %d)" % (args, r.returncode))
 
     policy = "%s/devices/%s/policy" % (mp, disk)
+    rq_orig = None
     if os.path.isdir(policy) and os.path.exists(policy + "/elevator"):
         r = ctl(mp, "set", disk, "elevator", "mq-deadline")
         check(r.returncode == 0, "set elevator mq-deadline: exit 0 (%s)" % r.stderr.strip())
@@ -466,6 +467,14 @@ def ctl_checks(mp, disk):
         check(r.returncode == 0 and open(policy + "/enabled").read().strip() == "1", "set enabled 1: reads 1")
         r = ctl(mp, "reset", disk, "enabled")
         check(r.returncode == 0 and open(policy + "/enabled").read().strip() == "auto", "reset DISK enabled: reads auto")
+        # something for restore to put back: an rq_affinity the disk does not have (set answers
+        # once the write is done)
+        rq = "/sys/block/%s/queue/rq_affinity" % disk
+        rq_orig = open(rq).read().strip()
+        want = "2" if rq_orig != "2" else "1"
+        r = ctl(mp, "set", disk, "rq_affinity", want)
+        check(r.returncode == 0 and open(rq).read().strip() == want,
+              "set rq_affinity %s: written (%s)" % (want, r.stderr.strip()))
     else:
         print("note: this blkmqd serves no policy/ files: set/reset round-trip not tested")
         r = ctl(mp, "set", disk, "elevator", "mq-deadline")
@@ -477,6 +486,14 @@ def ctl_checks(mp, disk):
     r = ctl(mp, "restore")
     if os.path.exists(mp + "/restore"):
         check(r.returncode == 0, "restore: exit 0")
+        # it says what it did: the count the tree's restore file holds, and the mode now
+        n = open(mp + "/restore").read().strip()
+        said = (f"Restored {n} original value(s)." if n != "0" else "Nothing to restore: blkmqd had changed no value.")
+        check(r.stdout.startswith(said + "\nmode: off: blkmqd writes nothing until 'echo auto > "),
+              "restore: says how many values it put back (%s) and that mode is off (%r)" % (n, r.stdout))
+        if rq_orig is not None:
+            check(n != "0" and open(rq).read().strip() == rq_orig,
+                  "restore: rq_affinity %s is back, and counted (%s)" % (rq_orig, n))
         r = ctl(mp, "status")
         check(r.stdout.startswith("mode: off (nothing is written"), "status after restore: mode off (%r)" % r.stdout[:80])
         r = ctl(mp, "status", "--json")
