@@ -43,11 +43,13 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
                         mapped += f->irqs[i].hctx >= 0;
                 }
 
+        char idle[256];
         if (queue == 0)
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, "irq-affinity-none",
-                                    "queue vectors=0 -> irq_affinity left alone: no request-queue IRQ vectors (%s)",
+                                    "queue vectors=0 -> irq_affinity left alone: no request-queue IRQ vectors (%s)%s",
                                     f->unknown[FACT_IRQ_VECTORS] ?:
-                                    f->n_irqs == 0 ? "no MSI/MSI-X vectors: legacy INTx interrupts" : "only config/control vectors");
+                                    f->n_irqs == 0 ? "no MSI/MSI-X vectors: legacy INTx interrupts" : "only config/control vectors",
+                                    overrides_idle_note(o, KNOB_BIT(KNOB_IRQ_AFFINITY), idle, sizeof(idle)));
 
         const char *want = o->irq_affinity ?: (cp->irq_follow_hctx ? "hctx" : NULL);
         if (!want && f->irq_written > 0)
@@ -65,7 +67,8 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
 
         if (managed == queue)
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, "irq-affinity-managed",
-                                    "queue vectors=%zu managed=%zu -> irq_affinity left alone: managed by kernel", queue, managed);
+                                    "queue vectors=%zu managed=%zu -> irq_affinity left alone: managed by kernel%s", queue, managed,
+                                    overrides_idle_note(o, KNOB_BIT(KNOB_IRQ_AFFINITY), idle, sizeof(idle)));
 
         if (streq(want, "hctx") && irq_affinity_hctx_all_managed(f))
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, "irq-affinity-managed",

@@ -126,11 +126,12 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         int r;
 
         plan->net_hctx_without_queue = -1;
+        char idle[512];
         if (!n)         /* a managed disk says why its plan/ network knobs are "keep" (a disk left alone said so) */
                 return !plan->manage ? 0 :
                        plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, "net-align-local",
-                                    "transport=%s -> nic_irq_affinity, xps and nr_io_queues left alone: not a network block device",
-                                    f->transport ?: "unknown");
+                                    "transport=%s -> nic_irq_affinity, xps and nr_io_queues left alone: not a network block device%s",
+                                    f->transport ?: "unknown", overrides_idle_note(o, NET_KNOBS, idle, sizeof(idle)));
         if (!np)
                 np = &defaults;
         if (n->unavailable) {

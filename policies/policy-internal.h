@@ -39,6 +39,14 @@ static inline const char *override_label_buf(const PolicyOverrides *o, Knob k, c
 }
 #define override_label(o, k) override_label_buf(o, k, (char[160]) {}, 160)
 
+/*
+ * For a knob left alone because it does not apply to the disk (no queue vectors, vectors the
+ * kernel manages, not a network disk): "; <label>=<value> has nothing to act on" for each knob
+ * of knobs (KNOB_BIT mask) that has an override in o (NULL: none), so explain says why an
+ * accepted override changes nothing; "" when none has. Written into buf (truncated to size).
+ */
+const char *overrides_idle_note(const PolicyOverrides *o, unsigned knobs, char *buf, size_t size);
+
 static inline const char *rule_of_class_buf(const char *prefix, const char *cls, char *buf, size_t size) {
         snprintf(buf, size, "%s-%s", prefix, cls);
         return buf;

@@ -236,6 +236,21 @@ const char *policy_overrides_get(const PolicyOverrides *o, Knob k) {
         return slot ? *slot : NULL;
 }
 
+const char *overrides_idle_note(const PolicyOverrides *o, unsigned knobs, char *buf, size_t size) {
+        size_t n = 0;
+        buf[0] = 0;
+        for (Knob k = 0; o && k < _KNOB_MAX && n < size; k++) {
+                const char *v = (knobs & KNOB_BIT(k)) ? policy_overrides_get(o, k) : NULL;
+                if (!v)
+                        continue;
+                int w = snprintf(buf + n, size - n, "; %s=%s has nothing to act on", override_label(o, k), v);
+                if (w < 0)
+                        break;
+                n += (size_t) w;
+        }
+        return buf;
+}
+
 int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value) {
         char **slot = overrides_slot(o, k);
         if (!slot)

@@ -421,6 +421,50 @@ static void test_module_params(void) {
                 CHECK(k->takes_effect && *k->takes_effect);
 }
 
+/* An accepted override that cannot act on this disk (no queue vectors, kernel-managed vectors,
+ * not a network disk) is named in the explain line that leaves its knob alone. */
+static void test_idle_overrides(void) {
+        PolicyConfig c = {};
+        CHECK_INT(policy_config_init_defaults(&c), 0);
+        PolicyOverrides o = {};
+        CHECK_INT(policy_overrides_set(&o, KNOB_IRQ_AFFINITY, "0"), 0);
+        CHECK_INT(policy_overrides_set(&o, KNOB_XPS, "hctx"), 0);
+        CHECK_INT(policy_overrides_set(&o, KNOB_NR_IO_QUEUES, "2"), 0);
+
+        /* no queue vectors, a SCSI disk (not a network one) */
+        {
+                _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "6.1.0-28-amd64", "1", true, TRISTATE_YES, 4);
+                _cleanup_(plan_done) Plan p = {}, q = {};
+                CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+                CHECK(explain_has(&p, "no request-queue IRQ vectors (no MSI/MSI-X vectors: legacy INTx interrupts); "
+                                      "policy/irq_affinity=0 has nothing to act on (rule irq-affinity-none)"));
+                CHECK(explain_has(&p, "not a network block device; policy/xps=hctx has nothing to act on; "
+                                      "policy/nr_io_queues=2 has nothing to act on (rule net-align-local)"));
+                CHECK(!p.irq_affinity && !p.xps && !p.nr_io_queues);
+                if (tap_failed)
+                        dump_explain(&p);
+                /* without overrides the lines say nothing of them */
+                CHECK_INT(policy_evaluate(f, &c, NULL, &q), 0);
+                CHECK(explain_has(&q, "(rule irq-affinity-none)") && !explain_has(&q, "nothing to act on"));
+        }
+        /* every queue vector kernel-managed */
+        {
+                _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "6.1.0-28-amd64", "1", true, TRISTATE_YES, 2);
+                f->irqs = calloc(2, sizeof(IrqFacts));
+                f->n_irqs = 2;
+                for (int i = 0; i < 2; i++)
+                        f->irqs[i] = (IrqFacts) { .irq = 40 + i, .managed = TRISTATE_YES, .queue = true, .hctx = i };
+                _cleanup_(plan_done) Plan p = {};
+                CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+                CHECK(explain_has(&p, "managed by kernel; policy/irq_affinity=0 has nothing to act on (rule irq-affinity-managed)"));
+                CHECK(!p.irq_affinity);
+                if (tap_failed)
+                        dump_explain(&p);
+        }
+        policy_overrides_done(&o);
+        policy_config_done(&c);
+}
+
 int main(void) {
         if (cpuset_parse("0-1", &online) < 0)
                 return 1;
@@ -430,6 +474,7 @@ int main(void) {
         test_nr_requests();
         test_irq_affinity();
         test_module_params();
+        test_idle_overrides();
         cpuset_done(&online);
         return tap_finish("test-overrides");
 }
