@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,11 @@ struct HostFs {
         void *kept;                     /* tsearch tree of KeptFile (hostfs_read_kept()) */
         size_t n_kept;
         uint64_t kept_clock;
+        struct KeptFile *kept_slot[HOSTFS_KEPT_MAX];    /* each kept file by its slot (HostFsKept) */
+        uint32_t kept_generation[HOSTFS_KEPT_MAX];      /* bumped when the slot's file is closed */
+        char *scratch;                  /* hostfs_read_kept_at()'s buffer, reused */
+        size_t scratch_size;
+        uint64_t read_count[_HOSTFS_KIND_MAX];
         hostfs_write_hook_t write_hook;
         void *write_hook_userdata;
         char *hold;                     /* $BLKMQD_TEST_HOLD_WRITE as given */
@@ -163,6 +169,7 @@ HostFs *hostfs_free(HostFs *h) {
         for (size_t i = 0; i < _HOSTFS_KIND_MAX; i++)
                 closep(&h->fd[i]);
         closep(&h->root_fd);
+        free(h->scratch);
         strv_free(h->writes);
         free(h->hold);
         free(h->hold_glob);
@@ -227,16 +234,21 @@ static int kind_fd_for(HostFs *h, HostFsKind kind, const char *path) {
 }
 
 /*
- * Read all of fd from offset 0 (pread: a kept file is re-read from the start; at offset 0
- * sysfs and seq_file render the content anew, fs/seq_file.c seq_read_iter()).
+ * Read all of fd from offset 0 into *buf (capacity *size bytes plus the NUL; NULL/0: none yet),
+ * growing it up to max (pread: a kept file is re-read from the start; at offset 0 sysfs and
+ * seq_file render the content anew, fs/seq_file.c seq_read_iter()). *ret_n: the length.
+ * Returns 0, -errno, -EFBIG above max, -EBADMSG for an embedded NUL.
  */
-static int read_fd_max(int fd, bool one_record, size_t max, char **ret) {
-        size_t size = 4096, n = 0;
-        _cleanup_free_ char *buf = malloc(size + 1);
-        if (!buf)
-                return -ENOMEM;
+static int read_fd_into(int fd, bool one_record, size_t max, char **buf, size_t *size, size_t *ret_n) {
+        size_t n = 0;
+        if (!*buf) {
+                *buf = malloc(4096 + 1);
+                if (!*buf)
+                        return -ENOMEM;
+                *size = 4096;
+        }
         for (;;) {
-                ssize_t k = pread(fd, buf + n, size - n, n);
+                ssize_t k = pread(fd, *buf + n, *size - n, n);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -255,21 +267,31 @@ static int read_fd_max(int fd, bool one_record, size_t max, char **ret) {
                  * read returning 0. Not in general: a multi-record seq_file stops a read
                  * where its own buffer overflows (fs/seq_file.c), short of EOF.
                  */
-                if (one_record && n < size)
+                if (one_record && n < *size)
                         break;
-                if (n == size) {
-                        if (size >= max)
+                if (n == *size) {
+                        if (*size >= max)
                                 return -EFBIG;
-                        size *= 2;
-                        char *b = realloc(buf, size + 1);
+                        char *b = realloc(*buf, *size * 2 + 1);
                         if (!b)
                                 return -ENOMEM;
-                        buf = b;
+                        *buf = b;
+                        *size *= 2;
                 }
         }
-        buf[n] = 0;
-        if (strlen(buf) != n)            /* embedded NUL: not a text attribute */
+        (*buf)[n] = 0;
+        if (memchr(*buf, 0, n))         /* embedded NUL: not a text attribute */
                 return -EBADMSG;
+        *ret_n = n;
+        return 0;
+}
+
+static int read_fd_max(int fd, bool one_record, size_t max, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, n;
+        int r = read_fd_into(fd, one_record, max, &buf, &size, &n);
+        if (r < 0)
+                return r;
         /* callers keep values (facts of thousands of disks): not a 4 KiB buffer for "1\n" */
         char *fit = realloc(buf, n + 1);
         *ret = fit ?: TAKE_PTR(buf);
@@ -282,10 +304,15 @@ static int read_fd(int fd, bool one_record, char **ret) {
         return read_fd_max(fd, one_record, HOSTFS_READ_MAX, ret);
 }
 
+uint64_t hostfs_read_count(const HostFs *h, HostFsKind kind) {
+        return kind >= 0 && kind < _HOSTFS_KIND_MAX ? h->read_count[kind] : 0;
+}
+
 int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;
+        h->read_count[kind]++;
 
         _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
@@ -300,6 +327,7 @@ typedef struct KeptFile {
         HostFsKind kind;
         char *path;
         int fd;
+        uint32_t slot;          /* its place in h->kept_slot[] */
         uint64_t last_use;      /* h->kept_clock at the last read */
 } KeptFile;
 
@@ -311,6 +339,8 @@ static int kept_compare(const void *a, const void *b) {
 static void kept_drop(HostFs *h, KeptFile *k) {
         tdelete(k, &h->kept, kept_compare);
         h->n_kept--;
+        h->kept_slot[k->slot] = NULL;
+        h->kept_generation[k->slot]++;  /* handles on this file are stale now */
         closep(&k->fd);
         free(k->path);
         free(k);
@@ -330,6 +360,37 @@ static void kept_evict_one(HostFs *h) {
                 kept_drop(h, oldest);
 }
 
+/* Keep fd (just read) open as path's kept file; on failure fd is left to the caller.
+ * Returns the KeptFile or NULL (keeping is an optimisation: the value is read either way). */
+static KeptFile *kept_add(HostFs *h, HostFsKind kind, const char *path, int fd) {
+        if (h->n_kept >= HOSTFS_KEPT_MAX)
+                kept_evict_one(h);
+        uint32_t slot = 0;
+        while (slot < HOSTFS_KEPT_MAX && h->kept_slot[slot])
+                slot++;
+        if (slot >= HOSTFS_KEPT_MAX)
+                return NULL;
+        KeptFile *k = malloc(sizeof(KeptFile));
+        if (!k)
+                return NULL;
+        *k = (KeptFile) { .kind = kind, .path = strdup(path), .fd = fd, .slot = slot, .last_use = ++h->kept_clock };
+        if (!k->path || !tsearch(k, &h->kept, kept_compare)) {
+                free(k->path);
+                free(k);
+                return NULL;
+        }
+        h->kept_slot[slot] = k;
+        h->n_kept++;
+        return k;
+}
+
+/* The kept file of kind at path, or NULL. */
+static KeptFile *kept_find(HostFs *h, HostFsKind kind, const char *path) {
+        KeptFile key = { .kind = kind, .path = (char *) path };
+        KeptFile **found = tfind(&key, &h->kept, kept_compare);
+        return found ? *found : NULL;
+}
+
 int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, HostFsReadFlags flags, char **ret) {
         bool one_record = kind == HOSTFS_SYSFS || (flags & HOSTFS_READ_ONE_RECORD);
 
@@ -339,11 +400,10 @@ int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, HostFsReadFla
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;
+        h->read_count[kind]++;
 
-        KeptFile key = { .kind = kind, .path = (char *) path };
-        KeptFile **found = tfind(&key, &h->kept, kept_compare);
-        if (found) {
-                KeptFile *k = *found;
+        KeptFile *k = kept_find(h, kind, path);
+        if (k) {
                 k->last_use = ++h->kept_clock;
                 int r = read_fd(k->fd, one_record, ret);
                 if (r >= 0 || r == -ENOMEM)
@@ -359,20 +419,86 @@ int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, HostFsReadFla
         int r = read_fd(fd, one_record, ret);
         if (r < 0)
                 return r;
+        if (kept_add(h, kind, path, fd))
+                fd = -EBADF;            /* owned by the kept file now */
+        return 0;
+}
 
-        if (h->n_kept >= HOSTFS_KEPT_MAX)
-                kept_evict_one(h);
-        KeptFile *k = malloc(sizeof(KeptFile));
-        if (!k)
-                return 0;       /* the value is read; keeping the file is an optimisation */
-        *k = (KeptFile) { .kind = kind, .path = strdup(path), .fd = fd, .last_use = ++h->kept_clock };
-        if (!k->path || !tsearch(k, &h->kept, kept_compare)) {
-                free(k->path);
-                free(k);
-                return 0;
+int hostfs_read_kept_at(HostFs *h, HostFsKept *handle, HostFsKind kind, HostFsReadFlags flags, const char **ret,
+                        const char *fmt, ...) {
+        bool one_record = kind == HOSTFS_SYSFS || (flags & HOSTFS_READ_ONE_RECORD);
+        char path[PATH_MAX];
+        size_t n;
+        int r;
+
+        int dfd = kind_fd(h, kind);
+        if (dfd < 0)
+                return dfd;
+
+        /* the handle's file, when it is still the one kept in its slot: no path, no lookup */
+        if (h->live && handle && handle->slot > 0 && handle->slot <= HOSTFS_KEPT_MAX) {
+                KeptFile *k = h->kept_slot[handle->slot - 1];
+                if (k && k->kind == kind && h->kept_generation[handle->slot - 1] == handle->generation) {
+                        h->read_count[kind]++;
+                        k->last_use = ++h->kept_clock;
+                        r = read_fd_into(k->fd, one_record, HOSTFS_READ_MAX, &h->scratch, &h->scratch_size, &n);
+                        if (r >= 0 || r == -ENOMEM) {
+                                *ret = h->scratch;
+                                return r;
+                        }
+                        kept_drop(h, k);        /* gone (ENODEV, EIO): the path afresh, as hostfs_read_kept() */
+                }
         }
-        fd = -EBADF;            /* owned by k now */
-        h->n_kept++;
+        if (handle)
+                *handle = (HostFsKept) {};
+
+        va_list ap;
+        va_start(ap, fmt);
+        int len = vsnprintf(path, sizeof(path), fmt, ap);
+        va_end(ap);
+        if (len < 0 || (size_t) len >= sizeof(path))
+                return -ENAMETOOLONG;
+        if (isempty(path) || path[0] == '/')
+                return -EINVAL;
+        h->read_count[kind]++;
+
+        if (!h->live) {         /* fixture trees may replace files: no stale inode, as hostfs_read_kept() */
+                _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        return negative_errno();
+                r = read_fd_into(fd, one_record, HOSTFS_READ_MAX, &h->scratch, &h->scratch_size, &n);
+                if (r >= 0)
+                        *ret = h->scratch;
+                return r;
+        }
+
+        KeptFile *k = kept_find(h, kind, path);
+        if (k) {
+                k->last_use = ++h->kept_clock;
+                r = read_fd_into(k->fd, one_record, HOSTFS_READ_MAX, &h->scratch, &h->scratch_size, &n);
+                if (r >= 0 || r == -ENOMEM) {
+                        if (r >= 0 && handle)
+                                *handle = (HostFsKept) { .slot = k->slot + 1, .generation = h->kept_generation[k->slot] };
+                        if (r >= 0)
+                                *ret = h->scratch;
+                        return r;
+                }
+                kept_drop(h, k);
+        }
+
+        _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        r = read_fd_into(fd, one_record, HOSTFS_READ_MAX, &h->scratch, &h->scratch_size, &n);
+        if (r < 0)
+                return r;
+        *ret = h->scratch;
+        k = kept_add(h, kind, path, fd);
+        if (k) {
+                fd = -EBADF;            /* owned by the kept file now */
+                if (handle)
+                        *handle = (HostFsKept) { .slot = k->slot + 1, .generation = h->kept_generation[k->slot] };
+        }
         return 0;
 }
 

@@ -96,6 +96,40 @@ typedef enum HostFsReadFlags {
 
 int hostfs_read_kept(HostFs *h, HostFsKind kind, const char *path, HostFsReadFlags flags, char **ret);
 
+/*
+ * A caller's handle on a kept file, for hostfs_read_kept_at(): the slot of h's table the file
+ * is kept in and the slot's generation then. Closing a kept file (the least recently read one
+ * when the table is full, hostfs_close_kept(), a read that failed) moves its slot to a new
+ * generation, so a handle on it no longer matches and the path is looked up again. Zero
+ * (HostFsKept) {}: no file yet. A handle stands for the one path it was made with: the caller
+ * keeps one per path.
+ */
+typedef struct HostFsKept {
+        uint32_t slot;          /* 1 + slot; 0: none */
+        uint32_t generation;
+} HostFsKept;
+
+/*
+ * As hostfs_read_kept(), for a file read at every scrape (per-hctx and per-disk statistics):
+ * when *handle names a file still kept, that file is re-read at once, no path formatted and
+ * none looked up; else the path (fmt and its arguments, printf-style, relative to kind) is
+ * formatted and read as hostfs_read_kept() does, and *handle set to the file kept for it
+ * (zeroed when it could not be kept: a fixture root keeps nothing). handle may be NULL (the
+ * path every time). The content goes to a buffer of h that is reused: *ret points there,
+ * NUL-terminated, valid until the next hostfs_read_kept_at() on h (no allocation per read).
+ * Returns as hostfs_read_kept(), plus -ENAMETOOLONG for a path over PATH_MAX.
+ */
+int hostfs_read_kept_at(HostFs *h, HostFsKept *handle, HostFsKind kind, HostFsReadFlags flags, const char **ret,
+                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/*
+ * Number of file reads of kind since h was opened (hostfs_read(), hostfs_read_kept(),
+ * hostfs_read_kept_at(), the hostfs_read_u64()/_int() helpers; each counts once, whether it
+ * succeeded or not, once the kind and path were accepted). For tests that count what a
+ * scrape reads.
+ */
+uint64_t hostfs_read_count(const HostFs *h, HostFsKind kind);
+
 /* Close the kept files of kind whose path starts with prefix ("block/sda/" when sda goes). */
 void hostfs_close_kept(HostFs *h, HostFsKind kind, const char *prefix);
 

@@ -46,6 +46,11 @@ int manager_read_hctx(void *userdata, const char *device, size_t pos, unsigned f
         r = device_gather_hctx_details(m->hostfs, d->facts);    /* cpu_list, queue vector */
         if (r < 0)
                 return r;
+        if (d->n_hctx_files != d->facts->n_hctx) {
+                free(d->hctx_files);
+                d->hctx_files = calloc(d->facts->n_hctx, sizeof(HctxStatsFiles));
+                d->n_hctx_files = d->hctx_files ? d->facts->n_hctx : 0;
+        }
         if (d->n_history_hctx != d->facts->n_hctx) {
                 free(d->history);
                 d->history = calloc(d->facts->n_hctx * STATS_HISTORY, sizeof(StatSample));
@@ -57,7 +62,7 @@ int manager_read_hctx(void *userdata, const char *device, size_t pos, unsigned f
         const HctxFacts *x = &d->facts->hctx[pos];
         bool vector = x->irq >= 0 && (size_t) x->irq < d->facts->n_irqs;
         HctxReading rd = {};
-        r = stats_read_hctx(m->stats, d->facts, pos, flags, apply_busy(d),
+        r = stats_read_hctx(m->stats, d->facts, pos, d->hctx_files ? &d->hctx_files[pos] : NULL, flags, apply_busy(d),
                             (flags & STATS_READ_IRQ_COUNT) && vector ? manager_interrupts(m) : NULL, &rd.stats);
         if (r < 0)
                 return r;
@@ -76,27 +81,24 @@ int manager_read_hctx(void *userdata, const char *device, size_t pos, unsigned f
 
 int manager_read_disk_stat(void *userdata, const char *device, unsigned flags, DiskStat *ret, StatRates *ret_rates) {
         Manager *m = userdata;
-        _cleanup_free_ char *text = NULL;
-        char path[64 + 32];
+        const char *text;
         Device *d = registry_get(&m->registry, device);
         DiskStat st;
 
         if (!d)
                 return -ENOENT;
-        snprintf(path, sizeof(path), "block/%s/stat", device);
-        int r = hostfs_read_kept(m->hostfs, HOSTFS_SYSFS, path, 0, &text);
+        /* through the disk's handles: a metrics scrape neither formats nor looks up the path */
+        int r = hostfs_read_kept_at(m->hostfs, &d->stat_file, HOSTFS_SYSFS, 0, &text, "block/%s/stat", d->name);
         if (r < 0)
                 return r;
         r = disk_stat_parse(text, &st);
         if (r < 0)
                 return r;
         st.has_inflight = false;
-        if (!(flags & STATS_READ_NO_INFLIGHT)) {
-                _cleanup_free_ char *inflight = NULL;
-                snprintf(path, sizeof(path), "block/%s/inflight", device);
-                st.has_inflight = hostfs_read_kept(m->hostfs, HOSTFS_SYSFS, path, 0, &inflight) >= 0 &&
-                                  disk_inflight_parse(inflight, &st.inflight_read, &st.inflight_write) >= 0;
-        }
+        if (!(flags & STATS_READ_NO_INFLIGHT))
+                st.has_inflight = hostfs_read_kept_at(m->hostfs, &d->inflight_file, HOSTFS_SYSFS, 0, &text,
+                                                      "block/%s/inflight", d->name) >= 0 &&
+                                  disk_inflight_parse(text, &st.inflight_read, &st.inflight_write) >= 0;
         if (flags & STATS_READ_NO_RATES) {
                 *ret = st;
                 return 0;

@@ -69,6 +69,7 @@ static Device *device_free(Device *d) {
         free(d->irq_applied);
         free(d->history);
         free(d->disk_history);
+        free(d->hctx_files);
         free(d);
         return NULL;
 }

@@ -144,6 +144,9 @@ typedef struct Device {
         StatSample *history;    /* STATS_HISTORY per hctx position, ring; sized to facts->n_hctx */
         size_t n_history_hctx;
         StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */
+        HctxStatsFiles *hctx_files;     /* per hctx position: handles on its debugfs files (stats_read_hctx()) */
+        size_t n_hctx_files;
+        HostFsKept stat_file, inflight_file;    /* handles on block/<disk>/stat and inflight */
         uint64_t generation;    /* bumped on every re-gather */
         bool vanished;          /* a write or read failed with ENOENT/ENODEV and the disk's sysfs
                                  * directory is gone (or another disk's now): said once, nothing

@@ -75,6 +75,12 @@ const char *stat_id_help(StatId s) {
 #define KERNEL_CTX_COUNTERS_REMOVED           KERNEL_VERSION_MM(5, 16)
 /* 49e60333d743: hctx run */
 #define KERNEL_HCTX_RUN_REMOVED               KERNEL_VERSION_MM(6, 8)
+/* "blk-mq: Use shared tags for shared sbitmap support": one blk_mq_tags for every hctx of a
+ * shared tagset (shared_tagset_file()) */
+#define KERNEL_SHARED_TAGS                    KERNEL_VERSION_MM(5, 16)
+/* the newest kernel whose hctx_active_show() was checked to print the queue-wide count for
+ * shared tags (shared_tagset_file()) */
+#define KERNEL_ACTIVE_SHARED_CHECKED          KERNEL_VERSION_MM(6, 18)
 
 struct Stats {
         HostFs *hostfs;
@@ -84,6 +90,13 @@ struct Stats {
         char providers[64];
         bool debugfs;           /* hostfs_debugfs_available() at the start of this stats_read_hctx() */
         int snapshot_error;     /* the last failure of the BPF batch copy, logged once */
+        bool scraping;          /* between stats_scrape(begin) and stats_scrape(end) */
+        struct {                /* tagset-wide values of the disk being scraped (shared_tagset_file()) */
+                const DiskFacts *f;
+                bool have[_HCTX_FILE_MAX];
+                int r[_HCTX_FILE_MAX];          /* read_hctx_file()'s result: 0 or 1 (unparsable) */
+                uint64_t v[_HCTX_FILE_MAX];
+        } shared;
 };
 
 uint64_t stats_now_usec(void) {
@@ -150,7 +163,11 @@ const char *stats_providers(Stats *s) {
 }
 
 void stats_scrape(Stats *s, bool begin) {
-        if (!s || !s->bpf)
+        if (!s)
+                return;
+        s->scraping = begin;
+        s->shared.f = NULL;     /* nothing from an earlier scrape */
+        if (!s->bpf)
                 return;
         if (begin) {
                 /* failure: every hctx is looked up on its own (which reports its own errno) */
@@ -199,18 +216,118 @@ static void set_unavailable(StatValue *v, const char *fmt, ...) {
         v->unavailable = s;
 }
 
+static const char * const hctx_file_table[_HCTX_FILE_MAX] = {
+        [HCTX_FILE_RUN]           = "run",
+        [HCTX_FILE_QUEUED]        = "queued",
+        [HCTX_FILE_ACTIVE]        = "active",
+        [HCTX_FILE_DISPATCH_BUSY] = "dispatch_busy",
+        [HCTX_FILE_TAGS]          = "tags",
+        [HCTX_FILE_SCHED_TAGS]    = "sched_tags",
+        [HCTX_FILE_DISPATCHED]    = "dispatched",
+};
+
 /*
- * Read debugfs block/<disk>/hctxN/<file>; 0, -ENOENT (file gone from this kernel), -ENODEV (no debugfs).
- * Every file read here is a .show attribute, opened with single_open() (block/blk-mq-debugfs.c
- * blk_mq_debugfs_open()): one record, hence HOSTFS_READ_ONE_RECORD. Never the .seq_ops lists
- * (dispatch, busy, default_rq_list).
+ * Read and parse debugfs block/<disk>/hctxN/<file> (N = hctx) through the caller's handle, if
+ * any: the number (parse_u64()), the busy= of tags and sched_tags (debugfs_tags_parse()), the
+ * sum of the dispatched histogram (debugfs_dispatched_parse()). Returns 0 with *ret, 1 when the
+ * file was read but does not parse, -ENOENT (file gone from this kernel), -ENODEV (no debugfs),
+ * other -errno of the read. Every file read here is a .show attribute, opened with
+ * single_open() (block/blk-mq-debugfs.c blk_mq_debugfs_open()): one record, hence
+ * HOSTFS_READ_ONE_RECORD. Never the .seq_ops lists (dispatch, busy, default_rq_list).
  */
-static int read_debugfs(Stats *s, const DiskFacts *f, unsigned hctx, const char *file, char **ret) {
-        char path[PATH_MAX];
+static int read_hctx_file(Stats *s, const DiskFacts *f, unsigned hctx, HctxStatsFiles *files, HctxFile which, uint64_t *ret) {
+        const char *text;
+        int r;
+
         if (!s->debugfs)
                 return -ENODEV;         /* as hostfs says then; no path formatted, nothing tried */
-        snprintf(path, sizeof(path), "block/%s/hctx%u/%s", f->name, hctx, file);
-        return hostfs_read_kept(s->hostfs, HOSTFS_DEBUGFS, path, HOSTFS_READ_ONE_RECORD, ret);
+        r = hostfs_read_kept_at(s->hostfs, files ? &files->kept[which] : NULL, HOSTFS_DEBUGFS, HOSTFS_READ_ONE_RECORD,
+                                &text, "block/%s/hctx%u/%s", f->name, hctx, hctx_file_table[which]);
+        if (r < 0)
+                return r;
+        switch (which) {
+        case HCTX_FILE_TAGS:
+        case HCTX_FILE_SCHED_TAGS:
+                r = debugfs_tags_parse(text, NULL, ret);
+                break;
+        case HCTX_FILE_DISPATCHED:
+                r = debugfs_dispatched_parse(text, ret);
+                break;
+        default:
+                r = parse_u64(text, ret);
+        }
+        return r < 0 ? 1 : 0;
+}
+
+/*
+ * True when which shows the same number at every hctx of f because the queue's hctx share one
+ * tagset (BLK_MQ_F_TAG_HCTX_SHARED, debugfs flags TAG_HCTX_SHARED: megaraid_sas and mpt3sas with
+ * host_tagset_enable, smartpqi, hisi_sas v3, scsi_debug with host_max_queue), on a kernel where
+ * that is so by construction:
+ *   tags        since 5.16 ("blk-mq: Use shared tags for shared sbitmap support") every hctx's
+ *               tags is the tag set's one blk_mq_tags (block/blk-mq.c blk_mq_alloc_map_and_rqs():
+ *               set->tags[hctx_idx] = set->shared_tags), so hctx_tags_show() prints the same
+ *               bitmap_tags, busy= included, at every hctx;
+ *   sched_tags  likewise every hctx's sched_tags is the queue's one q->sched_shared_tags
+ *               (block/blk-mq-sched.c), and with no elevator every hctx's file is empty;
+ *   active      hctx_active_show() prints __blk_mq_active_requests(hctx) (block/blk-mq.h), which
+ *               for shared tags is the queue's nr_active_requests_shared_tags, not the hctx's
+ *               nr_active; checked up to 6.18 (patches were posted to count per hctx there,
+ *               so a later kernel reads every hctx until checked again).
+ * Before 5.16 (the shared sbitmap of 5.10-5.15) each hctx has its own blk_mq_tags: every hctx
+ * is read. An unknown kernel: every hctx is read.
+ */
+static bool shared_tagset_file(const Stats *s, const DiskFacts *f, HctxFile which) {
+        if (f->n_hctx < 2 || f->hctx[0].shared_tags != TRISTATE_YES || s->kernel < KERNEL_SHARED_TAGS)
+                return false;
+        switch (which) {
+        case HCTX_FILE_TAGS:
+        case HCTX_FILE_SCHED_TAGS:
+                return true;
+        case HCTX_FILE_ACTIVE:
+                return s->kernel <= KERNEL_ACTIVE_SHARED_CHECKED;
+        default:
+                return false;
+        }
+}
+
+/*
+ * read_hctx_file(), but within a scrape a tagset-wide file (shared_tagset_file()) is read at
+ * the first hctx of f the scrape reads, and its value given to the other hctx of f read in the
+ * same scrape (stats_scrape() forgets it): one read per disk instead of one per hctx (64 per
+ * LUN on a megaraid_sas host). What was read is kept, parsed or not (an empty sched_tags under
+ * no elevator); a failed read is not: the next hctx tries its own file.
+ */
+static int read_hctx_value(Stats *s, const DiskFacts *f, const HctxFacts *x, HctxStatsFiles *files, HctxFile which,
+                           uint64_t *ret) {
+        bool shared = s->scraping && shared_tagset_file(s, f, which);
+        if (shared && s->shared.f == f && s->shared.have[which]) {
+                *ret = s->shared.v[which];
+                return s->shared.r[which];
+        }
+        int r = read_hctx_file(s, f, x->index, files, which, ret);
+        if (shared && r >= 0) {
+                if (s->shared.f != f) {
+                        memset(&s->shared, 0, sizeof(s->shared));
+                        s->shared.f = f;
+                }
+                s->shared.have[which] = true;
+                s->shared.r[which] = r;
+                s->shared.v[which] = r == 0 ? *ret : 0;
+        }
+        return r;
+}
+
+/*
+ * Read debugfs block/<disk>/hctxN/<file> by path (the per-ctx cpuM/ files of kernels <= 5.15);
+ * 0, -ENOENT (file gone from this kernel), -ENODEV (no debugfs). *ret points into hostfs's
+ * buffer (hostfs_read_kept_at()). One record, as read_hctx_file().
+ */
+static int read_debugfs(Stats *s, const DiskFacts *f, unsigned hctx, const char *file, const char **ret) {
+        if (!s->debugfs)
+                return -ENODEV;         /* as hostfs says then; no path formatted, nothing tried */
+        return hostfs_read_kept_at(s->hostfs, NULL, HOSTFS_DEBUGFS, HOSTFS_READ_ONE_RECORD, ret,
+                                   "block/%s/hctx%u/%s", f->name, hctx, file);
 }
 
 static const char *debugfs_why(int r, const char *removed) {
@@ -224,12 +341,11 @@ static const char *debugfs_why(int r, const char *removed) {
  * (the file is not there), unparsable (it has no busy= line). reasons: false leaves v without
  * its reason (STATS_READ_NO_REASONS).
  */
-static void read_tags_busy(Stats *s, const DiskFacts *f, unsigned hctx, const char *file, bool elevator_busy,
-                           const char *missing, const char *unparsable, bool reasons, StatValue *v) {
-        _cleanup_free_ char *text = NULL;
+static void read_tags_busy(Stats *s, const DiskFacts *f, const HctxFacts *x, HctxStatsFiles *files, HctxFile which,
+                           bool elevator_busy, const char *missing, const char *unparsable, bool reasons, StatValue *v) {
         uint64_t busy;
-        int r = elevator_busy ? -EBUSY : read_debugfs(s, f, hctx, file, &text);
-        if (r >= 0 && debugfs_tags_parse(text, NULL, &busy) >= 0)
+        int r = elevator_busy ? -EBUSY : read_hctx_value(s, f, x, files, which, &busy);
+        if (r == 0)
                 set_value(v, busy, "debugfs");
         else if (!reasons)
                 mark_unavailable(v);
@@ -239,8 +355,8 @@ static void read_tags_busy(Stats *s, const DiskFacts *f, unsigned hctx, const ch
                 set_unavailable(v, "%s", r < 0 ? debugfs_why(r, missing) : unparsable);
 }
 
-int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, unsigned flags, bool elevator_busy, const ProcInterrupts *pi,
-                    HctxStats *ret) {
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, HctxStatsFiles *files, unsigned flags, bool elevator_busy,
+                    const ProcInterrupts *pi, HctxStats *ret) {
         const HctxFacts *x = &f->hctx[pos];
         HctxStats st = { .usec = stats_now_usec() };
         bool irq_count = flags & STATS_READ_IRQ_COUNT, reasons = !(flags & STATS_READ_NO_REASONS);
@@ -248,6 +364,8 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, unsigned flags, bo
         int r;
 
         s->debugfs = hostfs_debugfs_available(s->hostfs, NULL);
+        if (files && (!files->used || files->index != x->index))
+                *files = (HctxStatsFiles) { .used = true, .index = x->index };    /* handles of another hctx */
         /* every value starts invalid without a reason; "not read" is given at the end to those
          * still without one (a scrape of 64 disks would otherwise format and free 14 of them per hctx) */
 #define UNAVAILABLE(v, ...) (reasons ? set_unavailable((v), __VA_ARGS__) : mark_unavailable(v))
@@ -257,31 +375,30 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, unsigned flags, bo
          * read every hctx of every disk) */
         static const struct {
                 StatId id;
-                const char *file, *removed;
+                HctxFile file;
+                const char *removed;
                 unsigned removed_in;
         } dbg[] = {
-                { STAT_RUNS,          "run",           "hctx run was removed from debugfs in 6.8 (49e60333d743)", KERNEL_HCTX_RUN_REMOVED },
-                { STAT_QUEUED,        "queued",        "hctx queued was removed from debugfs in 5.16 (afd7de03c526); no BPF replacement", KERNEL_HCTX_QUEUED_DISPATCHED_REMOVED },
-                { STAT_ACTIVE,        "active",        "no hctx active file", 0 },
-                { STAT_DISPATCH_BUSY, "dispatch_busy", "no hctx dispatch_busy file", 0 },
+                { STAT_RUNS,          HCTX_FILE_RUN,           "hctx run was removed from debugfs in 6.8 (49e60333d743)", KERNEL_HCTX_RUN_REMOVED },
+                { STAT_QUEUED,        HCTX_FILE_QUEUED,        "hctx queued was removed from debugfs in 5.16 (afd7de03c526); no BPF replacement", KERNEL_HCTX_QUEUED_DISPATCHED_REMOVED },
+                { STAT_ACTIVE,        HCTX_FILE_ACTIVE,        "no hctx active file", 0 },
+                { STAT_DISPATCH_BUSY, HCTX_FILE_DISPATCH_BUSY, "no hctx dispatch_busy file", 0 },
         };
         for (size_t i = 0; i < ELEMENTSOF(dbg); i++) {
-                _cleanup_free_ char *text = NULL;
                 r = dbg[i].removed_in && s->kernel >= dbg[i].removed_in ? -ENOENT :
-                    read_debugfs(s, f, x->index, dbg[i].file, &text);
-                if (r >= 0 && parse_u64(text, &u) >= 0)
+                    read_hctx_value(s, f, x, files, dbg[i].file, &u);
+                if (r == 0)
                         set_value(&st.v[dbg[i].id], u, "debugfs");
                 else
                         UNAVAILABLE(&st.v[dbg[i].id], "%s", r < 0 ? debugfs_why(r, dbg[i].removed) : "unparsable debugfs value");
         }
 
-        read_tags_busy(s, f, x->index, "tags", elevator_busy, "no hctx tags file", "unparsable debugfs tags", reasons,
+        read_tags_busy(s, f, x, files, HCTX_FILE_TAGS, elevator_busy, "no hctx tags file", "unparsable debugfs tags", reasons,
                        &st.v[STAT_TAGS_BUSY]);
-        read_tags_busy(s, f, x->index, "sched_tags", elevator_busy, "no sched_tags file",
+        read_tags_busy(s, f, x, files, HCTX_FILE_SCHED_TAGS, elevator_busy, "no sched_tags file",
                        "no elevator attached (sched_tags empty)", reasons, &st.v[STAT_SCHED_TAGS_BUSY]);
-        _cleanup_free_ char *disp = NULL;
-        r = s->kernel >= KERNEL_HCTX_QUEUED_DISPATCHED_REMOVED ? -ENOENT : read_debugfs(s, f, x->index, "dispatched", &disp);
-        if (r >= 0 && debugfs_dispatched_parse(disp, &u) >= 0)
+        r = s->kernel >= KERNEL_HCTX_QUEUED_DISPATCHED_REMOVED ? -ENOENT : read_hctx_value(s, f, x, files, HCTX_FILE_DISPATCHED, &u);
+        if (r == 0)
                 set_value(&st.v[STAT_DISPATCH_BATCHES], u, "debugfs");
         else
                 UNAVAILABLE(&st.v[STAT_DISPATCH_BATCHES], "%s",
@@ -302,7 +419,7 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, unsigned flags, bo
                 unsigned seen = 0;
                 r = s->kernel >= KERNEL_CTX_COUNTERS_REMOVED ? -ENOENT : 0;
                 for (unsigned cpu = 0; cpu < x->cpus.n_words * 64 && r >= 0; cpu++) {
-                        _cleanup_free_ char *text = NULL;
+                        const char *text;
                         char file[64];
                         unsigned long long a = 0, b = 0;
                         if (!cpuset_isset(&x->cpus, cpu))

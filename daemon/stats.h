@@ -102,8 +102,32 @@ typedef enum StatsReadFlags {
         STATS_READ_METRICS     = STATS_READ_IRQ_COUNT | STATS_READ_NO_REASONS | STATS_READ_NO_RATES | STATS_READ_NO_INFLIGHT,
 } StatsReadFlags;
 
+/* The per-hctx debugfs files stats_read_hctx() reads (block/<disk>/hctxN/<file>). */
+typedef enum HctxFile {
+        HCTX_FILE_RUN,
+        HCTX_FILE_QUEUED,
+        HCTX_FILE_ACTIVE,
+        HCTX_FILE_DISPATCH_BUSY,
+        HCTX_FILE_TAGS,
+        HCTX_FILE_SCHED_TAGS,
+        HCTX_FILE_DISPATCHED,
+        _HCTX_FILE_MAX,
+} HctxFile;
+
 /*
- * Read the counters of hctx number pos of f (f->hctx[pos]). flags: StatsReadFlags;
+ * A caller's handles on one hctx's debugfs files (hostfs_read_kept_at()), kept from one read to
+ * the next so a scrape neither formats nor looks up their paths. Zeroed: none yet. index: the
+ * hctx (hctxN) the handles were made for; stats_read_hctx() starts afresh for another one.
+ */
+typedef struct HctxStatsFiles {
+        bool used;
+        unsigned index;
+        HostFsKept kept[_HCTX_FILE_MAX];
+} HctxStatsFiles;
+
+/*
+ * Read the counters of hctx number pos of f (f->hctx[pos]). files: the caller's handles on
+ * that hctx's files (NULL: the paths are looked up each time). flags: StatsReadFlags;
  * STATS_READ_IRQ_COUNT: also STAT_IRQ_COUNT, from pi, a parsed /proc/interrupts (NULL: read
  * and parsed fresh) — megabytes on a big machine, so only when asked; otherwise that value is
  * marked "not read". STATS_READ_NO_REASONS: unavailable values get no reason text.
@@ -114,8 +138,15 @@ typedef enum StatsReadFlags {
  * progress"): their .show takes the queue lock the switch holds while the queue is frozen
  * (block/blk-mq-debugfs.c hctx_tags_show(): mutex_lock_interruptible(&q->sysfs_lock) on 6.1,
  * where queue_attr_store() holds q->sysfs_lock across elv_iosched_store()). */
-int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, unsigned flags, bool elevator_busy, const ProcInterrupts *pi,
-                    HctxStats *ret);
+/*
+ * Within a metrics scrape (stats_scrape()), on a queue whose hctx share one tagset
+ * (TAG_HCTX_SHARED, kernel >= 5.16), the tagset-wide values (tags_busy, sched_tags_busy,
+ * active) are read at the first hctx of the disk the scrape reads and given to every other
+ * hctx of the disk in the same scrape: the kernel shows the same numbers there (see
+ * stats.c shared_tagset_values()). Nothing is kept from one scrape to the next.
+ */
+int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, HctxStatsFiles *files, unsigned flags, bool elevator_busy,
+                    const ProcInterrupts *pi, HctxStats *ret);
 
 /*
  * Events the BPF counters lack, host-wide since attach (StatsBpfMissed in stats-bpf.h: the
@@ -124,8 +155,9 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, unsigned flags, bo
  */
 int stats_bpf_missed(Stats *s, StatsBpfMissed *ret);
 
-/* A metrics scrape begins (the BPF map is copied once, blkmqd_stats_bpf_snapshot()) or ends
- * (reads go to the map again). */
+/* A metrics scrape begins (the BPF map is copied once, blkmqd_stats_bpf_snapshot(); tagset-wide
+ * values are read once per disk, see stats_read_hctx()) or ends (reads go to the map and to every
+ * hctx's files again). */
 void stats_scrape(Stats *s, bool begin);
 
 /* Drop BPF map entries of a removed disk. */

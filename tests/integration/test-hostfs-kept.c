@@ -3,10 +3,14 @@
  * hostfs_read_kept() on the live machine: what it reads equals a fresh hostfs_read(), a kept
  * file re-read at offset 0 shows the current value (sysfs/seq_file re-render, the kernel
  * behaviour it relies on), at most HOSTFS_KEPT_MAX files stay open, and closing by prefix
- * releases them. Reads only; no root needed.
+ * releases them. hostfs_read_kept_at(): a handle re-reads its kept file (fresh, no new open,
+ * the same file hostfs_read_kept() keeps for the path); once the file is closed (by prefix, or
+ * evicted and its slot taken by another path) the handle reads its own path again, never the
+ * slot's new file. Reads only; no root needed.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +47,37 @@ int main(void) {
         CHECK_INT(hostfs_read_kept(h, HOSTFS_PROCFS, "uptime", 0, &b), 0);
         CHECK(a && b && strcmp(a, b) != 0);
 
+        /* a handle on uptime: kept, re-read fresh through the handle, no new descriptor */
+        HostFsKept up = {}, up_first;
+        const char *t;
+        _cleanup_free_ char *by_path = NULL;
+        double u1 = 0, u2 = 0, idle;
+        hostfs_close_kept(h, HOSTFS_PROCFS, "");
+        CHECK_INT(hostfs_read_kept_at(h, &up, HOSTFS_PROCFS, 0, &t, "%s", "uptime"), 0);
+        CHECK(up.slot != 0);
+        CHECK(sscanf(t, "%lf %lf", &u1, &idle) == 2);
+        up_first = up;
+        size_t with_up = fd_count();
+        CHECK_INT(with_up, base + 1);
+        nanosleep(&ts, NULL);
+        uint64_t reads = hostfs_read_count(h, HOSTFS_PROCFS);
+        CHECK_INT(hostfs_read_kept_at(h, &up, HOSTFS_PROCFS, 0, &t, "%s", "uptime"), 0);
+        CHECK(sscanf(t, "%lf %lf", &u2, &idle) == 2 && u2 > u1);
+        CHECK_INT(hostfs_read_count(h, HOSTFS_PROCFS), reads + 1);
+        CHECK(up.slot == up_first.slot && up.generation == up_first.generation);
+        CHECK_INT(fd_count(), with_up);
+        /* the path's kept file is the handle's: hostfs_read_kept() opens nothing more */
+        CHECK_INT(hostfs_read_kept(h, HOSTFS_PROCFS, "uptime", 0, &by_path), 0);
+        CHECK_INT(fd_count(), with_up);
+        /* closed: the handle is stale, the path is opened again */
+        hostfs_close_kept(h, HOSTFS_PROCFS, "");
+        CHECK_INT(fd_count(), base);
+        CHECK_INT(hostfs_read_kept_at(h, &up, HOSTFS_PROCFS, 0, &t, "%s", "uptime"), 0);
+        CHECK(sscanf(t, "%lf %lf", &u1, &idle) == 2);
+        CHECK(up.slot != 0 && !(up.slot == up_first.slot && up.generation == up_first.generation));
+        CHECK_INT(fd_count(), base + 1);
+        up_first = up;
+
         /* many sysfs attributes: equal to hostfs_read(), and never more than 512 kept open */
         _cleanup_strv_free_ char **cpus = NULL;
         size_t files = 0, max_fds = base;
@@ -71,6 +106,26 @@ int main(void) {
         CHECK(files > 512);             /* enough to need eviction */
         CHECK(max_fds <= base + 512 + 1);       /* + the directory fd_count() itself opens */
         CHECK(max_fds >= base + 256);   /* and files are kept at all */
+
+        /* uptime was evicted meanwhile, its slot taken by a sysfs attribute: the old handle reads
+         * uptime, not that attribute */
+        CHECK_INT(hostfs_read_kept_at(h, &up_first, HOSTFS_PROCFS, 0, &t, "%s", "uptime"), 0);
+        CHECK(sscanf(t, "%lf %lf", &u1, &idle) == 2);
+        HostFsKept stale = up_first;
+        hostfs_close_kept(h, HOSTFS_PROCFS, "");
+        for (size_t i = 0; i < 600; i++) {     /* refill every slot with cpu attributes */
+                char path[256];
+                _cleanup_free_ char *x = NULL;
+                snprintf(path, sizeof(path), "devices/system/cpu/%.*sonline", (int) (i % 64), "////////////////////////////////////////////////////////////////");
+                if (i >= 64)
+                        snprintf(path, sizeof(path), "devices/system/cpu/%s/%.*scache/index0/level", cpus[i % strv_length(cpus)],
+                                 (int) (i / 64 % 64), "////////////////////////////////////////////////////////////////");
+                (void) hostfs_read_kept(h, HOSTFS_SYSFS, path, 0, &x);
+        }
+        CHECK_INT(hostfs_read_kept_at(h, &stale, HOSTFS_PROCFS, 0, &t, "%s", "uptime"), 0);
+        CHECK(sscanf(t, "%lf %lf", &u1, &idle) == 2);
+        CHECK_INT(hostfs_read_kept_at(h, &stale, HOSTFS_SYSFS, 0, &t, "%s", "devices/system/cpu/online"), 0);
+        CHECK(strchr(t, '.') == NULL);  /* a stale handle of another kind is not used either */
 
         hostfs_close_kept(h, HOSTFS_SYSFS, "devices/system/cpu/");
         hostfs_close_kept(h, HOSTFS_PROCFS, "");

@@ -12,6 +12,11 @@
  *   - lib/interrupts.c: this machine's /proc/interrupts, synthetic 64- and 256-CPU files in
  *     the kernel's format (kernel/irq/proc.c show_interrupts()), an offline-CPU header
  *     (CPU0 CPU2 CPU3), truncated lines.
+ *   - stats_read_hctx() in a metrics scrape (stats_scrape()) on fixture copies: on a shared
+ *     tagset (TAG_HCTX_SHARED, >= 5.16) tags, sched_tags and active are read once per disk and
+ *     every hctx gets the values its own files hold; per-hctx values (dispatch_busy) are still
+ *     read per hctx; no sharing without TAG_HCTX_SHARED, before 5.16, or (active) after 6.18;
+ *     nothing is carried from one scrape to the next (hostfs_read_count() counts the reads).
  * With --known-bugs: only the checks of the bugs reported in docs/TESTING.md (fixed in
  * 3de7685; meson test "stats-regressions").
  */
@@ -20,6 +25,8 @@
 #include <unistd.h>
 
 #include "blkstat.h"
+#include "device.h"
+#include "hostfs.h"
 #include "interrupts.h"
 #include "macro.h"
 #include "stats.h"
@@ -606,6 +613,122 @@ static void test_interrupts(void) {
         }
 }
 
+/* ---- stats_read_hctx() in a scrape ------------------------------------------------------------- */
+
+/* Read every hctx of f (in a scrape when scrape), values into out[], debugfs reads counted. */
+static uint64_t read_all_hctx(HostFs *h, Stats *s, const DiskFacts *f, bool scrape, HctxStats *out) {
+        uint64_t before = hostfs_read_count(h, HOSTFS_DEBUGFS);
+        if (scrape)
+                stats_scrape(s, true);
+        for (size_t i = 0; i < f->n_hctx; i++)
+                CHECK_INT(stats_read_hctx(s, f, i, NULL, STATS_READ_NO_RATES, false, NULL, &out[i]), 0);
+        if (scrape)
+                stats_scrape(s, false);
+        return hostfs_read_count(h, HOSTFS_DEBUGFS) - before;
+}
+
+static void put_hctx_values(const char *root, const DiskFacts *f, unsigned tags_busy, unsigned sched_busy, unsigned active) {
+        for (size_t i = 0; i < f->n_hctx; i++) {
+                char rel[256], text[256];
+                unsigned n = f->hctx[i].index;
+                snprintf(rel, sizeof(rel), "sys/kernel/debug/block/%s/hctx%u/tags", f->name, n);
+                snprintf(text, sizeof(text), "nr_tags=64\nnr_reserved_tags=0\nactive_queues=1\n\nbitmap_tags:\ndepth=64\n"
+                         "busy=%u\ncleared=0\nbits_per_word=16\nmap_nr=4\n", tags_busy);
+                test_put(root, rel, text);
+                snprintf(rel, sizeof(rel), "sys/kernel/debug/block/%s/hctx%u/sched_tags", f->name, n);
+                snprintf(text, sizeof(text), "nr_tags=128\nnr_reserved_tags=0\nactive_queues=0\n\nbitmap_tags:\ndepth=128\n"
+                         "busy=%u\ncleared=0\n", sched_busy);
+                test_put(root, rel, text);
+                snprintf(rel, sizeof(rel), "sys/kernel/debug/block/%s/hctx%u/active", f->name, n);
+                snprintf(text, sizeof(text), "%u\n", active);
+                test_put(root, rel, text);
+                /* per hctx, never shared: a value of its own at each */
+                snprintf(rel, sizeof(rel), "sys/kernel/debug/block/%s/hctx%u/dispatch_busy", f->name, n);
+                snprintf(text, sizeof(text), "%u\n", 10 + n);
+                test_put(root, rel, text);
+        }
+}
+
+/*
+ * One case: fixture name with osrelease release (NULL: as captured), its disk. shared_files:
+ * the files a scrape should read once per disk (0: every hctx reads its own). edit: write known
+ * values into every hctx's files first (tags busy=5, sched_tags busy=2, active=3,
+ * dispatch_busy=10+N), and check them.
+ */
+static void check_scrape_reads(const char *name, const char *disk, const char *release, unsigned shared_files, bool edit) {
+        char label[128];
+        snprintf(label, sizeof(label), "%s as %s", name, release ?: "captured");
+        _cleanup_free_ char *root = test_copy_fixture_as(fixtures, name, label, release);
+        HostFs *h = NULL;
+        DiskFacts *f = NULL;
+        Stats *s = NULL;
+        if (!root)
+                return;
+        CHECK_INT(hostfs_new(root, &h), 0);
+        if (h && device_gather(h, disk, &f) >= 0 && device_gather_hctx_details(h, f) >= 0 && stats_new(h, &s) >= 0 &&
+            f->n_hctx > 1) {
+                if (edit)
+                        put_hctx_values(root, f, 5, 2, 3);
+                HctxStats *a = calloc(f->n_hctx, sizeof(HctxStats)), *b = calloc(f->n_hctx, sizeof(HctxStats));
+                uint64_t alone = read_all_hctx(h, s, f, false, a);
+                uint64_t scraped = read_all_hctx(h, s, f, true, b);
+                /* each hctx after the first spares the shared files */
+                CHECK_INT_CASE(scraped, alone - (f->n_hctx - 1) * shared_files, "%s: debugfs reads of %zu hctx in a scrape",
+                               label, f->n_hctx);
+                for (size_t i = 0; i < f->n_hctx; i++)
+                        for (StatId k = 0; k < _STAT_MAX; k++) {
+                                CHECK_INT_CASE(b[i].v[k].valid, a[i].v[k].valid, "%s hctx%u %s valid", label,
+                                               f->hctx[i].index, stat_id_to_string(k));
+                                CHECK_INT_CASE(b[i].v[k].value, a[i].v[k].value, "%s hctx%u %s", label,
+                                               f->hctx[i].index, stat_id_to_string(k));
+                        }
+                if (edit)
+                        for (size_t i = 0; i < f->n_hctx; i++) {
+                                CHECK_INT_CASE(b[i].v[STAT_TAGS_BUSY].value, 5, "%s hctx%zu", label, i);
+                                CHECK_INT_CASE(b[i].v[STAT_SCHED_TAGS_BUSY].value, 2, "%s hctx%zu", label, i);
+                                CHECK_INT_CASE(b[i].v[STAT_ACTIVE].value, 3, "%s hctx%zu", label, i);
+                                CHECK_INT_CASE(b[i].v[STAT_DISPATCH_BUSY].value, 10 + f->hctx[i].index, "%s hctx%zu", label, i);
+                        }
+                /* nothing crosses scrapes: the next one reads the files anew */
+                if (edit) {
+                        put_hctx_values(root, f, 7, 4, 6);
+                        (void) read_all_hctx(h, s, f, true, b);
+                        for (size_t i = 0; i < f->n_hctx; i++) {
+                                CHECK_INT_CASE(b[i].v[STAT_TAGS_BUSY].value, 7, "%s second scrape hctx%zu", label, i);
+                                CHECK_INT_CASE(b[i].v[STAT_SCHED_TAGS_BUSY].value, 4, "%s second scrape hctx%zu", label, i);
+                                CHECK_INT_CASE(b[i].v[STAT_ACTIVE].value, 6, "%s second scrape hctx%zu", label, i);
+                        }
+                }
+                for (size_t i = 0; i < f->n_hctx; i++) {
+                        hctx_stats_done(&a[i]);
+                        hctx_stats_done(&b[i]);
+                }
+                free(a);
+                free(b);
+        } else
+                TAP_FAIL("%s: no facts of %s with several hctx", label, disk);
+        stats_free(s);
+        disk_facts_free(f);
+        hostfs_free(h);
+        (void) test_remove_tree(root);
+}
+
+static void test_scrape_shared_tags(void) {
+        /* TAG_HCTX_SHARED on 6.12 and 6.1 (>= 5.16): tags, sched_tags, active once per disk */
+        check_scrape_reads("vm-6.12-scsi-debug-shared", "sda", NULL, 3, true);
+        check_scrape_reads("vm-6.1-scsi-debug-shared", "sda", NULL, 3, true);
+        /* megaraid_sas-like, 64 hctx, no elevator (no sched_tags file: not read, not shared) */
+        check_scrape_reads("synthetic-megaraid-64q", "sda", NULL, 2, false);
+        check_scrape_reads("synthetic-megaraid-64q", "sda", NULL, 3, true);
+        /* after the newest kernel checked, active is read per hctx again */
+        check_scrape_reads("vm-6.12-scsi-debug-shared", "sda", "6.19.0", 2, true);
+        /* before 5.16 each hctx had its own blk_mq_tags: no sharing */
+        check_scrape_reads("vm-6.12-scsi-debug-shared", "sda", "5.15.0", 0, true);
+        /* no TAG_HCTX_SHARED: every hctx has its own tags */
+        check_scrape_reads("vm-6.12-virtio-scsi-4q", "sda", NULL, 0, false);
+        check_scrape_reads("vm-6.12-nvme-4q", "nvme0n1", NULL, 0, false);
+}
+
 /* Bugs found here (docs/TESTING.md, fixed in 3de7685), the meson test "stats-regressions". */
 static void test_known_bugs(void) {
         /* lib/blkstat.c disk_stat_parse(): n must be 11, 15 or 17 (blkstat.h, stat.rst); a file
@@ -675,5 +798,6 @@ int main(int argc, char *argv[]) {
         test_dispatched();
         test_softirqs();
         test_interrupts();
+        test_scrape_shared_tags();
         return tap_finish("test-stats");
 }
