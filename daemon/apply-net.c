@@ -255,15 +255,20 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
         for (size_t i = 0; same && i < n; i++)
                 same = cpulists_equal(items[i].cpus, cur_items[i].cpus);
 
-        /* someone else changed what blkmqd wrote: reported once, not fought (Reassert=no) */
-        if ((a->state == APPLY_OK || a->state == APPLY_EXTERNAL) && streq_ptr(a->value, wanted) && !same && !o->reassert) {
+        /* someone else changed what blkmqd wrote, or what its plan found in place (kept):
+         * reported once, not fought (Reassert=no) */
+        if ((a->state == APPLY_OK || a->state == APPLY_EXTERNAL || a->state == APPLY_KEPT) && streq_ptr(a->value, wanted) &&
+            !same && !o->reassert) {
                 bool transition = a->state != APPLY_EXTERNAL;
+                if (transition)
+                        a->external_kept = a->state == APPLY_KEPT;
+                const char *how = a->external_kept ? "blkmqd's plan kept" : "blkmqd wrote";
                 _cleanup_free_ char *was = a->original ? strdup(a->original) : NULL;
                 if (transition)
-                        log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)",
-                                          knob, current, wanted);
-                applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; what changed is no longer blkmqd's to restore)",
-                          current, wanted);
+                        log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s changed externally to %s (%s %s); leaving it (Reassert=no)",
+                                          knob, current, how, wanted);
+                applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (%s %s; what changed is no longer blkmqd's to restore)",
+                          current, how, wanted);
                 /* the items someone else changed are theirs now; the others keep their original */
                 _cleanup_free_ Item *orig = NULL;
                 size_t n_orig = 0;

@@ -351,16 +351,22 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 run->knob_reapply = nr_reset && !run->nr_reset_said;
         }
 
-        /* Someone else changed a value we wrote. */
-        if (!nr_reset && IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted)) {
+        /* Someone else changed a value we wrote, or one the plan found in place (kept: the same
+         * rule, or a value an admin sets between two evaluations would be switched back
+         * silently at the next uevent, and never noticed by a verify). */
+        if (!nr_reset && (IN_SET_OK_EXTERNAL(a->state) || a->state == APPLY_KEPT) && streq_ptr(a->value, wanted) &&
+            !streq(current, wanted)) {
+                if (a->state != APPLY_EXTERNAL)
+                        a->external_kept = a->state == APPLY_KEPT;
+                const char *how = a->external_kept ? "blkmqd's plan kept" : "blkmqd wrote";
                 if (!o->reassert) {
                         /* Report once, do not fight. */
                         bool transition = a->state != APPLY_EXTERNAL;
                         if (transition)
-                                log_external(d, knob, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)",
-                                             knob, current, wanted);
-                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
-                                    current, wanted);
+                                log_external(d, knob, LOG_NOTICE, "%s changed externally to %s (%s %s); leaving it (Reassert=no)",
+                                             knob, current, how, wanted);
+                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (%s %s; it is no longer blkmqd's to restore)",
+                                    current, how, wanted);
                         /* Someone else owns the value now: restoring our original would clobber it.
                          * So is the nr_requests their elevator switch reset. */
                         bool had = a->original;
@@ -377,15 +383,15 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 }
                 if (o->verify_only) {
                         /* Reassert=yes, but a verify writes nothing: the next evaluation rewrites it. */
-                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s); Reassert=yes: rewritten at the next evaluation",
-                                    current, wanted);
+                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (%s %s); Reassert=yes: rewritten at the next evaluation",
+                                    current, how, wanted);
                         return 0;
                 }
                 if (o->dry_run)
                         return 0;
                 if (backoff_waiting(&a->war, now)) {
-                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s again (blkmqd wrote %s); write war: Reassert=yes rewrites it in %u s",
-                                    current, wanted, backoff_left_sec(&a->war, now));
+                        applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s again (%s %s); write war: Reassert=yes rewrites it in %u s",
+                                    current, how, wanted, backoff_left_sec(&a->war, now));
                         return 0;
                 }
                 reassert = true;

@@ -47,8 +47,9 @@ typedef struct Backoff {
 typedef struct Applied {
         ApplyState state;
         char *original;         /* value before blkmqd's first write; NULL = never written */
-        char *value;            /* value blkmqd wrote (or would write in dry-run) */
+        char *value;            /* value blkmqd wrote (or would write in dry-run), or its plan kept */
         char *message;          /* human detail for errors */
+        bool external_kept;     /* APPLY_EXTERNAL of a value blkmqd's plan found in place (kept), not one it wrote */
         int error;              /* -errno of the last failed write, 0 otherwise */
         Backoff war;            /* Reassert=yes: rewrites of a value someone else keeps changing */
         Backoff retry;          /* write errors that may pass */

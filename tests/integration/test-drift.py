@@ -10,7 +10,11 @@ Loop devices this test attaches (passed by exact name in --devices; never any ot
       (VerifySec=) notices one: v1 VerifySec=1, Reassert=no -> "changed externally" logged once
       with neither a uevent nor a read of applied/, not rewritten, not restored at stop;
       v2 Reassert=yes -> rewritten by the verify alone, the log says so (never "Reassert=no");
-      v3 VerifySec=0 -> the start line says the verify is off and nothing is noticed.
+      v3 VerifySec=0 -> the start line says the verify is off and nothing is noticed;
+      v4 a value blkmqd's plan found in place (kept, nothing written: a loop's none), then
+      changed by someone else -> noticed by the verify like a value blkmqd wrote ("blkmqd's
+      plan kept none"), logged once, not switched back by a later evaluation (a change uevent),
+      not touched at stop.
 Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only:
   (s) the stop summary adds up: nvme0n1 of vm-6.1-nvme-4q with its four queue vectors moved
       by blkmqd; then another tool moves IRQ 26 and IRQ 27 cannot be written back (a directory)
@@ -115,6 +119,35 @@ def case_v3_off(d, loops, tmp):
         check(not any("extern" in l for l in log_lines(d)[n0:]), "(v3) nothing noticed without a verify")
     finally:
         d.stop()
+    set_elevator(name, orig)
+
+
+def case_v4_kept(d, loops, tmp):
+    """(v4) a value the plan kept (never written), changed by someone else: noticed and left, like one blkmqd wrote."""
+    name = loops.attach("v4")
+    orig = current_elevator(name)
+    start(d, tmp, name, "[Manager]\nVerifySec=1\n")
+    try:
+        ok, _ = wait_for(lambda: os.path.exists(d.path("devices", name, "applied", "elevator")) and
+                         d.read("devices", name, "applied", "elevator").startswith("kept"), 5.0, 0.05)
+        check(ok and orig == "none", f"(v4) {name}: none kept by the plan, nothing written (was {orig})")
+        n0 = len(log_lines(d))
+        set_elevator(name, "mq-deadline")
+        ok, _ = wait_for(lambda: any("changed externally to mq-deadline" in l for l in log_lines(d)[n0:]), 6.0, 0.05)
+        check(ok, "(v4) the periodic verify noticed it")
+        # an evaluation of the disk (a change uevent) must not switch it back either
+        with open(f"/sys/block/{name}/uevent", "w") as f:
+            f.write("change")
+        time.sleep(2.2)                         # the evaluation, and two more verifies
+        new = [l for l in log_lines(d)[n0:] if "extern" in l]
+        check(len(new) == 1 and "blkmqd's plan kept none" in new[0] and "Reassert=no" in new[0],
+              f"(v4) logged once, saying the plan kept none: {new}")
+        check(current_elevator(name) == "mq-deadline", f"(v4) not switched back (now {current_elevator(name)})")
+        v = d.read("devices", name, "applied", "elevator")
+        check(v.startswith("changed externally to mq-deadline (blkmqd's plan kept none"), f"(v4) applied/elevator: {v!r}")
+    finally:
+        d.stop()
+    check(current_elevator(name) == "mq-deadline", "(v4) stop leaves someone else's value")
     set_elevator(name, orig)
 
 
@@ -240,6 +273,6 @@ def case_w_agents(tmp):
 
 
 if __name__ == "__main__":
-    sys.exit(bt.run_suite("blkmqd-drift-", (case_v1_noticed, case_v2_reassert, case_v3_off),
+    sys.exit(bt.run_suite("blkmqd-drift-", (case_v1_noticed, case_v2_reassert, case_v3_off, case_v4_kept),
                           (("s", case_s_stop_counts), ("r", case_r_reload), ("w", case_w_agents)),
                           "loop devices, FUSE mount, sysfs writes"))
