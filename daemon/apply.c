@@ -761,7 +761,7 @@ static void irq_affinity_summarize(Device *d) {
         if (managed)
                 ADD(", %zu managed by kernel%s%s%s", managed, how ? " (" : "", strempty(how), how ? " on write, not retried)" : "");
         if (ext_new)
-                ADD(", changed externally: %s, over the value blkmqd wrote; leaving %s (Reassert=no)", ext_new,
+                ADD(", changed externally: %s, over the value blkmqd wrote or kept; leaving %s (Reassert=no)", ext_new,
                     n_ext_new > 1 ? "them" : "it");
         else if (external)
                 ADD(", %zu changed externally%s", external, run->reassert ? " (Reassert=yes: rewritten with backoff)" : " (left alone)");
@@ -836,10 +836,14 @@ static int irq_vector_decide(HostFs *h, Device *d, IrqApplied *ia, const char *t
                 ia->external = false;
                 ia->error = 0;
                 ia->retry = (Backoff) {};
+                /* kept: blkmqd's value from now on, like one it wrote (only a write sets an
+                 * original, so a restore still writes nothing here) */
+                if (!streq_ptr(ia->value, target) && free_and_strdup(&ia->value, target) < 0)
+                        return -ENOMEM;
                 return 0;
         }
 
-        /* Someone else changed the value blkmqd wrote. */
+        /* Someone else changed the value blkmqd wrote, or one the plan kept. */
         if (streq_ptr(ia->value, target)) {
                 if (!o->reassert) {
                         ia->outcome = ia->external ? IRQ_EXTERNAL : IRQ_EXTERNAL_NEW;

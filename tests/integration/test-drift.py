@@ -24,6 +24,9 @@ Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only
       CPU 1 by IrqAffinity=hctx, then 3): not rewritten, applied/irq_affinity "changed
       externally", one line; a vector whose write fails (IRQ 27's file a directory: EISDIR)
       gives one line, none at the next reloads; stop: 2 restored, nothing failed or left.
+  (k) a vector already on its hctx's CPU (nvme IRQ 25 on 0, kept: nothing written), then moved
+      by another tool (to 3): a reload does not move it back, applied/irq_affinity says
+      "changed externally", one line; stop restores the vectors blkmqd moved and leaves IRQ 25.
   (w) start-up warnings for other tools that set what blkmqd manages, each naming file:line:
       udev rules in /etc, /run and /usr/lib/udev/rules.d (a name in /etc hides /usr/lib's, an
       empty file masks), tuned's active profile and its include= parent while tuned runs
@@ -230,6 +233,40 @@ def case_r_reload(tmp):
           "(r) 25 and 28 restored, 26 keeps the other tool's value")
 
 
+def case_k_kept_vector(tmp):
+    """(k) a vector the plan found in place, moved by another tool: not moved back by a reload."""
+    root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "kept-root"))
+    irq = lambda n: f"proc/irq/{n}/smp_affinity_list"      # noqa: E731
+    for n in (25, 26, 27, 28):
+        put(root, irq(n), "0-3\n")
+    d = bt.config_daemon(tmp, "k", "[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=hctx\n")
+    d.start("--root", root, "--devices", "nvme0n1")
+    placed = get(root, irq(25))
+    d.stop()
+    put(root, irq(25), placed + "\n")                  # already where blkmqd puts it
+    for n in (26, 27, 28):
+        put(root, irq(n), "0-3\n")
+    d = bt.config_daemon(tmp, "k2", "[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=hctx\n")
+    d.start("--root", root, "--devices", "nvme0n1")
+    irq_lines = lambda: [l for l in log_lines(d) if l.startswith(("<4>", "<5>", "<6>")) and "nvme0n1" in l and "IRQ" in l]  # noqa: E731
+    try:
+        check(get(root, irq(25)) == placed and get(root, irq(26)) != "0-3", f"(k) IRQ 25 kept on {placed}, the others placed")
+        put(root, irq(25), "3\n")                     # another tool
+        n0 = len(irq_lines())
+        for _ in range(2):
+            check(bt.write_file(d.path("reload"), b"1\n") == 0, "(k) echo 1 > reload")
+        check(get(root, irq(25)) == "3", f"(k) IRQ 25 not moved back ({get(root, irq(25))})")
+        v = d.read("devices", "nvme0n1", "applied", "irq_affinity")
+        check("1 changed externally" in v, f"(k) applied/irq_affinity: {v!r}")
+        new = irq_lines()[n0:]
+        check(len(new) == 1 and "IRQ 25 to 3" in new[0] and "Reassert=no" in new[0], f"(k) one line for the change: {new}")
+    finally:
+        rc = d.stop()
+    check(rc == 0, f"(k) SIGTERM exit status 0 (got {rc})")
+    check(get(root, irq(25)) == "3" and all(get(root, irq(n)) == "0-3" for n in (26, 27, 28)),
+          "(k) stop: 26-28 restored, 25 keeps the other tool's value")
+
+
 def mkput(root, rel, text):
     os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
     put(root, rel, text)
@@ -274,5 +311,5 @@ def case_w_agents(tmp):
 
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-drift-", (case_v1_noticed, case_v2_reassert, case_v3_off, case_v4_kept),
-                          (("s", case_s_stop_counts), ("r", case_r_reload), ("w", case_w_agents)),
+                          (("s", case_s_stop_counts), ("r", case_r_reload), ("k", case_k_kept_vector), ("w", case_w_agents)),
                           "loop devices, FUSE mount, sysfs writes"))
