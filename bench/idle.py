@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-bench/idle.py [--blkmqd PATH] [--disks 64] [--seconds 60] [--quick] [--no-idle] [--debugfs]
+bench/idle.py [--blkmqd PATH] [--disks 64] [--seconds 60] [--quick] [--no-idle] [--debugfs | --no-debugfs] [--burst N]
 
 P4 idle cost of blkmqd on the live machine, managing D loop devices of its own (loop300.. made
 with LOOP_CTL_ADD, attached to 1 MiB temp files, detached and removed at exit; blkmqd is limited
@@ -22,7 +22,9 @@ to them with --devices).
 CPU is given twice: clock ticks of /proc/PID/stat (10 ms) and the scheduler's run time of every
 thread (1st field of /proc/PID/task/*/schedstat, ns). --debugfs: mount debugfs in the bench's own
 mount namespace when the host has none mounted (a scrape then also reads the per-hctx debugfs
-values, as on a machine with debugfs). --no-idle: the scrape window only.
+values, as on a machine with debugfs); --no-debugfs: unmount it there when the host has it mounted
+(a machine without debugfs; the host's mounts are not touched). --no-idle: the scrape window only.
+--burst N: then N scrapes back to back, blkmqd CPU per scrape (the work without the wake-ups).
 
 --quick: 4 disks, 5 s each (CI smoke, no assertion). Needs root, losetup, /dev/fuse.
 """
@@ -68,6 +70,13 @@ def main():
     ap.add_argument("--debugfs", action="store_true",
                     help="mount debugfs at /sys/kernel/debug in the bench's private mount namespace when it is not "
                          "mounted (the per-hctx debugfs values of a scrape; the host's mounts are not touched)")
+    ap.add_argument("--burst", type=int, default=0, metavar="N",
+                    help="after the scrape window, read the metrics N times back to back: blkmqd CPU per scrape "
+                         "without the wake-ups of a scrape a second (on this VM a wake-up from idle costs more "
+                         "than on a busy CPU), so old and new builds compare on the work itself")
+    ap.add_argument("--no-debugfs", action="store_true",
+                    help="unmount debugfs from /sys/kernel/debug in the bench's private mount namespace when it is "
+                         "mounted (a machine without debugfs; the host's mounts are not touched)")
     a = ap.parse_args()
     if a.quick:
         a.disks, a.seconds = 4, 5
@@ -88,6 +97,8 @@ def main():
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755,size=1M", "bench-udev", "/run/udev"], check=True)
     if a.debugfs and not os.path.isdir("/sys/kernel/debug/block"):
         subprocess.run(["mount", "-t", "debugfs", "debugfs", "/sys/kernel/debug"], check=True)
+    while a.no_debugfs and os.path.isdir("/sys/kernel/debug/block"):
+        subprocess.run(["umount", "-l", "/sys/kernel/debug"], check=True)
 
     tmp = tempfile.mkdtemp(prefix="blkmqd-idle.")
     mnt, state = os.path.join(tmp, "mnt"), os.path.join(tmp, "state")
@@ -195,6 +206,18 @@ def main():
         print(f"  blkmqd wake-ups: {runs / el:.2f}/s ({vol + nonvol} context switches)")
         print(f"  scraper CPU: {(rd_cpu1.user + rd_cpu1.system - rd_cpu0.user - rd_cpu0.system):.2f} s")
         print(f"  block uevents on the host meanwhile: {block_events}")
+
+        # ---- burst: the work of a scrape without the wake-up around it -----------------------
+        if a.burst > 0:
+            ns0, t0 = bt.cpu_ns(proc.pid), time.monotonic()
+            for _ in range(a.burst):
+                for p in targets:
+                    with open(p, "rb") as f:
+                        f.read()
+            ns1, el = bt.cpu_ns(proc.pid), time.monotonic() - t0
+            print()
+            print(f"burst: read {what} {a.burst} times back to back, {el:.1f} s:")
+            print(f"  blkmqd CPU (schedstat run time): {(ns1 - ns0) / 1e6 / a.burst:.3f} ms per scrape")
     finally:
         bt.stop_process(proc, 30)
         bt.cleanup_mount(mnt)
