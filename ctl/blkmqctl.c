@@ -334,15 +334,28 @@ typedef struct Row {
         bool have_remote;
 } Row;
 
+/* "changed externally" (someone else's value over blkmqd's, applied/ "changed externally to X
+ * (...)") ranks above ok: an admin must see another tool at work on a disk whose other knobs
+ * are unmanaged. A trial user never saw it in STATE when it ranked last. */
+#define STATE_EXTERNAL "changed externally"
+
 static int state_rank(const char *s) {
         static const char *const order[] = {
-                "error", "timeout (still pending)", "pending-reboot", "unsupported", "dry-run", "pending", "ok", "kept",
-                "unmanaged",
+                "error", "timeout (still pending)", "pending-reboot", "unsupported", "dry-run", "pending", STATE_EXTERNAL,
+                "ok", "kept", "unmanaged",
         };
         for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
                 if (strcmp(s, order[i]) == 0)
                         return (int) i;
         return 50;
+}
+
+/* The state word(s) of an applied/ line: up to the ':', "changed externally" without its detail. */
+static void state_word(char *v) {
+        if (strncmp(v, STATE_EXTERNAL, strlen(STATE_EXTERNAL)) == 0)
+                v[strlen(STATE_EXTERNAL)] = '\0';
+        else
+                v[strcspn(v, ":\n")] = '\0';
 }
 
 /* The most significant state over applied/<knob>: "error" beats "ok" beats "kept". */
@@ -360,7 +373,7 @@ static char *applied_state(const char *disk) {
                         for (char *save = NULL, *l = strtok_r(v, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
                                 char *st = strchr(l, ' ');
                                 st = st ? st + 1 : l;
-                                st[strcspn(st, ":")] = '\0';
+                                state_word(st);
                                 if (!best || state_rank(st) < state_rank(best)) {
                                         char *c = strdup(st);
                                         if (c) {
@@ -372,7 +385,7 @@ static char *applied_state(const char *disk) {
                         free(v);
                         continue;
                 }
-                v[strcspn(v, ":\n")] = '\0';
+                state_word(v);
                 if (!best || state_rank(v) < state_rank(best)) {
                         free(best);
                         best = v;

@@ -291,8 +291,8 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                         a->original = mfree_str(a->original);
                 return transition || !streq_ptr(was, a->original);
         }
-        if (o->verify_only)
-                return 0;
+        if (o->verify_only && !(a->state == APPLY_EXTERNAL && same))
+                return 0;       /* a value back where blkmqd wants it: said now (as in apply.c) */
         if (same) {
                 bool dropped = a->original && streq(a->original, wanted);
                 if (dropped)

@@ -396,7 +396,9 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 }
                 reassert = true;
         }
-        if (o->verify_only)
+        /* a verify writes nothing, but a value back where blkmqd wants it is no longer someone
+         * else's: the state says so now, not at the next evaluation */
+        if (o->verify_only && !(a->state == APPLY_EXTERNAL && streq(current, wanted)))
                 return 0;
 
         if (streq(current, wanted)) {

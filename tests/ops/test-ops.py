@@ -408,6 +408,27 @@ def ctl_checks(mp, disk):
     except (ValueError, KeyError, IndexError) as e:
         check(False, "status --json parses: %s: %r" % (e, r.stdout[:200]))
 
+    # another tool's scheduler over the one blkmqd's plan kept: STATE says so, above ok and kept
+    # (a new user never saw "changed externally" when it ranked below unmanaged)
+    sched = "/sys/block/%s/queue/scheduler" % disk
+    applied = "%s/devices/%s/applied/elevator" % (mp, disk)
+    cur = open(sched).read().split("[")[1].split("]")[0]
+    other = "mq-deadline" if cur != "mq-deadline" else "none"
+    with open(sched, "w") as f:
+        f.write(other)
+    ok = bt.wait_for(lambda: open(applied).read().startswith("changed externally"), 5.0, 0.1)[0]  # a read verifies
+    r = ctl(mp, "status", "--json")
+    st = [d.get("state") for d in json.loads(r.stdout)["devices"] if d["disk"] == disk] if r.returncode == 0 else []
+    check(ok and st == ["changed externally"], "status: STATE 'changed externally' after %s -> %s behind blkmqd (%r, %r)"
+          % (cur, other, st, open(applied).read().strip()))
+    r = ctl(mp, "status")
+    check(any(l.split()[:1] == [disk] and "changed externally" in l for l in r.stdout.splitlines()),
+          "status: the row of %s says changed externally" % disk)
+    with open(sched, "w") as f:
+        f.write(cur)
+    check(bt.wait_for(lambda: not open(applied).read().startswith("changed externally"), 5.0, 0.1)[0],
+          "applied/elevator: no longer changed externally once %s is back" % cur)
+
     explain = open("%s/devices/%s/explain" % (mp, disk)).read().splitlines()
     r = ctl(mp, "explain", disk)
     check(r.returncode == 0 and r.stdout.splitlines()[:len(explain)] == explain and explain,
