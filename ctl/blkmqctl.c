@@ -1355,7 +1355,8 @@ int main(int argc, char *argv[]) {
                 case ARG_VERSION:
                         printf("blkmqctl %s\n", BLKMQD_VERSION);
                         return EXIT_OK;
-                default:
+                default:        /* getopt said which option */
+                        err("See blkmqctl --help for the commands and options.");
                         return EXIT_USAGE;
                 }
 
@@ -1379,7 +1380,9 @@ int main(int argc, char *argv[]) {
                                         break;
                                 case 'h': help(); return EXIT_OK;
                                 case ARG_VERSION: printf("blkmqctl %s\n", BLKMQD_VERSION); return EXIT_OK;
-                                default: return EXIT_USAGE;
+                                default:
+                                        err("See blkmqctl --help for the commands and options.");
+                                        return EXIT_USAGE;
                                 }
                         /* Rebuild argv as COMMAND ARGS... without the options. */
                         sub_argv[optind - 1] = sub_argv[0];

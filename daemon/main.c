@@ -90,7 +90,8 @@ int main(int argc, char *argv[]) {
                 case ARG_VERSION:
                         printf("blkmqd %s\n", BLKMQD_VERSION);
                         return EXIT_SUCCESS;
-                default:
+                default:        /* getopt said which option */
+                        log_error("See blkmqd --help for the options.");
                         return EXIT_FAILURE;
                 }
         if (optind < argc) {
