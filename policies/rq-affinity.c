@@ -24,19 +24,22 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, "rq-affinity-unknown",
                                     "rq_affinity unknown (%s) -> rq_affinity left alone", f->unknown[FACT_RQ_AFFINITY]);
 
+        /* blkmqd wrote the value the disk has (an override, or one taken back): the class
+         * decides from the one blkmqd found, and a plan without a wish puts it back
+         * (daemon/apply.c queue_knob_no_wish()): that is no "left alone" and no "kept" */
+        bool wrote = f->rq_affinity_before >= 0 && f->rq_affinity_before != f->rq_affinity;
+        char before[48] = "";
+        if (wrote)
+                snprintf(before, sizeof(before), " (%d before blkmqd wrote it)", f->rq_affinity_before);
+
         if (o->rq_affinity) {
                 plan->rq_affinity = strdup(o->rq_affinity);
                 if (!plan->rq_affinity)
                         return -ENOMEM;
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_PLANNED, RULE_OF_ORIGIN(o, KNOB_RQ_AFFINITY),
-                                    "%s=%s rq_affinity=%d -> rq_affinity=%s", override_label(o, KNOB_RQ_AFFINITY), o->rq_affinity,
-                                    f->rq_affinity, o->rq_affinity);
+                                    "%s=%s rq_affinity=%d%s -> rq_affinity=%s", override_label(o, KNOB_RQ_AFFINITY), o->rq_affinity,
+                                    f->rq_affinity, before, o->rq_affinity);
         }
-
-        /* blkmqd wrote the value the disk has (an override taken back): the class decides from
-         * the one blkmqd found, and a plan without a wish puts it back (daemon/apply.c
-         * queue_knob_no_wish()): that is no "left alone" and no "kept" */
-        bool wrote = f->rq_affinity_before >= 0 && f->rq_affinity_before != f->rq_affinity;
 
         if (cp->rq_affinity < 0 && wrote)
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_CLASS("rq-affinity", cls),
@@ -123,7 +126,11 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
         if (planned_switch || made_switch)
                 snprintf(after, sizeof(after), ", written after the elevator switch %s -> %s (which resets it)",
                          planned_switch ? f->elevator : f->elevator_before, planned_switch ? plan->elevator : f->elevator);
+        /* blkmqd wrote the value the disk has (not an elevator switch's reset: that is said in after) */
+        char before[48] = "";
+        if (!planned_switch && !made_switch && f->nr_requests_before >= 0 && f->nr_requests_before != f->nr_requests)
+                snprintf(before, sizeof(before), " (%" PRIi64 " before blkmqd wrote it)", f->nr_requests_before);
         return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_PLANNED, RULE_OF_ORIGIN(o, KNOB_NR_REQUESTS),
-                            "%s=%s nr_requests=%s -> nr_requests=%" PRIu64 "%s%s",
-                            override_label(o, KNOB_NR_REQUESTS), o->nr_requests, now, v, capped, after);
+                            "%s=%s nr_requests=%s%s -> nr_requests=%" PRIu64 "%s%s",
+                            override_label(o, KNOB_NR_REQUESTS), o->nr_requests, now, before, v, capped, after);
 }

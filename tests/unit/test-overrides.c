@@ -465,6 +465,33 @@ static void test_idle_overrides(void) {
         policy_config_done(&c);
 }
 
+/* An override's explain line gives the value before blkmqd wrote it, like the class lines. */
+static void test_override_before(void) {
+        PolicyConfig c = {};
+        CHECK_INT(policy_config_init_defaults(&c), 0);
+        PolicyOverrides o = {};
+        CHECK_INT(policy_overrides_set(&o, KNOB_RQ_AFFINITY, "2"), 0);
+        CHECK_INT(policy_overrides_set(&o, KNOB_NR_REQUESTS, "64"), 0);
+        /* mq-deadline already: no switch (after one, nr_requests is the kernel's reset, said so) */
+        _cleanup_(disk_facts_freep) DiskFacts *f = make_disk("[mq-deadline] kyber bfq none\n", 128, 0);
+        f->rq_affinity = 2;
+        f->rq_affinity_before = 1;
+        f->nr_requests = 64;
+        f->nr_requests_before = 128;
+        _cleanup_(plan_done) Plan p = {}, q = {};
+        CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+        CHECK(explain_has(&p, "policy/rq_affinity=2 rq_affinity=2 (1 before blkmqd wrote it) -> rq_affinity=2"));
+        CHECK(explain_has(&p, "policy/nr_requests=64 nr_requests=64 (128 before blkmqd wrote it) -> nr_requests=64"));
+        if (tap_failed)
+                dump_explain(&p);
+        /* nothing written by blkmqd: no "before" */
+        f->rq_affinity_before = f->nr_requests_before = -1;
+        CHECK_INT(policy_evaluate(f, &c, &o, &q), 0);
+        CHECK(explain_has(&q, "policy/rq_affinity=2 rq_affinity=2 -> rq_affinity=2") && !explain_has(&q, "before blkmqd wrote"));
+        policy_overrides_done(&o);
+        policy_config_done(&c);
+}
+
 int main(void) {
         if (cpuset_parse("0-1", &online) < 0)
                 return 1;
@@ -475,6 +502,7 @@ int main(void) {
         test_irq_affinity();
         test_module_params();
         test_idle_overrides();
+        test_override_before();
         cpuset_done(&online);
         return tap_finish("test-overrides");
 }
