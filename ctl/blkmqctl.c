@@ -143,6 +143,21 @@ static const char *show(const char *v) {
         return v;
 }
 
+/* "<name padded to w> <label> <first line>", then every further line of v under the first. */
+static void print_lines(int w, const char *name, const char *label, const char *v) {
+        int indent = w + 1 + (int) strlen(label) + 1;
+        printf("%-*s %s ", w, name, label);
+        for (const char *l = v; *l;) {
+                size_t k = strcspn(l, "\n");
+                printf("%.*s\n", (int) k, l);
+                l += k;
+                if (*l == '\n' && *++l)
+                        printf("%*s", indent, "");
+        }
+        if (!*v)
+                printf("\n");
+}
+
 static bool parse_u64(const char *v, uint64_t *ret) {
         if (!v || !*v || *v == '-')
                 return false;
@@ -667,13 +682,24 @@ static int cmd_explain(int argc, char **argv) {
                 size_t n = 0;
                 printf("%s\n", explain);
                 if (list_dev_dir(disk, "plan", &knobs, &n) >= 0 && n > 0) {
+                        int w = 14;     /* the knob column fits the longest name (nic_irq_affinity) */
+                        for (size_t i = 0; i < n; i++)
+                                if ((int) strlen(knobs[i]) > w)
+                                        w = (int) strlen(knobs[i]);
                         printf("\n");
                         for (size_t i = 0; i < n; i++) {
                                 char *plan = read_dev(disk, "plan", knobs[i], NULL);
                                 char *applied = read_dev(disk, "applied", knobs[i], NULL);
                                 char *policy = read_dev(disk, "policy", knobs[i], NULL);
-                                printf("%-14s planned %s, applied %s, policy %s\n", knobs[i], show(plan),
-                                       show(applied), show(policy));
+                                if ((!plan || !strchr(plan, '\n')) && (!applied || !strchr(applied, '\n')))
+                                        printf("%-*s planned %s, applied %s, policy %s\n", w, knobs[i], show(plan),
+                                               show(applied), show(policy));
+                                else {
+                                        /* one line per tunable (iosched): a block, each line under its label */
+                                        print_lines(w, knobs[i], "planned", show(plan));
+                                        print_lines(w, "", "applied", show(applied));
+                                        print_lines(w, "", "policy", show(policy));
+                                }
                                 free(plan);
                                 free(applied);
                                 free(policy);
@@ -1178,12 +1204,23 @@ static int cmd_set(int argc, char **argv) {
  * switch resets nr_requests and the elevator's tunables, so while their overrides are still
  * set blkmqd would write them again after the switch only to put them back at the next file.
  */
+/* write_policy(disk, knob, "auto"), and on success say so: "DISK: policy/KNOB -> auto". */
+static int reset_knob(const char *disk, const char *knob, unsigned *n_reset) {
+        int r = write_policy(disk, knob, "auto");
+        if (r == EXIT_OK) {
+                printf("%s: policy/%s -> auto\n", disk, knob);
+                (*n_reset)++;
+        }
+        return r;
+}
+
 static int cmd_reset(int argc, char **argv) {
         int r = disk_arguments(argc, argv, 2, 3, "reset DISK [KNOB]");
+        unsigned n_reset = 0;
         if (r != 0)
                 return r;
         if (argc == 3)
-                return write_policy(argv[1], argv[2], "auto");
+                return reset_knob(argv[1], argv[2], &n_reset);
 
         char **knobs = NULL;
         size_t n = 0;
@@ -1212,7 +1249,7 @@ static int cmd_reset(int argc, char **argv) {
                                         if (policy_is_auto(argv[1], sub, tun[t]))
                                                 continue;
                                         snprintf(knob, sizeof(knob), "iosched/%s/%s", elevs[e], tun[t]);
-                                        if (write_policy(argv[1], knob, "auto") != EXIT_OK)
+                                        if (reset_knob(argv[1], knob, &n_reset) != EXIT_OK)
                                                 ret = EXIT_FAILED;
                                 }
                                 FREE_STRV(tun, nt);
@@ -1224,11 +1261,13 @@ static int cmd_reset(int argc, char **argv) {
                         elevator = true;
                         continue;
                 }
-                if (!policy_is_auto(argv[1], "policy", knobs[i]) && write_policy(argv[1], knobs[i], "auto") != EXIT_OK)
+                if (!policy_is_auto(argv[1], "policy", knobs[i]) && reset_knob(argv[1], knobs[i], &n_reset) != EXIT_OK)
                         ret = EXIT_FAILED;
         }
-        if (elevator && !policy_is_auto(argv[1], "policy", "elevator") && write_policy(argv[1], "elevator", "auto") != EXIT_OK)
+        if (elevator && !policy_is_auto(argv[1], "policy", "elevator") && reset_knob(argv[1], "elevator", &n_reset) != EXIT_OK)
                 ret = EXIT_FAILED;
+        if (ret == EXIT_OK && n_reset == 0)
+                printf("%s: no override to reset: every policy file reads auto\n", argv[1]);
         FREE_STRV(knobs, n);
         return ret;
 }

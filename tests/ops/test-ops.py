@@ -479,6 +479,13 @@ def ctl_checks(mp, disk):
         check(r.returncode == 2 and "Numerical result out of range" in r.stderr, "set a tunable out of range: exit 2 (ERANGE)")
         r = ctl(mp, "reset", disk)
         check(r.returncode == 0, "reset DISK: exit 0 (%s)" % r.stderr.strip())
+        said = r.stdout.splitlines()
+        check(sorted(said) == sorted("%s: policy/%s -> auto" % (disk, k) for k in
+                                     ("elevator", "rq_affinity", "enabled", "iosched/mq-deadline/fifo_batch")),
+              "reset DISK: one line per override it gave back: %r" % said)
+        r = ctl(mp, "reset", disk)
+        check(r.returncode == 0 and r.stdout == "%s: no override to reset: every policy file reads auto\n" % disk,
+              "reset DISK again: says there was nothing to reset (%r)" % r.stdout)
         files = sorted(os.path.relpath(os.path.join(root, f), policy)
                        for root, _, names in os.walk(policy) for f in names)
         values = {f: open(policy + "/" + f).read().strip() for f in files}
@@ -487,7 +494,24 @@ def ctl_checks(mp, disk):
         r = ctl(mp, "set", disk, "enabled", "1")
         check(r.returncode == 0 and open(policy + "/enabled").read().strip() == "1", "set enabled 1: reads 1")
         r = ctl(mp, "reset", disk, "enabled")
-        check(r.returncode == 0 and open(policy + "/enabled").read().strip() == "auto", "reset DISK enabled: reads auto")
+        check(r.returncode == 0 and open(policy + "/enabled").read().strip() == "auto"
+              and r.stdout == "%s: policy/enabled -> auto\n" % disk, "reset DISK enabled: reads auto, says so (%r)" % r.stdout)
+        for knob, value in (("elevator", "mq-deadline"), ("iosched/mq-deadline/fifo_batch", "8"),
+                             ("iosched/kyber/read_lat_nsec", "1000000")):
+            r = ctl(mp, "set", disk, knob, value)
+            check(r.returncode == 0, "set %s %s: exit 0 (%s)" % (knob, value, r.stderr.strip()))
+        # explain's knob table: a multi-line applied/iosched goes under its label, the column fits
+        # nic_irq_affinity (a trial user saw the second tunable line run into the row)
+        r = ctl(mp, "explain", disk)
+        tail = r.stdout.split("\n\n", 1)[-1].splitlines()
+        w = max(len(l.split()[0]) for l in tail if l and not l.startswith(" "))
+        blk = [l for l in tail if l.startswith("iosched ") or (l.startswith(" ") and l.split()[0] in ("applied", "policy"))]
+        check(r.returncode == 0 and len(blk) >= 3 and blk[0].startswith("iosched".ljust(w) + " planned ")
+              and blk[1].startswith(" " * (w + 1) + "applied ") and blk[-1].startswith(" " * (w + 1) + "policy "),
+              "explain: iosched as a block, applied and policy under planned: %r" % blk)
+        check(all(l.startswith(" ") or l[w] == " " for l in tail if l), "explain: one knob column wide enough for every name")
+        r = ctl(mp, "reset", disk)
+        check(r.returncode == 0 and len(r.stdout.splitlines()) == 3, "reset DISK: the three overrides (%r)" % r.stdout)
         # something for restore to put back: an rq_affinity the disk does not have (set answers
         # once the write is done)
         rq = "/sys/block/%s/queue/rq_affinity" % disk
