@@ -19,6 +19,7 @@
 #define IN_SET_FAILED(s) ((s) == APPLY_ERROR || (s) == APPLY_UNSUPPORTED)
 /* WriteJob.tag bit: the job puts a recorded original back within an apply run */
 #define TAG_RESTORE 0x100
+#define TAG_BEFORE_OVERRIDE 0x200       /* nr_requests back to Device.nr_before_override */
 
 /*
  * The steps of a run, in order: the elevator first (a switch starts the new elevator from its
@@ -272,9 +273,23 @@ static int queue_knob_no_wish(HostFs *h, Device *d, Knob k, const ApplyOptions *
                 return 0;
         }
         if (k == KNOB_NR_REQUESTS && d->applied[KNOB_ELEVATOR].original) {
+                _cleanup_free_ char *cur = NULL;
+                if (a->value && d->nr_before_override && !streq(d->nr_before_override, a->value) &&
+                    read_knob(h, d->name, k, &cur) >= 0 && streq(cur, a->value)) {
+                        /* the override went while blkmqd's switch stands: the value the kernel
+                         * gave that elevator comes back (nr_before_override_finish()); the
+                         * original stays for the elevator before the switch */
+                        if (!apply_restore_may_write(a, o))
+                                return 0;
+                        if (knob_job(d, k, d->nr_before_override, cur, true, ret_job) < 0)
+                                return -ENOMEM;
+                        (*ret_job)->tag |= TAG_BEFORE_OVERRIDE;
+                        return 0;
+                }
                 if (a->value) {
-                        /* blkmqd's nr_requests under blkmqd's elevator: the recorded value belongs
-                         * to the elevator before the switch and may not even be valid now */
+                        /* blkmqd's nr_requests under blkmqd's elevator, the value before it
+                         * unknown: the recorded value belongs to the elevator before the
+                         * switch and may not even be valid now */
                         applied_set(a, APPLY_UNMANAGED, 0,
                                     "%s stays: %s belongs to the elevator before blkmqd's switch and comes back with it",
                                     a->value, a->original);
@@ -440,6 +455,11 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                         return -ENOMEM;
                 run->knob_new_original = true;
         }
+        /* an override over the value the kernel gave blkmqd's elevator at its switch (not over
+         * blkmqd's own earlier write): kept for the override's "auto" (queue_knob_no_wish()) */
+        if (k == KNOB_NR_REQUESTS && d->applied[KNOB_ELEVATOR].original && !streq_ptr(a->value, current) &&
+            free_and_strdup(&d->nr_before_override, current) < 0)
+                return -ENOMEM;
         free_and_strdup(&a->value, wanted);
         run->knob_reassert = reassert;
 
@@ -1242,6 +1262,30 @@ static int restore_in_run_finish(HostFs *h, Device *d, Knob k, const WriteJob *j
         return 1;
 }
 
+/* The write of nr_requests back to the value before an override (queue_knob_no_wish()) returned. */
+static int nr_before_override_finish(Device *d, const WriteJob *j) {
+        Applied *a = &d->applied[KNOB_NR_REQUESTS];
+        const char *elevator = d->applied[KNOB_ELEVATOR].value;
+        int r = j->ops[0].result;
+
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Failed to put nr_requests back to %s: %m", j->ops[0].value);
+                applied_set(a, APPLY_ERROR, r, "%s putting back %s, the value before the override", strerrorname_np(-r) ?: "error",
+                            j->ops[0].value);
+                if (d->run.error >= 0)
+                        d->run.error = r;
+                d->run.failed++;
+                return 0;
+        }
+        log_device_info(d->name, "nr_requests %s -> %s: put back, %s's value before the override (%s comes back with the elevator "
+                        "before blkmqd's switch)", strna(j->ops[0].before), j->ops[0].value, strna(elevator), strna(a->original));
+        applied_set(a, APPLY_UNMANAGED, 0, "put back to %s, %s's value before the override; %s belongs to the elevator before "
+                    "blkmqd's switch and comes back with it", j->ops[0].value, strna(elevator), strna(a->original));
+        a->value = mfree_str(a->value);
+        d->nr_before_override = mfree_str(d->nr_before_override);
+        return 1;
+}
+
 /* ---- elevator tunables (queue/iosched/) -------------------------------------------------------- */
 
 /* IoschedTunable bits of ApplyRun.iosched_ops for the job in flight. */
@@ -1822,6 +1866,8 @@ static void knob_finish(Applier *a, Device *d, const WriteJob *j) {
                 r = k == KNOB_IRQ_AFFINITY ? irq_restore_finish(a->hostfs, d, j) : restore_knob_finish(a->hostfs, d, k, j);
         else if (j->tag & TAG_RESTORE)
                 r = restore_in_run_finish(a->hostfs, d, k, j);
+        else if (j->tag & TAG_BEFORE_OVERRIDE)
+                r = nr_before_override_finish(d, j);
         else
                 r = k == KNOB_IRQ_AFFINITY ? irq_affinity_finish(a->hostfs, d, j) : queue_knob_finish(a->hostfs, d, k, j);
         if (r > 0) {

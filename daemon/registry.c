@@ -70,6 +70,7 @@ static Device *device_free(Device *d) {
         free(d->history);
         free(d->disk_history);
         free(d->hctx_files);
+        free(d->nr_before_override);
         free(d);
         return NULL;
 }

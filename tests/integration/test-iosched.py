@@ -34,6 +34,10 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
 (i8) policy/nr_requests 64 written under elevator none (no queue/iosched), then policy/elevator
      mq-deadline, kyber, none: each switch resets nr_requests and blkmqd writes 64 again; never
      "changed externally".
+(i9) policy/elevator mq-deadline (blkmqd's switch from none), then policy/nr_requests 64, then
+     policy/nr_requests auto while the switch stands: the kernel's value for mq-deadline comes
+     back (it stayed at 64 before: a first-time user found it), one log line says so; then
+     policy/elevator auto: none and its nr_requests come back.
 """
 
 import errno
@@ -301,6 +305,32 @@ def case_i8_from_none(d, loops, tmp):
         d.stop()
 
 
+def case_i9_override_back(d, loops, tmp):
+    """(i9) nr_requests override taken back while blkmqd's elevator switch stands: the elevator's value comes back"""
+    name = loops.attach("i9", elevator="none")
+    nr0 = nr_requests(name)
+    start(d, tmp, name, KEEP)
+    try:
+        rc = d.write("mq-deadline", "devices", name, "policy", "elevator")
+        check(rc == 0 and current_elevator(name) == "mq-deadline", f"(i9) policy/elevator mq-deadline ({rc})")
+        nr_switch = nr_requests(name)           # what the kernel gave mq-deadline at the switch
+        rc = d.write("64", "devices", name, "policy", "nr_requests")
+        check(rc == 0 and nr_requests(name) == "64", f"(i9) policy/nr_requests 64 ({rc}, {nr_requests(name)})")
+        n0 = log_len(d)
+        rc = d.write("auto", "devices", name, "policy", "nr_requests")
+        ok, _ = wait_for(lambda: nr_requests(name) == nr_switch, 5.0)
+        a = d.read("devices", name, "applied", "nr_requests").strip()
+        check(rc == 0 and ok and a.startswith(f"unmanaged: put back to {nr_switch}, mq-deadline's value before the override"),
+              f"(i9) auto: {nr_switch} is back (kernel {nr_requests(name)}), applied/nr_requests {a!r}")
+        said = log_lines(d, f"nr_requests 64 -> {nr_switch}: put back", n0)
+        check(len(said) == 1, f"(i9) one line says so: {said}")
+        rc = d.write("auto", "devices", name, "policy", "elevator")
+        ok, _ = wait_for(lambda: current_elevator(name) == "none" and nr_requests(name) == nr0, 5.0)
+        check(rc == 0 and ok, f"(i9) elevator auto: none and nr_requests {nr0} back ({current_elevator(name)}, {nr_requests(name)})")
+    finally:
+        d.stop()
+
+
 def blkmqctl(d, *args):
     exe = os.path.join(os.path.dirname(os.path.abspath(bt.exe_arg())), "ctl", "blkmqctl")
     r = subprocess.run([exe, "--mountpoint", d.mnt, *args], capture_output=True, text=True)
@@ -390,5 +420,6 @@ def load_elevators(tmp):
 
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-iosched-", (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order,
-                                              case_i5_nr_requests, case_i6_reset, case_i7_depth, case_i8_from_none),
+                                              case_i5_nr_requests, case_i6_reset, case_i7_depth, case_i8_from_none,
+                                              case_i9_override_back),
                           why="loop devices, FUSE mount, sysfs writes", before_case=load_elevators))
