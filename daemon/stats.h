@@ -140,10 +140,10 @@ typedef struct HctxStatsFiles {
  * where queue_attr_store() holds q->sysfs_lock across elv_iosched_store()). */
 /*
  * Within a metrics scrape (stats_scrape()), on a queue whose hctx share one tagset
- * (TAG_HCTX_SHARED, kernel >= 5.16), the tagset-wide values (tags_busy, sched_tags_busy,
- * active) are read at the first hctx of the disk the scrape reads and given to every other
+ * (TAG_HCTX_SHARED, kernel >= 5.16), the tagset-wide values (tags_busy, sched_tags_busy, and
+ * active up to 6.18, the newest kernel checked) are read at the first hctx of the disk the scrape reads and given to every other
  * hctx of the disk in the same scrape: the kernel shows the same numbers there (see
- * stats.c shared_tagset_values()). Nothing is kept from one scrape to the next.
+ * stats.c shared_tagset_file()). Nothing is kept from one scrape to the next.
  */
 int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, HctxStatsFiles *files, unsigned flags, bool elevator_busy,
                     const ProcInterrupts *pi, HctxStats *ret);
