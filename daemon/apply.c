@@ -386,11 +386,17 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                          * So is the nr_requests their elevator switch reset. */
                         bool had = a->original;
                         a->original = mfree_str(a->original);
-                        if (k == KNOB_ELEVATOR && !nr->value && nr->original) {
+                        if (k == KNOB_ELEVATOR && nr->original) {
+                                /* the recorded nr_requests belongs to an elevator that no longer
+                                 * runs; a value of blkmqd's (an override) is written again over
+                                 * their switch's reset, and what it finds then is recorded */
                                 nr->original = mfree_str(nr->original);
-                                applied_set(nr, APPLY_UNMANAGED, 0, NULL);
+                                if (!nr->value)
+                                        applied_set(nr, APPLY_UNMANAGED, 0, NULL);
                                 had = true;
                         }
+                        if (k == KNOB_ELEVATOR)
+                                d->nr_before_override = mfree_str(d->nr_before_override);
                         /* and the tunables recorded before blkmqd's switch */
                         if (k == KNOB_ELEVATOR && iosched_drop_switch_originals(d, NULL) > 0)
                                 had = true;
@@ -1104,10 +1110,13 @@ static void restore_check_external(HostFs *h, Device *d) {
                 a->original = mfree_str(a->original);
                 applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
                             now, a->value);
-                /* so is the nr_requests the other tool's elevator switch reset (recorded only
-                 * because blkmqd switched the elevator) */
+                /* so is the nr_requests the other tool's elevator switch reset: recorded under an
+                 * elevator that no longer runs, it is not put back under theirs (a value of
+                 * blkmqd's still there after their switch keeps its original) */
                 Applied *nr = &d->applied[KNOB_NR_REQUESTS];
-                if (k == KNOB_ELEVATOR && !nr->value && nr->original) {
+                _cleanup_free_ char *nr_now = NULL;
+                if (k == KNOB_ELEVATOR && nr->original &&
+                    (!nr->value || (read_knob(h, d->name, KNOB_NR_REQUESTS, &nr_now) >= 0 && !streq(nr_now, nr->value)))) {
                         nr->original = mfree_str(nr->original);
                         applied_set(nr, APPLY_UNMANAGED, 0, NULL);
                 }

@@ -38,6 +38,10 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
      policy/nr_requests auto while the switch stands: the kernel's value for mq-deadline comes
      back (it stayed at 64 before: a first-time user found it), one log line says so; then
      policy/elevator auto: none and its nr_requests come back.
+(i10) policy/elevator bfq (blkmqd's switch from none) and policy/nr_requests 64, then someone
+     switches to kyber (noticed by the verify: kyber is theirs): blkmqd writes its 64 again over
+     the reset, and stop leaves kyber and puts back kyber's own nr_requests, not none's 128
+     (a first-time user saw 128 written under kyber).
 """
 
 import errno
@@ -331,6 +335,28 @@ def case_i9_override_back(d, loops, tmp):
         d.stop()
 
 
+def case_i10_their_switch(d, loops, tmp):
+    """(i10) someone else's switch over blkmqd's: stop puts back their elevator's nr_requests, not the old one's"""
+    name = loops.attach("i10", elevator="none")
+    start(d, tmp, name, VERIFY)
+    try:
+        rc = d.write("bfq", "devices", name, "policy", "elevator")
+        check(rc == 0 and current_elevator(name) == "bfq", f"(i10) policy/elevator bfq ({rc})")
+        rc = d.write("64", "devices", name, "policy", "nr_requests")
+        check(rc == 0 and nr_requests(name) == "64", f"(i10) policy/nr_requests 64 ({rc}, {nr_requests(name)})")
+        set_elevator(name, "kyber")
+        theirs = nr_requests(name)                     # what the kernel gave kyber
+        ok, _ = wait_for(lambda: "changed externally to kyber" in d.read("devices", name, "applied", "elevator"), 5.0)
+        check(ok, "(i10) kyber noticed as someone else's")
+        ok, _ = wait_for(lambda: nr_requests(name) == "64", 5.0)
+        check(ok, f"(i10) blkmqd's 64 written again over their switch's reset to {theirs} ({nr_requests(name)})")
+    finally:
+        d.stop()
+    check(current_elevator(name) == "kyber" and nr_requests(name) == theirs,
+          f"(i10) stop: kyber stays, nr_requests {theirs} (kyber's) back, not none's ({current_elevator(name)}, {nr_requests(name)})")
+    set_elevator(name, "none")
+
+
 def blkmqctl(d, *args):
     exe = os.path.join(os.path.dirname(os.path.abspath(bt.exe_arg())), "ctl", "blkmqctl")
     r = subprocess.run([exe, "--mountpoint", d.mnt, *args], capture_output=True, text=True)
@@ -421,5 +447,5 @@ def load_elevators(tmp):
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-iosched-", (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order,
                                               case_i5_nr_requests, case_i6_reset, case_i7_depth, case_i8_from_none,
-                                              case_i9_override_back),
+                                              case_i9_override_back, case_i10_their_switch),
                           why="loop devices, FUSE mount, sysfs writes", before_case=load_elevators))
