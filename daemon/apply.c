@@ -134,11 +134,15 @@ static void log_job_writes(const Device *d, const WriteJob *j) {
 
 /*
  * Did r (a read or write of one of d's files) fail because the disk went away? ENOENT (the
- * file or its directory was removed before the open) or ENODEV (kernfs: the node was removed
- * while the file was open, fs/kernfs/file.c kernfs_get_active()) while the disk's queue/ is
- * gone (del_gendisk() removes it first, blk_unregister_queue()) or block/<name> is another
- * disk's now (a re-add racing the removal: a new kernfs node, a new inode). Then one line
- * says so for the disk's lifetime, instead of a write failure per knob and per restore.
+ * file or its directory was removed before the open), ENODEV (kernfs: the node was removed
+ * while the file was open, fs/kernfs/file.c kernfs_get_active()) or EBUSY (queue/scheduler
+ * and queue/nr_requests only try to take the tag set's update_nr_hwq_lock, block/elevator.c
+ * elv_iosched_store(), and fail while del_gendisk() runs: seen on 6.18 during
+ * LOOP_CTL_REMOVE) while block/<name> is gone (del_gendisk() removes the link early) or is
+ * another disk's now (a re-add racing the removal: a new kernfs node, a new inode), or its
+ * queue/ is gone (blk_unregister_queue()). Then one line says so for the disk's lifetime,
+ * instead of a write failure per knob and per restore. The same errors while the disk is
+ * still all there are queue_unregistered()'s, or a write failure.
  */
 static bool disk_vanished(HostFs *h, Device *d, int r) {
         char path[PATH_MAX];
@@ -146,7 +150,7 @@ static bool disk_vanished(HostFs *h, Device *d, int r) {
 
         if (d->vanished)
                 return true;
-        if ((r != -ENOENT && r != -ENODEV) || !h)
+        if ((r != -ENOENT && r != -ENODEV && r != -EBUSY) || !h)
                 return false;
         snprintf(path, sizeof(path), "block/%s", d->name);
         bool gone = hostfs_stat(h, HOSTFS_SYSFS, path, &st) < 0 ||
@@ -158,6 +162,32 @@ static bool disk_vanished(HostFs *h, Device *d, int r) {
         log_device_full(LOG_INFO, r, d->name, NULL, NULL, "Device vanished (%s while blkmqd wrote or read it: sysfs block/%s "
                         "is gone or is another disk's now); nothing more is written to it",
                         strerrorname_np(-r) ?: "error", d->name);
+        return true;
+}
+
+/*
+ * Did a write of k fail because the kernel refuses an elevator switch on a queue that is not
+ * registered? ENOENT from queue/scheduler while the file is there (after disk_vanished() said
+ * the disk is still this one): elv_iosched_store() (block/elevator.c) returns it when the queue
+ * is not registered, and since 6.16 when QUEUE_FLAG_NO_ELV_SWITCH is set. del_gendisk()
+ * (block/genhd.c) sets that flag before it removes anything from sysfs, and
+ * blk_register_queue() (block/blk-sysfs.c) makes queue/ before it sets QUEUE_FLAG_REGISTERED.
+ * Both seen on 6.18 (LOOP_CTL_REMOVE, LOOP_CTL_ADD). So the disk is being removed or added,
+ * and its "remove" or "add" uevent is still to come: this run stops (nothing more is written
+ * to the disk), and the disk is evaluated again at its next uevent (or the next periodic
+ * verify). No write failure, no backoff: the knob is not the disk's problem.
+ */
+static bool queue_unregistered(HostFs *h, Device *d, Knob k, int r) {
+        char path[PATH_MAX];
+
+        if (k != KNOB_ELEVATOR || r != -ENOENT || !h || d->vanished)
+                return false;
+        knob_path(path, sizeof(path), d->name, k);
+        if (!hostfs_exists(h, HOSTFS_SYSFS, path))
+                return false;           /* the attribute itself is missing */
+        d->run.unregistered = true;
+        log_device_info(d->name, "Queue not registered (ENOENT writing queue/scheduler while block/%s is still this disk): "
+                        "it is being removed or added; nothing more is written to it until its next uevent", d->name);
         return true;
 }
 
@@ -532,6 +562,12 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                         applied_set(a, APPLY_ERROR, r, "%s writing %s to queue/%s: the disk vanished",
                                     strerrorname_np(-r) ?: "error", wanted, queue_attr[k]);
                         return written || dropped;
+                }
+                if (!written && queue_unregistered(h, d, k, r)) {
+                        applied_set(a, APPLY_ERROR, r, "%s writing %s to queue/%s: the queue is not registered (the disk is "
+                                    "being removed or added); written again at its next uevent",
+                                    strerrorname_np(-r) ?: "error", wanted, queue_attr[k]);
+                        return dropped;
                 }
                 applied_set(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, r,
                             "%s writing %s to queue/%s%s%s%s", strerrorname_np(-r) ?: "error", wanted,
@@ -1146,6 +1182,12 @@ static int restore_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) 
         if (r < 0 && disk_vanished(h, d, r)) {
                 /* nothing left to put back on this disk; the stored original stays for a re-add */
                 applied_set(a, APPLY_ERROR, r, "the disk vanished before %s was put back", strna(a->original));
+                return 0;
+        }
+        if (r < 0 && queue_unregistered(h, d, k, r)) {
+                /* the original stays: put back at the next restore, if the disk is still there */
+                applied_set(a, APPLY_ERROR, r, "the queue is not registered (the disk is being removed or added): %s not "
+                            "put back yet", strna(a->original));
                 return 0;
         }
         if (r < 0) {
@@ -1955,7 +1997,7 @@ static int run_step(Applier *a, Device *d) {
         ApplyOptions o = { .dry_run = run->dry_run, .reassert = run->reassert, .verify_only = run->verify_only,
                            .now_usec = run->now_usec };
 
-        for (; run->next < N_STEPS && !d->vanished; run->next++) {
+        for (; run->next < N_STEPS && !d->vanished && !run->unregistered; run->next++) {
                 int k = run_step_knob(run->next);
                 WriteJob *j = NULL;
                 int r;

@@ -111,6 +111,8 @@ typedef struct ApplyRun {
         bool knob_iosched_recorded;     /* the elevator's tunables were recorded before this elevator switch */
         bool knob_reapply;      /* a write again of nr_requests an elevator switch reset (logged with the write) */
         bool nr_reset_said;     /* this run's elevator write logged that it reset nr_requests and that it is written again */
+        bool unregistered;      /* queue/scheduler said the queue is not registered (being removed or added):
+                                 * the run stops; the disk's next uevent evaluates it again (apply.c queue_unregistered()) */
         /* the elevator tunables' job in flight (apply.c iosched_decide()): IOSCHED_OP_* per tunable */
         unsigned char iosched_ops[_IOSCHED_TUNABLE_MAX];
         uint64_t iosched_ino;   /* inode of queue/iosched when they were decided */
@@ -152,7 +154,7 @@ typedef struct Device {
         size_t n_hctx_files;
         HostFsKept stat_file, inflight_file;    /* handles on block/<disk>/stat and inflight */
         uint64_t generation;    /* bumped on every re-gather */
-        bool vanished;          /* a write or read failed with ENOENT/ENODEV and the disk's sysfs
+        bool vanished;          /* a write or read failed with ENOENT/ENODEV/EBUSY and the disk's sysfs
                                  * directory is gone (or another disk's now): said once, nothing
                                  * more is written to it (apply.c disk_vanished()) */
         bool identity_shared;   /* another present disk had the same identity when this one was
