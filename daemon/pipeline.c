@@ -137,6 +137,7 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
         int r = free_and_strdup(&d->facts->elevator_before, d->applied[KNOB_ELEVATOR].original);
         if (r < 0)
                 return r;
+        d->facts->elevator_held = d->applied[KNOB_ELEVATOR].state == APPLY_EXTERNAL && !m->config.reassert;
         int rq;
         uint64_t nr;
         d->facts->rq_affinity_before = d->applied[KNOB_RQ_AFFINITY].original &&

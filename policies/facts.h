@@ -159,6 +159,14 @@ typedef struct DiskFacts {
          * written (the original comes back when the class keeps it); explain shows both.
          */
         char *elevator_before;
+        /*
+         * Set by the manager too: someone else switched the elevator over blkmqd's and blkmqd
+         * leaves it (applied/elevator "changed externally", Reassert=no). The plan keeps
+         * blkmqd's wish (apply compares it with what it wrote), but what depends on the
+         * running elevator (nr_requests, the tunables) is planned for the one that runs, and
+         * explain says so (policy_target_elevator()).
+         */
+        bool elevator_held;
         char **elevators;               /* available (strv) */
         bool elevator_configurable;     /* false: scheduler reads "none" without brackets */
         int rq_affinity;                /* -1 unknown */

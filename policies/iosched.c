@@ -183,7 +183,7 @@ static const char *iosched_label(const PolicyOverrides *o, IoschedTunable t, cha
 
 /*
  * The tunables of the elevator the disk will run (plan->elevator when blkmqd switches it,
- * else the current one). An override (policy/iosched/..., [Device:] IoSched.*=) wins over
+ * else the current one: policy_target_elevator()). An override (policy/iosched/..., [Device:] IoSched.*=) wins over
  * the class's IoSched.*= for the same tunable. A wish for another elevator's tunable waits
  * (explained for overrides: the admin asked for it); a tunable the running elevator of this
  * kernel does not have is left out (explained). bfq's slice_idle and slice_idle_us are one
@@ -191,7 +191,7 @@ static const char *iosched_label(const PolicyOverrides *o, IoschedTunable t, cha
  * left out (else each write would undo the other).
  */
 int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
-        const char *running = plan->elevator ?: f->elevator;
+        const char *running = policy_target_elevator(f, plan);
         bool current = running && streq_ptr(running, f->elevator);
         char label[256];
         size_t lines = plan->n_entries;

@@ -17,6 +17,12 @@ static inline const char *rule_of_class_buf(const char *prefix, const char *cls,
 /* Elevator area (policies/elevator.c): sets plan->elevator and explains. 0 or -ENOMEM. */
 int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 
+/* The elevator the disk will run after this plan: the planned one, or the running one when
+ * there is none planned or someone else's switch holds it (DiskFacts.elevator_held). */
+static inline const char *policy_target_elevator(const DiskFacts *f, const Plan *plan) {
+        return f->elevator_held || !plan->elevator ? f->elevator : plan->elevator;
+}
+
 /* rq_affinity (policies/rq-affinity.c), nr_requests and irq_affinity (policies/irq-affinity.c). 0 or -ENOMEM. */
 int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan);

@@ -501,7 +501,13 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         plan.manage = true;
         const ClassPolicy *cp = &config->classes[plan.class];
         r = policy_elevator(facts, cp, overrides, &plan);
-        if (r >= 0 && plan.elevator && !streq_ptr(plan.elevator, facts->elevator))
+        if (r >= 0 && facts->elevator_held && plan.elevator && !streq_ptr(plan.elevator, facts->elevator))
+                /* the line above is blkmqd's wish; apply leaves their elevator (Reassert=no) */
+                r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_NOTE, "elevator-external",
+                                 "elevator=%s: switched by someone else over blkmqd's %s, left as theirs (Reassert=no) -> "
+                                 "not switched back; nr_requests and the elevator tunables follow %s",
+                                 facts->elevator, plan.elevator, facts->elevator);
+        else if (r >= 0 && plan.elevator && !streq_ptr(plan.elevator, facts->elevator))
                 r = explain_known_issue(facts, plan.elevator, true, &plan);
         if (r >= 0)
                 r = policy_rq_affinity(facts, cp, overrides, &plan);

@@ -73,8 +73,8 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
  * override is written after the switch, within what the new elevator accepts.
  */
 int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan) {
-        const char *target = plan->elevator ?: f->elevator;
-        bool planned_switch = plan->elevator && f->elevator && !streq(plan->elevator, f->elevator);
+        const char *target = policy_target_elevator(f, plan);
+        bool planned_switch = target && f->elevator && !streq(target, f->elevator);
         bool made_switch = !planned_switch && f->elevator_before && f->elevator && !streq(f->elevator_before, f->elevator);
         char now[32] = "unknown";
 
@@ -87,7 +87,7 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
                                             "nr-requests-elevator-switch",
                                             "nr_requests=%s elevator %s -> %s: the switch resets nr_requests to %s's default; "
                                             "no override, so it is not written (the value comes back when the elevator is restored)",
-                                            now, f->elevator, plan->elevator, plan->elevator);
+                                            now, f->elevator, target, target);
                 if (made_switch)
                         return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
                                             "nr-requests-elevator-switch",
@@ -125,7 +125,7 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
         char after[96] = "";
         if (planned_switch || made_switch)
                 snprintf(after, sizeof(after), ", written after the elevator switch %s -> %s (which resets it)",
-                         planned_switch ? f->elevator : f->elevator_before, planned_switch ? plan->elevator : f->elevator);
+                         planned_switch ? f->elevator : f->elevator_before, planned_switch ? target : f->elevator);
         /* blkmqd wrote the value the disk has (not an elevator switch's reset: that is said in after) */
         char before[48] = "";
         if (!planned_switch && !made_switch && f->nr_requests_before >= 0 && f->nr_requests_before != f->nr_requests)

@@ -40,8 +40,9 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
      policy/elevator auto: none and its nr_requests come back.
 (i10) policy/elevator bfq (blkmqd's switch from none) and policy/nr_requests 64, then someone
      switches to kyber (noticed by the verify: kyber is theirs): blkmqd writes its 64 again over
-     the reset, and stop leaves kyber and puts back kyber's own nr_requests, not none's 128
-     (a first-time user saw 128 written under kyber).
+     the reset, writes an admin's kyber tunable override now that kyber runs, explain says kyber
+     is theirs and plans no switch back; stop leaves kyber and puts back kyber's own
+     nr_requests (not none's 128: a first-time user saw it written under kyber) and the tunable.
 """
 
 import errno
@@ -344,16 +345,26 @@ def case_i10_their_switch(d, loops, tmp):
         check(rc == 0 and current_elevator(name) == "bfq", f"(i10) policy/elevator bfq ({rc})")
         rc = d.write("64", "devices", name, "policy", "nr_requests")
         check(rc == 0 and nr_requests(name) == "64", f"(i10) policy/nr_requests 64 ({rc}, {nr_requests(name)})")
+        rc = policy_write(d, name, "kyber", "read_lat_nsec", "1000000")
+        check(rc == 0 and "waits" in applied_iosched(d, name), f"(i10) policy/iosched/kyber/read_lat_nsec waits under bfq ({rc})")
         set_elevator(name, "kyber")
-        theirs = nr_requests(name)                     # what the kernel gave kyber
+        theirs, lat = nr_requests(name), tunable(name, "read_lat_nsec")     # what the kernel gave kyber
         ok, _ = wait_for(lambda: "changed externally to kyber" in d.read("devices", name, "applied", "elevator"), 5.0)
         check(ok, "(i10) kyber noticed as someone else's")
         ok, _ = wait_for(lambda: nr_requests(name) == "64", 5.0)
         check(ok, f"(i10) blkmqd's 64 written again over their switch's reset to {theirs} ({nr_requests(name)})")
+        # kyber runs, if not by blkmqd's hand: the admin's kyber override is written, explain says why
+        ok, _ = wait_for(lambda: tunable(name, "read_lat_nsec") == "1000000", 5.0)
+        check(ok, f"(i10) the kyber override is written while their kyber runs (was {lat}, now {tunable(name, 'read_lat_nsec')})")
+        ex = d.read("devices", name, "explain")
+        check("switched by someone else over blkmqd's bfq, left as theirs (Reassert=no)" in ex and
+              "(rule elevator-external)" in ex and not re.search(r"nr_requests.*elevator switch kyber -> bfq", ex),
+              f"(i10) explain: kyber is theirs and nothing plans a switch back: {ex!r}")
     finally:
         d.stop()
     check(current_elevator(name) == "kyber" and nr_requests(name) == theirs,
           f"(i10) stop: kyber stays, nr_requests {theirs} (kyber's) back, not none's ({current_elevator(name)}, {nr_requests(name)})")
+    check(tunable(name, "read_lat_nsec") == lat, f"(i10) stop: read_lat_nsec {lat} back ({tunable(name, 'read_lat_nsec')})")
     set_elevator(name, "none")
 
 
