@@ -2021,6 +2021,12 @@ static int run_step(Applier *a, Device *d) {
                 if (!j)
                         continue;
 
+                /* written only while block/<name> is still the disk decided for (a removal and
+                 * re-add under the name may come between the decision and the worker's open) */
+                if (d->facts && d->facts->sysfs_ino && asprintf(&j->instance_dir, "block/%s", d->name) >= 0)
+                        j->instance_ino = d->facts->sysfs_ino;
+                else
+                        j->instance_dir = NULL;
                 if (!a->writer) {
                         log_job_writes(d, j);
                         writer_run_inline(a->hostfs, j);

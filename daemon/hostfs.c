@@ -575,6 +575,10 @@ static void test_hold(HostFs *h, HostFsKind kind, const char *path) {
 }
 
 int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *value) {
+        return hostfs_write_raw_instance(h, kind, path, value, NULL, 0);
+}
+
+int hostfs_write_raw_instance(HostFs *h, HostFsKind kind, const char *path, const char *value, const char *dir, uint64_t ino) {
         int r;
 
         if (kind == HOSTFS_DEBUGFS)
@@ -587,6 +591,13 @@ int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *v
                 return dfd;
 
         test_hold(h, kind, path);
+
+        if (dir && ino) {
+                /* still the disk the write was decided for? (right before the open, after the hold) */
+                struct stat st;
+                if (fstatat(dfd, dir, &st, 0) < 0 || (uint64_t) st.st_ino != ino)
+                        return -ENODEV;
+        }
 
         r = h->write_hook ? h->write_hook(h->write_hook_userdata, kind, dfd, path, value) : 0;
         if (r != 0)

@@ -164,6 +164,14 @@ int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value
  * modprobe.d) sleeps that long before it writes. Never set in production.
  */
 int hostfs_write_raw(HostFs *h, HostFsKind kind, const char *path, const char *value);
+/*
+ * hostfs_write_raw(), for a write decided for one disk: when dir (relative to kind's root,
+ * symlinks followed, e.g. "block/loop7") is gone or has another inode than ino (the disk was
+ * removed, or removed and added again under its name: a new kernfs node) right before the
+ * open (after the test hold), nothing is written and -ENODEV is returned. ino 0 or dir NULL:
+ * no check. Thread-safe like hostfs_write_raw().
+ */
+int hostfs_write_raw_instance(HostFs *h, HostFsKind kind, const char *path, const char *value, const char *dir, uint64_t ino);
 void hostfs_write_record(HostFs *h, HostFsKind kind, const char *path, const char *value, int result);
 
 /* The test hold in force ("sysfs:block/loop7/queue/scheduler=8"), NULL when none. */

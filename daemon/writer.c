@@ -105,6 +105,7 @@ WriteJob *write_job_free(WriteJob *j) {
                 free(j->ops[i].read);
         }
         sd_event_source_disable_unref(j->timer);
+        free(j->instance_dir);
         free(j->ops);
         free(j->lane);
         free(j);
@@ -137,8 +138,14 @@ static void run_ops(HostFs *h, WriteJob *j, bool record) {
                 /* record: inline, on the thread that owns h, recorded as hostfs_write() would */
                 switch (op->type) {
                 case WRITE_OP_WRITE:
-                        op->result = record ? hostfs_write(h, op->kind, op->path, op->value) :
-                                              hostfs_write_raw(h, op->kind, op->path, op->value);
+                        if (j->instance_dir && op->kind == HOSTFS_SYSFS) {
+                                op->result = hostfs_write_raw_instance(h, op->kind, op->path, op->value, j->instance_dir,
+                                                                       j->instance_ino);
+                                if (record)
+                                        hostfs_write_record(h, op->kind, op->path, op->value, op->result);
+                        } else
+                                op->result = record ? hostfs_write(h, op->kind, op->path, op->value) :
+                                                      hostfs_write_raw(h, op->kind, op->path, op->value);
                         break;
                 case WRITE_OP_REPLACE:
                         op->result = record ? hostfs_replace_file(h, op->kind, op->path, op->value) :

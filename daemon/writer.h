@@ -87,6 +87,11 @@ struct WriteJob {
         uint64_t submitted_usec;        /* CLOCK_MONOTONIC */
         uint64_t done_usec;
         int tag;                /* the caller's */
+        /* the disk the job was decided for: its sysfs writes are not done (-ENODEV) once
+         * instance_dir ("block/<name>") is gone or has another inode than instance_ino
+         * (hostfs_write_raw_instance()); NULL/0: no check */
+        char *instance_dir;
+        uint64_t instance_ino;
         /* private */
         Writer *writer;
         write_job_handler_t on_done, on_timeout;

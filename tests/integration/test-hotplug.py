@@ -24,6 +24,12 @@ mq-deadline as the original; --devices names only that loop.
        into a removal on 6.18), the daemon alive, the end state right, and SIGTERM restores
        mq-deadline
 
+  (q6) a write decided for a disk, held (BLKMQD_TEST_HOLD_WRITE, a second daemon) while the
+       loop device is removed and added again under its name with another backing file (another
+       identity, mq-deadline set): the held write is not done on the new disk (it lands there
+       on c0691ad: the new disk then reads "kept: none", and SIGTERM leaves none on it); the
+       new disk is evaluated afresh, "ok: none", and SIGTERM puts its mq-deadline back
+
 The deterministic checks of the vanished rule (a write failing with ENOENT/ENODEV while the
 disk's directory goes, or comes back as a new one) are in tests/fixture/test-fixture-hooks.c
 (vanish-*); (q3) is the same race on a real kernel, with whatever timing it has.
@@ -235,7 +241,80 @@ def main():
             print(d.tail(60))
         loops.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
+    case_q6(exe)
     return finish()
+
+
+def case_q6(exe):
+    """(q6) a held write of a removed disk is not done on the disk added again under its name."""
+    tmp = tempfile.mkdtemp(prefix="blkmqd-hotplug-q6-")
+    mnt = os.path.join(tmp, "mnt")
+    os.mkdir(mnt)
+    loops = bt.PrivateLoops(tmp, 1)
+    name = loops.names[0]
+    nr = int(name[4:])
+    other = bt.make_backing(os.path.join(tmp, "other-backing"), 1 << 20)
+    d = bt.Daemon(exe, mnt, tmp, start_deadline=20.0, stop_deadline=30.0, unmount_on_stop=True)
+    hold = "BLKMQD_TEST_HOLD_WRITE"
+    saved = os.environ.get(hold)
+    os.environ[hold] = f"sysfs:block/{name}/queue/scheduler=3"
+    try:
+        # attached after the start: a write at run time (the start waits for coldplug's writes)
+        bt.set_elevator(name, "mq-deadline")
+        d.start("--devices", name)
+        loops.attach(0)
+        ok, _ = wait_for(lambda: lines(d, rf'{name}: Writing "none"'), 10.0)
+        check(ok, f"(q6) the write of none to {name} handed over (held 3 s)")
+        # the same name, a new disk: detach, remove, add, mq-deadline, another file
+        loops.detach(0)
+        ctl = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            ok, _ = wait_for(lambda: _remove(ctl, nr), 5.0, 0.01)
+            check(ok, f"(q6) {name} removed")
+            fcntl.ioctl(ctl, bt.LOOP_CTL_ADD, nr)
+        finally:
+            os.close(ctl)
+        wait_for(lambda: os.path.exists(f"/dev/{name}"), 5.0)
+        bt.set_elevator(name, "mq-deadline")
+        ok, _ = wait_for(lambda: _attach_file(name, other), 5.0, 0.01)
+        check(ok, f"(q6) {name} attached to another file")
+        loops.attached.add(name)
+        ok, _ = wait_for(lambda: shown_ok(d, name), 30.0)
+        check(ok, f"(q6) the new {name} evaluated afresh: {_applied(d, name)}")
+        check(not lines(d, r"Failed to (set|restore)"), f"(q6) no write failure: {lines(d, r'Failed to (set|restore)')[:3]}")
+    except RuntimeError as e:
+        check(False, f"(q6) {e}")
+    finally:
+        if saved is None:
+            os.environ.pop(hold, None)
+        else:
+            os.environ[hold] = saved
+        rc = d.stop()
+        check(rc == 0, f"(q6) SIGTERM exit status 0 (got {rc})")
+        try:
+            check(bt.current_elevator(name) == "mq-deadline",
+                  f"(q6) stop put the new disk's mq-deadline back: {bt.current_elevator(name)}")
+        except OSError as e:
+            check(False, f"(q6) {name}: {e}")
+        if bt.failures:
+            print(d.tail(60))
+        loops.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _attach_file(name, path):
+    try:
+        bt.sh("losetup", f"/dev/{name}", path)
+        return True
+    except RuntimeError:
+        return False
+
+
+def _applied(d, name):
+    try:
+        return d.read("devices", name, "applied", "elevator").strip()
+    except OSError as e:
+        return str(e)
 
 
 def _remove(ctl, nr):
