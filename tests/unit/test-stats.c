@@ -620,8 +620,10 @@ static uint64_t read_all_hctx(HostFs *h, Stats *s, const DiskFacts *f, bool scra
         uint64_t before = hostfs_read_count(h, HOSTFS_DEBUGFS);
         if (scrape)
                 stats_scrape(s, true);
-        for (size_t i = 0; i < f->n_hctx; i++)
+        for (size_t i = 0; i < f->n_hctx; i++) {
+                hctx_stats_done(&out[i]);       /* a second read into the same out[] frees the first */
                 CHECK_INT(stats_read_hctx(s, f, i, NULL, STATS_READ_NO_RATES, false, NULL, &out[i]), 0);
+        }
         if (scrape)
                 stats_scrape(s, false);
         return hostfs_read_count(h, HOSTFS_DEBUGFS) - before;
