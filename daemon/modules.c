@@ -269,9 +269,9 @@ int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, Write
                                 return -ENOMEM;
                         if (job_add(&j, MODULES_LANE) < 0 || write_job_add(j, HOSTFS_SYSFS, path, p->wanted, false) < 0)
                                 return -ENOMEM;
-                        log_debug("Writing \"%s\" to \"/sys/%s\"", p->wanted, path);
+                        log_debug("Writing \"%s\" to module parameter %s.%s (sysfs %s)", p->wanted, p->module, p->param, path);
                         p->state = MODPARAM_PENDING;
-                        set_note(p, "writing %s to /sys/%s", p->wanted, path);
+                        set_note(p, "writing %s to the running module's %s.%s", p->wanted, p->module, p->param);
                 } else {
                         p->state = MODPARAM_PENDING_REBOOT;
                         set_reboot_note(p);

@@ -231,16 +231,7 @@ def main():
     except RuntimeError as e:
         check(False, str(e))
     finally:
-        rc = d.stop()
-        check(rc == 0, f"SIGTERM exit status 0 (got {rc})")
-        try:
-            check(bt.current_elevator(name) == "mq-deadline", f"stop put back mq-deadline: {bt.current_elevator(name)}")
-        except OSError as e:
-            check(False, f"{name}: {e}")
-        if bt.failures:
-            print(d.tail(60))
-        loops.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_and_check(d, name, loops, tmp, "", "stop put back mq-deadline")
     case_q6(exe)
     return finish()
 
@@ -289,17 +280,22 @@ def case_q6(exe):
             os.environ.pop(hold, None)
         else:
             os.environ[hold] = saved
-        rc = d.stop()
-        check(rc == 0, f"(q6) SIGTERM exit status 0 (got {rc})")
-        try:
-            check(bt.current_elevator(name) == "mq-deadline",
-                  f"(q6) stop put the new disk's mq-deadline back: {bt.current_elevator(name)}")
-        except OSError as e:
-            check(False, f"(q6) {name}: {e}")
-        if bt.failures:
-            print(d.tail(60))
-        loops.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_and_check(d, name, loops, tmp, "(q6) ", "stop put the new disk's mq-deadline back")
+
+
+def stop_and_check(d, name, loops, tmp, case, what):
+    """Stop d (exit status 0), check name runs mq-deadline again (what says why), show the log's
+    tail after a failure, detach the loops and remove tmp. case: the check prefix ("(q6) ")."""
+    rc = d.stop()
+    check(rc == 0, f"{case}SIGTERM exit status 0 (got {rc})")
+    try:
+        check(bt.current_elevator(name) == "mq-deadline", f"{case}{what}: {bt.current_elevator(name)}")
+    except OSError as e:
+        check(False, f"{case}{name}: {e}")
+    if bt.failures:
+        print(d.tail(60))
+    loops.cleanup()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _attach_file(name, path):
