@@ -506,8 +506,13 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         d->run.nr_before[0] = 0;
         /* ... and so does every tunable of the elevator; those of the elevator blkmqd found
          * (its original recorded just now) come back after it is restored */
-        if (k == KNOB_ELEVATOR && run->knob_new_original)
+        if (k == KNOB_ELEVATOR && run->knob_new_original) {
                 run->knob_iosched_recorded = iosched_record_before_switch(h, d, current) > 0;
+                /* a switch of blkmqd's starts anew: a value before an override under an earlier
+                 * switch of blkmqd's (since restored) is no one's now (and is not stored either,
+                 * daemon/persist.c: only while an elevator original is recorded) */
+                d->nr_before_override = mfree_str(d->nr_before_override);
+        }
         if (k == KNOB_ELEVATOR) {
                 _cleanup_free_ char *depth = NULL;
                 if (read_knob(h, d->name, KNOB_NR_REQUESTS, &depth) >= 0) {

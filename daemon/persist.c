@@ -284,6 +284,17 @@ void manager_load_overrides(Manager *m, Device *d) {
  */
 #define ORIGINALS_BOOT_KEY "boot"
 
+/*
+ * The key of Device.nr_before_override: nr_requests under blkmqd's own elevator switch before
+ * blkmqd wrote an nr_requests override over it, what the override's "auto" puts back while
+ * that switch stands (daemon/apply.c queue_knob_no_wish()). Stored only while blkmqd's switch
+ * stands (an elevator original is recorded): without the switch it has no use. Not an
+ * original: a stop or restore never writes it. A file without it (written by an older blkmqd)
+ * leaves it unknown, as before: the override's "auto" then leaves nr_requests as it is.
+ * An older blkmqd reading a file with it logs the key as unknown and ignores it.
+ */
+#define ORIGINALS_NR_BEFORE_OVERRIDE_KEY "nr_requests.before_override"
+
 /* Originals as "knob=value" and "irq.N=value" pairs, after "boot=<boot_id>" when there are
  * any and boot_id is known (NULL when there are none: the file is removed). */
 static int originals_to_kv(const char *boot_id, const Device *d, char ***ret) {
@@ -292,6 +303,9 @@ static int originals_to_kv(const char *boot_id, const Device *d, char ***ret) {
                 if (d->applied[k].original &&
                     (strv_extend(&kv, knob_to_string(k)) < 0 || strv_extend(&kv, d->applied[k].original) < 0))
                         return -ENOMEM;
+        if (d->nr_before_override && d->applied[KNOB_ELEVATOR].original &&
+            (strv_extend(&kv, ORIGINALS_NR_BEFORE_OVERRIDE_KEY) < 0 || strv_extend(&kv, d->nr_before_override) < 0))
+                return -ENOMEM;
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
                 const IoschedTunableInfo *i = iosched_tunable_info(t);
                 char key[128];
@@ -411,6 +425,14 @@ void manager_load_originals(Manager *m, Device *d) {
         for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
                 if (streq(kv[i], ORIGINALS_BOOT_KEY))
                         continue;
+                if (streq(kv[i], ORIGINALS_NR_BEFORE_OVERRIDE_KEY)) {
+                        /* not an original: what an nr_requests override's "auto" puts back while
+                         * blkmqd's elevator switch stands */
+                        (void) free_and_strdup(&d->nr_before_override, kv[i + 1]);
+                        log_device_debug(d->name, "nr_requests before the override under blkmqd's elevator switch: %s (stored)",
+                                         kv[i + 1]);
+                        continue;
+                }
                 Knob k = knob_from_string(kv[i]);
                 const char *dotted = startswith(kv[i], "iosched.");
                 IoschedTunable t = dotted ? iosched_tunable_from_dotted(dotted) : _IOSCHED_TUNABLE_INVALID;

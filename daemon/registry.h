@@ -146,7 +146,8 @@ typedef struct Device {
         uint64_t nr_requests_ino;       /* inode of queue/iosched when blkmqd wrote nr_requests (a switch resets it) */
         char *nr_before_override;       /* nr_requests under blkmqd's elevator switch before blkmqd wrote an override
                                          * over it: what the override's "auto" puts back while the switch stands (the
-                                         * recorded original belongs to the elevator before the switch) */
+                                         * recorded original belongs to the elevator before the switch); stored
+                                         * with the originals while the switch stands (daemon/persist.c) */
         StatSample *history;    /* STATS_HISTORY per hctx position, ring; sized to facts->n_hctx */
         size_t n_history_hctx;
         StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */

@@ -9,7 +9,10 @@
  *                          ("elevator=mq-deadline", "irq.36=0-3"), so a restart after a crash
  *                          still restores them; removed once restored. First line "boot=<boot_id>":
  *                          a file from an earlier boot is dropped at load (a reboot put the
- *                          kernel's own values back; daemon/persist.c)
+ *                          kernel's own values back; daemon/persist.c). Also
+ *                          "nr_requests.before_override=N" while blkmqd's elevator switch stands:
+ *                          not an original, what an nr_requests override's "auto" puts back
+ *                          (Device.nr_before_override; missing in an older blkmqd's file: unknown)
  * keyed by the disk's stable identity (WWID, serial, loop backing file, device path),
  * never by its kernel name. Files are written atomically: temp file, fsync, rename,
  * fsync of the directory, so a crash leaves the old or the new file, never a torn one.

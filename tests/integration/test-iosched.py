@@ -38,6 +38,11 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
      policy/nr_requests auto while the switch stands: the kernel's value for mq-deadline comes
      back (it stayed at 64 before: a first-time user found it), one log line says so; then
      policy/elevator auto: none and its nr_requests come back.
+(i11) (i9) with a restart (kill -9) between the override and its "auto": the value before the
+     override is stored with the originals (nr_requests.before_override=), so after the restart
+     "auto" puts it back with the same applied/ state, log line and explain as without one (it
+     stayed at 64, "64 stays: ...", before); an originals file without the key (an older blkmqd)
+     leaves it unknown, as before: 64 stays; either way elevator auto brings none and its value back.
 (i10) policy/elevator bfq (blkmqd's switch from none) and policy/nr_requests 64, then someone
      switches to kyber (noticed by the verify: kyber is theirs): blkmqd writes its 64 again over
      the reset, writes an admin's kyber tunable override now that kyber runs, explain says kyber
@@ -48,6 +53,7 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
 import errno
 import re
 import os
+import signal
 import subprocess
 import sys
 
@@ -336,6 +342,67 @@ def case_i9_override_back(d, loops, tmp):
         d.stop()
 
 
+def originals_text(d):
+    """{file: text} of the daemon's originals/ files."""
+    odir = os.path.join(d.state, "originals")
+    return {f: read_text(os.path.join(odir, f)) for f in os.listdir(odir)} if os.path.isdir(odir) else {}
+
+
+def case_i11_override_back_after_restart(d, loops, tmp):
+    """(i11) (i9) across a kill -9 and a restart, with the stored value and without (older state file)"""
+    for stored in (True, False):
+        tag = "i11" if stored else "i11-old"
+        name = loops.attach(tag, elevator="none")
+        nr0 = nr_requests(name)
+        start(d, tmp, name, KEEP)
+        try:
+            rc = d.write("mq-deadline", "devices", name, "policy", "elevator")
+            check(rc == 0 and current_elevator(name) == "mq-deadline", f"({tag}) policy/elevator mq-deadline ({rc})")
+            nr_switch = nr_requests(name)
+            rc = d.write("64", "devices", name, "policy", "nr_requests")
+            check(rc == 0 and nr_requests(name) == "64", f"({tag}) policy/nr_requests 64 ({rc}, {nr_requests(name)})")
+            # saved in the disk's lane before the write, so on disk once the write returned
+            mine = {f: t for f, t in originals_text(d).items() if "elevator=none\n" in t}
+            check(len(mine) == 1 and all(f"nr_requests.before_override={nr_switch}\n" in t for t in mine.values()),
+                  f"({tag}) the originals file stores nr_requests.before_override={nr_switch}: {mine}")
+        finally:
+            rc = d.stop(signal.SIGKILL)
+        check(rc == -signal.SIGKILL and current_elevator(name) == "mq-deadline" and nr_requests(name) == "64",
+              f"({tag}) killed with mq-deadline and 64 in place ({current_elevator(name)}, {nr_requests(name)})")
+        if not stored:
+            for f, t in mine.items():       # as an older blkmqd wrote it
+                with open(os.path.join(d.state, "originals", f), "w") as fh:
+                    fh.write("".join(l for l in t.splitlines(True) if not l.startswith("nr_requests.before_override=")))
+        start(d, tmp, name, KEEP)
+        try:
+            ok, _ = wait_for(lambda: d.read("devices", name, "applied", "nr_requests").startswith("ok: 64"), 5.0)
+            check(ok, f"({tag}) after the restart applied/nr_requests: {d.read('devices', name, 'applied', 'nr_requests').strip()!r}")
+            n0 = log_len(d)
+            rc = d.write("auto", "devices", name, "policy", "nr_requests")
+            a = d.read("devices", name, "applied", "nr_requests").strip()
+            ex = d.read("devices", name, "explain")
+            if stored:
+                ok, _ = wait_for(lambda: nr_requests(name) == nr_switch, 5.0)
+                a = d.read("devices", name, "applied", "nr_requests").strip()
+                check(rc == 0 and ok and a.startswith(f"unmanaged: put back to {nr_switch}, mq-deadline's value before the override"),
+                      f"({tag}) auto after the restart: {nr_switch} is back (kernel {nr_requests(name)}), applied/nr_requests {a!r}")
+                said = log_lines(d, f"nr_requests 64 -> {nr_switch}: put back", n0)
+                check(len(said) == 1, f"({tag}) one line says so: {said}")
+                ex = d.read("devices", name, "explain")
+                check(f"nr_requests={nr_switch}: reset by the kernel when blkmqd switched the elevator none -> mq-deadline" in ex,
+                      f"({tag}) explain: {ex!r}")
+                ok, _ = wait_for(lambda: not any("nr_requests.before_override=" in t for t in originals_text(d).values()), 5.0)
+                check(ok, f"({tag}) the stored value is gone once put back: {originals_text(d)}")
+            else:
+                check(rc == 0 and nr_requests(name) == "64" and a.startswith("unmanaged: 64 stays:"),
+                      f"({tag}) an older state file: the value before the override is unknown, 64 stays ({nr_requests(name)}, {a!r})")
+            rc = d.write("auto", "devices", name, "policy", "elevator")
+            ok, _ = wait_for(lambda: current_elevator(name) == "none" and nr_requests(name) == nr0, 5.0)
+            check(rc == 0 and ok, f"({tag}) elevator auto: none and nr_requests {nr0} back ({current_elevator(name)}, {nr_requests(name)})")
+        finally:
+            d.stop()
+
+
 def case_i10_their_switch(d, loops, tmp):
     """(i10) someone else's switch over blkmqd's: stop puts back their elevator's nr_requests, not the old one's"""
     name = loops.attach("i10", elevator="none")
@@ -458,5 +525,6 @@ def load_elevators(tmp):
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-iosched-", (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order,
                                               case_i5_nr_requests, case_i6_reset, case_i7_depth, case_i8_from_none,
-                                              case_i9_override_back, case_i10_their_switch),
+                                              case_i9_override_back, case_i10_their_switch,
+                                              case_i11_override_back_after_restart),
                           why="loop devices, FUSE mount, sysfs writes", before_case=load_elevators))
