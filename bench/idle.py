@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
 bench/idle.py [--blkmqd PATH] [--disks 64] [--seconds 60] [--quick] [--no-idle] [--debugfs | --no-debugfs] [--burst N]
+              [--kread-floor PATH]
 
 P4 idle cost of blkmqd on the live machine, managing D loop devices of its own (loop300.. made
 with LOOP_CTL_ADD, attached to 1 MiB temp files, detached and removed at exit; blkmqd is limited
@@ -25,6 +26,10 @@ mount namespace when the host has none mounted (a scrape then also reads the per
 values, as on a machine with debugfs); --no-debugfs: unmount it there when the host has it mounted
 (a machine without debugfs; the host's mounts are not touched). --no-idle: the scrape window only.
 --burst N: then N scrapes back to back, blkmqd CPU per scrape (the work without the wake-ups).
+--kread-floor PATH (build/bench/kread-floor): then the kernel's share alone: that program reads
+every sysfs, debugfs and /proc file blkmqd holds open after its scrapes (/proc/PID/fd) once a
+second for the same window, and --burst times back to back, with no FUSE and no rendering; its CPU
+per cycle is the least any scraper of these values pays on this machine.
 
 --quick: 4 disks, 5 s each (CI smoke, no assertion). Needs root, losetup, /dev/fuse.
 """
@@ -77,6 +82,9 @@ def main():
     ap.add_argument("--no-debugfs", action="store_true",
                     help="unmount debugfs from /sys/kernel/debug in the bench's private mount namespace when it is "
                          "mounted (a machine without debugfs; the host's mounts are not touched)")
+    ap.add_argument("--kread-floor", metavar="PATH",
+                    help="then run PATH (build/bench/kread-floor) on the files blkmqd holds open: the kernel's "
+                         "share of a scrape alone, once a second and back to back")
     a = ap.parse_args()
     if a.quick:
         a.disks, a.seconds = 4, 5
@@ -218,6 +226,32 @@ def main():
             print()
             print(f"burst: read {what} {a.burst} times back to back, {el:.1f} s:")
             print(f"  blkmqd CPU (schedstat run time): {(ns1 - ns0) / 1e6 / a.burst:.3f} ms per scrape")
+
+        # ---- the kernel's share alone: the same files read without FUSE or rendering -----------
+        if a.kread_floor:
+            held = []
+            for fd in sorted(os.listdir(f"/proc/{proc.pid}/fd"), key=int):
+                try:
+                    t = os.readlink(f"/proc/{proc.pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if t.startswith(("/sys/", "/proc/")) and not t.startswith(f"/proc/{proc.pid}/") \
+                        and os.path.isfile(t):
+                    held.append(t)
+            kinds = {}
+            for t in held:
+                k = ("debugfs " + os.path.basename(t)) if t.startswith("/sys/kernel/debug/") else \
+                    ("sysfs " + os.path.basename(t)) if t.startswith("/sys/") else t
+                kinds[k] = kinds.get(k, 0) + 1
+            print()
+            print(f"kread-floor: the {len(held)} files blkmqd holds open, read by {a.kread_floor} "
+                  f"(no FUSE, no rendering): " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())))
+            out = subprocess.run([a.kread_floor, "--seconds", str(a.seconds), "--burst", str(a.burst)] + held,
+                                 capture_output=True, text=True)
+            for ln in (out.stdout + out.stderr).splitlines():
+                print(f"  {ln}")
+            if out.returncode != 0:
+                raise RuntimeError(f"{a.kread_floor} exited with {out.returncode}")
     finally:
         bt.stop_process(proc, 30)
         bt.cleanup_mount(mnt)
