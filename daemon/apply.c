@@ -361,7 +361,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         _cleanup_free_ char *current = NULL;
         uint64_t now = o->now_usec ?: clock_now_usec();
         bool reassert = false;
-        int r;
+        int r, dropped_stale = 0;
 
         run->knob_reassert = run->knob_new_original = run->knob_nr_recorded = run->knob_reapply = false;
         run->knob_prev_error = 0;
@@ -394,6 +394,16 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 /* said once, with the write (queue_knob_finish()), or already by this run's own
                  * elevator switch */
                 run->knob_reapply = nr_reset && !run->nr_reset_said;
+                /* The original recorded belongs to the elevator that ran when it was recorded:
+                 * while blkmqd's switch stands, the one before it (put back after the elevator).
+                 * Someone else's elevator that was switched again (their kyber, then their none)
+                 * has a new value of its own: what the reset left is the original now, not the
+                 * 256 of their kyber (a restore could not write it under none) */
+                if (nr_reset && !o->dry_run && a->original && d->applied[KNOB_ELEVATOR].state == APPLY_EXTERNAL &&
+                    !d->applied[KNOB_ELEVATOR].original) {
+                        a->original = mfree_str(a->original);
+                        dropped_stale = 1;
+                }
         }
 
         /* Someone else changed a value we wrote, or one the plan found in place (kept: the same
@@ -416,10 +426,13 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                          * So is the nr_requests their elevator switch reset. */
                         bool had = a->original;
                         a->original = mfree_str(a->original);
-                        if (k == KNOB_ELEVATOR && nr->original) {
+                        if (k == KNOB_ELEVATOR && transition && nr->original) {
                                 /* the recorded nr_requests belongs to an elevator that no longer
                                  * runs; a value of blkmqd's (an override) is written again over
-                                 * their switch's reset, and what it finds then is recorded */
+                                 * their switch's reset, and what it finds then is recorded. Only
+                                 * when their switch is noticed: at every later look the recorded
+                                 * one is that, their elevator's value (queue_knob_decide() drops
+                                 * it when their elevator is switched again). */
                                 nr->original = mfree_str(nr->original);
                                 if (!nr->value)
                                         applied_set(nr, APPLY_UNMANAGED, 0, NULL);
@@ -525,7 +538,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         }
 
         /* the write (and its read back) goes to a worker: see queue_knob_finish() */
-        return knob_job(d, k, wanted, current, true, ret_job) < 0 ? -ENOMEM : 0;
+        return knob_job(d, k, wanted, current, true, ret_job) < 0 ? -ENOMEM : dropped_stale;
 }
 
 /* The write of queue_knob_decide() returned: triage it. Returns 1 when the value was set. */

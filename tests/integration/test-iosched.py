@@ -48,6 +48,10 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
      the reset, writes an admin's kyber tunable override now that kyber runs, explain says kyber
      is theirs and plans no switch back; stop leaves kyber and puts back kyber's own
      nr_requests (not none's 128: a first-time user saw it written under kyber) and the tunable.
+(i12) as (i10), then more verifies: the nr_requests recorded under their kyber stays blkmqd's to
+     put back (a first-time user saw a later look drop it, and stop leave blkmqd's value); they
+     switch again, to none: blkmqd writes 64 again and records none's value, which stop puts
+     back (not kyber's, which none refuses).
 """
 
 import errno
@@ -435,6 +439,43 @@ def case_i10_their_switch(d, loops, tmp):
     set_elevator(name, "none")
 
 
+def case_i12_their_switch_kept(d, loops, tmp):
+    """(i12) someone else's elevator: the nr_requests recorded under it survives later looks, and their next switch records anew"""
+    name = loops.attach("i12", elevator="none")
+    start(d, tmp, name, VERIFY)
+    try:
+        rc = d.write("bfq", "devices", name, "policy", "elevator")
+        check(rc == 0 and current_elevator(name) == "bfq", f"(i12) policy/elevator bfq ({rc})")
+        rc = d.write("64", "devices", name, "policy", "nr_requests")
+        check(rc == 0 and nr_requests(name) == "64", f"(i12) policy/nr_requests 64 ({rc}, {nr_requests(name)})")
+        set_elevator(name, "kyber")
+        theirs = nr_requests(name)
+        ok, _ = wait_for(lambda: "changed externally to kyber" in verify(d, name) and nr_requests(name) == "64", 10.0)
+        check(ok, f"(i12) kyber noticed as someone else's, blkmqd's 64 written again over the reset to {theirs} ({nr_requests(name)})")
+        # every later look (a read of applied/ is a verify; the periodic one runs each second)
+        # still finds their kyber: the value recorded under it stays blkmqd's to put back
+        for _ in range(3):
+            verify(d, name)
+        ok, _ = wait_for(lambda: d.read("devices", name, "applied", "nr_requests").strip() == f"ok: 64 (was {theirs})", 5.0)
+        a = d.read("devices", name, "applied", "nr_requests").strip()
+        check(ok, f"(i12) after more verifies applied/nr_requests still reads 'ok: 64 (was {theirs})': {a!r}")
+        # they switch again, to none (its nr_requests is the tag depth): what that reset left is
+        # the original now, not kyber's value (which none would refuse)
+        set_elevator(name, "none")
+        depth = nr_requests(name)
+        check(depth != theirs, f"(i12) none's nr_requests {depth} differs from kyber's {theirs}")
+        ok, _ = wait_for(lambda: nr_requests(name) == "64" and
+                         d.read("devices", name, "applied", "nr_requests").strip() == f"ok: 64 (was {depth})", 10.0)
+        a = d.read("devices", name, "applied", "nr_requests").strip()
+        check(ok, f"(i12) 64 written again under their none, its {depth} recorded: {a!r}")
+    finally:
+        d.stop()
+    check(current_elevator(name) == "none" and nr_requests(name) == depth,
+          f"(i12) stop: their none stays, nr_requests {depth} back ({current_elevator(name)}, {nr_requests(name)})")
+    fails = log_lines(d, "Failed to")
+    check(not fails, f"(i12) no failed write: {fails}")
+
+
 def blkmqctl(d, *args):
     exe = os.path.join(os.path.dirname(os.path.abspath(bt.exe_arg())), "ctl", "blkmqctl")
     r = subprocess.run([exe, "--mountpoint", d.mnt, *args], capture_output=True, text=True)
@@ -526,5 +567,5 @@ if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-iosched-", (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order,
                                               case_i5_nr_requests, case_i6_reset, case_i7_depth, case_i8_from_none,
                                               case_i9_override_back, case_i10_their_switch,
-                                              case_i11_override_back_after_restart),
+                                              case_i11_override_back_after_restart, case_i12_their_switch_kept),
                           why="loop devices, FUSE mount, sysfs writes", before_case=load_elevators))
