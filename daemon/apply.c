@@ -1608,6 +1608,31 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                                         applied_set(a, APPLY_UNMANAGED, 0, NULL);
                                 continue;
                         }
+                        /* The other file of the same variable is wanted (bfq's slice_idle_us over
+                         * slice_idle, rule iosched-conflict): putting this one back would undo
+                         * that write (and the next look would call it someone else's change).
+                         * The variable's original goes with the file blkmqd writes, in its unit
+                         * (one recorded there after blkmqd's write here is blkmqd's value). */
+                        IoschedTunable alias = iosched_tunable_alias(t);
+                        if (alias >= 0 && d->plan.manage && d->plan.iosched[alias] && !o->verify_only) {
+                                Applied *b = &d->iosched[alias];
+                                _cleanup_free_ char *orig = NULL, *ours_there = NULL;
+                                if (iosched_alias_value(t, a->original, &orig) == -ENOMEM ||
+                                    (a->value && iosched_alias_value(t, a->value, &ours_there) == -ENOMEM))
+                                        return -ENOMEM;
+                                if (orig && (!b->original || streq_ptr(b->original, ours_there))) {
+                                        free(b->original);
+                                        b->original = TAKE_PTR(orig);
+                                }
+                                log_device_info(d->name, "%s left as blkmqd's %s sets it: the same variable (%s); its value before "
+                                                "blkmqd, %s, comes back with %s", lbl, TUNABLE_LABEL(alias), info->source, a->original,
+                                                TUNABLE_LABEL(alias));
+                                iosched_forget(d, t);
+                                applied_set(a, APPLY_UNMANAGED, 0, "set through %s (the same variable); put back with it",
+                                            TUNABLE_LABEL(alias));
+                                dropped++;
+                                continue;
+                        }
                         if (a->value && new_instance) {
                                 iosched_forget(d, t);
                                 applied_set(a, APPLY_UNMANAGED, 0, "reset to %s by an elevator switch since blkmqd wrote it: nothing to put back", cur);

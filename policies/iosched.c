@@ -64,6 +64,34 @@ IoschedTunable iosched_tunable_from_dotted(const char *s) {
         return _IOSCHED_TUNABLE_INVALID;
 }
 
+IoschedTunable iosched_tunable_alias(IoschedTunable t) {
+        switch (t) {
+        case IOSCHED_BFQ_SLICE_IDLE:
+                return IOSCHED_BFQ_SLICE_IDLE_US;
+        case IOSCHED_BFQ_SLICE_IDLE_US:
+                return IOSCHED_BFQ_SLICE_IDLE;
+        default:
+                return _IOSCHED_TUNABLE_INVALID;
+        }
+}
+
+int iosched_alias_value(IoschedTunable t, const char *value, char **ret) {
+        uint64_t v;
+        char *s;
+        if (iosched_tunable_alias(t) < 0 || !value || parse_u64(value, &v) < 0)
+                return -EINVAL;
+        if (t == IOSCHED_BFQ_SLICE_IDLE) {
+                if (v > UINT64_MAX / 1000)
+                        return -ERANGE;
+                v *= 1000;              /* ms -> µs */
+        } else
+                v /= 1000;              /* µs -> ms, as bfq_slice_idle_show() divides */
+        if (asprintf(&s, "%" PRIu64, v) < 0)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
 bool iosched_elevator_known(const char *elevator) {
         for (IoschedTunable t = 0; elevator && t < _IOSCHED_TUNABLE_MAX; t++)
                 if (streq(table[t].elevator, elevator))
@@ -196,6 +224,9 @@ int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverri
         char label[256];
         size_t lines = plan->n_entries;
         int r;
+        /* slice_idle_us is planned: slice_idle, the same variable, is not (explained in its place) */
+        bool conflict = (o->iosched[IOSCHED_BFQ_SLICE_IDLE_US] ?: cp->iosched[IOSCHED_BFQ_SLICE_IDLE_US]) && running &&
+                        streq(running, "bfq") && (!current || f->iosched_unknown || disk_facts_iosched(f, "slice_idle_us"));
 
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
                 const IoschedTunableInfo *i = &table[t];
@@ -218,6 +249,15 @@ int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverri
                         continue;
                 }
                 const IoschedValue *v = current ? disk_facts_iosched(f, i->name) : NULL;
+                if (t == IOSCHED_BFQ_SLICE_IDLE && conflict) {
+                        r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "iosched-conflict",
+                                         "%s=%s bfq.slice_idle_us=%s -> bfq.slice_idle left alone: both set the same "
+                                         "value (bfqd->bfq_slice_idle, block/bfq-iosched.c); slice_idle_us wins",
+                                         label, want, o->iosched[IOSCHED_BFQ_SLICE_IDLE_US] ?: cp->iosched[IOSCHED_BFQ_SLICE_IDLE_US]);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (current && !f->iosched_unknown && !v) {
                         r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "iosched-missing",
                                          "%s=%s elevator=%s -> %s.%s left alone: this kernel's %s has no queue/iosched/%s", label, want, running, i->elevator, i->name,
@@ -232,15 +272,6 @@ int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverri
                                  current ? "" : " (planned)", i->elevator, i->name,
                                  v && v->value ? v->value : current ? "unknown" : "default", label, want, i->elevator, i->name, want,
                                  current ? "" : ", written after the switch (a switch starts the elevator from its defaults)");
-                if (r < 0)
-                        return r;
-        }
-        if (plan->iosched[IOSCHED_BFQ_SLICE_IDLE] && plan->iosched[IOSCHED_BFQ_SLICE_IDLE_US]) {
-                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "iosched-conflict",
-                                 "bfq.slice_idle=%s bfq.slice_idle_us=%s -> bfq.slice_idle left alone: both set the same "
-                                 "value (bfqd->bfq_slice_idle, block/bfq-iosched.c); slice_idle_us wins",
-                                 plan->iosched[IOSCHED_BFQ_SLICE_IDLE], plan->iosched[IOSCHED_BFQ_SLICE_IDLE_US]);
-                plan->iosched[IOSCHED_BFQ_SLICE_IDLE] = mfree_str(plan->iosched[IOSCHED_BFQ_SLICE_IDLE]);
                 if (r < 0)
                         return r;
         }

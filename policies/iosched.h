@@ -67,6 +67,22 @@ IoschedTunable iosched_tunable_find(const char *elevator, const char *name);
 /* "bfq.slice_idle" form (config keys "IoSched.bfq.slice_idle", state keys "iosched.bfq.slice_idle"). */
 IoschedTunable iosched_tunable_from_dotted(const char *s);
 
+/*
+ * The other file of the same kernel variable, or _IOSCHED_TUNABLE_INVALID: bfq's slice_idle
+ * (ms) and slice_idle_us (µs) both show and store bfqd->bfq_slice_idle (block/bfq-iosched.c
+ * bfq_slice_idle_store(), bfq_slice_idle_us_store()).
+ * A write to one changes what the other reads. Pure.
+ */
+IoschedTunable iosched_tunable_alias(IoschedTunable t);
+
+/*
+ * value (decimal, as tunable t reads) in the unit of t's alias, as the alias would read it
+ * (slice_idle 8 -> slice_idle_us 8000; slice_idle_us 8500 -> slice_idle 8, the kernel's
+ * division). Returns 0 (*ret newly allocated), -EINVAL (no alias, not a decimal number),
+ * -ERANGE (does not fit), -ENOMEM. Pure.
+ */
+int iosched_alias_value(IoschedTunable t, const char *value, char **ret);
+
 /* True when blkmqd knows tunables of this elevator. */
 bool iosched_elevator_known(const char *elevator);
 

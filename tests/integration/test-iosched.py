@@ -52,6 +52,10 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
      put back (a first-time user saw a later look drop it, and stop leave blkmqd's value); they
      switch again, to none: blkmqd writes 64 again and records none's value, which stop puts
      back (not kyber's, which none refuses).
+(i13) policy/iosched/bfq/slice_idle 0, then slice_idle_us 0 (one kernel variable; the latter
+     wins, rule iosched-conflict): slice_idle is not put back to 8 over it (a first-time user
+     saw the variable go back to 8 ms and blkmqd then report its own put-back as "changed
+     externally"); slice_idle_us carries the variable's original, and stop puts 8 ms back.
 """
 
 import errno
@@ -476,6 +480,33 @@ def case_i12_their_switch_kept(d, loops, tmp):
     check(not fails, f"(i12) no failed write: {fails}")
 
 
+def case_i13_slice_idle_alias(d, loops, tmp):
+    """(i13) bfq's slice_idle and slice_idle_us are one variable: the one left out by the conflict is not put back over the other"""
+    name = loops.attach("i13", elevator="bfq")
+    ms0, us0 = tunable(name, "slice_idle"), tunable(name, "slice_idle_us")
+    start(d, tmp, name, KEEP)
+    try:
+        check(policy_write(d, name, "bfq", "slice_idle", "0") == 0 and tunable(name, "slice_idle_us") == "0",
+              f"(i13) slice_idle 0 (slice_idle_us reads {tunable(name, 'slice_idle_us')})")
+        n0 = log_len(d)
+        check(policy_write(d, name, "bfq", "slice_idle_us", "0") == 0, "(i13) slice_idle_us 0 too: slice_idle_us wins")
+        ok, _ = wait_for(lambda: "bfq.slice_idle_us ok: 0 (was " in applied_iosched(d, name), 5.0)
+        check(tunable(name, "slice_idle_us") == "0" and tunable(name, "slice_idle") == "0",
+              f"(i13) the variable stays 0: slice_idle was not put back to {ms0} over it "
+              f"({tunable(name, 'slice_idle')}, {tunable(name, 'slice_idle_us')})")
+        a = applied_iosched(d, name)
+        check(ok and f"bfq.slice_idle_us ok: 0 (was {us0})" in a and "externally" not in a,
+              f"(i13) applied/iosched: slice_idle_us is blkmqd's, with the variable's value before blkmqd: {a!r}")
+        check(not log_lines(d, "externally", n0), f"(i13) blkmqd does not take its own put-back for someone else's: {log_lines(d, 'externally', n0)}")
+        check(policy_write(d, name, "bfq", "slice_idle_us", "4000") == 0 and tunable(name, "slice_idle") == "4",
+              f"(i13) slice_idle_us 4000 ({tunable(name, 'slice_idle_us')}, slice_idle {tunable(name, 'slice_idle')})")
+    finally:
+        d.stop()
+    check(tunable(name, "slice_idle") == ms0 and tunable(name, "slice_idle_us") == us0,
+          f"(i13) stop: {ms0} ms back ({tunable(name, 'slice_idle')}, {tunable(name, 'slice_idle_us')})")
+    check(not log_lines(d, "Failed to"), f"(i13) no failed write: {log_lines(d, 'Failed to')}")
+
+
 def blkmqctl(d, *args):
     exe = os.path.join(os.path.dirname(os.path.abspath(bt.exe_arg())), "ctl", "blkmqctl")
     r = subprocess.run([exe, "--mountpoint", d.mnt, *args], capture_output=True, text=True)
@@ -567,5 +598,6 @@ if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-iosched-", (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order,
                                               case_i5_nr_requests, case_i6_reset, case_i7_depth, case_i8_from_none,
                                               case_i9_override_back, case_i10_their_switch,
-                                              case_i11_override_back_after_restart, case_i12_their_switch_kept),
+                                              case_i11_override_back_after_restart, case_i12_their_switch_kept,
+                                              case_i13_slice_idle_alias),
                           why="loop devices, FUSE mount, sysfs writes", before_case=load_elevators))

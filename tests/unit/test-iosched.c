@@ -200,11 +200,33 @@ int main(void) {
         CHECK(!p.iosched[IOSCHED_BFQ_SLICE_IDLE]);
         CHECK(p.iosched[IOSCHED_BFQ_SLICE_IDLE_US] && streq(p.iosched[IOSCHED_BFQ_SLICE_IDLE_US], "500"));
         found = false;
-        PLAN_FOREACH_ENTRY(l, &p)
-                found = found || strstr(l->text, "(rule iosched-conflict)");
+        bool planned = false;
+        PLAN_FOREACH_ENTRY(l, &p) {
+                found = found || (strstr(l->text, "policy/iosched/bfq/slice_idle=4 bfq.slice_idle_us=500 -> bfq.slice_idle left alone") &&
+                                  strstr(l->text, "(rule iosched-conflict)"));
+                /* one line for slice_idle, the conflict's: no "-> bfq.slice_idle=4" planned before it */
+                planned = planned || strstr(l->text, "-> bfq.slice_idle=4");
+        }
         CHECK(found);
+        CHECK(!planned);
         plan_done(&p);
         policy_overrides_done(&o);
+
+        /* the pair: one variable, each the other's alias, in the other's unit */
+        CHECK_INT(iosched_tunable_alias(IOSCHED_BFQ_SLICE_IDLE), IOSCHED_BFQ_SLICE_IDLE_US);
+        CHECK_INT(iosched_tunable_alias(IOSCHED_BFQ_SLICE_IDLE_US), IOSCHED_BFQ_SLICE_IDLE);
+        CHECK_INT(iosched_tunable_alias(IOSCHED_BFQ_TIMEOUT_SYNC), _IOSCHED_TUNABLE_INVALID);
+        char *conv = NULL;
+        CHECK_INT(iosched_alias_value(IOSCHED_BFQ_SLICE_IDLE, "8", &conv), 0);
+        CHECK(conv && streq(conv, "8000"));
+        conv = mfree_str(conv);
+        CHECK_INT(iosched_alias_value(IOSCHED_BFQ_SLICE_IDLE_US, "8500", &conv), 0);
+        CHECK(conv && streq(conv, "8"));
+        conv = mfree_str(conv);
+        CHECK_INT(iosched_alias_value(IOSCHED_BFQ_MAX_BUDGET, "8", &conv), -EINVAL);
+        CHECK_INT(iosched_alias_value(IOSCHED_BFQ_SLICE_IDLE, "x", &conv), -EINVAL);
+        CHECK_INT(iosched_alias_value(IOSCHED_BFQ_SLICE_IDLE, "18446744073709551615", &conv), -ERANGE);
+        CHECK(!conv);
 
         /* a switch blkmqd plans: the new elevator's tunables, written after it */
         cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].elevators = strv_free(cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].elevators);
