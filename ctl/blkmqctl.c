@@ -1219,8 +1219,16 @@ static int cmd_reset(int argc, char **argv) {
         unsigned n_reset = 0;
         if (r != 0)
                 return r;
-        if (argc == 3)
+        if (argc == 3) {
+                /* like reset DISK: a file that reads "auto" has no override to give back (the
+                 * write would be one more log line and evaluation in blkmqd, and "-> auto" a
+                 * change that did not happen) */
+                if (policy_is_auto(argv[1], "policy", argv[2])) {
+                        printf("%s: no override to reset: policy/%s reads auto\n", argv[1], argv[2]);
+                        return EXIT_OK;
+                }
                 return reset_knob(argv[1], argv[2], &n_reset);
+        }
 
         char **knobs = NULL;
         size_t n = 0;

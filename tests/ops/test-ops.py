@@ -361,7 +361,7 @@ def test_ctl():
             except RuntimeError as e:
                 raise SystemExit(str(e))
             try:
-                ctl_checks(mp, name)
+                ctl_checks(mp, name, daemon.log)
             finally:
                 rc = daemon.stop(signal.SIGTERM)
                 check(rc == 0, "blkmqd exits 0 on SIGTERM (got %d)" % rc)
@@ -379,7 +379,7 @@ def test_ctl():
             print(daemon.tail(100000) if failures else "", end="")
 
 
-def ctl_checks(mp, disk):
+def ctl_checks(mp, disk, log):
     check(wait_for_disk(mp, disk), "blkmqd lists %s" % disk)
 
     r = ctl(mp, "status")
@@ -496,6 +496,20 @@ def ctl_checks(mp, disk):
         r = ctl(mp, "reset", disk, "enabled")
         check(r.returncode == 0 and open(policy + "/enabled").read().strip() == "auto"
               and r.stdout == "%s: policy/enabled -> auto\n" % disk, "reset DISK enabled: reads auto, says so (%r)" % r.stdout)
+        # again: nothing to give back, and nothing written (a first-time user saw "-> auto" and
+        # blkmqd log "set to auto by the administrator" for a knob that read auto already)
+        def log_lines():
+            with open(log, errors="replace") as f:
+                return f.readlines()
+        n0 = len(log_lines())
+        r = ctl(mp, "reset", disk, "enabled")
+        check(r.returncode == 0 and r.stdout == "%s: no override to reset: policy/enabled reads auto\n" % disk,
+              "reset DISK enabled again: says there was nothing to reset (%r)" % r.stdout)
+        r = ctl(mp, "reset", disk, "iosched/mq-deadline/fifo_batch")
+        check(r.returncode == 0 and r.stdout == "%s: no override to reset: policy/iosched/mq-deadline/fifo_batch reads auto\n" % disk,
+              "reset DISK TUNABLE that reads auto: says so (%r)" % r.stdout)
+        said = [l for l in log_lines()[n0:] if "set to auto" in l]
+        check(not said, "reset of a knob reading auto writes nothing: %r" % said)
         for knob, value in (("elevator", "mq-deadline"), ("iosched/mq-deadline/fifo_batch", "8"),
                              ("iosched/kyber/read_lat_nsec", "1000000")):
             r = ctl(mp, "set", disk, knob, value)
