@@ -128,20 +128,33 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
 
 /*
  * Check every word of an Elevator= value; 1 when fine, else fail()'s 0 with the line. Legacy
- * single-queue names (elevator_name_is_legacy()) are refused with the blk-mq name to use: no
- * silent mapping (cfq and bfq, deadline and mq-deadline are different code).
+ * single-queue names (elevator_name_is_legacy(), any case) are refused with the blk-mq name to
+ * use: no silent mapping (cfq and bfq, deadline and mq-deadline are different code). So is a
+ * word that can never match what a kernel offers (elevator_name_invalid(): "BFQ",
+ * "mq-deadline,bfq", a quoted name), "auto", and "keep" inside a list or where keep_allowed
+ * is false ([Device:] Elevator= takes one elevator).
  */
-static int check_elevator_names(ParseContext *p, const char *v) {
+static int check_elevator_names(ParseContext *p, const char *v, bool keep_allowed) {
         _cleanup_free_ char *copy = strdup(v);
-        char *save = NULL;
+        char *save = NULL, buf[128];
+        size_t n = 0;
         if (!copy)
                 return fail(p, "out of memory");
-        const char *instead;
-        for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+        const char *instead, *why;
+        for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save), n++) {
                 if (elevator_name_is_legacy(t, &instead))
                         return fail(p, "Elevator=%s: \"%s\" is a legacy single-queue elevator name that no blk-mq kernel (5.0 and later) offers; "
                                     "use \"%s\" (or another name listed in /sys/block/*/queue/scheduler)",
                                     v, t, instead);
+                if ((why = elevator_name_invalid(t, buf, sizeof(buf))))
+                        return fail(p, "Elevator=%s: \"%s\": %s", v, t, why);
+                if (streq(t, "auto") || (streq(t, "keep") && !keep_allowed))
+                        return fail(p, "Elevator=%s: \"%s\" is not an elevator; %s", v, t,
+                                    keep_allowed ? "\"keep\" alone leaves the elevator as it is" :
+                                                   "leave Elevator= out of the section to keep what the class decides");
+                if (streq(t, "keep") && (n > 0 || strtok_r(NULL, " \t", &save)))
+                        return fail(p, "Elevator=%s: \"keep\" stands alone, not in a list of elevators", v);
+        }
         return 1;
 }
 
@@ -185,7 +198,7 @@ static int parse_class(ParseContext *p, DiskClass cls, const char *key, const ch
                         cp->elevators = strv_free(cp->elevators);
                 if (streq(v, "keep") && !p->continuation)
                         return 1;
-                if (!check_elevator_names(p, v))
+                if (!check_elevator_names(p, v, true))
                         return 0;
                 if (append_words(v, &cp->elevators) < 0)
                         return fail(p, "out of memory");
@@ -308,7 +321,7 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
                 _cleanup_(cpuset_done) CpuSet set = {};
                 if (cpuset_parse(v, &set) < 0 || cpuset_count(&set) == 0)
                         return fail(p, "IrqAffinity=%s: expected hctx or a CPU list", v);
-        } else if (k == KNOB_ELEVATOR && !check_elevator_names(p, v))
+        } else if (k == KNOB_ELEVATOR && !check_elevator_names(p, v, false))
                 return 0;
         else if (k == KNOB_ELEVATOR && strpbrk(v, " \t"))
                 return fail(p, "Elevator=%s: one elevator name", v);

@@ -60,6 +60,9 @@
  * keeps them across elevator switches.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
 
 #include "macro.h"
 #include "policy.h"
@@ -129,12 +132,43 @@ static const struct {
 
 bool elevator_name_is_legacy(const char *name, const char **ret_instead) {
         for (size_t i = 0; name && i < ELEMENTSOF(legacy_elevators); i++)
-                if (streq(name, legacy_elevators[i].legacy)) {
+                if (strcasecmp(name, legacy_elevators[i].legacy) == 0) {
                         if (ret_instead)
                                 *ret_instead = legacy_elevators[i].instead;
                         return true;
                 }
         return false;
+}
+
+#define ELV_NAME_MAX 16  /* include/linux/elevator.h: char elevator_name[ELV_NAME_MAX] */
+
+const char *elevator_name_invalid(const char *name, char *buf, size_t size) {
+        size_t l = name ? strlen(name) : 0;
+        bool upper = false;
+
+        if (l == 0)
+                return "an empty name";
+        for (const char *c = name; *c; c++) {
+                if (*c >= 'A' && *c <= 'Z')
+                        upper = true;
+                else if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_')) {
+                        if (*c == ',' || *c == ';' || *c == '|' || *c == '/')
+                                return "not one elevator name: separate the names of a list with spaces";
+                        return "not an elevator name: elevator names are letters, digits, '-' and '_'";
+                }
+        }
+        if (upper) {
+                char lower[ELV_NAME_MAX * 4];
+                size_t i = 0;
+                for (const char *c = name; *c && i + 1 < sizeof(lower); c++)
+                        lower[i++] = (*c >= 'A' && *c <= 'Z') ? (char) (*c - 'A' + 'a') : *c;
+                lower[i] = 0;
+                snprintf(buf, size, "elevator names are lower case and the kernel compares them exactly; use \"%s\"", lower);
+                return buf;
+        }
+        if (l >= ELV_NAME_MAX)
+                return "longer than an elevator name can be (15 bytes, ELV_NAME_MAX in include/linux/elevator.h)";
+        return NULL;
 }
 
 /* Vectors follow their hctx where blk-mq spreads queues over CPUs. */

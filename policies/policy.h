@@ -200,10 +200,21 @@ const char *policy_elevator_evidence(DiskClass c, const char *elevator);
 
 /*
  * True when name is an elevator of the legacy single-queue block layer (noop, deadline, cfq,
- * anticipatory, as: removed in 5.0); *ret_instead (static) then names the blk-mq elevator to
- * use instead. Pure.
+ * anticipatory, as: removed in 5.0), in any case ("NOOP", "Deadline"); *ret_instead (static)
+ * then names the blk-mq elevator to use instead. Pure.
  */
 bool elevator_name_is_legacy(const char *name, const char **ret_instead);
+
+/*
+ * Why name can never be what a kernel's queue/scheduler shows or takes, or NULL when it can:
+ * elevator names are compared byte for byte (block/elevator.c elevator_match(): strcmp) and
+ * are at most ELV_NAME_MAX - 1 = 15 bytes (include/linux/elevator.h); every elevator known,
+ * in tree or out of it, is lower-case letters, digits, '-' and '_'. So "BFQ" (suggest: the
+ * name in lower case, into buf), "mq-deadline,bfq" (a list written with commas), a quoted
+ * name or one longer than 15 bytes is refused. Legacy names are elevator_name_is_legacy()'s.
+ * buf/size: room for the reason (static text otherwise). Pure.
+ */
+const char *elevator_name_invalid(const char *name, char *buf, size_t size);
 void policy_config_done(PolicyConfig *config);
 
 
