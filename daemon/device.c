@@ -1168,6 +1168,18 @@ static char *modprobe_blocks(const char *text, const char *file, const char *ele
                 char cmd[32], m[128], prog[256];
                 int n = sscanf(line, " %31s %127s %255s", cmd, m, prog);
                 char *r = NULL;
+                /* modprobe looks up install commands under the name asked for too (libkmod
+                 * kmod_module_new_from_lookup(): config aliases, modules.dep, symbols, then
+                 * install/remove commands, then modules.alias): "install bfq-iosched /bin/false"
+                 * catches the kernel's request before the alias to bfq is looked at */
+                if (n == 3 && streq(cmd, "install") && module_name_eq(m, request) && !module_name_eq(module, request)) {
+                        const char *base = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+                        if (streq(base, "false") || streq(base, "true")) {
+                                if (asprintf(&r, "install %s %s in %s (the name the kernel asks for)", m, prog, file) < 0)
+                                        r = NULL;
+                                return r;
+                        }
+                }
                 if (n >= 2 && module_name_eq(m, module)) {
                         const char *base = n == 3 ? (strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog) : "";
                         if (streq(cmd, "blacklist") && by_alias) {
@@ -1186,20 +1198,91 @@ static char *modprobe_blocks(const char *text, const char *file, const char *ele
         return NULL;
 }
 
-/* Loadable elevators whose module modprobe.d (etc/modprobe.d, run/modprobe.d) keeps from loading move to blocked. */
+/*
+ * Why the kernel command line keeps module (the module of elevator, whose request is
+ * "<elevator>-iosched") from loading, or NULL: "module_blacklist=a,b" makes the kernel refuse
+ * to load those modules whatever asks (kernel/module/main.c blacklisted(), strcmp() against
+ * the module's name, '-' written as '_' as KBUILD_MODNAME has it); "modprobe.blacklist=a,b"
+ * is modprobe's "blacklist" from the command line (libkmod kmod_config_parse_kcmdline()),
+ * which like the modprobe.d keyword only ignores a module's aliases.
+ */
+static char *cmdline_blocks(const char *cmdline, const char *elevator, const char *module) {
+        char request[160];
+        snprintf(request, sizeof(request), "%s-iosched", elevator);
+        bool by_alias = !module_name_eq(module, request);
+
+        for (const char *p = cmdline; p && *p; ) {
+                p += strspn(p, " \t\n");
+                size_t l = strcspn(p, " \t\n");
+                const char *list = NULL;
+                bool kernel = false;
+                if (l > 17 && strncmp(p, "module_blacklist=", 17) == 0) {
+                        list = p + 17;
+                        kernel = true;
+                } else if (l > 19 && strncmp(p, "modprobe.blacklist=", 19) == 0)
+                        list = p + 19;
+                for (const char *t = list; t && t < p + l; ) {
+                        size_t tl = strcspn(t, ", \t\n");
+                        char name[128];
+                        if (tl > 0 && tl < sizeof(name)) {
+                                memcpy(name, t, tl);
+                                name[tl] = 0;
+                                bool hit = false;
+                                if (kernel) {
+                                        /* the module's own name: '-' in its file name is '_' in the kernel */
+                                        char own[128];
+                                        snprintf(own, sizeof(own), "%s", module);
+                                        for (char *c = own; *c; c++)
+                                                if (*c == '-')
+                                                        *c = '_';
+                                        hit = streq(name, own);
+                                } else
+                                        hit = by_alias && module_name_eq(name, module);
+                                if (hit) {
+                                        char *r = NULL;
+                                        if (asprintf(&r, kernel ? "module_blacklist=%s on the kernel command line (the kernel refuses to load %s)" :
+                                                                  "modprobe.blacklist=%s on the kernel command line (the kernel asks for the alias %s)",
+                                                     name, kernel ? name : request) < 0)
+                                                r = NULL;
+                                        return r;
+                                }
+                        }
+                        t += tl + (t[tl] == ',');
+                        if (tl == 0)
+                                break;
+                }
+                p += l;
+        }
+        return NULL;
+}
+
+/*
+ * Loadable elevators whose module modprobe's configuration keeps from loading move to blocked:
+ * the kernel command line (proc/cmdline), then the .conf files of etc/modprobe.d,
+ * run/modprobe.d, lib/modprobe.d and usr/lib/modprobe.d (kmod's directories, highest priority
+ * first; /usr/local/lib/modprobe.d is not read; a file name seen in an earlier directory hides
+ * the same name in a later one, as kmod's conf_files_list() does, and on a merged /usr the
+ * two lib directories are one).
+ */
 static int apply_modprobe_d(HostFs *h, GatherCache *c, char * const *pairs) {
         static const struct {
                 HostFsKind kind;
                 const char *dir, *label;
         } dirs[] = {
-                { HOSTFS_MODPROBE_D, ".",          "/etc/modprobe.d/" },
-                { HOSTFS_RUN,        "modprobe.d", "/run/modprobe.d/" },
+                { HOSTFS_MODPROBE_D, ".",                    "/etc/modprobe.d/" },
+                { HOSTFS_RUN,        "modprobe.d",           "/run/modprobe.d/" },
+                { HOSTFS_LIB,        "modprobe.d",           "/lib/modprobe.d/" },
+                { HOSTFS_USR_LIB,    "modprobe.d",           "/usr/lib/modprobe.d/" },
         };
+        _cleanup_free_ char *cmdline = NULL;
+        if (c->elevators_loadable && hostfs_read(h, HOSTFS_PROCFS, "cmdline", &cmdline) == -ENOMEM)
+                return -ENOMEM;
         char **keep = NULL;
 
         STRV_FOREACH(e, c->elevators_loadable) {
                 const char *module = pair_module(pairs, *e);
-                _cleanup_free_ char *why = NULL;
+                _cleanup_free_ char *why = module && cmdline ? cmdline_blocks(cmdline, *e, module) : NULL;
+                _cleanup_strv_free_ char **seen = NULL;
                 for (size_t d = 0; d < ELEMENTSOF(dirs) && module && !why; d++) {
                         _cleanup_strv_free_ char **names = NULL;
                         if (hostfs_list(h, dirs[d].kind, dirs[d].dir, &names) < 0)
@@ -1208,6 +1291,12 @@ static int apply_modprobe_d(HostFs *h, GatherCache *c, char * const *pairs) {
                                 size_t l = strlen(*n);
                                 if (l < 6 || !streq(*n + l - 5, ".conf"))
                                         continue;
+                                if (strv_contains(seen, *n))
+                                        continue;       /* hidden by the file of that name in an earlier directory */
+                                if (strv_extend(&seen, *n) < 0) {
+                                        strv_free(keep);
+                                        return -ENOMEM;
+                                }
                                 char path[PATH_MAX], file[PATH_MAX];
                                 _cleanup_free_ char *text = NULL;
                                 snprintf(path, sizeof(path), "%s/%s", dirs[d].dir, *n);
