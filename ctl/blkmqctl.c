@@ -283,6 +283,28 @@ static void normalize_disk(char *disk) {
                         *c = '!';
 }
 
+/*
+ * Why blkmqd does not list disk: its line of the daemon's not_listed file ("<name>: <reason>",
+ * daemon/pipeline.c). Returns 1 with *ret the reason, 0 when the file has no line for disk,
+ * -ENOENT when this blkmqd has no such file (older than the file), -ENOMEM.
+ */
+static int not_listed_reason(const char *disk, char **ret) {
+        char *p = path_join("not_listed", NULL), *text = NULL;
+        int r = p ? read_text(p, &text) : -ENOMEM;
+        free(p);
+        if (r < 0)
+                return r == -ENOMEM ? r : -ENOENT;
+        size_t len = strlen(disk);
+        r = 0;
+        for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && r == 0; l = strtok_r(NULL, "\n", &save))
+                if (strncmp(l, disk, len) == 0 && strncmp(l + len, ": ", 2) == 0) {
+                        *ret = strdup(l + len + 2);
+                        r = *ret ? 1 : -ENOMEM;
+                }
+        free(text);
+        return r;
+}
+
 static int check_disk(char *disk) {
         normalize_disk(disk);
         if (!*disk || strcmp(disk, ".") == 0 || strcmp(disk, "..") == 0) {
@@ -293,16 +315,24 @@ static int check_disk(char *disk) {
         struct stat st;
         int r = p && stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
         free(p);
-        if (r < 0) {
-                /* why a disk the kernel has is missing is known to the daemon only (its debug log):
-                 * say which disks it leaves out (daemon/pipeline.c manager_device_event()) */
+        if (r == 0)
+                return 0;
+        /* why a block device the kernel has is not listed is the daemon's to say: its
+         * not_listed file has one line per block device it saw and does not list */
+        char *reason = NULL;
+        r = not_listed_reason(disk, &reason);
+        if (r > 0)
+                err("blkmqd does not list %s: %s", disk, reason);
+        else if (r == 0)
+                err("No such disk \"%s\": blkmqd saw no block device of that name (%s/not_listed names every one it saw "
+                    "and does not list; see blkmqctl status for the disks it lists)", disk, arg_mountpoint);
+        else
                 err("No such disk \"%s\" under %s/devices (see blkmqctl status). blkmqd lists whole disks with a "
                     "medium that match its --devices/Devices= globs: a disk of size 0 (an unused zram, a drive "
                     "without medium), a partition or a disk outside the globs is not listed (its debug log names "
                     "a disk without medium)", disk, arg_mountpoint);
-                return -EXIT_FAILED;
-        }
-        return 0;
+        free(reason);
+        return -EXIT_FAILED;
 }
 
 /* ---- JSON output ---- */
@@ -495,24 +525,43 @@ static int row_fill(Row *row, const char *disk) {
 }
 
 static int cmd_status(int argc, char **argv) {
-        (void) argv;
         char **disks = NULL;
         size_t n = 0;
-        int r;
+        int r, missing = 0;
 
-        if (argc > 1) {
-                err("status takes no arguments");
-                return EXIT_USAGE;
-        }
         r = check_running();
         if (r < 0)
                 return -r;
-        char *p = path_join("devices", NULL);
-        r = p ? list_dir(p, &disks, &n) : -ENOMEM;
-        free(p);
-        if (r < 0) {
-                err("Failed to list %s/devices: %s", arg_mountpoint, strerror(-r));
-                return EXIT_FAILED;
+        if (argc > 1) {
+                /* status DISK...: those disks' rows; one not listed says why (check_disk()) */
+                disks = calloc(argc - 1, sizeof(char *));
+                if (!disks)
+                        return EXIT_FAILED;
+                for (int i = 1; i < argc; i++) {
+                        r = check_disk(argv[i]);
+                        if (r == -EXIT_USAGE) {
+                                FREE_STRV(disks, n);
+                                return EXIT_USAGE;
+                        }
+                        if (r < 0)
+                                missing++;
+                        else if (!(disks[n++] = strdup(argv[i]))) {
+                                FREE_STRV(disks, n);
+                                return EXIT_FAILED;
+                        }
+                }
+                if (n == 0) {
+                        FREE_STRV(disks, n);
+                        return EXIT_FAILED;
+                }
+        } else {
+                char *p = path_join("devices", NULL);
+                r = p ? list_dir(p, &disks, &n) : -ENOMEM;
+                free(p);
+                if (r < 0) {
+                        err("Failed to list %s/devices: %s", arg_mountpoint, strerror(-r));
+                        return EXIT_FAILED;
+                }
         }
 
         Row *rows = calloc(n ? n : 1, sizeof(Row));
@@ -602,7 +651,7 @@ static int cmd_status(int argc, char **argv) {
         free(rows);
         free(mode);
         FREE_STRV(disks, n);
-        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILED;
+        return fflush(stdout) == 0 && missing == 0 ? EXIT_OK : EXIT_FAILED;
 }
 
 /* ---- explain ---- */
@@ -1328,8 +1377,8 @@ static void help(void) {
         printf("blkmqctl %s - query and steer blkmqd through its FUSE tree\n\n"
                "Usage: blkmqctl [OPTIONS] COMMAND [ARGS]\n\n"
                "Commands:\n"
-               "  status                  the mode, then one line per disk: class, hctx, elevator, state, remote %%\n"
-               "  explain DISK            why blkmqd decided what it did for DISK\n"
+               "  status [DISK...]        the mode, then one line per disk: class, hctx, elevator, state, remote %%\n"
+               "  explain DISK            why blkmqd decided what it did for DISK (or why it does not list DISK)\n"
                "  watch DISK              per-hctx rates, refreshed every second (q to quit)\n"
                "  set DISK KNOB VALUE     override a policy knob (writes devices/DISK/policy/KNOB)\n"
                "  reset DISK [KNOB]       give KNOB (or every knob) back to the policy (\"auto\")\n"

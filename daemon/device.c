@@ -1857,6 +1857,29 @@ int device_list_disks(HostFs *h, char ***ret) {
         return 0;
 }
 
+int device_list_partitions(HostFs *h, const char *name, char ***ret) {
+        _cleanup_strv_free_ char **entries = NULL, **parts = calloc(1, sizeof(char *));
+        char path[PATH_MAX];
+        struct stat st;
+
+        if (!parts)
+                return -ENOMEM;
+        snprintf(path, sizeof(path), "block/%s", name);
+        int r = hostfs_list(h, HOSTFS_SYSFS, path, &entries);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(e, entries) {
+                /* a partition is named after its disk ("sda1", "nvme0n1p1", "mmcblk0p1") */
+                if (!startswith(*e, name))
+                        continue;
+                snprintf(path, sizeof(path), "block/%s/%s/partition", name, *e);
+                if (hostfs_stat(h, HOSTFS_SYSFS, path, &st) >= 0 && S_ISREG(st.st_mode) && strv_extend(&parts, *e) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(parts);
+        return 0;
+}
+
 int device_list_lower(HostFs *h, const char *name, char ***ret) {
         char path[PATH_MAX];
         struct stat st;

@@ -190,3 +190,11 @@ int device_list_disks(HostFs *h, char ***ret);
  * e.g. already removed), -errno.
  */
 int device_list_lower(HostFs *h, const char *name, char ***ret);
+
+/*
+ * The partitions of disk name: the entries of sysfs block/<name>/ that have a "partition"
+ * attribute (block/partitions/core.c add_partition() makes each partition a child device
+ * of its disk, with that attribute). Returns 0 with a strv (possibly empty), -ENOENT (no such
+ * disk), -errno.
+ */
+int device_list_partitions(HostFs *h, const char *name, char ***ret);

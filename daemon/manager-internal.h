@@ -118,6 +118,14 @@ const char *manager_restore_counts_tail(const RestoreCounts *c, char *buf, size_
 
 /* (manager_device_event() is public: manager.h.) */
 
+/* Coldplug found disk name not initialized by udev yet (its add event follows, after udev's
+ * rules ran): not listed until then, and not_listed says so. */
+void manager_device_uninitialized(Manager *m, const char *name);
+
+/* A partition uevent: name is the disk whose partitions changed (added, changed), or the
+ * partition removed (removed). Only not_listed follows it. */
+void manager_partition_event(Manager *m, const char *name, bool removed);
+
 /* Evaluate d with the facts it has, log decisions (all when log_decisions, else only new
  * ones), apply the plan and update d's FUSE files. Failures are logged. */
 void manager_evaluate(Manager *m, Device *d, bool log_decisions);

@@ -212,7 +212,12 @@ void manager_update_status(Manager *m) {
 }
 
 static void on_device_event(void *userdata, DeviceAction action, const char *sysname) {
-        manager_device_event(userdata, sysname, action == DEVICE_ACTION_REMOVE);
+        if (action == DEVICE_ACTION_UNINITIALIZED)
+                manager_device_uninitialized(userdata, sysname);
+        else if (action == DEVICE_ACTION_PARTITIONS || action == DEVICE_ACTION_PARTITION_REMOVE)
+                manager_partition_event(userdata, sysname, action == DEVICE_ACTION_PARTITION_REMOVE);
+        else
+                manager_device_event(userdata, sysname, action == DEVICE_ACTION_REMOVE);
 }
 
 int manager_reload(Manager *m) {

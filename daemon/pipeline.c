@@ -7,9 +7,11 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "macro.h"
@@ -30,6 +32,63 @@ static bool manager_matches(const Manager *m, const char *name) {
                 if (fnmatch(*g, name, 0) == 0 || (bang && fnmatch(*g, kernel, 0) == 0))
                         return true;
         return false;
+}
+
+/* ---- block devices blkmqd does not list (the not_listed file) ------------------------------ */
+
+/* Keep the not_listed file in step after its entries changed (changed > 0). */
+static void unlisted_changed(Manager *m, int changed) {
+        if (changed > 0 && m->fuse)
+                fuse_fs_not_listed_updated(m->fuse);
+}
+
+/* name is a block device blkmqd does not list, for the reason fmt says (one line). */
+_printf_(4, 5)
+static void manager_set_unlisted(Manager *m, const char *name, const char *parent, const char *fmt, ...) {
+        _cleanup_free_ char *reason = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&reason, fmt, ap);
+        va_end(ap);
+        if (r < 0 || (r = registry_set_unlisted(&m->registry, name, parent, reason)) < 0) {
+                log_device_debug(name, "No memory for the reason it is not listed, ignoring");
+                return;
+        }
+        unlisted_changed(m, r);         /* no log line: the file says it (and the pipeline logs what it must) */
+}
+
+/*
+ * The partitions of disk name as the not_listed file shows them: one line each while the disk
+ * is there (listed or not), none once it is gone (gone: the disk was removed). Called at every
+ * event of the disk and at a partition's add or change uevent (manager_partition_event()).
+ */
+static void manager_sync_partitions(Manager *m, const char *name, bool gone) {
+        _cleanup_strv_free_ char **parts = NULL;
+        size_t changed = 0;
+        if (!gone && device_list_partitions(m->hostfs, name, &parts) < 0)
+                parts = NULL;
+        changed += registry_forget_partitions(&m->registry, name, parts);
+        STRV_FOREACH(p, parts) {
+                _cleanup_free_ char *reason = NULL;
+                if (asprintf(&reason, "a partition of %s: blkmqd tunes whole disks (the request queue, elevator and hctx are "
+                             "%s's: blkmqctl explain %s)", name, name, name) < 0)
+                        continue;
+                if (registry_get(&m->registry, *p))
+                        continue;       /* listed in its own right (never made so by the kernel, but a fixture may) */
+                int r = registry_set_unlisted(&m->registry, *p, name, reason);
+                changed += r > 0;
+        }
+        unlisted_changed(m, changed > 0);
+}
+
+/* The globs name does not match, for its not_listed line: "--devices loop3,loop4" or "Devices= sd*". */
+static char *globs_description(const Manager *m) {
+        char * const *globs = m->cli_globs ?: m->config.devices;
+        _cleanup_free_ char *joined = strv_join(globs, ",");
+        char *s = NULL;
+        if (!joined || asprintf(&s, "%s %s", m->cli_globs ? "--devices" : "Devices=", joined) < 0)
+                return NULL;
+        return s;
 }
 
 void manager_remove_device(Manager *m, const char *name) {
@@ -237,13 +296,35 @@ static void device_event_one(Manager *m, const char *name, bool removed) {
         Device *d;
         int r;
 
-        if (!manager_matches(m, name))
+        if (removed) {
+                /* gone: neither it nor its partitions are block devices any more */
+                unlisted_changed(m, registry_forget_unlisted(&m->registry, name));
+                if (disk_name_is_valid(name))
+                        manager_sync_partitions(m, name, true);
+        }
+        if (!manager_matches(m, name)) {
+                if (removed && registry_get(&m->registry, name)) {
+                        /* listed before a reload's Devices= left it out: its removal still ends it */
+                        manager_remove_device(m, name);
+                        goto finish;
+                }
+                if (!removed) {
+                        _cleanup_free_ char *globs = globs_description(m);
+                        manager_set_unlisted(m, name, NULL, "not matched by %s: blkmqd lists only the disks its globs name",
+                                             strna(globs));
+                        if (disk_name_is_valid(name))
+                                manager_sync_partitions(m, name, false);
+                }
                 return;
+        }
         if (!disk_name_is_valid(name)) {
                 /* never silently: a disk the kernel has and blkmqd does not show needs a why */
-                if (!removed)
+                if (!removed) {
                         log_warning_errno(EINVAL, "Disk \"%s\" not managed: its name is no usable file name (empty, \".\", "
                                           "\"..\", longer than 31 bytes or containing \"/\"), ignoring", name);
+                        manager_set_unlisted(m, name, NULL, "its name is no usable file name (empty, \".\", \"..\", longer than "
+                                             "31 bytes or containing \"/\")");
+                }
                 return;
         }
 
@@ -264,15 +345,32 @@ static void device_event_one(Manager *m, const char *name, bool removed) {
 
         r = device_gather_cached(m->hostfs, name, m->batch ?: &single, &facts);
         if (r == -ENOENT || r == -ENOMEDIUM || r == -EINVAL) {
-                if (r == -ENOMEDIUM)
+                char path[300];
+                struct stat st;
+                snprintf(path, sizeof(path), "block/%s", name);
+                bool there = hostfs_stat(m->hostfs, HOSTFS_SYSFS, path, &st) >= 0;
+                if (r == -ENOMEDIUM) {
                         log_device_debug(name, "No medium (size 0), not listed");
+                        manager_set_unlisted(m, name, NULL, "no medium (size 0): an unused loop or zram device, a drive "
+                                             "without a medium; listed once it has one (its change uevent)");
+                } else if (there)
+                        manager_set_unlisted(m, name, NULL, "its sysfs entry block/%s has no readable device number (dev) or "
+                                             "size: nothing blkmqd can gather; gathered again at its next uevent", name);
+                else    /* gone while read: its remove uevent follows */
+                        unlisted_changed(m, registry_forget_unlisted(&m->registry, name));
+                manager_sync_partitions(m, name, !there);
                 manager_remove_device(m, name);
                 goto finish;
         }
         if (r < 0) {
                 log_device_warning_errno(name, r, "Failed to gather facts, ignoring: %m");
+                if (!registry_get(&m->registry, name))  /* a listed disk stays, with the facts it had */
+                        manager_set_unlisted(m, name, NULL, "its facts could not be read (%s): gathered again at its next "
+                                             "uevent", strerror(-r));
                 return;
         }
+        unlisted_changed(m, registry_forget_unlisted(&m->registry, name));
+        manager_sync_partitions(m, name, false);
 
         /* Same name, another disk (a loop device re-bound to another file, or removed and
          * added again while its events were debounced: a new sysfs directory): start afresh. */
@@ -345,6 +443,28 @@ static char **stacked_on(Manager *m, const char *name, bool read_slaves) {
                             strv_extend(&out, *l) < 0)
                                 return NULL;
         return TAKE_PTR(out);
+}
+
+void manager_partition_event(Manager *m, const char *name, bool removed) {
+        if (removed) {
+                const Unlisted *u = registry_get_unlisted(&m->registry, name);
+                if (u && u->parent)
+                        unlisted_changed(m, registry_forget_unlisted(&m->registry, name));
+                return;
+        }
+        if (disk_name_is_valid(name))
+                manager_sync_partitions(m, name, false);
+}
+
+void manager_device_uninitialized(Manager *m, const char *name) {
+        if (!manager_matches(m, name)) {
+                device_event_one(m, name, false);       /* its not_listed line says so */
+                return;
+        }
+        if (registry_get(&m->registry, name))
+                return;
+        manager_set_unlisted(m, name, NULL, "not initialized by udev yet: listed at its add event, after udev's rules "
+                             "ran (a udev rule may still be setting its queue attributes)");
 }
 
 void manager_device_event(Manager *m, const char *name, bool removed) {
@@ -521,6 +641,11 @@ void manager_reevaluate_all(Manager *m) {
         _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree, .machine = &m->machine };
         for (size_t i = 0; i < m->registry.n_devices; i++)
                 if (strv_extend(&names, m->registry.devices[i]->name) < 0)
+                        return;
+        /* and the disks not listed: a reload's Devices= may name them now (or name them
+         * otherwise: their not_listed line follows); partitions follow their disk */
+        for (size_t i = 0; i < m->registry.n_unlisted; i++)
+                if (!m->registry.unlisted[i].parent && strv_extend(&names, m->registry.unlisted[i].name) < 0)
                         return;
         m->batch = &batch;
         STRV_FOREACH(n, names)

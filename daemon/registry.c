@@ -133,10 +133,110 @@ int registry_remove(Registry *reg, const char *name) {
         return 0;
 }
 
+static void unlisted_done(Unlisted *u) {
+        free(u->name);
+        free(u->parent);
+        free(u->reason);
+}
+
+/* Index of name in reg->unlisted, or the insertion point encoded as -(pos+1). */
+static ssize_t unlisted_find(const Registry *reg, const char *name) {
+        size_t lo = 0, hi = reg->n_unlisted;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = strverscmp(reg->unlisted[mid].name, name);
+                if (c == 0)
+                        return mid;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return -(ssize_t) lo - 1;
+}
+
+const Unlisted *registry_get_unlisted(const Registry *reg, const char *name) {
+        ssize_t i = unlisted_find(reg, name);
+        return i >= 0 ? &reg->unlisted[i] : NULL;
+}
+
+/* s with every control character (a newline would split the file's line) replaced by '?'. */
+static char *one_line(const char *s) {
+        char *c = strdup(s);
+        for (char *p = c; p && *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        *p = '?';
+        return c;
+}
+
+int registry_set_unlisted(Registry *reg, const char *name, const char *parent, const char *reason) {
+        ssize_t i = unlisted_find(reg, name);
+        _cleanup_free_ char *r = one_line(reason), *p = parent ? strdup(parent) : NULL;
+        if (!r || (parent && !p))
+                return -ENOMEM;
+        if (i >= 0) {
+                Unlisted *u = &reg->unlisted[i];
+                if (streq(u->reason, r) && streq_ptr(u->parent, p))
+                        return 0;
+                free(u->reason);
+                u->reason = TAKE_PTR(r);
+                free(u->parent);
+                u->parent = TAKE_PTR(p);
+                return 1;
+        }
+        size_t pos = -(i + 1);
+        _cleanup_free_ char *n = one_line(name);
+        if (!n)
+                return -ENOMEM;
+        Unlisted *a = realloc(reg->unlisted, (reg->n_unlisted + 1) * sizeof(Unlisted));
+        if (!a)
+                return -ENOMEM;
+        reg->unlisted = a;
+        memmove(a + pos + 1, a + pos, (reg->n_unlisted - pos) * sizeof(Unlisted));
+        a[pos] = (Unlisted) { .name = TAKE_PTR(n), .parent = TAKE_PTR(p), .reason = TAKE_PTR(r) };
+        reg->n_unlisted++;
+        return 1;
+}
+
+static void unlisted_remove_at(Registry *reg, size_t i) {
+        unlisted_done(&reg->unlisted[i]);
+        memmove(reg->unlisted + i, reg->unlisted + i + 1, (reg->n_unlisted - i - 1) * sizeof(Unlisted));
+        reg->n_unlisted--;
+}
+
+int registry_forget_unlisted(Registry *reg, const char *name) {
+        ssize_t i = unlisted_find(reg, name);
+        if (i < 0)
+                return 0;
+        unlisted_remove_at(reg, i);
+        return 1;
+}
+
+size_t registry_forget_partitions(Registry *reg, const char *parent, char * const *keep) {
+        size_t n = 0;
+        if (!parent)
+                return 0;
+        for (size_t i = 0; i < reg->n_unlisted;) {
+                const Unlisted *u = &reg->unlisted[i];
+                bool kept = false;
+                for (char * const *k = keep; k && *k && !kept; k++)
+                        kept = streq(*k, u->name);
+                if (streq_ptr(u->parent, parent) && !kept) {
+                        unlisted_remove_at(reg, i);
+                        n++;
+                } else
+                        i++;
+        }
+        return n;
+}
+
 void registry_done(Registry *reg) {
         for (size_t i = 0; i < reg->n_devices; i++)
                 device_free(reg->devices[i]);
         free(reg->devices);
+        for (size_t i = 0; i < reg->n_unlisted; i++)
+                unlisted_done(&reg->unlisted[i]);
+        free(reg->unlisted);
         *reg = (Registry) {};
 }
 

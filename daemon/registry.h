@@ -168,9 +168,22 @@ typedef struct Device {
         ApplyRun run;
 } Device;
 
+/*
+ * A block device blkmqd saw and does not list under devices/ (not matched by --devices/Devices=,
+ * no medium, a partition, ...), with the one reason the not_listed file shows for it
+ * (daemon/pipeline.c sets and forgets them; fuse-fs renders them).
+ */
+typedef struct Unlisted {
+        char *name;             /* sysfs's name: "sdc", "cciss!c0d1", "sda1" */
+        char *parent;           /* a partition's disk, whose events keep its line; NULL for a disk */
+        char *reason;           /* one line, no newline */
+} Unlisted;
+
 typedef struct Registry {
         Device **devices;       /* sorted by name (strverscmp) */
         size_t n_devices;
+        Unlisted *unlisted;     /* sorted by name (strverscmp); never a name of devices[] */
+        size_t n_unlisted;
 } Registry;
 
 /* Find a device by disk name; NULL if absent. */
@@ -186,6 +199,23 @@ int registry_add(Registry *reg, const char *name, Device **ret);
 int registry_remove(Registry *reg, const char *name);
 
 void registry_done(Registry *reg);
+
+/*
+ * name is not listed, for reason (one line; a newline or other control character becomes '?').
+ * parent: a partition's disk, else NULL. Returns 1 when the entry is new or changed, 0 when it
+ * was already so, -ENOMEM (nothing changed).
+ */
+int registry_set_unlisted(Registry *reg, const char *name, const char *parent, const char *reason);
+
+/* Forget name's entry. Returns 1 when there was one, else 0. */
+int registry_forget_unlisted(Registry *reg, const char *name);
+
+/* Forget the entries of parent's partitions whose name is not in keep (a strv, NULL: forget
+ * them all). Returns the number forgotten. */
+size_t registry_forget_partitions(Registry *reg, const char *parent, char * const *keep);
+
+/* name's entry, or NULL. */
+const Unlisted *registry_get_unlisted(const Registry *reg, const char *name);
 
 /* Number of devices of each class; counts has _DISK_CLASS_MAX entries. */
 void registry_count_classes(const Registry *reg, size_t counts[]);

@@ -48,6 +48,28 @@ static bool is_disk(struct udev_device *d) {
         return devtype && streq(devtype, "disk");
 }
 
+static bool is_partition(struct udev_device *d) {
+        const char *devtype = udev_device_get_devtype(d);
+        return devtype && streq(devtype, "partition");
+}
+
+/*
+ * A partition's uevent: blkmqd lists whole disks only, and says so for each partition (the
+ * not_listed file). An add or change names the disk, whose partitions are looked at again; a
+ * removal names the partition (its disk may be gone already).
+ */
+static void on_partition(UdevMonitor *m, struct udev_device *d, const char *action, const char *name) {
+        if (streq(action, "remove")) {
+                m->cb(m->userdata, DEVICE_ACTION_PARTITION_REMOVE, name);
+                return;
+        }
+        struct udev_device *disk = udev_device_get_parent_with_subsystem_devtype(d, "block", "disk");
+        char buf[256];
+        const char *disk_name_ = disk ? disk_name(disk, buf, sizeof(buf)) : NULL;
+        if (disk_name_)
+                m->cb(m->userdata, DEVICE_ACTION_PARTITIONS, disk_name_);
+}
+
 static int arm_timer(UdevMonitor *m);
 
 static uint64_t now_usec(void) {
@@ -118,7 +140,8 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
                                 act(m, a, name);
                         else if (r < 0)
                                 m->cb(m->userdata, a, name);    /* ENOMEM: at once, nothing merged */
-                }
+                } else if (action && name && is_partition(d))
+                        on_partition(m, d, action, name);
                 udev_device_unref(d);
         }
         r = arm_timer(m);
@@ -146,6 +169,8 @@ int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb
                 return negative_errno();
         (void) udev_monitor_set_receive_buffer_size(m->monitor, MONITOR_RCVBUF);
         r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "block", "disk");
+        if (r >= 0)     /* for the not_listed file only */
+                r = udev_monitor_filter_add_match_subsystem_devtype(m->monitor, "block", "partition");
         if (r >= 0)
                 r = udev_monitor_enable_receiving(m->monitor);
         if (r >= 0)
@@ -195,9 +220,10 @@ int udev_monitor_coldplug(UdevMonitor *m) {
                  * writing queue attributes, e.g. a udev rule setting the scheduler) comes
                  * with udev's "add" event, after the rules ran; taking it now would evaluate
                  * it before them and fight the rule afterwards (issue 12). */
-                if (name && is_disk(d) && m->udev_source && udev_device_get_is_initialized(d) <= 0)
+                if (name && is_disk(d) && m->udev_source && udev_device_get_is_initialized(d) <= 0) {
                         log_device_info(name, "Not initialized by udev yet, waiting for its add event");
-                else if (name && is_disk(d)) {
+                        m->cb(m->userdata, DEVICE_ACTION_UNINITIALIZED, name);
+                } else if (name && is_disk(d)) {
                         m->cb(m->userdata, DEVICE_ACTION_ADD, name);
                         n++;
                 }

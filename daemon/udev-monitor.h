@@ -21,6 +21,9 @@ typedef enum DeviceAction {
         DEVICE_ACTION_ADD,      /* also coldplug */
         DEVICE_ACTION_CHANGE,
         DEVICE_ACTION_REMOVE,
+        DEVICE_ACTION_UNINITIALIZED,    /* coldplug: a disk udev has not initialized yet (its add event follows) */
+        DEVICE_ACTION_PARTITIONS,       /* a partition of this disk was added or changed (not debounced) */
+        DEVICE_ACTION_PARTITION_REMOVE, /* this partition was removed (sysname is the partition's) */
 } DeviceAction;
 
 /* Called for each whole-disk event. sysname: the name sysfs shows, "sda", "cciss!c0d0" (libudev's

@@ -34,6 +34,18 @@ int render_applied(const Applied *a, char **ret) {
         return r < 0 ? -ENOMEM : 0;
 }
 
+/* /not_listed: "<name>: <reason>" per block device blkmqd saw and does not list, sorted by
+ * name (Registry.unlisted); empty when it lists every one. */
+int render_not_listed(const FuseFsContext *ctx, char **ret) {
+        _cleanup_(memstream_done) MemStream m = {};
+        FILE *f = memstream_open(&m);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < ctx->registry->n_unlisted; i++)
+                fprintf(f, "%s: %s\n", ctx->registry->unlisted[i].name, ctx->registry->unlisted[i].reason);
+        return memstream_close(&m, ret);
+}
+
 static int render_plan(const Device *d, Knob k, char **ret) {
         const char *v = plan_get(&d->plan, k);
         /* "keep": the policy has no wish for this disk; blkmqd will not write the knob. */

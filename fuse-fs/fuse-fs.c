@@ -39,7 +39,7 @@ struct FuseFs {
         void *nodes;            /* tsearch tree of Node*, keyed by ino */
         void *device_nodes;     /* tsearch tree of the devices/<disk> Node*, keyed by name */
         uint64_t next_ino;
-        Node *root, *devices, *modules, *hosts, *nics;
+        Node *root, *devices, *modules, *hosts, *nics, *not_listed;
         bool created_mountpoint;        /* blkmqd made the directory: remove it at stop */
         struct timespec start;
         /* Kernel cache invalidations, sent by a helper thread: the kernel's reverse
@@ -1121,7 +1121,8 @@ static int build_static(FuseFs *fs) {
         fs->nics = node_new(fs, fs->root, NODE_NICS, FUSE_FS_NICS, NULL, 0, 0);
         if (!fs->devices || !fs->modules || !fs->hosts || !fs->nics ||
             !node_new(fs, fs->root, NODE_METRICS, FUSE_FS_METRICS, NULL, 0, 0) ||
-            !node_new(fs, fs->root, NODE_BLOCK_SOFTIRQS, FUSE_FS_BLOCK_SOFTIRQS, NULL, 0, 0))
+            !node_new(fs, fs->root, NODE_BLOCK_SOFTIRQS, FUSE_FS_BLOCK_SOFTIRQS, NULL, 0, 0) ||
+            !(fs->not_listed = node_new(fs, fs->root, NODE_NOT_LISTED, FUSE_FS_NOT_LISTED, NULL, 0, 0)))
                 return -ENOMEM;
         Node *prom = node_new(fs, fs->root, NODE_PROM_DIR, FUSE_FS_PROM_DIR, NULL, 0, 0);
         if (!prom || !node_new(fs, prom, NODE_PROM_FILE, FUSE_FS_PROM_FILE, NULL, 0, 0))
@@ -1691,6 +1692,11 @@ static int sync_disk_named_children(FuseFs *fs, Node *dir, NodeType type, disk_c
                         return r;
         }
         return 0;
+}
+
+void fuse_fs_not_listed_updated(FuseFs *fs) {
+        if (fs && fs->mounted)
+                check_cached(fs, fs->not_listed);
 }
 
 int fuse_fs_hosts_updated(FuseFs *fs) {

@@ -178,6 +178,13 @@ void fuse_fs_device_removed(FuseFs *fs, const char *name);
  */
 void fuse_fs_invalidate_disk(FuseFs *fs, const char *name);
 
+/*
+ * The registry's block devices not listed (Registry.unlisted) changed: not_listed, served from
+ * the kernel's page cache, is invalidated when the kernel holds other content or size than it
+ * shows now. fs NULL or not mounted: nothing to do.
+ */
+void fuse_fs_not_listed_updated(FuseFs *fs);
+
 /* Keep hosts/ in step with the registry (call after devices change). Returns 0 or -ENOMEM. */
 int fuse_fs_hosts_updated(FuseFs *fs);
 

@@ -36,6 +36,7 @@
 #define FUSE_FS_NICS      "nics"
 #define FUSE_FS_ALIGNMENT "alignment"
 #define FUSE_FS_NIC_DISKS "disks"
+#define FUSE_FS_NOT_LISTED "not_listed"
 
 typedef enum NodeType {
         NODE_ROOT,
@@ -47,6 +48,7 @@ typedef enum NodeType {
         NODE_BLOCK_SOFTIRQS,    /* /block_softirqs: BLOCK softirqs per CPU (/proc/softirqs) */
         NODE_PROM_DIR,          /* /prometheus/ (point node_exporter's textfile collector here) */
         NODE_PROM_FILE,         /* /prometheus/blkmqd.prom, the same content as /metrics */
+        NODE_NOT_LISTED,        /* /not_listed: "<name>: <reason>" per block device seen and not under devices/ */
         NODE_HOSTS,             /* /hosts/ */
         NODE_HOST,              /* /hosts/<scsi_host>/ */
         NODE_HOST_ATTR,         /* /hosts/<scsi_host>/<attr>           arg = HostAttr */
@@ -220,6 +222,7 @@ static inline bool node_is_cacheable(const Node *n) {
         case NODE_CLASS: case NODE_EXPLAIN: case NODE_FACT: case NODE_PLAN_KNOB:
         case NODE_APPLIED_KNOB: case NODE_POLICY_KNOB: case NODE_MODULE_ATTR:
         case NODE_PLAN_IOSCHED: case NODE_APPLIED_IOSCHED: case NODE_POLICY_IOSCHED_TUNABLE:
+        case NODE_NOT_LISTED:
                 return true;
         case NODE_HCTX_ATTR: case NODE_HOST_ATTR:
                 return !node_is_live(n);

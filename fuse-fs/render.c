@@ -25,6 +25,8 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
         case NODE_COMPLETIONS:
         case NODE_STATS_SOURCE:
                 return render_stats(ctx, n, ret);
+        case NODE_NOT_LISTED:
+                return render_not_listed(ctx, ret);
         case NODE_HOST_ATTR:
                 return render_host(ctx, n, ret);
         case NODE_NETWORK_ATTR:

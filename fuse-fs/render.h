@@ -24,6 +24,7 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret);
 
 int render_control(const FuseFsContext *ctx, const Node *n, char **ret);   /* control.c: version */
 int render_device(const FuseFsContext *ctx, const Node *n, char **ret);    /* devices.c */
+int render_not_listed(const FuseFsContext *ctx, char **ret);               /* devices.c: /not_listed */
 int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret);      /* hctx.c */
 int render_module(const FuseFsContext *ctx, const Node *n, char **ret);    /* module-params.c */
 int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret);   /* iosched.c */

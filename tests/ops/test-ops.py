@@ -354,6 +354,7 @@ def test_ctl():
         try:
             try:
                 name = loops.attach("ops")
+                outside = loops.attach("ops-other")     # not in --devices: blkmqd says why it is not listed
             except RuntimeError as e:
                 skip("cannot attach a loop device: %s" % e)
             try:
@@ -361,7 +362,7 @@ def test_ctl():
             except RuntimeError as e:
                 raise SystemExit(str(e))
             try:
-                ctl_checks(mp, name, daemon.log)
+                ctl_checks(mp, name, daemon.log, outside)
             finally:
                 rc = daemon.stop(signal.SIGTERM)
                 check(rc == 0, "blkmqd exits 0 on SIGTERM (got %d)" % rc)
@@ -379,7 +380,7 @@ def test_ctl():
             print(daemon.tail(100000) if failures else "", end="")
 
 
-def ctl_checks(mp, disk, log):
+def ctl_checks(mp, disk, log, outside=None):
     check(wait_for_disk(mp, disk), "blkmqd lists %s" % disk)
 
     r = ctl(mp, "status")
@@ -445,8 +446,15 @@ def ctl_checks(mp, disk, log):
 
     r = ctl(mp, "explain", "nosuchdisk0")
     check(r.returncode == 2 and "No such disk" in r.stderr, "explain of an unknown disk: exit 2")
-    # a new user's "explain zram0" (size 0, not listed) said no why: the error names what is left out
-    check("size 0" in r.stderr and "--devices" in r.stderr, "explain of an unknown disk says which disks are not listed")
+    check("saw no block device of that name" in r.stderr and "not_listed" in r.stderr,
+          "explain of a name blkmqd never saw says so, and where the others are: %r" % r.stderr.strip())
+    # a new user's "explain zram0" (size 0, not listed) said no why: blkmqd's own reason now
+    if outside:
+        want = "blkmqctl: blkmqd does not list %s: not matched by --devices %s: " % (outside, disk)
+        for cmd in ("explain", "status"):
+            r = ctl(mp, cmd, outside)
+            check(r.returncode == 2 and r.stderr.startswith(want),
+                  "%s %s (outside --devices): exit 2 with blkmqd's reason (%d, %r)" % (cmd, outside, r.returncode, r.stderr.strip()))
     for args in (["explain"], ["frobnicate"], ["set", disk, "elevator"], ["--bogus", "status"], []):
         r = ctl(mp, *args)
         check(r.returncode == 1, "usage error %r: exit 1 (got %d)" % (args, r.returncode))
