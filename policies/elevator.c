@@ -209,6 +209,21 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
         if (!wanted)
                 return -ENOMEM;
 
+        /* queue/zoned unknown (unreadable, or a model this code does not know) on a kernel
+         * that may predate zone write plugging: a disk found under mq-deadline may be zoned and
+         * rely on it, so it is not taken away; nothing is switched to it either */
+        if (!strv_contains(cp->elevators, base) && streq(base, "mq-deadline") && f->unknown[FACT_ZONED] &&
+            kernel_release_at_least(f->kernel_release, 6, 10) != TRISTATE_YES) {
+                r = plan_set(plan, base);
+                if (r < 0)
+                        return r;
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, "elevator-zoned-unknown",
+                                    "class=%s elevator=%s wanted=%s zoned=unknown (%s) kernel=%s -> elevator=mq-deadline, %s: "
+                                    "a zoned disk needs it before zone write plugging (6.10, dd291d77cc90) and this one may be zoned",
+                                    cls, shown, wanted, f->unknown[FACT_ZONED], f->kernel_release ?: "unknown",
+                                    kept_or_restored(f, base));
+        }
+
         if (strv_contains(cp->elevators, base)) {
                 r = plan_set(plan, base);
                 if (r < 0)
