@@ -241,7 +241,7 @@ const char *overrides_idle_note(const PolicyOverrides *o, unsigned knobs, char *
         buf[0] = 0;
         for (Knob k = 0; o && k < _KNOB_MAX && n < size; k++) {
                 const char *v = (knobs & KNOB_BIT(k)) ? policy_overrides_get(o, k) : NULL;
-                if (!v)
+                if (!v || streq(v, "keep"))     /* asks for nothing: not idle, just honoured */
                         continue;
                 int w = snprintf(buf + n, size - n, "; %s=%s has nothing to act on", override_label(o, k), v);
                 if (w < 0)

@@ -447,6 +447,22 @@ static void test_idle_overrides(void) {
                 CHECK_INT(policy_evaluate(f, &c, NULL, &q), 0);
                 CHECK(explain_has(&q, "(rule irq-affinity-none)") && !explain_has(&q, "nothing to act on"));
         }
+        /* "keep" asks for nothing: it is not an override with nothing to act on (a first-time
+         * user read "policy/xps=keep has nothing to act on") */
+        {
+                PolicyOverrides k = {};
+                CHECK_INT(policy_overrides_set(&k, KNOB_XPS, "keep"), 0);
+                CHECK_INT(policy_overrides_set(&k, KNOB_NIC_IRQ_AFFINITY, "keep"), 0);
+                CHECK_INT(policy_overrides_set(&k, KNOB_NR_IO_QUEUES, "2"), 0);
+                _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "6.1.0-28-amd64", "1", true, TRISTATE_YES, 4);
+                _cleanup_(plan_done) Plan p = {};
+                CHECK_INT(policy_evaluate(f, &c, &k, &p), 0);
+                CHECK(explain_has(&p, "not a network block device; policy/nr_io_queues=2 has nothing to act on (rule net-align-local)"));
+                CHECK(!explain_has(&p, "=keep has nothing to act on"));
+                if (tap_failed)
+                        dump_explain(&p);
+                policy_overrides_done(&k);
+        }
         /* every queue vector kernel-managed */
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "6.1.0-28-amd64", "1", true, TRISTATE_YES, 2);
