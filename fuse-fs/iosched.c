@@ -26,6 +26,24 @@ static int render_plan_iosched(const Device *d, char **ret) {
         return memstream_close(&m, ret);
 }
 
+IoschedShown applied_iosched_shown(const Device *d, IoschedTunable t) {
+        const Applied *a = &d->iosched[t];
+        const IoschedTunableInfo *i = iosched_tunable_info(t);
+        const char *running = d->facts ? d->facts->elevator : NULL;
+        /* another elevator's tunable: only one blkmqd has to put back when it runs again
+         * (labelled so by its message), or one an override or the plan wants (it waits); what
+         * was said about it while it ran is over */
+        if (!streq_ptr(running, i->elevator) && !a->original) {
+                if (!d->plan.manage || (!d->overrides.iosched[t] && !d->plan.iosched[t]))
+                        return IOSCHED_SHOWN_NOT;
+                if (!a->message || !startswith(a->message, "waits:"))
+                        return IOSCHED_SHOWN_WAITS;
+        }
+        if (a->state == APPLY_UNMANAGED && !a->message && !a->original)
+                return IOSCHED_SHOWN_NOT;
+        return IOSCHED_SHOWN_APPLIED;
+}
+
 /* applied/iosched: "<elevator>.<tunable> <state>" per tunable blkmqd has to do with, or "unmanaged". */
 static int render_applied_iosched(const Device *d, char **ret) {
         _cleanup_(memstream_done) MemStream m = {};
@@ -34,26 +52,21 @@ static int render_applied_iosched(const Device *d, char **ret) {
                 return -ENOMEM;
         bool any = false;
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
-                const Applied *a = &d->iosched[t];
                 const IoschedTunableInfo *i = iosched_tunable_info(t);
                 _cleanup_free_ char *line = NULL;
                 const char *running = d->facts ? d->facts->elevator : NULL;
-                /* another elevator's tunable: only one blkmqd has to put back when it runs
-                 * again (labelled so by its message), or one an override or the plan wants
-                 * (it waits); what was said about it while it ran is over */
-                if (!streq_ptr(running, i->elevator) && !a->original) {
-                        if (!d->plan.manage || (!d->overrides.iosched[t] && !d->plan.iosched[t]))
-                                continue;
-                        if (!a->message || !startswith(a->message, "waits:")) {
-                                fprintf(out, "%s.%s unmanaged: waits: the disk runs %s; written when %s runs\n", i->elevator, i->name,
-                                        running ?: "no elevator blkmqd knows", i->elevator);
-                                any = true;
-                                continue;
-                        }
-                }
-                if (a->state == APPLY_UNMANAGED && !a->message && !a->original)
+                switch (applied_iosched_shown(d, t)) {
+                case IOSCHED_SHOWN_NOT:
                         continue;
-                if (render_applied(a, &line) < 0)
+                case IOSCHED_SHOWN_WAITS:
+                        fprintf(out, "%s.%s unmanaged: waits: the disk runs %s; written when %s runs\n", i->elevator, i->name,
+                                running ?: "no elevator blkmqd knows", i->elevator);
+                        any = true;
+                        continue;
+                case IOSCHED_SHOWN_APPLIED:
+                        break;
+                }
+                if (render_applied(&d->iosched[t], &line) < 0)
                         return -ENOMEM;
                 fprintf(out, "%s.%s %s", i->elevator, i->name, line);
                 any = true;

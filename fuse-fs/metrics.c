@@ -115,7 +115,7 @@ static void out_label(Out *o, const char *name, const char *value) {
 
 /*
  * The per-disk part of /metrics that only changes when blkmqd's view of the disk does: its
- * lines in blkmqd_disk_info, blkmqd_applied and the four fact gauges, and its escaped
+ * lines in blkmqd_disk_info, blkmqd_applied, blkmqd_applied_iosched and the four fact gauges, and its escaped
  * disk="<name>" label for the live series. Kept between scrapes (MetricsCache) with the
  * inputs it was rendered from (DiskBlockKey), compared at every scrape: a block is
  * re-rendered when any input differs. The block is rendered from the key alone, so an input
@@ -126,6 +126,7 @@ static void out_label(Out *o, const char *name, const char *value) {
 typedef enum DiskFamily {
         DISK_FAMILY_INFO,
         DISK_FAMILY_APPLIED,
+        DISK_FAMILY_APPLIED_IOSCHED,
         DISK_FAMILY_NR_HW_QUEUES,
         DISK_FAMILY_ROTATIONAL,
         DISK_FAMILY_RQ_AFFINITY,
@@ -139,6 +140,8 @@ static const struct {
 } disk_family_table[_DISK_FAMILY_MAX] = {
         [DISK_FAMILY_INFO]         = { "blkmqd_disk_info", "one per disk: class, elevator, driver" },
         [DISK_FAMILY_APPLIED]      = { "blkmqd_applied", "one per disk and knob: the state of what blkmqd applied" },
+        [DISK_FAMILY_APPLIED_IOSCHED] = { "blkmqd_applied_iosched", "one per disk and elevator tunable blkmqd wrote, wants or "
+                                          "recorded (applied/iosched): its state" },
         [DISK_FAMILY_NR_HW_QUEUES] = { "blkmqd_disk_nr_hw_queues", "hardware queues (hctx)", FACT_NR_HW_QUEUES },
         [DISK_FAMILY_ROTATIONAL]   = { "blkmqd_disk_rotational", "1 for a rotating disk", FACT_ROTATIONAL },
         [DISK_FAMILY_RQ_AFFINITY]  = { "blkmqd_disk_rq_affinity", "queue/rq_affinity", FACT_RQ_AFFINITY },
@@ -152,6 +155,7 @@ typedef struct DiskBlockKey {
         DiskClass class;
         char *elevator, *driver, *transport;    /* copies ("" for none) */
         ApplyState applied[_KNOB_MAX];
+        signed char iosched[_IOSCHED_TUNABLE_MAX];      /* the ApplyState applied/iosched shows; -1: not shown */
         int64_t gauge[_DISK_FAMILY_MAX - FIRST_GAUGE];  /* -1: not exported (unknown or negative) */
 } DiskBlockKey;
 
@@ -212,6 +216,11 @@ static void disk_block_key(const Device *d, DiskBlockKey *ret) {
         *ret = (DiskBlockKey) { .facts = x, .class = d->plan.class };
         for (Knob k = 0; k < _KNOB_MAX; k++)
                 ret->applied[k] = d->applied[k].state;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                IoschedShown shown = applied_iosched_shown(d, t);
+                ret->iosched[t] = shown == IOSCHED_SHOWN_NOT ? -1 :
+                                  shown == IOSCHED_SHOWN_WAITS ? APPLY_UNMANAGED : (signed char) d->iosched[t].state;
+        }
         for (DiskFamily g = FIRST_GAUGE; g < _DISK_FAMILY_MAX; g++) {
                 Fact fact = disk_family_table[g].fact;
                 int64_t v = -1;
@@ -235,6 +244,7 @@ static void disk_block_key(const Device *d, DiskBlockKey *ret) {
 static bool disk_block_key_same(const DiskBlockKey *a, const DiskBlockKey *b) {
         return a->facts == b->facts && a->class == b->class &&
                memcmp(a->applied, b->applied, sizeof(a->applied)) == 0 &&
+               memcmp(a->iosched, b->iosched, sizeof(a->iosched)) == 0 &&
                memcmp(a->gauge, b->gauge, sizeof(a->gauge)) == 0 &&
                streq_ptr(a->elevator, b->elevator) && streq_ptr(a->driver, b->driver) &&
                streq_ptr(a->transport, b->transport);
@@ -267,6 +277,19 @@ static int disk_block_render(DiskBlock *b) {
                 put_label(f, "disk", b->name, true);
                 put_label(f, "knob", knob_to_string(i), false);
                 put_label(f, "state", apply_state_to_string(k->applied[i]), false);
+                fputs("} 1\n", f);
+        }
+        fflush(f);
+        b->off[DISK_FAMILY_APPLIED_IOSCHED] = size;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                const IoschedTunableInfo *i = iosched_tunable_info(t);
+                if (k->iosched[t] < 0)
+                        continue;
+                fputs("blkmqd_applied_iosched{", f);
+                put_label(f, "disk", b->name, true);
+                put_label(f, "elevator", i->elevator, false);
+                put_label(f, "tunable", i->name, false);
+                put_label(f, "state", apply_state_to_string((ApplyState) k->iosched[t]), false);
                 fputs("} 1\n", f);
         }
         for (DiskFamily g = FIRST_GAUGE; g < _DISK_FAMILY_MAX; g++) {

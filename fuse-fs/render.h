@@ -46,8 +46,8 @@ size_t disks_named(const Registry *reg, disk_child_name_t name_of, const char *n
 /* The network families of /metrics (network.c). */
 void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, const char *, const char *, const char *),
                         void (*put_label)(FILE *, const char *, const char *, bool));
-/* /metrics. With ctx->metrics_cache, each disk's event-driven lines (disk_info, applied, the
- * fact gauges) are kept between scrapes and rendered again only when what they show changed;
+/* /metrics. With ctx->metrics_cache, each disk's event-driven lines (disk_info, applied,
+ * applied_iosched, the fact gauges) are kept between scrapes and rendered again only when what they show changed;
  * without, all are rendered. Returns 0 or -ENOMEM. */
 int render_metrics(const FuseFsContext *ctx, char **ret);                  /* metrics.c */
 /* The cache of /metrics' per-disk blocks (metrics.c). new: 0 or -ENOMEM. */
@@ -56,6 +56,19 @@ MetricsCache *metrics_cache_free(MetricsCache *c);
 /* Blocks rendered anew and blocks taken from the cache by all scrapes so far (tests, bench). */
 void metrics_cache_counts(const MetricsCache *c, uint64_t *ret_rendered, uint64_t *ret_reused);
 int render_block_softirqs(const FuseFsContext *ctx, char **ret);           /* stats.c */
+
+/*
+ * Whether and how applied/iosched (iosched.c) shows tunable t of d, which /metrics'
+ * blkmqd_applied_iosched follows: not at all (blkmqd has nothing to do with it), as waiting
+ * (another elevator's tunable an override or the plan wants: "unmanaged: waits: ..."), or
+ * with its Applied (d->iosched[t]: a value blkmqd wrote, wants, or recorded to put back).
+ */
+typedef enum IoschedShown {
+        IOSCHED_SHOWN_NOT,
+        IOSCHED_SHOWN_WAITS,
+        IOSCHED_SHOWN_APPLIED,
+} IoschedShown;
+IoschedShown applied_iosched_shown(const Device *d, IoschedTunable t);
 
 /* Render the applied/<knob> line: "ok: mq-deadline (was none)", "kept: none", ... */
 int render_applied(const Applied *a, char **ret);

@@ -43,6 +43,10 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
      "auto" puts it back with the same applied/ state, log line and explain as without one (it
      stayed at 64, "64 stays: ...", before); an originals file without the key (an older blkmqd)
      leaves it unknown, as before: 64 stays; either way elevator auto brings none and its value back.
+(im) /metrics' blkmqd_applied_iosched follows applied/iosched: no line before any override;
+     policy/iosched/bfq/slice_idle 0 written: state="ok"; someone else writes 4 (a read of
+     applied/iosched verifies): state="changed externally"; a kyber override while bfq runs:
+     state="unmanaged" (it waits); promtool check metrics accepts the scrape.
 (i10) policy/elevator bfq (blkmqd's switch from none) and policy/nr_requests 64, then someone
      switches to kyber (noticed by the verify: kyber is theirs): blkmqd writes its 64 again over
      the reset, writes an admin's kyber tunable override now that kyber runs, explain says kyber
@@ -61,6 +65,7 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
 import errno
 import re
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -513,6 +518,43 @@ def blkmqctl(d, *args):
     return r.returncode, r.stdout + r.stderr
 
 
+def iosched_series(d, name):
+    """{(elevator, tunable): state} of name's blkmqd_applied_iosched lines in /metrics, and the scrape."""
+    text = d.read("metrics")
+    out = {}
+    for m in re.finditer(r'^blkmqd_applied_iosched\{disk="' + re.escape(name) +
+                         r'",elevator="([^"]*)",tunable="([^"]*)",state="([^"]*)"\} 1$', text, re.M):
+        out[(m.group(1), m.group(2))] = m.group(3)
+    return out, text
+
+
+def case_im_metrics(d, loops, tmp):
+    """(im) blkmqd_applied_iosched in /metrics: written, changed externally, waiting"""
+    name = loops.attach("im", elevator="bfq")
+    start(d, tmp, name, KEEP)
+    try:
+        got, _ = iosched_series(d, name)
+        check(got == {}, f"(im) no blkmqd_applied_iosched line before any override: {got}")
+        rc = policy_write(d, name, "bfq", "slice_idle", "0")
+        got, _ = iosched_series(d, name)
+        check(rc == 0 and got == {("bfq", "slice_idle"): "ok"}, f"(im) slice_idle 0 written: {got}")
+        set_tunable(name, "slice_idle", "4")
+        applied_iosched(d, name)        # a read verifies
+        got, _ = iosched_series(d, name)
+        check(got.get(("bfq", "slice_idle")) == "changed externally", f"(im) someone else's 4: {got}")
+        rc = policy_write(d, name, "kyber", "read_lat_nsec", "1000000")
+        got, text = iosched_series(d, name)
+        check(rc == 0 and got.get(("kyber", "read_lat_nsec")) == "unmanaged" and "waits" in applied_iosched(d, name),
+              f"(im) a kyber override while bfq runs waits: {got}")
+        check(text.count("# TYPE blkmqd_applied_iosched gauge\n") == 1, "(im) one HELP/TYPE for the family")
+        promtool = shutil.which("promtool")
+        if promtool:
+            r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+            check(r.returncode == 0, f"(im) promtool check metrics: rc {r.returncode} {r.stdout.strip()} {r.stderr.strip()}")
+    finally:
+        d.stop()
+
+
 def case_i6_reset(d, loops, tmp):
     """(i6) nr_requests and elevator set, then reset: no wasted writes, one log line per event, no noise"""
     name = loops.attach("i6", elevator="mq-deadline")
@@ -598,6 +640,6 @@ if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-iosched-", (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order,
                                               case_i5_nr_requests, case_i6_reset, case_i7_depth, case_i8_from_none,
                                               case_i9_override_back, case_i10_their_switch,
-                                              case_i11_override_back_after_restart, case_i12_their_switch_kept,
+                                              case_i11_override_back_after_restart, case_im_metrics, case_i12_their_switch_kept,
                                               case_i13_slice_idle_alias),
                           why="loop devices, FUSE mount, sysfs writes", before_case=load_elevators))

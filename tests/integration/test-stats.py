@@ -146,8 +146,14 @@ def case_o_metrics(d, loops, tmp):
     exporter = None
     try:
         wait_for(lambda: os.path.exists(d.path("devices", name)), 5.0)
+        # an elevator tunable override (the loop runs none: it waits), so blkmqd_applied_iosched
+        # is in the scrape promtool and node_exporter check
+        check(d.write("32", "devices", name, "policy", "iosched", "mq-deadline", "fifo_batch") == 0,
+              "(o) policy/iosched/mq-deadline/fifo_batch 32")
         dd(name, 100)
         metrics = d.read("metrics")
+        check(f'blkmqd_applied_iosched{{disk="{name}",elevator="mq-deadline",tunable="fifo_batch",state="unmanaged"}} 1\n'
+              in metrics, "(o) /metrics has the waiting tunable override's blkmqd_applied_iosched line")
         prom = d.read("prometheus", "blkmqd.prom")
         check(re.search(r"^blkmqd_\w+\{[^}]*disk=\"" + name + r"\"", metrics, re.M) is not None,
               f"(o) /metrics has blkmqd_* series for {name}")
@@ -191,6 +197,8 @@ def case_o_metrics(d, loops, tmp):
             check(re.search(r'^blkmqd_\w+\{[^}]*disk="' + name + '"', body, re.M) is not None,
                   f"(o) node_exporter has series labelled disk=\"{name}\"")
             check("node_textfile_scrape_error 0" in body, "(o) node_textfile_scrape_error 0")
+            check(re.search(r'^blkmqd_applied_iosched\{[^}]*disk="' + name + '"', body, re.M) is not None,
+                  "(o) node_exporter serves blkmqd_applied_iosched")
             # issue 13 item 18: blkmqd.prom is rendered when read, so its mtime is then, not
             # the daemon's start (the usual staleness alert is time() - this > 3600)
             time.sleep(max(0.0, started + 3.0 - time.time()))

@@ -248,6 +248,34 @@ static void test_metrics_cache(void) {
         CHECK(s && strstr(s, "blkmqd_disk_info{disk=\"sda\",class=\"fast-multiqueue\""));
         free(s);
 
+        /* elevator tunables (blkmqd_applied_iosched, as applied/iosched shows them): none tracked,
+         * no line; a write's outcome on sdc (bfq runs), then someone else's change in place;
+         * an override for an elevator that does not run waits (sda runs none) */
+        s = metrics_both(&ctx, c, 0);
+        CHECK(s && !strstr(s, "blkmqd_applied_iosched"));
+        free(s);
+        IoschedTunable idle = iosched_tunable_from_dotted("bfq.slice_idle");
+        IoschedTunable fifo = iosched_tunable_from_dotted("mq-deadline.fifo_batch");
+        CHECK(idle >= 0 && fifo >= 0);
+        Device *cdev = registry_get(&reg, "sdc");
+        cdev->iosched[idle].state = APPLY_OK;
+        cdev->iosched[idle].original = strdup("8");
+        s = metrics_both(&ctx, c, 1);
+        CHECK(s && strstr(s, "# TYPE blkmqd_applied_iosched gauge\n"
+                          "blkmqd_applied_iosched{disk=\"sdc\",elevator=\"bfq\",tunable=\"slice_idle\",state=\"ok\"} 1\n"));
+        free(s);
+        applied_set(&cdev->iosched[idle], APPLY_EXTERNAL, 0, "changed externally to 4");
+        s = metrics_both(&ctx, c, 1);
+        CHECK(s && strstr(s, "blkmqd_applied_iosched{disk=\"sdc\",elevator=\"bfq\",tunable=\"slice_idle\",state=\"changed externally\"} 1\n"));
+        free(s);
+        a->plan.manage = true;
+        CHECK_INT(policy_overrides_set_iosched(&a->overrides, fifo, "32"), 0);
+        s = metrics_both(&ctx, c, 1);
+        CHECK(s && strstr(s, "blkmqd_applied_iosched{disk=\"sda\",elevator=\"mq-deadline\",tunable=\"fifo_batch\",state=\"unmanaged\"} 1\n"));
+        free(s);
+        s = metrics_both(&ctx, c, 0);           /* nothing changed */
+        free(s);
+
         /* facts gauges: a value, a fact no longer known (its line goes) */
         a->facts->rq_affinity = 2;
         CHECK_INT(disk_facts_set_unknown(b->facts, FACT_NR_REQUESTS, "test"), 0);
