@@ -1664,12 +1664,17 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
                 /* A hidden disk (GENHD_FL_HIDDEN: the path device nvme<s>c<c>n<n> under an NVMe
                  * multipath head) is registered without a devt, so sysfs has no dev attribute
                  * for it (block/genhd.c device_add_disk(); seen on 6.1 and 6.12,
-                 * tests/fixtures/vm-*-nvme-tcp-2q).  It still carries the blk-mq queue. */
+                 * tests/fixtures/vm-*-nvme-tcp-2q).  It still carries the blk-mq queue. A kernel
+                 * without the "hidden" attribute is known by the path device's name, which only
+                 * drivers/nvme/host/multipath.c nvme_set_disk_name() gives. */
                 _cleanup_free_ char *hidden = read_attr(h, name, "hidden");
-                if (!streq_ptr(hidden, "1"))
+                bool by_name = !hidden && nvme_path_device(name);
+                if (!streq_ptr(hidden, "1") && !by_name)
                         return -ENOENT;
-                r = disk_facts_set_unknown(f, FACT_DEVNUM, "hidden disk (hidden=1): the kernel gives it no device "
-                                           "number in sysfs (block/genhd.c)");
+                r = disk_facts_set_unknown(f, FACT_DEVNUM, by_name ?
+                                           "hidden NVMe path device (name nvme<subsys>c<ctrl>n<ns>, no hidden attribute): the kernel "
+                                           "gives it no device number in sysfs (block/genhd.c)" :
+                                           "hidden disk (hidden=1): the kernel gives it no device number in sysfs (block/genhd.c)");
                 if (r < 0)
                         return r;
         } else if (sscanf(s, "%u:%u", &f->major, &f->minor) != 2)
