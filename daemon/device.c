@@ -1063,9 +1063,11 @@ static int gather_zoned(HostFs *h, DiskFacts *f) {
         int r = hostfs_read(h, HOSTFS_SYSFS, path, &s);
         if (r == -ENOMEM)
                 return r;
+        f->zoned_unreadable = r < 0 && r != -ENOENT;
         if (r < 0)
                 return disk_facts_set_unknown(f, FACT_ZONED, "%s: %s", path, errno_reason(r));
         Zoned z = zoned_from_string(strip_newline(s));
+        f->zoned_unreadable = z < 0;
         if (z < 0)
                 return disk_facts_set_unknown(f, FACT_ZONED, "%s: unknown zoned model \"%s\"", path, s);
         f->zoned = z;

@@ -209,10 +209,11 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
         if (!wanted)
                 return -ENOMEM;
 
-        /* queue/zoned unknown (unreadable, or a model this code does not know) on a kernel
-         * that may predate zone write plugging: a disk found under mq-deadline may be zoned and
-         * rely on it, so it is not taken away; nothing is switched to it either */
-        if (!strv_contains(cp->elevators, base) && streq(base, "mq-deadline") && f->unknown[FACT_ZONED] &&
+        /* queue/zoned unreadable, or a model this code does not know, on a kernel that may
+         * predate zone write plugging: a disk found under mq-deadline may be zoned and rely on
+         * it, so it is not taken away; nothing is switched to it either. (Absent: every kernel
+         * with blk-mq elevators has the file; a tree without it says nothing about zones.) */
+        if (!strv_contains(cp->elevators, base) && streq(base, "mq-deadline") && f->unknown[FACT_ZONED] && f->zoned_unreadable &&
             kernel_release_at_least(f->kernel_release, 6, 10) != TRISTATE_YES) {
                 r = plan_set(plan, base);
                 if (r < 0)

@@ -211,6 +211,9 @@ typedef struct DiskFacts {
         char *identity;
 
         Zoned zoned;                    /* valid when unknown[FACT_ZONED] is NULL */
+        bool zoned_unreadable;          /* unknown because queue/zoned is there but gave no known model
+                                         * (a read error, a value with no name here): the disk may be
+                                         * zoned; an absent file (a hand-made tree) is not that */
         /*
          * Elevators the kernel can run that queue/scheduler does not list (it lists only
          * registered ones, block/elevator.c elv_iosched_show()): from modules.builtin and
