@@ -309,19 +309,22 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
                         return fail(p, "NrIoQueues=%s: expected keep or a number from 1 to 65535", v);
         }
 
+        /* every knob takes keep: left to the disk, whatever the class wants */
+        if (streq(v, "keep"))
+                return set_rule_knob(p, k, v);
         if (k == KNOB_RQ_AFFINITY) {
                 int x;
                 if (parse_int(v, &x) < 0 || x < 0 || x > 2)
-                        return fail(p, "RqAffinity=%s: expected 0, 1 or 2", v);
+                        return fail(p, "RqAffinity=%s: expected 0, 1, 2 or keep", v);
         } else if (k == KNOB_NR_REQUESTS) {
                 uint64_t x;
                 if (parse_u64(v, &x) < 0 || x < 4)
-                        return fail(p, "NrRequests=%s: expected a number >= 4", v);
+                        return fail(p, "NrRequests=%s: expected a number >= 4 or keep", v);
         } else if (k == KNOB_IRQ_AFFINITY && !streq(v, "hctx")) {
                 _cleanup_(cpuset_done) CpuSet set = {};
                 if (cpuset_parse(v, &set) < 0 || cpuset_count(&set) == 0)
-                        return fail(p, "IrqAffinity=%s: expected hctx or a CPU list", v);
-        } else if (k == KNOB_ELEVATOR && !check_elevator_names(p, v, false))
+                        return fail(p, "IrqAffinity=%s: expected hctx, a CPU list or keep", v);
+        } else if (k == KNOB_ELEVATOR && !check_elevator_names(p, v, true))
                 return 0;
         else if (k == KNOB_ELEVATOR && strpbrk(v, " \t"))
                 return fail(p, "Elevator=%s: one elevator name", v);

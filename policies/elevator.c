@@ -174,6 +174,15 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
             !(shown = strdup(f->elevator)))
                 return -ENOMEM;
 
+        if (override_keeps(o, KNOB_ELEVATOR)) {
+                /* as the class's Elevator=keep: the elevator blkmqd found (its switch undone) */
+                r = plan_set(plan, base);
+                if (r < 0)
+                        return r;
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, RULE_OF_ORIGIN(o, KNOB_ELEVATOR),
+                                    "%s=keep elevator=%s -> elevator=%s, %s", override_label(o, KNOB_ELEVATOR), shown, base,
+                                    kept_or_restored(f, base));
+        }
         if (o->elevator) {
                 if (disk_facts_elevator_source(f, o->elevator) == ELEVATOR_UNAVAILABLE) {
                         const char *blocked = disk_facts_elevator_blocked(f, o->elevator);

@@ -52,6 +52,16 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
                                     overrides_idle_note(o, KNOB_BIT(KNOB_IRQ_AFFINITY), idle, sizeof(idle)));
 
         const char *want = o->irq_affinity ?: (cp->irq_follow_hctx ? "hctx" : NULL);
+        if (override_keeps(o, KNOB_IRQ_AFFINITY)) {
+                if (f->irq_written > 0)
+                        return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
+                                            RULE_OF_ORIGIN(o, KNOB_IRQ_AFFINITY),
+                                            "%s=keep queue vectors=%zu (%zu placed by blkmqd) -> no wish, blkmqd's write undone: "
+                                            "irq_affinity before blkmqd restored", override_label(o, KNOB_IRQ_AFFINITY), queue,
+                                            f->irq_written);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_ORIGIN(o, KNOB_IRQ_AFFINITY),
+                                    "%s=keep queue vectors=%zu -> irq_affinity left alone", override_label(o, KNOB_IRQ_AFFINITY), queue);
+        }
         if (!want && f->irq_written > 0)
                 /* an override taken back: blkmqd's writes are undone (daemon/apply.c), not left */
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,

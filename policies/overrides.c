@@ -75,6 +75,11 @@ int policy_override_validate(int file, const char *input, size_t len, const Disk
                 *ret = NULL;
                 return 0;
         }
+        /* every knob (not enabled): leave it to the disk, whatever the class wants */
+        if (streq(v, "keep") && file >= 0 && file < _KNOB_MAX) {
+                *ret = TAKE_PTR(v);
+                return 0;
+        }
 
         switch ((int) file) {
         case KNOB_ELEVATOR:
@@ -137,9 +142,9 @@ char *policy_override_expected(int file, const DiskFacts *f, const CpuSet *onlin
         case KNOB_ELEVATOR: {
                 const char *why;
                 if (!f->elevator_configurable)
-                        return strdup("\"auto\" only: this queue cannot take an elevator");
+                        return strdup("\"keep\" or \"auto\" only: this queue cannot take an elevator");
                 if (disk_facts_zoned_needs_deadline(f, &why)) {
-                        if (asprintf(&r, "\"mq-deadline\" or \"auto\": zoned=%s, %s", strna(zoned_to_string(f->zoned)), why) < 0)
+                        if (asprintf(&r, "\"mq-deadline\", \"keep\" or \"auto\": zoned=%s, %s", strna(zoned_to_string(f->zoned)), why) < 0)
                                 r = NULL;
                         return r;
                 }
@@ -157,21 +162,21 @@ char *policy_override_expected(int file, const DiskFacts *f, const CpuSet *onlin
                                 free(list);
                                 list = n;
                         }
-                if (asprintf(&r, "one of the elevators the device offers (%s), or \"auto\"", list) < 0)
+                if (asprintf(&r, "one of the elevators the device offers (%s), \"keep\", or \"auto\"", list) < 0)
                         r = NULL;
                 return r;
         }
         case KNOB_RQ_AFFINITY:
-                return strdup("0, 1 or 2, or \"auto\"");
+                return strdup("0, 1 or 2, \"keep\", or \"auto\"");
         case KNOB_NR_REQUESTS:
                 nr_requests_limits(f, f->elevator, &min, &max);
-                if (asprintf(&r, "a number from %" PRIu64 " to %" PRIu64 " with elevator %s, or \"auto\"",
+                if (asprintf(&r, "a number from %" PRIu64 " to %" PRIu64 " with elevator %s, \"keep\", or \"auto\"",
                              min, max, f->elevator ?: "unknown") < 0)
                         r = NULL;
                 return r;
         case KNOB_IRQ_AFFINITY:
                 cpus = online ? cpuset_format(online) : NULL;
-                if (asprintf(&r, "\"hctx\", a CPU list of online CPUs%s%s%s, or \"auto\"",
+                if (asprintf(&r, "\"hctx\", a CPU list of online CPUs%s%s%s, \"keep\", or \"auto\"",
                              cpus ? " (" : "", cpus ?: "", cpus ? ")" : "") < 0)
                         r = NULL;
                 return r;

@@ -45,6 +45,13 @@ static inline const char *override_label_buf(const PolicyOverrides *o, Knob k, c
 }
 #define override_label(o, k) override_label_buf(o, k, (char[160]) {}, 160)
 
+/* The override of k is "keep": blkmqd leaves the knob to the disk (and to other tools), whatever
+ * the class wants; a value blkmqd wrote is put back. Every knob file takes it. */
+static inline bool override_keeps(const PolicyOverrides *o, Knob k) {
+        const char *v = policy_overrides_get(o, k);
+        return v && streq(v, "keep");
+}
+
 /*
  * For a knob left alone because it does not apply to the disk (no queue vectors, vectors the
  * kernel manages, not a network disk): "; <label>=<value> has nothing to act on" for each knob

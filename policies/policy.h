@@ -238,7 +238,8 @@ int policy_overrides_set_iosched(PolicyOverrides *o, IoschedTunable t, const cha
  * outside the knob's range: rq_affinity 3 or -1; nr_requests outside the kernel's
  * limits, KERNEL-FACTS.md §4.2), -ENOMEM. Pure.
  * enabled (file POLICY_FILE_ENABLED): "0" or "1" -> ret "0"/"1"; "auto" -> NULL like every
- * knob (one grammar for every policy file).
+ * knob (one grammar for every policy file). Every knob (not enabled) takes "keep": blkmqd leaves
+ * it to the disk whatever the class wants (a value it wrote is put back).
  */
 int policy_override_validate(int file, const char *input, size_t len, const DiskFacts *facts,
                              const CpuSet *online, char **ret);

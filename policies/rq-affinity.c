@@ -32,6 +32,16 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
         if (wrote)
                 snprintf(before, sizeof(before), " (%d before blkmqd wrote it)", f->rq_affinity_before);
 
+        if (override_keeps(o, KNOB_RQ_AFFINITY)) {
+                if (wrote)
+                        return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
+                                            RULE_OF_ORIGIN(o, KNOB_RQ_AFFINITY),
+                                            "%s=keep rq_affinity=%d%s -> no wish, blkmqd's write undone: rq_affinity=%d restored",
+                                            override_label(o, KNOB_RQ_AFFINITY), f->rq_affinity, before, f->rq_affinity_before);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_ORIGIN(o, KNOB_RQ_AFFINITY),
+                                    "%s=keep rq_affinity=%d -> rq_affinity left alone", override_label(o, KNOB_RQ_AFFINITY),
+                                    f->rq_affinity);
+        }
         if (o->rq_affinity) {
                 plan->rq_affinity = strdup(o->rq_affinity);
                 if (!plan->rq_affinity)
@@ -81,7 +91,8 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
         if (disk_facts_known(f, FACT_NR_REQUESTS))
                 snprintf(now, sizeof(now), "%" PRIi64, f->nr_requests);
 
-        if (!o->nr_requests) {
+        bool keep = override_keeps(o, KNOB_NR_REQUESTS);
+        if (!o->nr_requests || keep) {
                 if (planned_switch)
                         return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
                                             "nr-requests-elevator-switch",
@@ -102,6 +113,10 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
                                             "nr_requests=%s (%" PRIi64 " before blkmqd wrote it) -> no wish, blkmqd's write undone: "
                                             "nr_requests=%" PRIi64 " restored (no override; the kernel sizes it from the tag set and the elevator)",
                                             now, f->nr_requests_before, f->nr_requests_before);
+                if (keep)
+                        return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
+                                            RULE_OF_ORIGIN(o, KNOB_NR_REQUESTS), "%s=keep nr_requests=%s -> nr_requests left alone",
+                                            override_label(o, KNOB_NR_REQUESTS), now);
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE, "nr-requests-no-override",
                                     "nr_requests=%s -> nr_requests left alone: no override (policy/nr_requests or NrRequests=); "
                                     "the kernel sizes it from the tag set and the elevator", now);

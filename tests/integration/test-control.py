@@ -13,7 +13,8 @@ before blkmqd sees the bytes); (i) override persistence across a restart and acr
 detach/re-attach of the same backing file (identity "loop:<path>"); (j) restore puts back a
 snapshot of every touched sysfs file, and its mode off survives a reload until Mode= changes; (k) mode off / dry-run; (l) reload with a bad config
 keeps the last good one (EINVAL, the log names file:line); (m) external change: not fought,
-rewritten with Reassert=yes.
+rewritten with Reassert=yes; (n) "keep" in policy/elevator, rq_affinity, nr_requests and
+irq_affinity: left to the disk whatever the class wants, blkmqd's writes put back.
 
 Log lines: the daemon runs with -v; "log line" means a line with priority <0>..<6> (debug
 lines, <7>, are not counted).
@@ -393,8 +394,38 @@ def case_m_external(d, loops, tmp):
         d.stop()
 
 
+def case_n_keep(d, loops, tmp):
+    """(n) "keep" in a knob's policy file: left to the disk whatever the class wants, blkmqd's write put back, other knobs managed"""
+    name = loops.attach("n", elevator="none")
+    before = sysfs_snapshot(name)
+    # the class wants mq-deadline and rq_affinity 2
+    start(d, tmp, name, "[Class:stacked]\nElevator=mq-deadline\nRqAffinity=2\n")
+    try:
+        ok, _ = wait_for(lambda: current_elevator(name) == "mq-deadline" and read_text(f"/sys/block/{name}/queue/rq_affinity").strip() == "2", 5.0)
+        check(ok, f"(n) the class's mq-deadline and rq_affinity 2 are written ({sysfs_snapshot(name)})")
+        lines0 = len(log_lines(d))
+        for knob in ("elevator", "rq_affinity", "nr_requests", "irq_affinity"):
+            rc = write_file(d.path("devices", name, "policy", knob), b"keep\n")
+            check(rc == 0 and d.read("devices", name, "policy", knob) == "keep\n",
+                  f"(n) policy/{knob} takes keep (got {errno.errorcode.get(rc, rc)}) and reads it")
+        ok, _ = wait_for(lambda: sysfs_snapshot(name) == before, 5.0)
+        check(ok, f"(n) keep: blkmqd's mq-deadline and rq_affinity 2 are put back ({snapshot_diff(before, sysfs_snapshot(name))})")
+        ex = d.read("devices", name, "explain")
+        check("policy/elevator=keep elevator=none -> elevator=none" in ex and "policy/rq_affinity=keep rq_affinity=1 -> rq_affinity left alone" in ex
+              and "policy/nr_requests=keep" in ex, f"(n) explain names the keep overrides: {ex!r}")
+        said = [l for l in log_lines(d)[lines0:] if "elevator restored to none" in l or "rq_affinity restored to 1" in l]
+        check(len(said) == 2, f"(n) the put-backs are logged once each: {said}")
+        check(d.read("devices", name, "plan", "rq_affinity") == "keep\n" and d.read("devices", name, "plan", "elevator") == "none\n",
+              "(n) plan/: rq_affinity keep, elevator none")
+        check(not [l for l in log_lines(d)[lines0:] if "rejected" in l], "(n) nothing rejected")
+        check(write_file(d.path("devices", name, "policy", "enabled"), b"keep") == errno.EINVAL, "(n) enabled has no knob: keep is EINVAL")
+    finally:
+        d.stop()
+    check(sysfs_snapshot(name) == before, f"(n) stop: as before ({snapshot_diff(before, sysfs_snapshot(name))})")
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-ctl-", (case_h_bad_writes, case_i_persistence, case_j_restore, case_k_modes,
-                                          case_l_reload, case_m_external),
+                                          case_l_reload, case_m_external, case_n_keep),
                           why="loop devices, FUSE mount, sysfs writes", tools=("losetup", "setpriv"),
                           before_case=lambda tmp: bt.forget_state(tmp, "overrides")))

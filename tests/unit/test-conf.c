@@ -222,7 +222,7 @@ static void test_class(void) {
         BAD("[Class:stacked]\nElevator=keep none\n", "test.conf:2: Elevator=keep none: \"keep\" stands alone, not in a list of elevators");
         BAD("[Class:stacked]\nElevator=none keep\n", "test.conf:2: Elevator=none keep: \"keep\" stands alone*");
         BAD("[Class:stacked]\nElevator=auto\n", "test.conf:2: Elevator=auto: \"auto\" is not an elevator*");
-        BAD("[Device:x]\nElevator=keep\n", "test.conf:2: Elevator=keep: \"keep\" is not an elevator; leave Elevator= out*");
+        BAD("[Device:x]\nElevator=keep none\n", "test.conf:2: Elevator=keep none: \"keep\" stands alone*");
         BAD("[Device:x]\nElevator=auto\n", "test.conf:2: Elevator=auto: \"auto\" is not an elevator*");
         /* names that only contain a legacy name are fine */
         Config ok;
@@ -304,16 +304,23 @@ static void test_device(void) {
         CHECK(c.policy.n_rules == 1 && streq(policy_overrides_get(&c.policy.rules[0].settings, KNOB_IRQ_AFFINITY), "hctx"));
         config_done(&c);
 
+        /* keep, for every knob of a [Device:] section (the class sections had it; a first-time
+         * user found IrqAffinity=keep refused there and in policy/irq_affinity) */
+        OK("[Device:x]\nElevator=keep\nRqAffinity=keep\nNrRequests=keep\nIrqAffinity=keep\nXps=keep\n", &c);
+        for (Knob k = KNOB_ELEVATOR; k <= KNOB_IRQ_AFFINITY; k++)
+                CHECK(c.policy.n_rules == 1 && streq_ptr(policy_overrides_get(&c.policy.rules[0].settings, k), "keep"));
+        config_done(&c);
+
         BAD("[Device:x]\nMatchHwQueues=64-2\n", "test.conf:2: MatchHwQueues=64-2: expected N or MIN-MAX");
         BAD("[Device:x]\nMatchHwQueues=many\n", "test.conf:2: MatchHwQueues=many: expected N or MIN-MAX");
         BAD("[Device:x]\nMatchHwQueues=2-\n", "test.conf:2: MatchHwQueues=2-: expected N or MIN-MAX");
         BAD("[Device:x]\nMatchRotational=sometimes\n", "test.conf:2: MatchRotational=sometimes: expected yes or no");
         BAD("[Device:x]\nEnabled=2\n", "test.conf:2: Enabled=2: expected yes or no");
-        BAD("[Device:x]\nRqAffinity=3\n", "test.conf:2: RqAffinity=3: expected 0, 1 or 2");
-        BAD("[Device:x]\nNrRequests=3\n", "test.conf:2: NrRequests=3: expected a number >= 4");
-        BAD("[Device:x]\nNrRequests=0x40\n", "test.conf:2: NrRequests=0x40: expected a number >= 4");
-        BAD("[Device:x]\nIrqAffinity=1-0\n", "test.conf:2: IrqAffinity=1-0: expected hctx or a CPU list");
-        BAD("[Device:x]\nIrqAffinity=\n", "test.conf:2: IrqAffinity=: expected hctx or a CPU list");
+        BAD("[Device:x]\nRqAffinity=3\n", "test.conf:2: RqAffinity=3: expected 0, 1, 2 or keep");
+        BAD("[Device:x]\nNrRequests=3\n", "test.conf:2: NrRequests=3: expected a number >= 4 or keep");
+        BAD("[Device:x]\nNrRequests=0x40\n", "test.conf:2: NrRequests=0x40: expected a number >= 4 or keep");
+        BAD("[Device:x]\nIrqAffinity=1-0\n", "test.conf:2: IrqAffinity=1-0: expected hctx, a CPU list or keep");
+        BAD("[Device:x]\nIrqAffinity=\n", "test.conf:2: IrqAffinity=: expected hctx, a CPU list or keep");
         BAD("[Device:x]\nElevator=bfq kyber\n", "test.conf:2: Elevator=bfq kyber: one elevator name");
         BAD("[Device:x]\nHostTagset=keep\n", "test.conf:2: unknown key \"HostTagset\" in [Device:x]");
         BAD("[Device:x]\nMatchModel=X*\n", "test.conf:2: unknown key \"MatchModel\" in [Device:x]");

@@ -508,6 +508,71 @@ static void test_override_before(void) {
         policy_config_done(&c);
 }
 
+/* "keep" in every knob's policy file (and [Device:]): left to the disk whatever the class
+ * wants; a value blkmqd wrote is put back (a first-time user found policy/irq_affinity refuse
+ * "keep", which plan/irq_affinity shows and policy/xps takes). */
+static void test_keep(void) {
+        _cleanup_(disk_facts_freep) DiskFacts *f = make_disk("[none] mq-deadline kyber bfq\n", 128, 0);
+        f->rq_affinity = 1;
+        f->nr_requests = 128;
+        f->irqs = calloc(1, sizeof(IrqFacts));
+        f->n_irqs = 1;
+        f->irqs[0] = (IrqFacts) { .irq = 40, .managed = TRISTATE_NO, .queue = true, .hctx = 0 };
+        f->hctx[0].irq = 40;
+
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                t(__LINE__, k, f, "keep\n", -1, 0, "keep");
+        t(__LINE__, POLICY_FILE_ENABLED, f, "keep", -1, -EINVAL, NULL);
+        t(__LINE__, KNOB_ELEVATOR, f, "keep none", -1, -EINVAL, NULL);
+
+        /* the class wants mq-deadline, rq_affinity 2 and the IRQs on their hctx */
+        PolicyConfig c = {};
+        CHECK_INT(policy_config_init_defaults(&c), 0);
+        c.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].rq_affinity = 2;
+        c.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].irq_follow_hctx = true;
+        {
+                _cleanup_(plan_done) Plan p = {};
+                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK(p.elevator && streq(p.elevator, "mq-deadline") && p.rq_affinity && p.irq_affinity);
+        }
+        PolicyOverrides o = {};
+        for (Knob k = KNOB_ELEVATOR; k <= KNOB_IRQ_AFFINITY; k++)
+                CHECK_INT(policy_overrides_set(&o, k, "keep"), 0);
+        {
+                _cleanup_(plan_done) Plan p = {};
+                CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+                CHECK(p.elevator && streq(p.elevator, "none"));
+                CHECK(!p.rq_affinity && !p.nr_requests && !p.irq_affinity);
+                CHECK(explain_has(&p, "policy/elevator=keep elevator=none -> elevator=none, kept (rule override)"));
+                CHECK(explain_has(&p, "policy/rq_affinity=keep rq_affinity=1 -> rq_affinity left alone (rule override)"));
+                CHECK(explain_has(&p, "policy/nr_requests=keep nr_requests=128 -> nr_requests left alone (rule override)"));
+                CHECK(explain_has(&p, "policy/irq_affinity=keep queue vectors=1 -> irq_affinity left alone (rule override)"));
+                if (tap_failed)
+                        dump_explain(&p);
+        }
+        /* blkmqd had switched the elevator and written rq_affinity and an IRQ: put back */
+        free(f->elevator);
+        f->elevator = strdup("mq-deadline");
+        f->elevator_before = strdup("none");
+        f->rq_affinity = 2;
+        f->rq_affinity_before = 1;
+        f->irq_written = 1;
+        {
+                _cleanup_(plan_done) Plan p = {};
+                CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+                CHECK(p.elevator && streq(p.elevator, "none"));
+                CHECK(!p.rq_affinity && !p.irq_affinity);
+                CHECK(explain_has(&p, "policy/elevator=keep elevator=mq-deadline (none before blkmqd switched it) -> elevator=none, restored"));
+                CHECK(explain_has(&p, "policy/rq_affinity=keep rq_affinity=2 (1 before blkmqd wrote it) -> no wish, blkmqd's write undone: "
+                                      "rq_affinity=1 restored"));
+                CHECK(explain_has(&p, "policy/irq_affinity=keep queue vectors=1 (1 placed by blkmqd) -> no wish, blkmqd's write undone"));
+                if (tap_failed)
+                        dump_explain(&p);
+        }
+        policy_overrides_done(&o);
+        policy_config_done(&c);
+}
+
 int main(void) {
         if (cpuset_parse("0-1", &online) < 0)
                 return 1;
@@ -519,6 +584,7 @@ int main(void) {
         test_module_params();
         test_idle_overrides();
         test_override_before();
+        test_keep();
         cpuset_done(&online);
         return tap_finish("test-overrides");
 }

@@ -450,7 +450,7 @@ static void test_zoned(void) {
         CHECK_INT(policy_override_validate(KNOB_ELEVATOR, "mq-deadline", 11, f, NULL, &v), 0);
         CHECK_STR(v, "mq-deadline");
         exp = policy_override_expected(KNOB_ELEVATOR, f, NULL);
-        CHECK(exp && strstr(exp, "\"mq-deadline\" or \"auto\": zoned=host-managed"));
+        CHECK(exp && strstr(exp, "\"mq-deadline\", \"keep\" or \"auto\": zoned=host-managed"));
 }
 
 /* Item 3: an elevator is available when listed, built in or loadable. */
@@ -493,7 +493,7 @@ static void test_loadable(void) {
         CHECK_STR(v, "bfq");
         CHECK_INT(policy_override_validate(KNOB_ELEVATOR, "kyber", 5, f, NULL, &v), -EINVAL);
         exp = policy_override_expected(KNOB_ELEVATOR, f, NULL);
-        CHECK_STR(exp, "one of the elevators the device offers (mq-deadline none bfq(module, loaded on the write)), or \"auto\"");
+        CHECK_STR(exp, "one of the elevators the device offers (mq-deadline none bfq(module, loaded on the write)), \"keep\", or \"auto\"");
 }
 
 /* Item 4: dm-multipath legs and request-based maps. */
