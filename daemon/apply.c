@@ -475,6 +475,12 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
                 a->retry = (Backoff) {};
                 free_and_strdup(&a->value, wanted);
+                /* the elevator instance the value is in place under, as after blkmqd's own write
+                 * (queue_knob_finish()): a daemon started again over its earlier write (kill -9)
+                 * knew none, and took someone's switch away and back, which resets it, for their
+                 * change (the elevator tunables do the same, iosched_decide()) */
+                if (k == KNOB_NR_REQUESTS)
+                        d->nr_requests_ino = nr_requests_instance(h, d->name);
                 if (war_held(&a->war, now))
                         log_external(d, knob, LOG_INFO, "%s %s held since blkmqd's last rewrite: write war over", knob, wanted);
                 return dropped;

@@ -31,6 +31,10 @@ Elevator tunables (issue 18) through the real FUSE mount on loop devices this te
 (i7) policy/iosched/mq-deadline/async_depth 32 and policy/nr_requests 64: nr_requests is written
      before the tunables (the kernel derives async_depth from it), so 32 stays, and is written
      again when nr_requests goes back; stop puts both back.
+(i5r) (i5) with a restart (kill -9) after the write: the new daemon finds 64 in place and
+     takes the elevator instance it finds as the one 64 was written under, so someone's switch
+     away and back is a reset it writes 64 again over, as without the restart (it was "changed
+     externally" and left at the elevator's default).
 (i8) policy/nr_requests 64 written under elevator none (no queue/iosched), then policy/elevator
      mq-deadline, kyber, none: each switch resets nr_requests and blkmqd writes 64 again; never
      "changed externally".
@@ -305,6 +309,32 @@ def case_i5_nr_requests(d, loops, tmp):
                          10.0, 0.05)
         check(ok, f"(i5) the periodic verify wrote 64 again after the reset, and logged why ({t:.1f} s)")
         check("changed externally" not in d.read("devices", name, "applied", "nr_requests"), "(i5) not someone else's change")
+    finally:
+        d.stop()
+
+
+def case_i5r_nr_requests_after_restart(d, loops, tmp):
+    """(i5r) (i5) across a kill -9 and a restart: the reset is still a reset, written again"""
+    name = loops.attach("i5r", elevator="bfq")
+    start(d, tmp, name, VERIFY)
+    try:
+        check(d.write("64", "devices", name, "policy", "nr_requests") == 0 and nr_requests(name) == "64",
+              f"(i5r) policy/nr_requests 64 ({nr_requests(name)})")
+    finally:
+        rc = d.stop(signal.SIGKILL)
+    check(rc == -signal.SIGKILL and nr_requests(name) == "64", f"(i5r) killed with 64 in place ({nr_requests(name)})")
+    start(d, tmp, name, VERIFY)
+    try:
+        ok, _ = wait_for(lambda: d.read("devices", name, "applied", "nr_requests").startswith("ok: 64"), 5.0)
+        check(ok, f"(i5r) after the restart: {d.read('devices', name, 'applied', 'nr_requests').strip()!r}")
+        n0 = log_len(d)
+        set_elevator(name, "kyber")
+        set_elevator(name, "bfq")
+        ok, t = wait_for(lambda: nr_requests(name) == "64" and log_lines(d, "-> 64: written again, an elevator switch since blkmqd wrote it reset it", n0),
+                         10.0, 0.05)
+        check(ok, f"(i5r) the periodic verify wrote 64 again after the reset, and logged why ({t:.1f} s; kernel "
+              f"{nr_requests(name)}, applied/nr_requests {d.read('devices', name, 'applied', 'nr_requests').strip()!r})")
+        check(not log_lines(d, "changed externally", n0), f"(i5r) not someone else's change: {log_lines(d, 'changed externally', n0)}")
     finally:
         d.stop()
 
@@ -638,7 +668,7 @@ def load_elevators(tmp):
 
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-iosched-", (case_i1_view, case_i2_policy, case_i3_reapply, case_i4_switch_order,
-                                              case_i5_nr_requests, case_i6_reset, case_i7_depth, case_i8_from_none,
+                                              case_i5_nr_requests, case_i5r_nr_requests_after_restart, case_i6_reset, case_i7_depth, case_i8_from_none,
                                               case_i9_override_back, case_i10_their_switch,
                                               case_i11_override_back_after_restart, case_im_metrics, case_i12_their_switch_kept,
                                               case_i13_slice_idle_alias),
