@@ -49,6 +49,23 @@ static int gather_i64(HostFs *h, DiskFacts *f, Fact fact, const char *path, int6
 }
 
 /*
+ * A shared host tagset in hctx debugfs "flags" (block/blk-mq-debugfs.c hctx_flags_show()):
+ * "TAG_HCTX_SHARED". BLK_MQ_F_TAG_HCTX_SHARED (1 << 3) came in 5.10 ("blk-mq: Facilitate a
+ * shared sbitmap per tagset", 32bc15afed04) without a name in hctx_flag_name[], so
+ * blk_flags_show() printed its bit number: "alloc_policy=FIFO SHOULD_MERGE|TAG_QUEUE_SHARED|3"
+ * until John Garry's "blk-mq-debugfs: Add decode for BLK_MQ_F_TAG_HCTX_SHARED" (02f938e9fed1,
+ * 5.11-rc3; e311e2bce1aa in 5.10 stable, January 2021). The bare "3" is trusted on 5.10 and
+ * 5.11 only, the releases that can print it; bit 3 is that flag there.
+ */
+static bool hctx_flags_shared(const char *flags, const char *release) {
+        unsigned maj, min;
+        if (flags_has_token(flags, "TAG_HCTX_SHARED"))
+                return true;
+        return kernel_release_parse(release, &maj, &min) >= 0 && maj == 5 && (min == 10 || min == 11) &&
+               flags_has_token(flags, "3");
+}
+
+/*
  * One hctx's mq/N/{cpu_list,nr_tags,nr_reserved_tags} and debugfs hctxN/flags. Unreadable
  * values stay unknown. Returns 0 or -ENOMEM.
  */
@@ -72,7 +89,7 @@ static int gather_one_hctx(HostFs *h, const DiskFacts *f, HctxFacts *x, bool deb
 
         snprintf(path, sizeof(path), "block/%s/hctx%u/flags", f->name, x->index);
         if (debugfs && hostfs_read(h, HOSTFS_DEBUGFS, path, &flags) >= 0)
-                x->shared_tags = flags_has_token(flags, "TAG_HCTX_SHARED") ? TRISTATE_YES : TRISTATE_NO;
+                x->shared_tags = hctx_flags_shared(flags, f->kernel_release) ? TRISTATE_YES : TRISTATE_NO;
         return 0;
 }
 
