@@ -69,7 +69,13 @@ int manager_new(const ManagerOptions *options, Manager **ret) {
         if (strchr(dir, ':'))           /* StateDirectory= with several entries: the first */
                 dir = strndupa(dir, strchr(dir, ':') - dir);
         r = state_open(dir, &m->state);
-        if (r < 0)
+        if (r == -EBUSY)
+                /* a second blkmqd (a --dry-run preview next to the service, say) must not take the
+                 * first one's originals for a crashed run's: it would put them back at its stop and
+                 * remove them, under the running one */
+                log_warning_errno(r, "State directory \"%s\" is in use by another blkmqd: its overrides and originals are "
+                                  "neither loaded nor stored by this one (give each blkmqd its own --state-dir)", dir);
+        else if (r < 0)
                 log_warning_errno(r, "Cannot use state directory \"%s\", overrides will not persist: %m", dir);
 
         r = sd_event_default(&m->event);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@ static const char * const section_dir[_STATE_SECTION_MAX] = {
 
 struct State {
         char *dir;
+        int lock_fd;            /* the directory, flock()ed */
         int fd[_STATE_SECTION_MAX];
 };
 
@@ -53,6 +55,11 @@ int state_open(const char *dir, State **ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < _STATE_SECTION_MAX; i++)
                 s->fd[i] = -EBADF;
+        s->lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (s->lock_fd < 0)
+                return negative_errno();
+        if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
+                return errno == EWOULDBLOCK ? -EBUSY : negative_errno();
         s->dir = strdup(dir);
         if (!s->dir)
                 return -ENOMEM;
@@ -76,6 +83,7 @@ State *state_free(State *s) {
                 return NULL;
         for (size_t i = 0; i < _STATE_SECTION_MAX; i++)
                 closep(&s->fd[i]);
+        closep(&s->lock_fd);
         free(s->dir);
         free(s);
         return NULL;

@@ -28,7 +28,13 @@ typedef enum StateSection {
         _STATE_SECTION_MAX,
 } StateSection;
 
-/* Open (creating if needed, mode 0700) the state directory. Returns 0 or -errno. */
+/*
+ * Open (creating if needed, mode 0700) the state directory and lock it (flock(2), LOCK_EX on
+ * the directory itself, held while the State lives; released by the kernel when the process
+ * dies, so a restart after a crash finds it free). Returns 0, -EBUSY when another process
+ * (another blkmqd) holds the lock: its originals and overrides are not this one's to load,
+ * restore or remove; or -errno.
+ */
 int state_open(const char *dir, State **ret);
 State *state_free(State *s);
 static inline void state_freep(State **s) {

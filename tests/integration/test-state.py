@@ -17,6 +17,9 @@ State the user sees (issue 13), through the real FUSE mount on loop devices this
     the admin's value back; an nr_requests override is written again after the switch,
     capped to what the new elevator takes;
 (s) live files (metrics, prometheus/blkmqd.prom, devices/<disk>/stat) have mtime = when read.
+(u) a second blkmqd started on the same state directory (a --dry-run preview next to a running
+    one) does not load the first one's originals as a crashed run's: before, it put them back
+    at its stop (a dry-run writing to the kernel) and removed them under the running one.
 """
 
 import json
@@ -255,7 +258,38 @@ def case_s_live_mtime(d, loops, tmp):
         d.stop()
 
 
+def case_u_second_daemon(d, loops, tmp):
+    """(u) a second blkmqd on the same state directory (a --dry-run preview beside the service) neither loads nor removes the first one's originals"""
+    name = loops.attach("u", elevator="none")
+    start(d, tmp, name, "[Class:stacked]\nElevator=keep\n")
+    proc = None
+    try:
+        wait_for(lambda: os.path.exists(d.path("devices", name, "policy", "elevator")), 5.0)
+        check(policy(d, name, "elevator", "kyber") == 0 and current_elevator(name) == "kyber", "(u) the first blkmqd switches to kyber")
+        originals = os.path.join(d.state, "originals")
+        files = os.listdir(originals)
+        check(len(files) == 1, f"(u) its original is stored ({files})")
+        log = os.path.join(tmp, "second.log")
+        with open(log, "w") as f:
+            proc = subprocess.Popen([bt.exe_arg(), "--no-mount", "--dry-run", "--state-dir", d.state, "--devices", name,
+                                     "-c", os.path.join(tmp, "blkmqd.conf")], stdout=f, stderr=subprocess.STDOUT)
+        ok, _ = wait_for(lambda: proc.poll() is not None or " started: " in read_text(log), 10.0, 0.02)
+        check(ok and proc.poll() is None, f"(u) the second one starts: {read_text(log)[-400:]!r}")
+        check("is in use by another blkmqd" in read_text(log), "(u) ... and says the state directory is the other one's")
+        check("recorded by an earlier run" not in read_text(log), "(u) it does not take the first one's originals for a crashed run's")
+        rc = bt.stop_process(proc)
+        proc = None
+        check(rc == 0, f"(u) the second one stops ({rc})")
+        check(current_elevator(name) == "kyber", f"(u) its stop (dry-run) wrote nothing: kyber stays ({current_elevator(name)})")
+        check(os.listdir(originals) == files, f"(u) the first one's originals are still stored ({os.listdir(originals)})")
+    finally:
+        if proc:
+            bt.stop_process(proc)
+        d.stop()
+    check(current_elevator(name) == "none", f"(u) the first one's stop puts none back ({current_elevator(name)})")
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-state-", (case_n_facts_now, case_o_auto_restores, case_r_nr_requests_reset,
-                                            case_s_live_mtime),
+                                            case_s_live_mtime, case_u_second_daemon),
                           why="loop devices, FUSE mount, sysfs writes", before_case=bt.forget_state))

@@ -116,6 +116,18 @@ static void test_round_trip(void) {
                 return;
         CHECK_STR(state_dir(s), dir);
         CHECK(stat(dir, &st) == 0 && (st.st_mode & 07777) == 0700);
+        /* one blkmqd per state directory: a second open is EBUSY while the first lives, and
+         * the directory is free again once it is gone (as after a crash) */
+        {
+                State *t = NULL;
+                CHECK_INT(state_open(dir, &t), -EBUSY);
+                CHECK(!t);
+                State *u = NULL;
+                char other[560];
+                snprintf(other, sizeof(other), "%s/other", tmpdir);
+                CHECK_INT(state_open(other, &u), 0);
+                state_free(u);
+        }
         snprintf(path, sizeof(path), "%s/overrides", dir);
         CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700);
 
@@ -244,6 +256,9 @@ static void test_round_trip(void) {
         CHECK_NULL(l);
 
         policy_overrides_done(&o2);
+        state_free(s);
+        s = NULL;
+        CHECK_INT(state_open(dir, &s), 0);      /* the lock went with the first */
         state_free(s);
 }
 
