@@ -465,6 +465,7 @@ void manager_device_uninitialized(Manager *m, const char *name) {
                 return;
         manager_set_unlisted(m, name, NULL, "not initialized by udev yet: listed at its add event, after udev's rules "
                              "ran (a udev rule may still be setting its queue attributes)");
+        registry_unlisted_udev_pending(&m->registry, name);     /* a reload leaves it to udev's add event */
 }
 
 void manager_device_event(Manager *m, const char *name, bool removed) {
@@ -643,10 +644,13 @@ void manager_reevaluate_all(Manager *m) {
                 if (strv_extend(&names, m->registry.devices[i]->name) < 0)
                         return;
         /* and the disks not listed: a reload's Devices= may name them now (or name them
-         * otherwise: their not_listed line follows); partitions follow their disk */
-        for (size_t i = 0; i < m->registry.n_unlisted; i++)
-                if (!m->registry.unlisted[i].parent && strv_extend(&names, m->registry.unlisted[i].name) < 0)
+         * otherwise: their not_listed line follows); partitions follow their disk, and a disk
+         * udev has not initialized yet waits for its add event, as at coldplug */
+        for (size_t i = 0; i < m->registry.n_unlisted; i++) {
+                const Unlisted *u = &m->registry.unlisted[i];
+                if (!u->parent && !u->udev_pending && strv_extend(&names, u->name) < 0)
                         return;
+        }
         m->batch = &batch;
         STRV_FOREACH(n, names)
                 manager_device_event(m, *n, false);

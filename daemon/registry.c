@@ -176,8 +176,9 @@ int registry_set_unlisted(Registry *reg, const char *name, const char *parent, c
                 return -ENOMEM;
         if (i >= 0) {
                 Unlisted *u = &reg->unlisted[i];
-                if (streq(u->reason, r) && streq_ptr(u->parent, p))
+                if (streq(u->reason, r) && streq_ptr(u->parent, p) && !u->udev_pending)
                         return 0;
+                u->udev_pending = false;
                 free(u->reason);
                 u->reason = TAKE_PTR(r);
                 free(u->parent);
@@ -202,6 +203,12 @@ static void unlisted_remove_at(Registry *reg, size_t i) {
         unlisted_done(&reg->unlisted[i]);
         memmove(reg->unlisted + i, reg->unlisted + i + 1, (reg->n_unlisted - i - 1) * sizeof(Unlisted));
         reg->n_unlisted--;
+}
+
+void registry_unlisted_udev_pending(Registry *reg, const char *name) {
+        ssize_t i = unlisted_find(reg, name);
+        if (i >= 0)
+                reg->unlisted[i].udev_pending = true;
 }
 
 int registry_forget_unlisted(Registry *reg, const char *name) {

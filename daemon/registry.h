@@ -177,6 +177,7 @@ typedef struct Unlisted {
         char *name;             /* sysfs's name: "sdc", "cciss!c0d1", "sda1" */
         char *parent;           /* a partition's disk, whose events keep its line; NULL for a disk */
         char *reason;           /* one line, no newline */
+        bool udev_pending;      /* not initialized by udev yet: its add event lists it, a reload does not */
 } Unlisted;
 
 typedef struct Registry {
@@ -206,6 +207,10 @@ void registry_done(Registry *reg);
  * was already so, -ENOMEM (nothing changed).
  */
 int registry_set_unlisted(Registry *reg, const char *name, const char *parent, const char *reason);
+
+/* Mark name's entry (registry_set_unlisted() made it) as waiting for udev (Unlisted.udev_pending);
+ * a later registry_set_unlisted() clears the mark. */
+void registry_unlisted_udev_pending(Registry *reg, const char *name);
 
 /* Forget name's entry. Returns 1 when there was one, else 0. */
 int registry_forget_unlisted(Registry *reg, const char *name);

@@ -331,6 +331,20 @@ static void case_events(bool udev_source) {
                  * waits for udev's add event */
                 check(log_has_line(0, "sdz: Not initialized by udev yet, waiting for its add event", NULL) &&
                       !log_has_line(0, "sdz: nr_hw_queues=", NULL), "udev source: coldplug leaves the uninitialized sdz to its add event");
+                /* a reload gathers again the disks not listed too (a Devices= may name them now),
+                 * but not one that waits for udev: it stays udev's add event's */
+                size_t hup = log_mark();
+                if (kill(t.pid, SIGHUP) < 0)
+                        die("kill: %m");
+                expect_line(hup, "Configuration reloaded", NULL, "SIGHUP before sdz's add");
+                /* the reload's re-evaluation runs right after that line, on the one loop thread:
+                 * once a second reload has said the same, the first one's is done */
+                size_t hup2 = log_mark();
+                if (kill(t.pid, SIGHUP) < 0)
+                        die("kill: %m");
+                expect_line(hup2, "Configuration reloaded", NULL, "a second SIGHUP");
+                check(!log_has_line(hup, "sdz: Evaluating", NULL) && !log_has_line(hup, "sdz: nr_hw_queues=", NULL),
+                      "udev source: a reload leaves the uninitialized sdz to its add event too");
                 mock_udev_db_set(t.bed, 400, "ID_SERIAL", "sdz-serial", NULL);
                 uevent(sdz, "add");
                 expect_line(mark, "sdz: Evaluating (facts gathered, new disk)", NULL, "udev source: sdz taken with udev's add");
