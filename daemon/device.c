@@ -1293,14 +1293,31 @@ static int apply_modprobe_d(HostFs *h, GatherCache *c, char * const *pairs) {
                 { HOSTFS_LIB,        "modprobe.d",           "/lib/modprobe.d/" },
                 { HOSTFS_USR_LIB,    "modprobe.d",           "/usr/lib/modprobe.d/" },
         };
-        _cleanup_free_ char *cmdline = NULL;
-        if (c->elevators_loadable && hostfs_read(h, HOSTFS_PROCFS, "cmdline", &cmdline) == -ENOMEM)
-                return -ENOMEM;
+        _cleanup_free_ char *cmdline = NULL, *disabled = NULL, *modprobe = NULL;
+        const char *none_loads = NULL;          /* no module loads at all, why */
+        if (c->elevators_loadable) {
+                if (hostfs_read(h, HOSTFS_PROCFS, "cmdline", &cmdline) == -ENOMEM ||
+                    hostfs_read(h, HOSTFS_PROCFS, "sys/kernel/modules_disabled", &disabled) == -ENOMEM ||
+                    hostfs_read(h, HOSTFS_PROCFS, "sys/kernel/modprobe", &modprobe) == -ENOMEM)
+                        return -ENOMEM;
+                /* kernel/module/main.c may_init_module(): modules_disabled (set once, never
+                 * cleared) refuses every load; kernel/module/kmod.c __request_module(): an empty
+                 * modprobe_path makes the kernel ask no one */
+                if (disabled && streq(strip_newline(disabled), "1"))
+                        none_loads = "kernel.modules_disabled=1 (/proc/sys/kernel/modules_disabled): the kernel loads no module";
+                else if (modprobe && streq(strip_newline(modprobe), ""))
+                        none_loads = "kernel.modprobe is empty (/proc/sys/kernel/modprobe): the kernel asks no one to load a module";
+        }
         char **keep = NULL;
 
         STRV_FOREACH(e, c->elevators_loadable) {
                 const char *module = pair_module(pairs, *e);
-                _cleanup_free_ char *why = module && cmdline ? cmdline_blocks(cmdline, *e, module) : NULL;
+                _cleanup_free_ char *why = none_loads ? strdup(none_loads) :
+                                           module && cmdline ? cmdline_blocks(cmdline, *e, module) : NULL;
+                if (none_loads && !why) {
+                        strv_free(keep);
+                        return -ENOMEM;
+                }
                 _cleanup_strv_free_ char **seen = NULL;
                 for (size_t d = 0; d < ELEMENTSOF(dirs) && module && !why; d++) {
                         _cleanup_strv_free_ char **names = NULL;
