@@ -729,7 +729,9 @@ static int gather_debugfs_state(HostFs *h, DiskFacts *f, bool debugfs, const cha
  * never set it (nvme, virtio, loop) are "no". Others stay unknown.
  */
 static int gather_shared_tags_fallback(HostFs *h, DiskFacts *f) {
-        static const char * const never[] = { "nvme", "virtio_blk", "virtio_scsi", "loop", "null_blk", "sd", "device-mapper" };
+        /* not "sd": the SCSI disk driver (block/<d>/device/driver when no SCSI host is found)
+         * sits above every host driver, shared tagset or not */
+        static const char * const never[] = { "nvme", "virtio_blk", "virtio_scsi", "loop", "null_blk", "device-mapper" };
         _cleanup_free_ char *v = NULL;
         char path[PATH_MAX];
         Tristate t = TRISTATE_UNKNOWN;
