@@ -61,12 +61,20 @@ int main(int argc, char *argv[]) {
                         break;
                 case 'd': {
                         char *save = NULL;
+                        size_t n = 0;
                         _cleanup_free_ char *copy = strdup(optarg);
                         if (!copy)
                                 return EXIT_FAILURE;
-                        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+                        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save), n++)
                                 if (strv_extend(&globs, t) < 0)
                                         return EXIT_FAILURE;
+                        /* "" or ",": no glob at all would leave the list empty, which is "every
+                         * disk" (--devices "$UNSET" widened a limited run to the root disk) */
+                        if (n == 0) {
+                                log_error("--devices \"%s\" names no disk: give a glob (e.g. --devices 'loop*'); "
+                                          "to manage every disk, leave --devices out", optarg);
+                                return EXIT_FAILURE;
+                        }
                         break;
                 }
                 case 'n':

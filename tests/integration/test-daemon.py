@@ -149,6 +149,21 @@ def case_c_dry_run(d, loops, tmp):
         check(read_text(f"/sys/block/{n}/queue/scheduler") == before[n], f"(c) {n} scheduler unchanged after stop")
 
 
+def case_j_empty_devices(d, loops, tmp):
+    """(j) --devices with no glob in it ("", ",": --devices "$UNSET" in a script) is refused, not "every disk"."""
+    for arg in ("", ",", ",,"):
+        # --dry-run: should it start after all (the old behaviour), it writes nothing; stopped below
+        p = subprocess.Popen([bt.exe_arg(), "--no-mount", "--dry-run", "--state-dir", os.path.join(tmp, "state-j"), "--devices", arg],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            _, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGTERM)
+            _, err = p.communicate()
+        check(p.returncode == 1 and "names no disk" in err and " started: " not in err,
+              f"(j) --devices {arg!r}: exit 1 with why, never started on every disk ({p.returncode}: {err.strip()[-200:]!r})")
+
+
 def case_d_e_f(d, loops, tmp):
     """(e) read semantics; (f) open file of a removed device; (d) removal within 1 s."""
     keep = loops.attach("e")
@@ -413,5 +428,5 @@ def case_i_originals_of_an_earlier_boot(d, loops, tmp):
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-it-", (case_a_hotplug_and_facts, case_b_apply_and_restore, case_c_dry_run,
                                          case_d_e_f, case_g_kill9_restart, case_h_splice_readers,
-                                         case_i_originals_of_an_earlier_boot),
+                                         case_i_originals_of_an_earlier_boot, case_j_empty_devices),
                           why="loop devices, FUSE mount, sysfs writes"))
