@@ -258,10 +258,19 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
                                          cls, shown, wanted, available, e_set);
                 if (r >= 0)
                         r = explain_source(f, plan);
-        } else
+        } else {
+                /* a wanted elevator whose module exists but is kept from loading: say by what */
+                STRV_FOREACH(e, cp->elevators) {
+                        const char *blocked = disk_facts_elevator_blocked(f, *e);
+                        if (blocked && (r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, "elevator-available",
+                                                         "elevator=%s wanted by class=%s -> not available: its module is kept from loading: %s",
+                                                         *e, cls, blocked)) < 0)
+                                return r;
+                }
                 r = plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_CLASS("elevator", cls),
                                  "class=%s elevator=%s wanted=%s available=%s -> elevator left alone, none of the wanted elevators is offered",
                                  cls, shown, wanted, available);
+        }
         if (r < 0)
                 return r;
         return explain_evidence(f, plan, base, e_set);
