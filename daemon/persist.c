@@ -360,6 +360,8 @@ void manager_persist_originals(Manager *m, Device *d) {
         if (!m->state || !(key = originals_key(d)))
                 return;
         r = originals_to_kv(m->boot_id, d, &kv);
+        if (r >= 0 && !kv && m->cli_dry_run)
+                return;         /* --dry-run recorded nothing: an earlier run's file stays (manager_load_originals()) */
         if (r >= 0 && (snapshot = originals_snapshot(key, kv)) && streq_ptr(snapshot, d->originals_saved))
                 return;         /* the file already holds exactly this (or will: its save is queued) */
         _cleanup_free_ char *text = NULL;
@@ -399,6 +401,16 @@ void manager_load_originals(Manager *m, Device *d) {
                 return;
         bool earlier_run = !strv_contains(m->originals_seen, key);
         r = state_load(m->state, STATE_ORIGINALS, key, &kv);
+        if (m->cli_dry_run) {
+                /* --dry-run writes nothing, at stop neither: what an earlier run (a crash) left to
+                 * put back stays in the state directory for a blkmqd that writes */
+                if (r >= 0 && kv && earlier_run) {
+                        log_device_info(d->name, "Original values recorded by an earlier run are kept in the state directory for "
+                                        "a blkmqd that writes: --dry-run does not put them back");
+                        (void) strv_extend(&m->originals_seen, key);
+                }
+                return;
+        }
         if (r < 0) {
                 log_device_warning_errno(d->name, r, "Stored original values unreadable%s: %m",
                                          r == -EBADMSG ? ", set aside as .corrupt" : "");
@@ -473,7 +485,7 @@ void manager_load_module_originals(Manager *m) {
         _cleanup_strv_free_ char **kv = NULL;
         int r;
 
-        if (!m->state)
+        if (!m->state || m->cli_dry_run)       /* as a disk's (manager_load_originals()) */
                 return;
         r = state_load(m->state, STATE_ORIGINALS, MODULES_STATE_KEY, &kv);
         if (r >= 0)
@@ -489,6 +501,8 @@ void manager_persist_module_originals(Manager *m) {
         if (!m->state)
                 return;
         int r = modules_originals(&m->modules, &kv);
+        if (r >= 0 && !kv && m->cli_dry_run)
+                return;         /* --dry-run recorded nothing: an earlier run's file stays */
         if (r >= 0 && !(joined = strv_join(kv, "\n")))
                 r = -ENOMEM;
         if (r >= 0 && streq_ptr(joined, m->module_originals_saved))

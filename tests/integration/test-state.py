@@ -20,11 +20,15 @@ State the user sees (issue 13), through the real FUSE mount on loop devices this
 (u) a second blkmqd started on the same state directory (a --dry-run preview next to a running
     one) does not load the first one's originals as a crashed run's: before, it put them back
     at its stop (a dry-run writing to the kernel) and removed them under the running one.
+(v) --dry-run after a crash (kill -9) neither puts back nor removes the crashed run's
+    originals: "write nothing" holds at its stop too; the next blkmqd that writes restores them.
 """
 
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -289,7 +293,38 @@ def case_u_second_daemon(d, loops, tmp):
     check(current_elevator(name) == "none", f"(u) the first one's stop puts none back ({current_elevator(name)})")
 
 
+def case_v_dry_run_after_crash(d, loops, tmp):
+    """(v) --dry-run after a crash writes nothing, at its stop neither: the crashed run's originals stay for a blkmqd that writes"""
+    name = loops.attach("v", elevator="none")
+    start(d, tmp, name, "[Class:stacked]\nElevator=keep\n")
+    wait_for(lambda: os.path.exists(d.path("devices", name, "policy", "elevator")), 5.0)
+    check(policy(d, name, "elevator", "kyber") == 0 and current_elevator(name) == "kyber", "(v) blkmqd switches to kyber")
+    originals = os.path.join(d.state, "originals")
+    files = os.listdir(originals)
+    check(d.stop(signal.SIGKILL) == -signal.SIGKILL and current_elevator(name) == "kyber", "(v) kill -9 leaves kyber")
+    bt.sh("umount", "-l", d.mnt, check_rc=False)
+    # the crashed run's override would switch it again: preview without it
+    shutil.rmtree(os.path.join(d.state, "overrides"), ignore_errors=True)
+    os.makedirs(os.path.join(d.state, "overrides"), mode=0o700)
+    log = os.path.join(tmp, "dry.log")
+    with open(log, "w") as f:
+        proc = subprocess.Popen([bt.exe_arg(), "--no-mount", "--dry-run", "--state-dir", d.state, "--devices", name,
+                                 "-c", os.path.join(tmp, "blkmqd.conf")], stdout=f, stderr=subprocess.STDOUT)
+    try:
+        ok, _ = wait_for(lambda: proc.poll() is not None or " started: " in read_text(log), 10.0, 0.02)
+        check(ok and proc.poll() is None, "(v) --dry-run starts")
+        check("kept in the state directory for a blkmqd that writes" in read_text(log), "(v) ... and says the originals are kept")
+    finally:
+        rc = bt.stop_process(proc)
+    check(rc == 0, f"(v) --dry-run stops ({rc})")
+    check(current_elevator(name) == "kyber", f"(v) its stop wrote nothing: kyber stays ({current_elevator(name)})")
+    check(os.listdir(originals) == files, f"(v) the crashed run's originals are still stored ({os.listdir(originals)})")
+    start(d, tmp, name, "[Class:stacked]\nElevator=keep\n")
+    d.stop()
+    check(current_elevator(name) == "none", f"(v) the next blkmqd that writes puts none back at its stop ({current_elevator(name)})")
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-state-", (case_n_facts_now, case_o_auto_restores, case_r_nr_requests_reset,
-                                            case_s_live_mtime, case_u_second_daemon),
+                                            case_s_live_mtime, case_u_second_daemon, case_v_dry_run_after_crash),
                           why="loop devices, FUSE mount, sysfs writes", before_case=bt.forget_state))
