@@ -1233,7 +1233,7 @@ static char *cmdline_blocks(const char *cmdline, const char *elevator, const cha
         bool by_alias = !module_name_eq(module, request);
 
         for (const char *p = cmdline; p && *p; ) {
-                p += strspn(p, " \t\n");
+                p += strspn(p, " \t\n\"");    /* parse_args() takes "param=value" and param="value" */
                 size_t l = strcspn(p, " \t\n");
                 const char *list = NULL;
                 bool kernel = false;
@@ -1242,8 +1242,10 @@ static char *cmdline_blocks(const char *cmdline, const char *elevator, const cha
                         kernel = true;
                 } else if (l > 19 && strncmp(p, "modprobe.blacklist=", 19) == 0)
                         list = p + 19;
+                if (list && *list == '"')
+                        list++;
                 for (const char *t = list; t && t < p + l; ) {
-                        size_t tl = strcspn(t, ", \t\n");
+                        size_t tl = strcspn(t, ", \t\n\"");
                         char name[128];
                         if (tl > 0 && tl < sizeof(name)) {
                                 memcpy(name, t, tl);
@@ -1268,9 +1270,9 @@ static char *cmdline_blocks(const char *cmdline, const char *elevator, const cha
                                         return r;
                                 }
                         }
-                        t += tl + (t[tl] == ',');
-                        if (tl == 0)
-                                break;
+                        if (t[tl] != ',')
+                                break;          /* a blank, the closing quote or the end ends the list */
+                        t += tl + 1;
                 }
                 p += l;
         }
