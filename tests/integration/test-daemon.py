@@ -151,6 +151,10 @@ def case_c_dry_run(d, loops, tmp):
 
 def case_j_empty_devices(d, loops, tmp):
     """(j) --devices with no glob in it ("", ",": --devices "$UNSET" in a script) is refused, not "every disk"."""
+    # --help says what the state directory holds (originals too, not only overrides) and that it is one blkmqd's
+    r = subprocess.run([bt.exe_arg(), "--help"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 0 and "overrides and original values persist, one blkmqd" in r.stdout,
+          f"(j) --help: --state-dir holds overrides and originals, one blkmqd at a time ({r.stdout!r})")
     for arg in ("", ",", ",,"):
         # --dry-run: should it start after all (the old behaviour), it writes nothing; stopped below
         p = subprocess.Popen([bt.exe_arg(), "--no-mount", "--dry-run", "--state-dir", os.path.join(tmp, "state-j"), "--devices", arg],
