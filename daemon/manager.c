@@ -449,6 +449,9 @@ int manager_startup(Manager *m) {
                         return log_error_errno(r, "\"%s\" is already a live FUSE mount (is another blkmqd running?)", m->mountpoint);
                 if (r < 0)
                         return log_error_errno(r, "Failed to set up the FUSE tree at \"%s\": %m", m->mountpoint);
+                if (fuse_fs_cleared_stale_mount(m->fuse))
+                        log_notice("\"%s\" held a dead FUSE mount (\"Transport endpoint is not connected\": a blkmqd that was "
+                                   "killed); lazily unmounted", m->mountpoint);
         }
 
         (void) hostfs_kernel_release(m->hostfs, &m->kernel_release);

@@ -41,6 +41,7 @@ struct FuseFs {
         uint64_t next_ino;
         Node *root, *devices, *modules, *hosts, *nics, *not_listed;
         bool created_mountpoint;        /* blkmqd made the directory: remove it at stop */
+        bool cleared_stale;             /* a dead mount was there, lazily unmounted */
         struct timespec start;
         /* Kernel cache invalidations, sent by a helper thread: the kernel's reverse
          * invalidation waits for the parent directory's lock, which a LOOKUP in progress
@@ -1106,6 +1107,10 @@ static int clear_stale_mount(const char *mountpoint) {
         return negative_errno();
 }
 
+bool fuse_fs_cleared_stale_mount(const FuseFs *fs) {
+        return fs && fs->cleared_stale;
+}
+
 static int build_static(FuseFs *fs) {
         fs->root = node_new(fs, NULL, NODE_ROOT, "", NULL, 0, 0);
         if (!fs->root)
@@ -1165,6 +1170,7 @@ int fuse_fs_new(const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret) 
                 return r;
         }
         fs->created_mountpoint = r == 2;
+        fs->cleared_stale = r == 1;
 
         *ret = fs;
         return 0;

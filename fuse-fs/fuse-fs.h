@@ -115,6 +115,10 @@ typedef struct FuseFsContext {
  */
 int fuse_fs_new(const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret);
 
+/* Whether fuse_fs_new() found a dead mount at the mount point (a killed blkmqd's) and lazily
+ * unmounted it: the caller says so (this module logs nothing above debug). */
+bool fuse_fs_cleared_stale_mount(const FuseFs *fs);
+
 /*
  * Mount and serve requests from event (the loop thread). Before it returns, FUSE_INIT is
  * answered (until then every request would wait in fuse_get_req(), in D state) and the kernel

@@ -381,6 +381,8 @@ def case_g_kill9_restart(d, loops, tmp):
     d.start("--devices", name)
     try:
         check(d.read("devices", name, "class") == "stacked\n", "(g) restarted daemon serves the tree on the same mount point")
+        said = [l for l in d.tail(100000).splitlines() if "held a dead FUSE mount" in l and "lazily unmounted" in l]
+        check(len(said) == 1, f"(g) one line says the dead mount was cleared: {said}")
         with open("/proc/self/mountinfo") as f:
             n = sum(1 for line in f if line.split()[4] == d.mnt)
         check(n == 1, f"(g) exactly one mount at {d.mnt} after the restart (found {n})")
