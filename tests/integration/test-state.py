@@ -277,7 +277,7 @@ def case_u_second_daemon(d, loops, tmp):
         with open(log, "w") as f:
             proc = subprocess.Popen([bt.exe_arg(), "--no-mount", "--dry-run", "--state-dir", d.state, "--devices", name,
                                      "-c", os.path.join(tmp, "blkmqd.conf")], stdout=f, stderr=subprocess.STDOUT)
-        ok, _ = wait_for(lambda: proc.poll() is not None or " started: " in read_text(log), 10.0, 0.02)
+        ok, _ = wait_for(lambda: proc.poll() is not None or " started: " in read_text(log), 30.0, 0.02)
         check(ok and proc.poll() is None, f"(u) the second one starts: {read_text(log)[-400:]!r}")
         check("is in use by another blkmqd" in read_text(log), "(u) ... and says the state directory is the other one's")
         check("recorded by an earlier run" not in read_text(log), "(u) it does not take the first one's originals for a crashed run's")
@@ -311,7 +311,7 @@ def case_v_dry_run_after_crash(d, loops, tmp):
         proc = subprocess.Popen([bt.exe_arg(), "--no-mount", "--dry-run", "--state-dir", d.state, "--devices", name,
                                  "-c", os.path.join(tmp, "blkmqd.conf")], stdout=f, stderr=subprocess.STDOUT)
     try:
-        ok, _ = wait_for(lambda: proc.poll() is not None or " started: " in read_text(log), 10.0, 0.02)
+        ok, _ = wait_for(lambda: proc.poll() is not None or " started: " in read_text(log), 30.0, 0.02)
         check(ok and proc.poll() is None, "(v) --dry-run starts")
         check("kept in the state directory for a blkmqd that writes" in read_text(log), "(v) ... and says the originals are kept")
     finally:
