@@ -214,7 +214,22 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
         r = policy_override_validate(knob, data, len, d->facts, online.n_words ? &online : NULL, &v);
         if (r < 0) {
                 _cleanup_free_ char *expected = policy_override_expected(knob, d->facts, online.n_words ? &online : NULL);
-                return log_rejected(device, r, file, data, len, "", expected);
+                char why[192] = "";
+                if (knob == KNOB_ELEVATOR) {
+                        /* a legacy or malformed name: say what to write instead, as the config load does */
+                        char name[64], buf[128];
+                        size_t l = len > 0 && data[len - 1] == '\n' ? len - 1 : len;
+                        const char *instead, *bad;
+                        if (l > 0 && l < sizeof(name) && !memchr(data, 0, l)) {
+                                memcpy(name, data, l);
+                                name[l] = 0;
+                                if (elevator_name_is_legacy(name, &instead))
+                                        snprintf(why, sizeof(why), " (\"%s\" is a legacy single-queue name: use \"%s\")", name, instead);
+                                else if ((bad = elevator_name_invalid(name, buf, sizeof(buf))) && !strpbrk(name, " \t\n"))
+                                        snprintf(why, sizeof(why), " (%s)", bad);
+                        }
+                }
+                return log_rejected(device, r, file, data, len, why, expected);
         }
 
         if (knob == POLICY_FILE_ENABLED) {

@@ -178,6 +178,13 @@ def case_h_bad_writes(d, loops, tmp):
         check(policy_snapshot(d, name) == pol_before and d.read("mode") == mode_before,
               f"(h) {rel} <- {shown!r}: policy/* and mode unchanged")
     check(n_bad >= 30, f"(h) {n_bad} bad writes in the table (>= 30)")
+    # a legacy or upper-case elevator name: the refusal says what to write instead (as the config load does)
+    for data, hint in ((b"NOOP\n", 'use "none"'), (b"deadline", 'use "mq-deadline"'), (b"BFQ", 'use "bfq"')):
+        lines0 = len(log_lines(d))
+        check(write_file(P("elevator"), data) == EINVAL, f"(h) policy/elevator <- {data!r}: EINVAL")
+        wait_for(lambda: len(log_lines(d)) > lines0, 5.0, 0.02)
+        new = log_lines(d)[lines0:]
+        check(len(new) == 1 and hint in new[0], f"(h) policy/elevator <- {data!r}: one line saying {hint}: {new}")
     check(d.alive(), "(h) the daemon survives every bad write")
     # a good write, for contrast: one line, and the override shows
     lines0 = len(log_lines(d))
