@@ -20,7 +20,9 @@
  * (from /proc/PID/fd), so both figures come from one run. Not a product: no error is fatal
  * except an open that fails.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
