@@ -2151,3 +2151,95 @@ int apply_restore(HostFs *h, Device *d, RestoreCounts *counts) {
         }
         return d->run.written;
 }
+
+/* The stored value of key in kv (strv of alternating key, value), NULL when absent. */
+static const char *written_kv_get(char * const *kv, const char *key) {
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2)
+                if (streq(kv[i], key))
+                        return kv[i + 1];
+        return NULL;
+}
+
+static uint64_t written_kv_u64(char * const *kv, const char *key) {
+        const char *v = written_kv_get(kv, key);
+        char *end;
+        if (!v || !*v)
+                return 0;
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        return errno || *end ? 0 : (uint64_t) n;
+}
+
+/*
+ * Is the value read now blkmqd's earlier write? Not when it is the original and the write was
+ * another value: the write never landed (a crash between the save and the write) or was put
+ * back; the knob is then as blkmqd found it, and applied as at a first start.
+ */
+static bool written_adoptable(const char *current, const char *original, const char *written) {
+        return !(streq(current, original) && !streq(current, written));
+}
+
+int apply_adopt_written(HostFs *h, Device *d, char * const *kv) {
+        int n = 0;
+
+        if (!h)
+                return 0;
+
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
+                const char *what = startswith(kv[i], APPLY_WRITTEN_PREFIX), *written = kv[i + 1];
+                _cleanup_free_ char *current = NULL;
+                const char *dotted;
+                unsigned irq;
+                Knob k;
+
+                if (!what)
+                        continue;
+                if ((dotted = startswith(what, "iosched."))) {
+                        IoschedTunable t = iosched_tunable_from_dotted(dotted);
+                        _cleanup_free_ char *elevator = NULL;
+                        char key[160];
+                        if (t < 0)
+                                continue;
+                        const IoschedTunableInfo *info = iosched_tunable_info(t);
+                        Applied *a = &d->iosched[t];
+                        /* only while its elevator runs: otherwise the value went with it, and
+                         * an original recorded before blkmqd's switch comes back with it */
+                        if (!a->original || read_knob(h, d->name, KNOB_ELEVATOR, &elevator) < 0 || !streq(elevator, info->elevator) ||
+                            read_tunable(h, d->name, info->name, &current) < 0)
+                                continue;
+                        snprintf(key, sizeof(key), "%s%s", APPLY_READBACK_PREFIX, what);
+                        const char *readback = written_kv_get(kv, key);
+                        if (!written_adoptable(current, a->original, readback ?: written))
+                                continue;
+                        if (free_and_strdup(&a->value, written) < 0 || (readback && free_and_strdup(&d->iosched_read[t], readback) < 0))
+                                return -ENOMEM;
+                        snprintf(key, sizeof(key), "%s%s", APPLY_INSTANCE_PREFIX, what);
+                        d->iosched_ino[t] = written_kv_u64(kv, key);
+                        applied_set(a, APPLY_OK, 0, NULL);
+                        n++;
+                } else if (sscanf(what, "irq.%u", &irq) == 1) {
+                        for (size_t v = 0; v < d->n_irq_applied; v++) {
+                                IrqApplied *ia = &d->irq_applied[v];
+                                if (ia->irq != irq || !ia->original || read_irq_affinity(h, irq, &current) < 0)
+                                        continue;
+                                if (!written_adoptable(current, ia->original, written))
+                                        break;
+                                if (free_and_strdup(&ia->value, written) < 0)
+                                        return -ENOMEM;
+                                n++;
+                                break;
+                        }
+                } else if ((k = knob_from_string(what)) >= 0 && k != KNOB_IRQ_AFFINITY && !apply_net_knob(k)) {
+                        Applied *a = &d->applied[k];
+                        if (!a->original || read_knob(h, d->name, k, &current) < 0 || !written_adoptable(current, a->original, written))
+                                continue;
+                        if (free_and_strdup(&a->value, written) < 0)
+                                return -ENOMEM;
+                        if (k == KNOB_NR_REQUESTS)
+                                d->nr_requests_ino = written_kv_u64(kv, APPLY_INSTANCE_PREFIX "nr_requests");
+                        applied_set(a, APPLY_OK, 0, NULL);
+                        n++;
+                }
+        }
+        return n;
+}

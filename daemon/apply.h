@@ -91,6 +91,31 @@ int apply_restore(HostFs *h, Device *d, RestoreCounts *counts);
 bool apply_has_originals(const Device *d);
 
 /*
+ * What blkmqd wrote, stored next to the originals (daemon/persist.c, originals/<identity>):
+ * "written.<knob>=", "written.iosched.<elevator>.<tunable>=", "written.irq.<N>=" is the value
+ * written; "instance.nr_requests=" and "instance.iosched.<elevator>.<tunable>=" the inode of
+ * queue/iosched it was written under (an elevator switch since resets it: nobody's change);
+ * "readback.iosched.<elevator>.<tunable>=" what the kernel read back (jiffies rounding).
+ * A file without them (an older blkmqd) leaves the value unknown, as before.
+ */
+#define APPLY_WRITTEN_PREFIX "written."
+#define APPLY_INSTANCE_PREFIX "instance."
+#define APPLY_READBACK_PREFIX "readback."
+
+/*
+ * A restart over an earlier run's writes (kill -9, crash): take the values kv (the stored
+ * originals file, strv of alternating key, value) says that run wrote as blkmqd's own, for
+ * each knob, tunable and IRQ vector whose original is loaded, so the first evaluation treats
+ * them as the running daemon does its writes: a value someone else changed while blkmqd was
+ * down is "changed externally" (Reassert=no: reported once and left, its original forgotten).
+ * A knob that reads its original while the stored write was another value is not taken (the
+ * write never landed, or was put back: applied as at a first start), nor one that cannot be
+ * read, nor a tunable whose elevator does not run. Call after the originals are loaded.
+ * Returns the number of values taken, or -ENOMEM.
+ */
+int apply_adopt_written(HostFs *h, Device *d, char * const *kv);
+
+/*
  * Asynchronous apply, as the daemon does it: the same decisions, made on the loop thread, with
  * each write handed to writer (daemon/writer.h) and the run continued when it returned. While a
  * write is in flight its knob reads "pending", past the writer's deadline "timeout (still

@@ -201,6 +201,16 @@ void manager_load_originals(Manager *m, Device *d);
 /* Save d's recorded originals when they differ from what the state directory holds (crash
  * safety: called before every kernel write). A failure is logged. */
 void manager_persist_originals(Manager *m, Device *d);
+/*
+ * manager_persist_originals() before a kernel write (manager_on_apply_submit()): saved only when
+ * the originals changed (a new one must be on disk before the write that makes it one); when
+ * only what blkmqd writes changed (a new override over a recorded original), the save waits
+ * for the run's end (manager_on_apply_finished()), so no fsync() stands between a uevent and
+ * its write (issue 12 item 4; integration/hotplug (q5)). A crash in between leaves the earlier
+ * written value stored: at a restart the kernel's value is then the plan's (ok) or, if the
+ * plan went back meanwhile, reported as changed externally and left.
+ */
+void manager_persist_originals_before_write(Manager *m, Device *d);
 
 /* Load originals/module-parameters into m->modules (at startup). A failure is logged. */
 void manager_load_module_originals(Manager *m);

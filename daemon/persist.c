@@ -5,11 +5,13 @@
  * (two present disks, one identity) decide that nothing is stored or loaded for either.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "apply-net.h"
 #include "log.h"
 #include "macro.h"
 #include "manager-internal.h"
@@ -122,8 +124,11 @@ bool manager_persist_settled(const Manager *m) {
 /* The save returned (loop thread, or inline): a failure is said, and the next save writes again. */
 static void persist_finish(PersistJob *p, int r) {
         Manager *m = p->m;
-        if (r >= 0)
+        if (r >= 0) {
+                if (p->what == PERSIST_ORIGINALS)
+                        log_device_debug(p->name, "Original values saved in the state directory");
                 return;
+        }
         if (p->what == PERSIST_OVERRIDES) {
                 log_device_warning_errno(p->name, r, "Failed to persist overrides, they last until restart: %m");
                 return;
@@ -295,6 +300,60 @@ void manager_load_overrides(Manager *m, Device *d) {
  */
 #define ORIGINALS_NR_BEFORE_OVERRIDE_KEY "nr_requests.before_override"
 
+static int kv_add(char ***kv, const char *prefix, const char *key, const char *value) {
+        char k[160];
+        snprintf(k, sizeof(k), "%s%s", prefix, key);
+        return strv_extend(kv, k) < 0 || strv_extend(kv, value) < 0 ? -ENOMEM : 0;
+}
+
+static int kv_add_u64(char ***kv, const char *prefix, const char *key, uint64_t value) {
+        char v[32];
+        snprintf(v, sizeof(v), "%" PRIu64, value);
+        return kv_add(kv, prefix, key, v);
+}
+
+/*
+ * What blkmqd wrote, next to each original (apply_adopt_written() reads it back at a restart):
+ * "written.<key>=value", for nr_requests and the tunables "instance.<key>=" (the queue/iosched
+ * it was written under) and for a tunable read back otherwise "readback.<key>=". Saved before
+ * the write (with the original) and again after it (the instance). An older blkmqd logs these
+ * keys as unknown and ignores them; a file without them leaves the writes unknown, as before.
+ */
+static int written_to_kv(const Device *d, char ***kv) {
+        for (Knob k = 0; k < _KNOB_MAX; k++) {
+                const Applied *a = &d->applied[k];
+                if (k == KNOB_IRQ_AFFINITY || apply_net_knob(k) || !a->original || !a->value || a->state == APPLY_DRY_RUN)
+                        continue;
+                if (kv_add(kv, APPLY_WRITTEN_PREFIX, knob_to_string(k), a->value) < 0 ||
+                    (k == KNOB_NR_REQUESTS && d->nr_requests_ino &&
+                     kv_add_u64(kv, APPLY_INSTANCE_PREFIX, knob_to_string(k), d->nr_requests_ino) < 0))
+                        return -ENOMEM;
+        }
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                const IoschedTunableInfo *i = iosched_tunable_info(t);
+                const Applied *a = &d->iosched[t];
+                char key[128];
+                if (!a->original || !a->value || a->state == APPLY_DRY_RUN)
+                        continue;
+                snprintf(key, sizeof(key), "iosched.%s.%s", i->elevator, i->name);
+                if (kv_add(kv, APPLY_WRITTEN_PREFIX, key, a->value) < 0 ||
+                    (d->iosched_ino[t] && kv_add_u64(kv, APPLY_INSTANCE_PREFIX, key, d->iosched_ino[t]) < 0) ||
+                    (d->iosched_read[t] && !streq(d->iosched_read[t], a->value) &&
+                     kv_add(kv, APPLY_READBACK_PREFIX, key, d->iosched_read[t]) < 0))
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < d->n_irq_applied; i++) {
+                const IrqApplied *ia = &d->irq_applied[i];
+                char key[32];
+                if (!ia->original || !ia->value)
+                        continue;
+                snprintf(key, sizeof(key), "irq.%u", ia->irq);
+                if (kv_add(kv, APPLY_WRITTEN_PREFIX, key, ia->value) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 /* Originals as "knob=value" and "irq.N=value" pairs, after "boot=<boot_id>" when there are
  * any and boot_id is known (NULL when there are none: the file is removed). */
 static int originals_to_kv(const char *boot_id, const Device *d, char ***ret) {
@@ -320,6 +379,8 @@ static int originals_to_kv(const char *boot_id, const Device *d, char ***ret) {
                     (strv_extend(&kv, key) < 0 || strv_extend(&kv, d->irq_applied[i].original) < 0))
                         return -ENOMEM;
         }
+        if (kv && written_to_kv(d, &kv) < 0)
+                return -ENOMEM;
         if (kv && boot_id) {
                 _cleanup_strv_free_ char **all = NULL;
                 if (strv_extend(&all, ORIGINALS_BOOT_KEY) < 0 || strv_extend(&all, boot_id) < 0)
@@ -387,6 +448,41 @@ void manager_persist_originals(Manager *m, Device *d) {
         }
 }
 
+static bool written_key(const char *k) {
+        return startswith(k, APPLY_WRITTEN_PREFIX) || startswith(k, APPLY_INSTANCE_PREFIX) || startswith(k, APPLY_READBACK_PREFIX);
+}
+
+/* snapshot (originals_snapshot()) without what blkmqd wrote: the originals alone (NULL: ENOMEM). */
+static char *snapshot_core(const char *snapshot) {
+        _cleanup_strv_free_ char **l = NULL, **core = NULL;
+        for (const char *p = snapshot;;) {
+                const char *e = strchrnul(p, '\n');
+                _cleanup_free_ char *line = strndup(p, e - p);
+                if (!line || strv_extend(&l, line) < 0)
+                        return NULL;
+                if (!*e)
+                        break;
+                p = e + 1;
+        }
+        if (!l || !l[0] || strv_extend(&core, l[0]) < 0)
+                return NULL;
+        for (size_t i = 1; l[i] && l[i + 1]; i += 2)
+                if (!written_key(l[i]) && (strv_extend(&core, l[i]) < 0 || strv_extend(&core, l[i + 1]) < 0))
+                        return NULL;
+        return strv_join(core, "\n");
+}
+
+void manager_persist_originals_before_write(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *key = NULL, *snapshot = NULL, *core = NULL, *saved_core = NULL;
+
+        if (m->state && d->originals_saved && (key = originals_key(d)) && originals_to_kv(m->boot_id, d, &kv) >= 0 &&
+            (snapshot = originals_snapshot(key, kv)) && (core = snapshot_core(snapshot)) &&
+            (saved_core = snapshot_core(d->originals_saved)) && streq(core, saved_core))
+                return;         /* the originals are on disk: what is written is saved after the write */
+        manager_persist_originals(m, d);
+}
+
 /*
  * Originals recorded by an earlier run that did not get to restore them (crash, kill -9), or
  * by this run before the disk was removed (said once, not on every re-add).
@@ -437,6 +533,9 @@ void manager_load_originals(Manager *m, Device *d) {
         for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
                 if (streq(kv[i], ORIGINALS_BOOT_KEY))
                         continue;
+                /* what blkmqd wrote: taken below (apply_adopt_written()), not an original */
+                if (written_key(kv[i]))
+                        continue;
                 if (streq(kv[i], ORIGINALS_NR_BEFORE_OVERRIDE_KEY)) {
                         /* not an original: what an nr_requests override's "auto" puts back while
                          * blkmqd's elevator switch stands */
@@ -469,8 +568,15 @@ void manager_load_originals(Manager *m, Device *d) {
                         log_device_debug(d->name, "Original %s=%s recorded before the disk was last removed, kept",
                                          kv[i], kv[i + 1]);
         }
-        if (kv && earlier_run)
+        if (kv && earlier_run) {
+                /* the values that run wrote are blkmqd's: one someone else changed while
+                 * blkmqd was down is "changed externally" at the first evaluation, as when
+                 * running (not written over again) */
+                r = apply_adopt_written(m->hostfs, d, kv);
+                if (r > 0)
+                        log_device_debug(d->name, "%d value(s) written by an earlier run still blkmqd's", r);
                 (void) strv_extend(&m->originals_seen, key);
+        }
 }
 
 /* A disk just added: its identity checked against the others', then what is stored for it. */

@@ -171,7 +171,7 @@ void manager_on_apply_finished(Device *d, void *userdata) {
 void manager_on_apply_submit(Device *d, void *userdata) {
         Manager *m = userdata;
         if (!d->run.restore)
-                manager_persist_originals(m, d);
+                manager_persist_originals_before_write(m, d);
         fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/<knob>: pending */
 }
 

@@ -12,7 +12,10 @@
  *                          kernel's own values back; daemon/persist.c). Also
  *                          "nr_requests.before_override=N" while blkmqd's elevator switch stands:
  *                          not an original, what an nr_requests override's "auto" puts back
- *                          (Device.nr_before_override; missing in an older blkmqd's file: unknown)
+ *                          (Device.nr_before_override; missing in an older blkmqd's file: unknown),
+ *                          and what blkmqd wrote over each original ("written.elevator=kyber",
+ *                          "written.irq.36=1", with "instance."/"readback." keys: daemon/apply.h
+ *                          apply_adopt_written(); missing in an older blkmqd's file: unknown)
  * keyed by the disk's stable identity (WWID, serial, loop backing file, device path),
  * never by its kernel name. Files are written atomically: temp file, fsync, rename,
  * fsync of the directory, so a crash leaves the old or the new file, never a torn one.

@@ -15,6 +15,12 @@ Loop devices this test attaches (passed by exact name in --devices; never any ot
       changed by someone else -> noticed by the verify like a value blkmqd wrote ("blkmqd's
       plan kept none"), logged once, not switched back by a later evaluation (a change uevent),
       not touched at stop.
+  (x) a restart over an earlier run's writes (kill -9), what blkmqd wrote stored with the
+      originals: x1 rq_affinity, nr_requests and mq-deadline's fifo_batch, x2 the elevator,
+      changed by someone else while blkmqd was down -> "changed externally" (one line each),
+      left, not put back at stop; x3 rq_affinity put back to its original meanwhile -> applied
+      again as at a first start; x4 x2 with an older blkmqd's file (no written.* lines) ->
+      written over as before.
 Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only:
   (s) the stop summary adds up: nvme0n1 of vm-6.1-nvme-4q with its four queue vectors moved
       by blkmqd; then another tool moves IRQ 26 and IRQ 27 cannot be written back (a directory)
@@ -27,6 +33,9 @@ Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only
   (k) a vector already on its hctx's CPU (nvme IRQ 25 on 0, kept: nothing written), then moved
       by another tool (to 3): a reload does not move it back, applied/irq_affinity says
       "changed externally", one line; stop restores the vectors blkmqd moved and leaves IRQ 25.
+  (y) (x) for IRQ vectors: nvme0n1's four vectors placed, kill -9, IRQ 26 moved to CPU 3 and
+      IRQ 27 put back to its original meanwhile, a restart: 26 "changed externally", one line,
+      left (also at stop); 27 placed again; stop restores 25, 27, 28.
   (w) start-up warnings for other tools that set what blkmqd manages, each naming file:line:
       udev rules in /etc, /run and /usr/lib/udev/rules.d (a name in /etc hides /usr/lib's, an
       empty file masks), tuned's active profile and its include= parent while tuned runs
@@ -37,6 +46,7 @@ Root, losetup, /dev/fuse (exit 77 otherwise).
 """
 
 import os
+import signal
 import sys
 import time
 
@@ -154,6 +164,121 @@ def case_v4_kept(d, loops, tmp):
     set_elevator(name, orig)
 
 
+def sysq(name, attr):
+    with open(f"/sys/block/{name}/queue/{attr}") as f:
+        return f.read().strip()
+
+
+def set_sysq(name, attr, value):
+    with open(f"/sys/block/{name}/queue/{attr}", "w") as f:
+        f.write(value)
+
+
+def originals_files(d):
+    """{file: text} of the daemon's originals/ files."""
+    odir = os.path.join(d.state, "originals")
+    out = {}
+    for f in os.listdir(odir) if os.path.isdir(odir) else ():
+        with open(os.path.join(odir, f)) as fh:
+            out[f] = fh.read()
+    return out
+
+
+def applied(d, name, knob):
+    return d.read("devices", name, "applied", knob).strip()
+
+
+def case_x_restart(d, loops, tmp):
+    """(x) kill -9, a change behind blkmqd's back, a restart: the value is "changed externally" and left."""
+    # x1: rq_affinity, nr_requests and mq-deadline's fifo_batch blkmqd wrote (under its
+    # mq-deadline), each changed by someone else while blkmqd was down; x2: its elevator
+    # switched to kyber meanwhile; x3: rq_affinity put back to its original meanwhile (as if
+    # blkmqd never wrote it: applied again, as at a first start); x4: x2 with the state file of
+    # an older blkmqd (no written.* lines): unknown, written over again as before.
+    conf = "[Manager]\nVerifySec=0\n"
+    name = {c: loops.attach(c) for c in ("x1", "x2", "x3", "x4")}
+    rq0 = {c: sysq(n, "rq_affinity") for c, n in name.items()}       # a loop's queue outlives a detach: put back below
+    want_rq = {c: "2" if v != "2" else "1" for c, v in rq0.items()}
+    other_rq = {c: next(v for v in ("0", "1", "2") if v not in (rq0[c], want_rq[c])) for c in name}
+    try:
+        bt.start_with_config(d, tmp, ",".join(name.values()), conf)
+        try:
+            for c, n in name.items():
+                override_elevator(d, n)
+                check(d.write(want_rq[c], "devices", n, "policy", "rq_affinity") == 0 and sysq(n, "rq_affinity") == want_rq[c],
+                      f"(x) {c}: policy/rq_affinity {want_rq[c]} ({sysq(n, 'rq_affinity')})")
+            n1 = name["x1"]
+            check(d.write("64", "devices", n1, "policy", "nr_requests") == 0 and sysq(n1, "nr_requests") == "64",
+                  f"(x1) policy/nr_requests 64 ({sysq(n1, 'nr_requests')})")
+            check(d.write("8", "devices", n1, "policy", "iosched", "mq-deadline", "fifo_batch") == 0 and
+                  sysq(n1, "iosched/fifo_batch") == "8", f"(x1) policy/iosched/mq-deadline/fifo_batch 8 ({sysq(n1, 'iosched/fifo_batch')})")
+            # saved in the disk's lane before each write: on disk once the write returned
+            # (a new original before the write, what blkmqd wrote over a recorded one after it)
+            x1_saved = ("written.nr_requests=64\n", "instance.nr_requests=", "written.iosched.mq-deadline.fifo_batch=8\n")
+            ok, _ = wait_for(lambda: sum(1 for t in originals_files(d).values() if "written.elevator=mq-deadline\n" in t) == 4 and
+                             sum(1 for t in originals_files(d).values() if all(w in t for w in x1_saved)) == 1, 5.0, 0.05)
+            check(ok, f"(x) the originals files store what blkmqd wrote: {originals_files(d)}")
+        finally:
+            rc = d.stop(signal.SIGKILL)
+        check(rc == -signal.SIGKILL, f"(x) killed ({rc})")
+        n1, n2, n3, n4 = name["x1"], name["x2"], name["x3"], name["x4"]
+        check(current_elevator(n1) == "mq-deadline" and sysq(n1, "nr_requests") == "64", "(x1) blkmqd's values in place after the kill")
+        with open(f"/sys/block/{n4}/loop/backing_file") as f:
+            x4_backing = os.path.basename(f.read().strip())
+        x4_files = [f for f in originals_files(d) if f.endswith(x4_backing)]     # x4: as an older blkmqd wrote it
+        # behind blkmqd's back
+        set_sysq(n1, "rq_affinity", other_rq["x1"])
+        set_sysq(n1, "nr_requests", "32")
+        set_sysq(n1, "iosched/fifo_batch", "4")
+        set_elevator(n2, "kyber")
+        set_sysq(n3, "rq_affinity", rq0["x3"])
+        set_elevator(n4, "kyber")
+        for f in x4_files:
+            path = os.path.join(d.state, "originals", f)
+            with open(path) as fh:
+                t = fh.read()
+            with open(path, "w") as fh:
+                fh.write("".join(l for l in t.splitlines(True) if not l.split("=")[0].split(".")[0] in ("written", "instance", "readback")))
+        check(len(x4_files) == 1, f"(x4) its originals file found by name: {x4_files} in {list(originals_files(d))}")
+        bt.start_with_config(d, tmp, ",".join(name.values()), conf)
+        try:
+            ok, _ = wait_for(lambda: os.path.exists(d.path("devices", n1, "applied", "rq_affinity")) and
+                             applied(d, n1, "rq_affinity").startswith("changed externally"), 5.0, 0.05)
+            check(ok, f"(x1) applied/rq_affinity: {applied(d, n1, 'rq_affinity')!r}")
+            check(sysq(n1, "rq_affinity") == other_rq["x1"], f"(x1) rq_affinity left at {other_rq['x1']} ({sysq(n1, 'rq_affinity')})")
+            a = applied(d, n1, "nr_requests")
+            check(a.startswith("changed externally to 32 (blkmqd wrote 64") and sysq(n1, "nr_requests") == "32",
+                  f"(x1) nr_requests left at 32 ({sysq(n1, 'nr_requests')}): {a!r}")
+            a = applied(d, n1, "iosched")
+            check("changed externally to 4" in a and sysq(n1, "iosched/fifo_batch") == "4",
+                  f"(x1) fifo_batch left at 4 ({sysq(n1, 'iosched/fifo_batch')}): {a!r}")
+            a = applied(d, n1, "elevator")
+            check(a.startswith("ok") and current_elevator(n1) == "mq-deadline", f"(x1) its own mq-deadline still blkmqd's: {a!r}")
+            ok, _ = wait_for(lambda: applied(d, n2, "elevator").startswith("changed externally to kyber (blkmqd wrote mq-deadline"), 5.0, 0.05)
+            check(ok and current_elevator(n2) == "kyber", f"(x2) kyber left ({current_elevator(n2)}): {applied(d, n2, 'elevator')!r}")
+            ok, _ = wait_for(lambda: sysq(n3, "rq_affinity") == want_rq["x3"], 5.0, 0.05)
+            check(ok and applied(d, n3, "rq_affinity").startswith("ok"),
+                  f"(x3) put back to its original meanwhile: written again ({sysq(n3, 'rq_affinity')}, {applied(d, n3, 'rq_affinity')!r})")
+            ok, _ = wait_for(lambda: current_elevator(n4) == "mq-deadline", 5.0, 0.05)
+            check(ok, f"(x4) an older state file: unknown, mq-deadline written again as before ({current_elevator(n4)})")
+            ext = [l for l in log_lines(d) if "changed externally" in l]
+            check(sum(1 for l in ext if n1 in l) == 3 and sum(1 for l in ext if n2 in l) == 1 and
+                  not any(n3 in l or n4 in l for l in ext), f"(x) one line per value changed behind its back: {ext}")
+            check(sysq(n1, "rq_affinity") == other_rq["x1"] and sysq(n1, "nr_requests") == "32" and current_elevator(n2) == "kyber",
+                  "(x) still left after the lines")
+        finally:
+            d.stop()
+        # (x1's elevator, blkmqd's, is put back: none resets nr_requests and has no fifo_batch)
+        check(sysq(n1, "rq_affinity") == other_rq["x1"], f"(x1) stop leaves someone else's rq_affinity ({sysq(n1, 'rq_affinity')})")
+        check(current_elevator(n1) == "none" and current_elevator(n2) == "kyber", f"(x) stop puts back blkmqd's own elevator only "
+              f"({current_elevator(n1)}, {current_elevator(n2)})")
+    finally:
+        d.stop()
+        for c, n in name.items():
+            set_elevator(n, "none")
+            set_sysq(n, "rq_affinity", rq0[c])
+
+
 # ---- fixture copies ---------------------------------------------------------------------------
 
 copy_fixture = bt.copy_fixture
@@ -246,6 +371,37 @@ def case_r_reload(tmp):
           "(r) 25 and 28 restored, 26 keeps the other tool's value")
 
 
+def case_y_irq_restart(tmp):
+    """(y) (x) for IRQ vectors: kill -9, a vector moved by another tool, a restart: left."""
+    root, d = bt.nvme_irq_daemon(tmp, "y")
+    irq = lambda n: f"proc/irq/{n}/smp_affinity_list"      # noqa: E731
+    before = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
+    d.start("--root", root, "--devices", "nvme0n1")
+    try:
+        placed = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
+        check(placed == {25: "1-2", 26: "1-2", 27: "1-2", 28: "1-2"}, f"(y) four vectors placed: {placed} (were {before})")
+        ok, _ = wait_for(lambda: sum("written.irq.2" in t for t in originals_files(d).values()) == 1, 5.0, 0.05)
+        check(ok, f"(y) the originals file stores what blkmqd wrote: {originals_files(d)}")
+    finally:
+        rc = d.stop(signal.SIGKILL)
+    check(rc == -signal.SIGKILL, f"(y) killed ({rc})")
+    put(root, irq(26), "3\n")                       # another tool, while blkmqd is down
+    put(root, irq(27), before[27] + "\n")           # put back to its original: placed again
+    d.start("--root", root, "--devices", "nvme0n1")
+    try:
+        v = d.read("devices", "nvme0n1", "applied", "irq_affinity")
+        check("1 changed externally" in v, f"(y) applied/irq_affinity: {v!r}")
+        lines = [l for l in irq_log_lines(d) if "changed externally" in l or "Reassert=no" in l]
+        check(len(lines) == 1 and "IRQ 26 to 3" in lines[0], f"(y) one line for the change: {lines}")
+        check(get(root, irq(26)) == "3", f"(y) IRQ 26 left at 3 ({get(root, irq(26))})")
+        check(get(root, irq(27)) == "1-2", f"(y) IRQ 27, back at its original, placed again ({get(root, irq(27))})")
+    finally:
+        rc = d.stop()
+    check(rc == 0, f"(y) SIGTERM exit status 0 (got {rc})")
+    check(get(root, irq(26)) == "3" and all(get(root, irq(n)) == before[n] for n in (25, 27, 28)),
+          f"(y) stop: 25, 27, 28 restored, 26 keeps the other tool's value ({[get(root, irq(n)) for n in (25, 26, 27, 28)]})")
+
+
 def case_k_kept_vector(tmp):
     """(k) a vector the plan found in place, moved by another tool: not moved back by a reload."""
     root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "kept-root"))
@@ -314,6 +470,6 @@ def case_w_agents(tmp):
 
 
 if __name__ == "__main__":
-    sys.exit(bt.run_suite("blkmqd-drift-", (case_v1_noticed, case_v2_reassert, case_v3_off, case_v4_kept),
-                          (("s", case_s_stop_counts), ("r", case_r_reload), ("k", case_k_kept_vector), ("w", case_w_agents)),
+    sys.exit(bt.run_suite("blkmqd-drift-", (case_v1_noticed, case_v2_reassert, case_v3_off, case_v4_kept, case_x_restart),
+                          (("s", case_s_stop_counts), ("r", case_r_reload), ("k", case_k_kept_vector), ("y", case_y_irq_restart), ("w", case_w_agents)),
                           "loop devices, FUSE mount, sysfs writes"))
