@@ -18,7 +18,8 @@ Loop devices this test attaches (passed by exact name in --devices; never any ot
   (x) a restart over an earlier run's writes (kill -9), what blkmqd wrote stored with the
       originals: x1 rq_affinity, nr_requests and mq-deadline's fifo_batch, x2 the elevator,
       changed by someone else while blkmqd was down -> "changed externally" (one line each),
-      left, not put back at stop; x3 rq_affinity put back to its original meanwhile -> applied
+      left, not put back at stop (x1's read_expire 125, untouched, read back 128 on HZ=250:
+      still blkmqd's, ok); x3 rq_affinity put back to its original meanwhile -> applied
       again as at a first start; x4 x2 with an older blkmqd's file (no written.* lines) ->
       written over as before.
 Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only:
@@ -213,8 +214,14 @@ def case_x_restart(d, loops, tmp):
             check(d.write("8", "devices", n1, "policy", "iosched", "mq-deadline", "fifo_batch") == 0 and
                   sysq(n1, "iosched/fifo_batch") == "8", f"(x1) policy/iosched/mq-deadline/fifo_batch 8 ({sysq(n1, 'iosched/fifo_batch')})")
             # saved in the disk's lane before each write: on disk once the write returned
+            # read_expire is kept in jiffies: 125 ms reads back rounded on HZ=250 (128); not
+            # changed behind blkmqd's back, it must stay blkmqd's across the restart
+            check(d.write("125", "devices", n1, "policy", "iosched", "mq-deadline", "read_expire") == 0,
+                  f"(x1) policy/iosched/mq-deadline/read_expire 125 ({sysq(n1, 'iosched/read_expire')})")
+            read_expire = sysq(n1, "iosched/read_expire")
             # (a new original before the write, what blkmqd wrote over a recorded one after it)
-            x1_saved = ("written.nr_requests=64\n", "instance.nr_requests=", "written.iosched.mq-deadline.fifo_batch=8\n")
+            x1_saved = ("written.nr_requests=64\n", "instance.nr_requests=", "written.iosched.mq-deadline.fifo_batch=8\n",
+                        "written.iosched.mq-deadline.read_expire=125\n")
             ok, _ = wait_for(lambda: sum(1 for t in originals_files(d).values() if "written.elevator=mq-deadline\n" in t) == 4 and
                              sum(1 for t in originals_files(d).values() if all(w in t for w in x1_saved)) == 1, 5.0, 0.05)
             check(ok, f"(x) the originals files store what blkmqd wrote: {originals_files(d)}")
@@ -254,6 +261,9 @@ def case_x_restart(d, loops, tmp):
                   f"(x1) fifo_batch left at 4 ({sysq(n1, 'iosched/fifo_batch')}): {a!r}")
             a = applied(d, n1, "elevator")
             check(a.startswith("ok") and current_elevator(n1) == "mq-deadline", f"(x1) its own mq-deadline still blkmqd's: {a!r}")
+            a = applied(d, n1, "iosched")
+            check("mq-deadline.read_expire ok: 125" in a and sysq(n1, "iosched/read_expire") == read_expire,
+                  f"(x1) read_expire, untouched, still blkmqd's (kernel {sysq(n1, 'iosched/read_expire')}, read back {read_expire}): {a!r}")
             ok, _ = wait_for(lambda: applied(d, n2, "elevator").startswith("changed externally to kyber (blkmqd wrote mq-deadline"), 5.0, 0.05)
             check(ok and current_elevator(n2) == "kyber", f"(x2) kyber left ({current_elevator(n2)}): {applied(d, n2, 'elevator')!r}")
             ok, _ = wait_for(lambda: sysq(n3, "rq_affinity") == want_rq["x3"], 5.0, 0.05)
