@@ -75,12 +75,14 @@ static Device *device_free(Device *d) {
         return NULL;
 }
 
-/* Index of name, or the insertion point encoded as -(pos+1). */
-static ssize_t registry_find(const Registry *reg, const char *name) {
-        size_t lo = 0, hi = reg->n_devices;
+/* Binary search of name among n names sorted by strverscmp(); name_at(reg, i) is the i-th.
+ * Returns its index, or the insertion point encoded as -(pos+1). */
+static ssize_t sorted_find(const Registry *reg, size_t n, const char *(*name_at)(const Registry *, size_t),
+                           const char *name) {
+        size_t lo = 0, hi = n;
         while (lo < hi) {
                 size_t mid = (lo + hi) / 2;
-                int c = strverscmp(reg->devices[mid]->name, name);
+                int c = strverscmp(name_at(reg, mid), name);
                 if (c == 0)
                         return mid;
                 if (c < 0)
@@ -89,6 +91,15 @@ static ssize_t registry_find(const Registry *reg, const char *name) {
                         hi = mid;
         }
         return -(ssize_t) lo - 1;
+}
+
+static const char *device_name_at(const Registry *reg, size_t i) {
+        return reg->devices[i]->name;
+}
+
+/* Index of name, or the insertion point encoded as -(pos+1). */
+static ssize_t registry_find(const Registry *reg, const char *name) {
+        return sorted_find(reg, reg->n_devices, device_name_at, name);
 }
 
 Device *registry_get(const Registry *reg, const char *name) {
@@ -139,20 +150,13 @@ static void unlisted_done(Unlisted *u) {
         free(u->reason);
 }
 
+static const char *unlisted_name_at(const Registry *reg, size_t i) {
+        return reg->unlisted[i].name;
+}
+
 /* Index of name in reg->unlisted, or the insertion point encoded as -(pos+1). */
 static ssize_t unlisted_find(const Registry *reg, const char *name) {
-        size_t lo = 0, hi = reg->n_unlisted;
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                int c = strverscmp(reg->unlisted[mid].name, name);
-                if (c == 0)
-                        return mid;
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return -(ssize_t) lo - 1;
+        return sorted_find(reg, reg->n_unlisted, unlisted_name_at, name);
 }
 
 const Unlisted *registry_get_unlisted(const Registry *reg, const char *name) {
