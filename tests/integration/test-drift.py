@@ -307,15 +307,26 @@ def put(root, rel, text):
         f.write(text)
 
 
+VECTORS = (25, 26, 27, 28)      # nvme0n1's queue vectors in vm-6.1-nvme-4q
+
+
+def start_placed(tmp, case):
+    """bt.nvme_irq_daemon() started on nvme0n1, its four queue vectors checked placed on CPUs 1-2.
+    Returns (root, daemon, each vector's affinity before the start)."""
+    root, d = bt.nvme_irq_daemon(tmp, case)
+    irq = lambda n: f"proc/irq/{n}/smp_affinity_list"      # noqa: E731
+    before = {n: get(root, irq(n)) for n in VECTORS}
+    d.start("--root", root, "--devices", "nvme0n1")
+    placed = {n: get(root, irq(n)) for n in VECTORS}
+    check(placed == {n: "1-2" for n in VECTORS}, f"({case}) four vectors placed: {placed} (were {before})")
+    return root, d, before
+
+
 def case_s_stop_counts(tmp):
     """(s) the stop summary counts restored, failed and left values, and they add up."""
-    root, d = bt.nvme_irq_daemon(tmp, "s")
     irq = lambda n: f"proc/irq/{n}/smp_affinity_list"      # noqa: E731
-    before = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
-    d.start("--root", root, "--devices", "nvme0n1")
+    root, d, before = start_placed(tmp, "s")
     try:
-        placed = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
-        check(placed == {25: "1-2", 26: "1-2", 27: "1-2", 28: "1-2"}, f"(s) four vectors placed: {placed} (were {before})")
         lines = [l for l in log_lines(d) if "nvme0n1" in l and "IRQ" in l]
         check(len(lines) == 0, f"(s) no line per vector: {lines}")
         put(root, irq(26), "3\n")                       # another tool
@@ -383,13 +394,9 @@ def case_r_reload(tmp):
 
 def case_y_irq_restart(tmp):
     """(y) (x) for IRQ vectors: kill -9, a vector moved by another tool, a restart: left."""
-    root, d = bt.nvme_irq_daemon(tmp, "y")
     irq = lambda n: f"proc/irq/{n}/smp_affinity_list"      # noqa: E731
-    before = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
-    d.start("--root", root, "--devices", "nvme0n1")
+    root, d, before = start_placed(tmp, "y")
     try:
-        placed = {n: get(root, irq(n)) for n in (25, 26, 27, 28)}
-        check(placed == {25: "1-2", 26: "1-2", 27: "1-2", 28: "1-2"}, f"(y) four vectors placed: {placed} (were {before})")
         ok, _ = wait_for(lambda: sum("written.irq.2" in t for t in originals_files(d).values()) == 1, 5.0, 0.05)
         check(ok, f"(y) the originals file stores what blkmqd wrote: {originals_files(d)}")
     finally:
