@@ -208,6 +208,18 @@ assert_ok "systemctl reload (configuration removed again)" systemctl reload "$UN
 assert_fail "$ROT: [Device:test] no longer applies when systemctl reload returned" grep -q 'rule config' "$M/devices/$ROT/explain"
 assert_ne "$ROT: none (the removed section's) no longer runs" none "$(elevator $ROT)"
 
+# ---- not_listed under systemd-udevd ------------------------------------------------------
+# A partition added with addpart (BLKPG) reaches blkmqd as udev's partition "add" event and
+# gets its line in not_listed; delpart's "remove" takes the line away (the udev monitor takes
+# partition events for these lines only: no gather, no evaluation).
+P="${SSD}1"
+addpart "/dev/$SSD" 1 2048 8192
+wait_for_match 30 "$M/not_listed" "^$P: a partition of $SSD" || true
+assert_match "not_listed names the partition udev announced" "^$P: a partition of $SSD" "$(cat "$M/not_listed")"
+delpart "/dev/$SSD" 1
+wait_for_cmd 30 sh -c "! grep -q '^$P:' '$M/not_listed'" || true
+assert_eq "not_listed drops the partition udev removed" "" "$(grep "^$P:" "$M/not_listed")"
+
 # ---- BPF statistics under the sandbox, on fio load -------------------------------------
 # dispatched/completions: BPF on both kernels (debugfs lost them in 5.16); runs: debugfs `run`
 # up to 6.7, BPF fentry/kprobe after (docs/BPF.md). runs only counts dispatches through an
