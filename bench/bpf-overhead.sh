@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Overhead of the BPF per-hctx stats provider (daemon/bpf/hctx-stats.bpf.c) on 4 KiB random
+# Overhead of the BPF per-hctx stats provider (stats/bpf/hctx-stats.bpf.c) on 4 KiB random
 # reads: fio on a loop device over a tmpfs file, alternating runs without and with the provider
 # attached. Prints every run and the mean IOPS ratio (with/without). Results: docs/BPF.md.
 #

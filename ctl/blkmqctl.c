@@ -285,7 +285,7 @@ static void normalize_disk(char *disk) {
 
 /*
  * Why blkmqd does not list disk: its line of the daemon's not_listed file ("<name>: <reason>",
- * daemon/pipeline.c). Returns 1 with *ret the reason, 0 when the file has no line for disk,
+ * manager/pipeline.c). Returns 1 with *ret the reason, 0 when the file has no line for disk,
  * -ENOENT when this blkmqd has no such file (older than the file), -ENOMEM.
  */
 static int not_listed_reason(const char *disk, char **ret) {

@@ -93,7 +93,7 @@ typedef struct FuseFsContext {
          * (no uevent comes for it). Reads only: a read never writes a kernel knob or the state
          * directory. What it finds (a value changed externally, an original no longer blkmqd's
          * to put back) is kept in memory; the periodic verify, the next apply or the stop acts
-         * on it and persists it (daemon/verify.c). NULL: applied/ shows the last verify's view.
+         * on it and persists it (manager/verify.c). NULL: applied/ shows the last verify's view.
          */
         void (*verify)(void *userdata, const char *device);
         /* Kernel release and statistics providers, for /metrics' blkmqd_info. */

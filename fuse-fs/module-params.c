@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* modules/<module>/<param>/{current,wanted,state,wanted_by,note}: the renderer of the module
- * parameters daemon/modules.c aggregates. */
+ * parameters apply/modules.c aggregates. */
 #include <errno.h>
 #include <stdio.h>
 

@@ -142,7 +142,7 @@ DEFINE_FACTS_SET_UNKNOWN(disk_facts_set_unknown, DiskFacts, Fact, _FACT_MAX);
 /* Every MSI/MSI-X vector of the disk's PCI function; one that is no request-queue vector
  * (virtio "-config", nvme admin "nvmeNq0", no handler) says so with its name, e.g.
  * "35(virtio1-config:not-queue) 36": blkmqd never places those (policies/irq-affinity.c,
- * daemon/apply.c count and write queue vectors only). */
+ * apply/apply.c count and write queue vectors only). */
 static int render_irqs(const DiskFacts *f, FILE *out) {
         for (size_t i = 0; i < f->n_irqs; i++) {
                 const IrqFacts *q = &f->irqs[i];

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * What blkmqd knows about one whole disk: gathered by daemon/device.c through
+ * What blkmqd knows about one whole disk: gathered by facts/device.c through
  * hostfs, consumed by the pure policy and rendered by fuse-fs. Plain data.
  *
  * Every fact is either known (typed field valid, unknown[fact] == NULL) or
@@ -144,7 +144,7 @@ typedef struct DiskFacts {
          * hctx[0] is always read in full; every other hctx[i] has only its index until the
          * per-hctx details are read (cpu_list, nr_tags, nr_reserved_tags, shared_tags) and
          * the queue vectors are matched to hctx (irqs[].hctx, hctx[].irq, irq_mapping):
-         * daemon/device.c device_gather_hctx_details(), at gather time when the IRQ policy
+         * facts/device.c device_gather_hctx_details(), at gather time when the IRQ policy
          * needs the map, otherwise when a reader first asks. Policy needs neither.
          */
         bool hctx_details;
@@ -207,7 +207,7 @@ typedef struct DiskFacts {
         bool root_disk;                 /* the root filesystem lives on this disk (initramfs matters) */
 
         /* Stable identity for persisted settings, one per disk: "wwid:…", "serial:…", "mmc:<CID>/boot0",
-         * "loop:<backing file>", "dm:<uuid>", "path:…" (daemon/device.c gather_identity()); may be NULL */
+         * "loop:<backing file>", "dm:<uuid>", "path:…" (facts/device.c gather_identity()); may be NULL */
         char *identity;
 
         Zoned zoned;                    /* valid when unknown[FACT_ZONED] is NULL */
@@ -246,7 +246,7 @@ typedef struct DiskFacts {
 
         /*
          * A disk reached over the network (nvme-tcp/rdma, iSCSI, NBD): its network facts
-         * (policies/net-facts.h, gathered by daemon/net.c); NULL for every other disk.
+         * (policies/net-facts.h, gathered by facts/net.c); NULL for every other disk.
          */
         NetFacts *net;
 

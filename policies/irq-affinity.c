@@ -63,7 +63,7 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
                                     "%s=keep queue vectors=%zu -> irq_affinity left alone", override_label(o, KNOB_IRQ_AFFINITY), queue);
         }
         if (!want && f->irq_written > 0)
-                /* an override taken back: blkmqd's writes are undone (daemon/apply.c), not left */
+                /* an override taken back: blkmqd's writes are undone (apply/apply.c), not left */
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
                                     RULE_OF_CLASS("irq-affinity", cls),
                                     "class=%s queue vectors=%zu (%zu placed by blkmqd) -> no wish, blkmqd's write undone: "

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
-/* Helpers of the network alignment rule (policies/net-align.c), exported for daemon/apply-net.c
+/* Helpers of the network alignment rule (policies/net-align.c), exported for apply/apply-net.c
  * and the tests. All pure. */
 
 #include <stddef.h>

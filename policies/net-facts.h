@@ -4,7 +4,7 @@
 /*
  * Network facts of a disk reached over the network (nvme-tcp, nvme-rdma, iSCSI, NBD): the
  * controller's address and I/O queues, the route to the target, the NIC below it with its
- * channels, queue IRQ vectors, XPS and RPS. Gathered by daemon/net.c through hostfs and
+ * channels, queue IRQ vectors, XPS and RPS. Gathered by facts/net.c through hostfs and
  * hostfs-net (libnl), consumed by the pure alignment rule (policies/net-align.c) and rendered
  * under devices/<disk>/network/ and nics/<if>/. Plain data.
  *

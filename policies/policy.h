@@ -61,7 +61,7 @@ typedef struct ClassPolicy {
 
 /*
  * A module parameter the policy wants. Module parameters are per driver, not per disk:
- * the manager merges the wishes of all disks (daemon/modules.c).
+ * the manager merges the wishes of all disks (apply/modules.c).
  */
 typedef struct ModuleWish {
         char *module, *param, *value;
@@ -96,7 +96,7 @@ typedef enum Knob {
         KNOB_RQ_AFFINITY,       /* queue/rq_affinity: 0, 1, 2 */
         KNOB_NR_REQUESTS,       /* queue/nr_requests */
         KNOB_IRQ_AFFINITY,      /* /proc/irq/N/smp_affinity_list of the queue vectors: "hctx" or a cpulist */
-        /* network disks (policies/net-align.c, daemon/apply-net.c) */
+        /* network disks (policies/net-align.c, apply/apply-net.c) */
         KNOB_NIC_IRQ_AFFINITY,  /* the NIC's unmanaged queue vectors: "<irq>:<cpulist> ..." */
         KNOB_XPS,               /* class/net/<if>/queues/tx-N/xps_cpus: "<if>/tx-<n>:<cpulist> ..." */
         KNOB_NR_IO_QUEUES,      /* nvme-tcp I/O queues at the next connect: proposed, never written */

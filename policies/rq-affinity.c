@@ -26,7 +26,7 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
 
         /* blkmqd wrote the value the disk has (an override, or one taken back): the class
          * decides from the one blkmqd found, and a plan without a wish puts it back
-         * (daemon/apply.c queue_knob_no_wish()): that is no "left alone" and no "kept" */
+         * (apply/apply.c queue_knob_no_wish()): that is no "left alone" and no "kept" */
         bool wrote = f->rq_affinity_before >= 0 && f->rq_affinity_before != f->rq_affinity;
         char before[48] = "";
         if (wrote)
@@ -107,7 +107,7 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
                                             now, f->elevator_before, f->elevator);
                 if (f->nr_requests_before >= 0 && f->nr_requests_before != f->nr_requests)
                         /* the override that made blkmqd write it was taken back: its write is
-                         * undone (daemon/apply.c queue_knob_no_wish()), nothing is kept */
+                         * undone (apply/apply.c queue_knob_no_wish()), nothing is kept */
                         return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
                                             "nr-requests-no-override",
                                             "nr_requests=%s (%" PRIi64 " before blkmqd wrote it) -> no wish, blkmqd's write undone: "

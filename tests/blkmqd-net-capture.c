@@ -2,7 +2,7 @@
 /*
  * blkmqd-net-capture [DST[%OIF]...]
  *
- * Print the netlink facts of this machine in the capture format of daemon/hostfs-net.h, for
+ * Print the netlink facts of this machine in the capture format of host/hostfs-net.h, for
  * <fixture>/netlink/facts: a route line per destination, every link, every link's channels,
  * asked through the same libnl code the daemon uses. Without arguments the destinations are
  * the target addresses of the nvme-over-fabrics controllers (class/nvme/<ctrl>/address

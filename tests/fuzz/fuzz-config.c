@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libFuzzer: config_parse_text() (daemon/conf.c, libinih). Any text: 0, or -EINVAL with an
+ * libFuzzer: config_parse_text() (manager/conf.c, libinih). Any text: 0, or -EINVAL with an
  * error "fuzz.conf:<line>: <what>" whose line is within the text; never a crash or a leak.
  */
 #include <assert.h>

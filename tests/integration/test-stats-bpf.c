@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Integration test of daemon/stats-bpf.c against the running kernel and a real loop device.
+ * Integration test of stats/stats-bpf.c against the running kernel and a real loop device.
  *
  * Needs root. Exit 77 (skip) when the BPF provider cannot load here (reason printed), 0 on pass,
  * 1 on failure. The loop device is created with LOOP_FLAGS_AUTOCLEAR, so the kernel detaches it

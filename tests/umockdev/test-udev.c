@@ -119,7 +119,7 @@ static size_t log_mark(void) {
 }
 
 /* Whether a line of the log after mark starts with "<level>" then prefix and contains needle
- * (NULL: any). The daemon logs "<6>" priority prefixes on stderr (daemon/log.c). */
+ * (NULL: any). The daemon logs "<6>" priority prefixes on stderr (host/log.c). */
 static bool log_has_line(size_t mark, const char *prefix, const char *needle) {
         g_autofree char *s = log_text();
         if (strlen(s) < mark)
@@ -457,7 +457,7 @@ static void case_events(bool udev_source) {
  * map only: dm-3 is added without a table (size 0: not managed), its table load links
  * slaves/sdb, slaves/sdc and their holders/dm-3 (bd_link_disk_holder(), block/holder.c, no
  * uevent for the legs) and sends "change" for dm-3; sdb and sdc become legs all the same
- * (their facts gathered again with the map's, daemon/pipeline.c). At removal the table goes
+ * (their facts gathered again with the map's, manager/pipeline.c). At removal the table goes
  * first (holders/ links gone), then dm-3's "remove": the legs are tuned as themselves again.
  */
 static void case_map(void) {

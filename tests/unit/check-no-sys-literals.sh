@@ -4,7 +4,7 @@
 # check-no-sys-literals.sh SOURCE_ROOT
 #
 # hostfs is the only code that touches /sys and /proc (STYLE.md "hostfs"): no C string
-# literal may start with /sys or /proc in *.c / *.h outside daemon/hostfs.*, tests/ and
+# literal may start with /sys or /proc in *.c / *.h outside host/hostfs*, tests/ and
 # bench/. Uses `git grep` in a git checkout (tracked files), grep -r otherwise.
 # An escaped quote (\"/proc/..\" inside a log message) does not start a literal.
 set -eu
@@ -30,15 +30,15 @@ self_test() {
 self_test
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-        hits=$(git grep -n -E "$pattern" -- '*.c' '*.h' ':!daemon/hostfs.*' ':!tests/' ':!bench/' || true)
+        hits=$(git grep -n -E "$pattern" -- '*.c' '*.h' ':!host/hostfs*' ':!tests/' ':!bench/' || true)
 else
         hits=$(grep -r -n -E "$pattern" --include='*.c' --include='*.h' . \
-                | grep -v -E '^\./(daemon/hostfs\.|tests/|bench/|build[^/]*/)' || true)
+                | grep -v -E '^\./(host/hostfs|tests/|bench/|build[^/]*/)' || true)
 fi
 
 if [ -n "$hits" ]; then
-        echo "FAIL: \"/sys or \"/proc literals outside daemon/hostfs.* (go through hostfs):" >&2
+        echo "FAIL: \"/sys or \"/proc literals outside host/hostfs* (go through hostfs):" >&2
         echo "$hits" | sed 's/^/  /' >&2
         exit 1
 fi
-echo "ok: no \"/sys or \"/proc literal outside daemon/hostfs.*, tests/, bench/"
+echo "ok: no \"/sys or \"/proc literal outside host/hostfs*, tests/, bench/"

@@ -5,7 +5,7 @@
 #
 # policies/ is pure (STYLE.md, policies/meson.build): its static library must not
 # reference any I/O entry point nor libudev/libfuse/libsystemd. Fails listing every
-# forbidden undefined symbol. CONTROL_LIB (libblkmqd-core.a, which does I/O) must be
+# forbidden undefined symbol. CONTROL_LIB (libblkmqd-host.a, which does I/O) must be
 # flagged by the same filter, proving the check can fail.
 set -eu
 

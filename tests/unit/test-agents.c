@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daemon/agents.c parsers (issue 13 item 13): which udev rules and tuned profile lines set what
+ * facts/agents.c parsers (issue 13 item 13): which udev rules and tuned profile lines set what
  * blkmqd manages (queue/scheduler, nr_requests, rq_affinity, IRQ affinity), with their lines;
  * matches, comments, other attributes and other plugins are not reported.
  */

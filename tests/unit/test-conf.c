@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for daemon/conf.c: every key of blkmqd.conf (conf.h), bad lines reported as
+ * Unit tests for manager/conf.c: every key of blkmqd.conf (conf.h), bad lines reported as
  * "file:line: what" with the right line number, drop-in precedence (config_load with a temp
  * dir: blkmqd.conf + blkmqd.conf.d/10-a.conf, 20-b.conf), a failed load leaving the previous
  * Config untouched, and [Device:] match sections (device_rule_matches, and in policy_evaluate

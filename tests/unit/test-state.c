@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests for daemon/state.c: override files keyed by identity. Save/load round trip with
+ * Unit tests for host/state.c: override files keyed by identity. Save/load round trip with
  * the exact file content, atomic replacement (no temp file left, a new inode each save, a
  * reader of the old file sees it whole), an empty set removes the file, a corrupt file gives
  * -EBADMSG once and is set aside as <name>.corrupt, and identity escaping (no '/', no hidden

@@ -3,7 +3,7 @@
  * test-stats FIXTURES_DIR
  *
  * Unit tests for the statistics pure code:
- *   - stats_rates() (daemon/stats.c): window choice, first read has no rate, counter reset
+ *   - stats_rates() (stats/stats.c): window choice, first read has no rate, counter reset
  *     gives no rate, gauges get none, a full ring keeps the samples each value needs (a
  *     value read rarely keeps its rate however many other reads come between), no future samples;
  *   - lib/blkstat.c: /sys/block/X/stat with 17, 15 and 11 fields (truncated -> EINVAL),

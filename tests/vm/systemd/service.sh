@@ -181,7 +181,7 @@ check_udev_disk() {     # DISK WHEN: blkmqd saw udev's bfq, says so, wrote at mo
         assert_eq "$w: $d the class's choice replaced bfq, written once" 1 "$n"
     fi
 }
-# blkmqd names the rule at start (daemon/agents.c), so the admin knows who else writes it
+# blkmqd names the rule at start (facts/agents.c), so the admin knows who else writes it
 assert_match "start: the journal names 60-block-scheduler.rules as another writer of the scheduler" \
     '60-block-scheduler\.rules:[0-9]+: .*the queue scheduler \(elevator\), which blkmqd manages too' \
     "$(journalctl -u "$UNIT" --no-pager -o cat -p warning | grep 'block-scheduler' | head -n 1)"

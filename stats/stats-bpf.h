@@ -6,7 +6,7 @@
  * (hctx "dispatched"/"queued" and ctx "completed" were removed in 5.16 by 9a14d6ce4135 and
  * afd7de03c526; hctx "run" in 6.8 by 49e60333d743; shared/docs/KERNEL-FACTS.md §1.2).
  *
- * Sources of each counter (program: daemon/bpf/hctx-stats.bpf.c, details: docs/BPF.md):
+ * Sources of each counter (program: stats/bpf/hctx-stats.bpf.c, details: docs/BPF.md):
  *
  *   dispatched        raw_tp block_rq_issue. Fires in blk_mq_start_request() (block/blk-mq.c), i.e.
  *                     when the driver's ->queue_rq() starts the request. A request that is requeued
@@ -67,7 +67,7 @@ typedef void (*StatsBpfLogFunc)(const char *message, void *userdata);
 void blkmqd_stats_bpf_set_log_func(StatsBpfLogFunc func, void *userdata);
 
 /*
- * Load daemon/bpf/hctx-stats.bpf.c (embedded skeleton) and attach its programs.
+ * Load stats/bpf/hctx-stats.bpf.c (embedded skeleton) and attach its programs.
  *
  * The block_rq_issue/block_rq_complete raw tracepoints must attach, or this fails. The run counter
  * is optional: fentry is used when the kernel has BPF trampolines, else a kprobe is tried; if

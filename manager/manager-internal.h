@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The manager's private state and the functions its files share (layer 5, libblkmqd-manager;
+ * The manager's private state and the functions its files share (layer 8, libblkmqd-manager;
  * HACKING.md "The pipeline in code"). One file per job:
  *
  *   manager.c   lifecycle: new, startup (a straight line), ready, run, signals, stop, reload, status
@@ -68,7 +68,7 @@ struct Manager {
         bool cli_dry_run;
         ManagerMode mode;
         bool started;
-        Writer *writer;                 /* kernel writes, off this thread (daemon/writer.h) */
+        Writer *writer;                 /* kernel writes, off this thread (host/writer.h) */
         Applier applier;
         struct Waiter *waiters;         /* FUSE writes answered when their disks' writes returned (control.c) */
         unsigned restore_count;         /* values put back by the restore in progress */

@@ -23,7 +23,7 @@
  *                          with tx-N/xps_cpus and rx-N/rps_cpus (net/core/net-sysfs.c); the queue
  *                          vectors of the PCI function above class/net/<if>/device (msi_irqs/,
  *                          /proc/interrupts names, /proc/irq/N/smp_affinity_list, managed state
- *                          as for block vectors: daemon/device.c).
+ *                          as for block vectors: facts/device.c).
  */
 
 #include <stdbool.h>

@@ -91,7 +91,7 @@ int apply_restore(HostFs *h, Device *d, RestoreCounts *counts);
 bool apply_has_originals(const Device *d);
 
 /*
- * What blkmqd wrote, stored next to the originals (daemon/persist.c, originals/<identity>):
+ * What blkmqd wrote, stored next to the originals (manager/persist.c, originals/<identity>):
  * "written.<knob>=", "written.iosched.<elevator>.<tunable>=", "written.irq.<N>=" is the value
  * written; "instance.nr_requests=" and "instance.iosched.<elevator>.<tunable>=" the inode of
  * queue/iosched it was written under (an elevator switch since resets it: nobody's change);
@@ -117,7 +117,7 @@ int apply_adopt_written(HostFs *h, Device *d, char * const *kv);
 
 /*
  * Asynchronous apply, as the daemon does it: the same decisions, made on the loop thread, with
- * each write handed to writer (daemon/writer.h) and the run continued when it returned. While a
+ * each write handed to writer (host/writer.h) and the run continued when it returned. While a
  * write is in flight its knob reads "pending", past the writer's deadline "timeout (still
  * pending)"; when it returns, the outcome is recorded as a synchronous write's would be.
  */

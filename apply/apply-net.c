@@ -387,7 +387,7 @@ int apply_net_restore_decide(HostFs *h, Device *d, Knob k, WriteJob **ret_job) {
                 return r;
         r = composite_job(d, k, back, n_back, NULL, ret_job);
         if (r >= 0 && *ret_job)
-                (*ret_job)->tag |= 0x100;       /* TAG_RESTORE of daemon/apply.c */
+                (*ret_job)->tag |= 0x100;       /* TAG_RESTORE of apply/apply.c */
         return r;
 }
 

@@ -167,7 +167,7 @@ char *device_ancestor_with(HostFs *h, const char *devpath, const char *child);
 /*
  * The MSI/MSI-X vectors of the PCI function above sysfs path devpath (the nearest ancestor
  * with msi_irqs/), as gathered for disks: name, affinity, managed state (for NIC queue vectors,
- * daemon/net.c). *ret points into cache (valid until the next call with it); *ret_pci (newly
+ * facts/net.c). *ret points into cache (valid until the next call with it); *ret_pci (newly
  * allocated) names the function. Returns 0, -ENOENT (no function with msi_irqs/ above it),
  * -errno of listing msi_irqs/, -ENOMEM.
  */

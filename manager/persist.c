@@ -292,7 +292,7 @@ void manager_load_overrides(Manager *m, Device *d) {
 /*
  * The key of Device.nr_before_override: nr_requests under blkmqd's own elevator switch before
  * blkmqd wrote an nr_requests override over it, what the override's "auto" puts back while
- * that switch stands (daemon/apply.c queue_knob_no_wish()). Stored only while blkmqd's switch
+ * that switch stands (apply/apply.c queue_knob_no_wish()). Stored only while blkmqd's switch
  * stands (an elevator original is recorded): without the switch it has no use. Not an
  * original: a stop or restore never writes it. A file without it (written by an older blkmqd)
  * leaves it unknown, as before: the override's "auto" then leaves nr_requests as it is.

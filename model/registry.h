@@ -24,7 +24,7 @@ typedef enum ApplyState {
         APPLY_UNSUPPORTED,      /* the kernel refused in a way retrying cannot fix; not retried */
         APPLY_EXTERNAL,         /* someone else changed a value blkmqd had written; not fought */
         APPLY_MANAGED,          /* irq_affinity: every queue vector is kernel-managed */
-        APPLY_PENDING,          /* a write is in flight (on a writer worker, daemon/writer.h) */
+        APPLY_PENDING,          /* a write is in flight (on a writer worker, host/writer.h) */
         APPLY_TIMEOUT,          /* a write in flight has passed its deadline; still pending */
         APPLY_PENDING_RECONNECT, /* nr_io_queues: proposed for the next connect; never written */
         _APPLY_STATE_MAX,
@@ -34,7 +34,7 @@ typedef enum ApplyState {
 const char *apply_state_to_string(ApplyState s);
 
 /*
- * Retry pacing of one value (daemon/apply.c): how often blkmqd found the value it wrote
+ * Retry pacing of one value (apply/apply.c): how often blkmqd found the value it wrote
  * overwritten again (a write war, Reassert=yes) or a write failed in a way that may pass.
  * Times are CLOCK_MONOTONIC microseconds.
  */
@@ -76,14 +76,14 @@ typedef struct IrqApplied {
         int error;              /* -errno of the last failed write (or read), 0 otherwise */
         Backoff war;            /* Reassert=yes: rewrites of a value someone else keeps changing */
         Backoff retry;          /* write errors that may pass (ENOSPC: no free vector on those CPUs, EBUSY) */
-        /* the evaluation in progress (daemon/apply.c) */
+        /* the evaluation in progress (apply/apply.c) */
         bool in_pass;           /* a queue vector of the current plan */
         int outcome;            /* what this evaluation did with it (apply.c IrqOutcome) */
         bool new_original;      /* original recorded for the write in flight (dropped if it fails) */
 } IrqApplied;
 
 /*
- * An apply (or restore) in progress on one disk (daemon/apply.c). The knobs are decided in
+ * An apply (or restore) in progress on one disk (apply/apply.c). The knobs are decided in
  * order on the loop thread; a knob that needs a write hands it to a writer worker and the run
  * goes on with the next knob when the write returned. So at most one write per disk is in
  * flight, and no queue attribute of the disk is read while it is.
@@ -131,7 +131,7 @@ typedef struct Device {
         IrqApplied *irq_applied;
         size_t n_irq_applied;
         /*
-         * Elevator tunables (daemon/apply.c, after the elevator): like applied[], per tunable.
+         * Elevator tunables (apply/apply.c, after the elevator): like applied[], per tunable.
          * value is what blkmqd asked for; iosched_read what the kernel read back (differs for
          * tunables kept in jiffies); iosched_ino the inode of queue/iosched when blkmqd wrote
          * (a new one means the elevator was set up again by a switch: the tunable is back at
@@ -147,7 +147,7 @@ typedef struct Device {
         char *nr_before_override;       /* nr_requests under blkmqd's elevator switch before blkmqd wrote an override
                                          * over it: what the override's "auto" puts back while the switch stands (the
                                          * recorded original belongs to the elevator before the switch); stored
-                                         * with the originals while the switch stands (daemon/persist.c) */
+                                         * with the originals while the switch stands (manager/persist.c) */
         StatSample *history;    /* STATS_HISTORY per hctx position, ring; sized to facts->n_hctx */
         size_t n_history_hctx;
         StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */
@@ -171,7 +171,7 @@ typedef struct Device {
 /*
  * A block device blkmqd saw and does not list under devices/ (not matched by --devices/Devices=,
  * no medium, a partition, ...), with the one reason the not_listed file shows for it
- * (daemon/pipeline.c sets and forgets them; fuse-fs renders them).
+ * (manager/pipeline.c sets and forgets them; fuse-fs renders them).
  */
 typedef struct Unlisted {
         char *name;             /* sysfs's name: "sdc", "cciss!c0d1", "sda1" */

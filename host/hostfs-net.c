@@ -496,7 +496,7 @@ int hostfs_net_capture(HostFs *h, char * const *dsts, FILE *out) {
 
         if (!HAVE_LIBNL)
                 return -EOPNOTSUPP;
-        fprintf(out, "# blkmqd netlink facts capture (daemon/hostfs-net.h), kernel answers as of capture time\n");
+        fprintf(out, "# blkmqd netlink facts capture (host/hostfs-net.h), kernel answers as of capture time\n");
         STRV_FOREACH(d, dsts) {
                 _cleanup_free_ char *dst = strdup(*d);
                 if (!dst)

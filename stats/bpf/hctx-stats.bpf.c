@@ -11,7 +11,7 @@
  *   fentry|kprobe/blk_mq_sched_dispatch_requests -> runs  (the old debugfs "run" increment site,
  *                                                    block/blk-mq-sched.c, <= 6.7)
  *
- * Userspace (daemon/stats-bpf.c) decides at load time which of the alternatives load.
+ * Userspace (stats/stats-bpf.c) decides at load time which of the alternatives load.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

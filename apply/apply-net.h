@@ -3,7 +3,7 @@
 
 /*
  * apply-net: the network knobs of a disk (policies/net-align.c), carried out like every other
- * knob by daemon/apply.c's run (decide on the loop thread, write on a worker, read back,
+ * knob by apply/apply.c's run (decide on the loop thread, write on a worker, read back,
  * originals recorded before the first write and persisted, restored on stop, dry-run honoured):
  *
  *   nic_irq_affinity  "<irq>:<cpulist> ..."        procfs irq/<irq>/smp_affinity_list
@@ -25,7 +25,7 @@
 /* True for the knobs handled here. */
 bool apply_net_knob(Knob k);
 
-/* Decide knob k for d's plan (see daemon/apply.c queue_knob_decide()): returns originals
+/* Decide knob k for d's plan (see apply/apply.c queue_knob_decide()): returns originals
  * dropped (>= 0) or -ENOMEM, *ret_job the write when one is needed. */
 int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob **ret_job);
 

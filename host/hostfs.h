@@ -31,7 +31,7 @@ typedef enum HostFsKind {
         HOSTFS_ETC,             /* <root>/etc: other tools' configuration (udev rules, tuned), read only */
         HOSTFS_USR_LIB,         /* <root>/usr/lib: shipped udev rules and tuned profiles, read only */
         HOSTFS_LIB,             /* <root>/lib: udev rules of a system without merged /usr, read only */
-        HOSTFS_NETLINK,         /* <root>/netlink: a fixture's captured netlink answers (daemon/hostfs-net.h); read only,
+        HOSTFS_NETLINK,         /* <root>/netlink: a fixture's captured netlink answers (host/hostfs-net.h); read only,
                                  * never consulted on the live machine */
         _HOSTFS_KIND_MAX,
         _HOSTFS_KIND_INVALID = -EINVAL,
@@ -146,7 +146,7 @@ int hostfs_read_int(HostFs *h, HostFsKind kind, const char *path, int *ret);
 int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value);
 
 /*
- * The two halves of hostfs_write(), for writes done on a worker thread (daemon/writer.h):
+ * The two halves of hostfs_write(), for writes done on a worker thread (host/writer.h):
  *
  * hostfs_write_raw() does the write (through the write hook, after the test hold below) and
  * records nothing. It is safe to call from any thread, concurrently with anything else on h,
@@ -239,7 +239,7 @@ int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name);
 #define HOSTFS_UNLINK_RECORD "(removed)"
 
 /*
- * The halves of hostfs_replace_file() and hostfs_unlink(), for a writer worker (daemon/writer.h),
+ * The halves of hostfs_replace_file() and hostfs_unlink(), for a writer worker (host/writer.h),
  * like hostfs_write_raw(): the _raw() functions do it and record nothing; they are safe on any
  * thread (they use only the dirfd hostfs_new() opened) and may block as long as the file
  * system takes (the fsync() of a slow disk, a frozen file system). The test hold applies to

@@ -9,12 +9,12 @@
  *                          ("elevator=mq-deadline", "irq.36=0-3"), so a restart after a crash
  *                          still restores them; removed once restored. First line "boot=<boot_id>":
  *                          a file from an earlier boot is dropped at load (a reboot put the
- *                          kernel's own values back; daemon/persist.c). Also
+ *                          kernel's own values back; manager/persist.c). Also
  *                          "nr_requests.before_override=N" while blkmqd's elevator switch stands:
  *                          not an original, what an nr_requests override's "auto" puts back
  *                          (Device.nr_before_override; missing in an older blkmqd's file: unknown),
  *                          and what blkmqd wrote over each original ("written.elevator=kyber",
- *                          "written.irq.36=1", with "instance."/"readback." keys: daemon/apply.h
+ *                          "written.irq.36=1", with "instance."/"readback." keys: apply/apply.h
  *                          apply_adopt_written(); missing in an older blkmqd's file: unknown)
  * keyed by the disk's stable identity (WWID, serial, loop backing file, device path),
  * never by its kernel name. Files are written atomically: temp file, fsync, rename,
@@ -65,7 +65,7 @@ int state_load_overrides(State *s, const char *identity, char ***ret);
 int state_save(State *s, StateSection section, const char *identity, char * const *kv);
 
 /*
- * The two halves of state_save(), for a save done on a writer worker (daemon/writer.h):
+ * The two halves of state_save(), for a save done on a writer worker (host/writer.h):
  * state_format() renders kv as the file's text on the loop thread ("" for an empty kv: the
  * file is removed; NULL on ENOMEM); state_save_text() stores it (temp file, fsync, rename,
  * fsync of the directory; "" removes the file). state_save_text() uses only what state_open()

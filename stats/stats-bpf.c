@@ -2,7 +2,7 @@
 
 #include "config.h"
 
-/* daemon/config.h (the configuration-file module) must not shadow meson's config.h here. */
+/* A config.h of the configuration-file module (manager/conf.h) must not shadow meson's config.h here. */
 #ifndef HAVE_BPF
 #error "HAVE_BPF undefined: \"config.h\" did not resolve to meson's generated config.h"
 #endif

@@ -529,7 +529,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 run->knob_iosched_recorded = iosched_record_before_switch(h, d, current) > 0;
                 /* a switch of blkmqd's starts anew: a value before an override under an earlier
                  * switch of blkmqd's (since restored) is no one's now (and is not stored either,
-                 * daemon/persist.c: only while an elevator original is recorded) */
+                 * manager/persist.c: only while an elevator original is recorded) */
                 d->nr_before_override = mfree_str(d->nr_before_override);
         }
         if (k == KNOB_ELEVATOR) {

@@ -1880,7 +1880,7 @@ int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
                         return -ENOMEM;
                 changed = changed || !streq_ptr(old, q->affinity_list);
         }
-        /* a network disk's NIC vectors and XPS (daemon/net.c) */
+        /* a network disk's NIC vectors and XPS (facts/net.c) */
         r = irqs ? net_refresh(h, f) : 0;
         if (r < 0)
                 return r;
