@@ -74,8 +74,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 assert(policy_override_validate(k, v, strlen(v), f, &online, &again) == 0);
                 assert(again && strcmp(again, v) == 0);
                 free(again);
+                /* rq_affinity takes the kernel's three values, or "keep" (leave it to the disk) */
                 if (k == KNOB_RQ_AFFINITY)
-                        assert(!strcmp(v, "0") || !strcmp(v, "1") || !strcmp(v, "2"));
+                        assert(!strcmp(v, "0") || !strcmp(v, "1") || !strcmp(v, "2") || !strcmp(v, "keep"));
         }
         /* v == NULL is "auto": every policy file takes it, enabled included */
         free(v);
