@@ -116,7 +116,7 @@ static void out_label(Out *o, const char *name, const char *value) {
 /*
  * The per-disk part of /metrics that only changes when blkmqd's view of the disk does: its
  * lines in blkmqd_disk_info, blkmqd_applied, blkmqd_applied_iosched and the four fact gauges, and its escaped
- * disk="<name>" label for the live series. Kept between scrapes (MetricsCache) with the
+ * device="<name>" label for the live series. Kept between scrapes (MetricsCache) with the
  * inputs it was rendered from (DiskBlockKey), compared at every scrape: a block is
  * re-rendered when any input differs. The block is rendered from the key alone, so an input
  * that is not in the key cannot reach the text, and a cached block cannot go stale. (There is
@@ -164,7 +164,7 @@ typedef struct DiskBlock {
         DiskBlockKey key;
         char *text;                     /* the lines of every DiskFamily, one after the other */
         size_t off[_DISK_FAMILY_MAX + 1];       /* family k is text[off[k]..off[k+1]) */
-        char *label;                    /* disk="<escaped name>" */
+        char *label;                    /* device="<escaped name>" */
         size_t label_len;
 } DiskBlock;
 
@@ -263,7 +263,7 @@ static int disk_block_render(DiskBlock *b) {
         b->off[DISK_FAMILY_INFO] = 0;
         if (k->facts) {
                 fputs("blkmqd_disk_info{", f);
-                put_label(f, "disk", b->name, true);
+                put_label(f, "device", b->name, true);
                 put_label(f, "class", disk_class_to_string(k->class), false);
                 put_label(f, "elevator", k->elevator, false);
                 put_label(f, "driver", k->driver, false);
@@ -274,7 +274,7 @@ static int disk_block_render(DiskBlock *b) {
         b->off[DISK_FAMILY_APPLIED] = size;
         for (Knob i = 0; i < _KNOB_MAX; i++) {
                 fputs("blkmqd_applied{", f);
-                put_label(f, "disk", b->name, true);
+                put_label(f, "device", b->name, true);
                 put_label(f, "knob", knob_to_string(i), false);
                 put_label(f, "state", apply_state_to_string(k->applied[i]), false);
                 fputs("} 1\n", f);
@@ -286,7 +286,7 @@ static int disk_block_render(DiskBlock *b) {
                 if (k->iosched[t] < 0)
                         continue;
                 fputs("blkmqd_applied_iosched{", f);
-                put_label(f, "disk", b->name, true);
+                put_label(f, "device", b->name, true);
                 put_label(f, "elevator", i->elevator, false);
                 put_label(f, "tunable", i->name, false);
                 put_label(f, "state", apply_state_to_string((ApplyState) k->iosched[t]), false);
@@ -299,7 +299,7 @@ static int disk_block_render(DiskBlock *b) {
                         continue;
                 fputs(disk_family_table[g].name, f);
                 fputc('{', f);
-                put_label(f, "disk", b->name, true);
+                put_label(f, "device", b->name, true);
                 fputs("} ", f);
                 put_u64(f, (uint64_t) k->gauge[g - FIRST_GAUGE]);
                 fputc('\n', f);
@@ -315,7 +315,7 @@ static int disk_block_render(DiskBlock *b) {
                 free(text);
                 return -ENOMEM;
         }
-        put_label(f, "disk", b->name, true);
+        put_label(f, "device", b->name, true);
         if (fclose(f) != 0) {
                 free(text);
                 free(label);

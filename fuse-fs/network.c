@@ -58,7 +58,7 @@ void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, con
                                "one per network disk: how its hctx line up with the NIC queues (state label)");
                 any = true;
                 fputs("blkmqd_net_alignment{", f);
-                put_label(f, "disk", d->name, true);
+                put_label(f, "device", d->name, true);
                 put_label(f, "transport", n->transport, false);
                 put_label(f, "interface", n->interface ?: "", false);
                 put_label(f, "nic", n->nic ? n->nic->ifname : "", false);
@@ -76,7 +76,7 @@ void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, con
                                "hctx of a network disk with no NIC queue interrupt on their CPUs");
                 any = true;
                 fputs("blkmqd_net_hctx_without_nic_queue{", f);
-                put_label(f, "disk", d->name, true);
+                put_label(f, "device", d->name, true);
                 put_label(f, "nic", n->nic->ifname, false);
                 fprintf(f, "} %d\n", d->plan.net_hctx_without_queue);
         }
@@ -90,7 +90,7 @@ void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, con
                         family(f, "blkmqd_net_io_queues", "gauge", "I/O queues of a network disk's controller (nvme queue_count - 1)");
                 any = true;
                 fputs("blkmqd_net_io_queues{", f);
-                put_label(f, "disk", d->name, true);
+                put_label(f, "device", d->name, true);
                 put_label(f, "controller", n->controller ?: "", false);
                 fprintf(f, "} %lld\n", (long long) n->nr_io_queues);
         }
@@ -116,7 +116,7 @@ void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, con
                 };
                 for (size_t c = 0; c < ELEMENTSOF(ch); c++) {
                         fputs("blkmqd_nic_channels{", f);
-                        put_label(f, "nic", nic->ifname, true);
+                        put_label(f, "device", nic->ifname, true);
                         put_label(f, "type", ch[c].type, false);
                         fprintf(f, "} %u\n", ch[c].v);
                 }

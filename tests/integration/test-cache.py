@@ -264,10 +264,10 @@ def case_remove(d, loops, tmp):
 def metrics_disk(d, name):
     """(class, elevator, {knob: state}) of name in one /metrics scrape; None when it has no lines."""
     text = d.read("metrics")
-    info = re.search(r'^blkmqd_disk_info\{disk="' + re.escape(name) + r'",class="([^"]*)",elevator="([^"]*)"', text, re.M)
-    applied = dict(re.findall(r'^blkmqd_applied\{disk="' + re.escape(name) + r'",knob="([^"]*)",state="([^"]*)"\} 1$',
+    info = re.search(r'^blkmqd_disk_info\{device="' + re.escape(name) + r'",class="([^"]*)",elevator="([^"]*)"', text, re.M)
+    applied = dict(re.findall(r'^blkmqd_applied\{device="' + re.escape(name) + r'",knob="([^"]*)",state="([^"]*)"\} 1$',
                               text, re.M))
-    if f'disk="{name}"' not in text:
+    if f'device="{name}"' not in text:
         return None
     return (info.group(1) if info else None, info.group(2) if info else None, applied)
 

@@ -552,7 +552,7 @@ def iosched_series(d, name):
     """{(elevator, tunable): state} of name's blkmqd_applied_iosched lines in /metrics, and the scrape."""
     text = d.read("metrics")
     out = {}
-    for m in re.finditer(r'^blkmqd_applied_iosched\{disk="' + re.escape(name) +
+    for m in re.finditer(r'^blkmqd_applied_iosched\{device="' + re.escape(name) +
                          r'",elevator="([^"]*)",tunable="([^"]*)",state="([^"]*)"\} 1$', text, re.M):
         out[(m.group(1), m.group(2))] = m.group(3)
     return out, text

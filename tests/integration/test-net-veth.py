@@ -124,7 +124,7 @@ def case_v_virtual(exe, tmp, facts):
         check(d.read("devices", "nvme0c0n1", "applied", "nr_io_queues").startswith("unmanaged"),
               "(v) no nr_io_queues proposal over a virtual NIC")
         m = d.read("metrics")
-        check('blkmqd_net_alignment{disk="nvme0c0n1",transport="tcp",interface="vbA",nic="vbA",state="not-applicable"} 1' in m,
+        check('blkmqd_net_alignment{device="nvme0c0n1",transport="tcp",interface="vbA",nic="vbA",state="not-applicable"} 1' in m,
               "(v) metrics: blkmqd_net_alignment state not-applicable")
     finally:
         d.stop()

@@ -86,9 +86,9 @@ def status_elevator(d, name):
 
 
 def metrics_elevator(d, name):
-    m = re.search(r'blkmqd_disk_info\{[^}]*disk="%s"[^}]*\}' % re.escape(name), d.read("metrics"))
+    m = re.search(r'blkmqd_disk_info\{[^}]*device="%s"[^}]*\}' % re.escape(name), d.read("metrics"))
     if not m:
-        m = re.search(r'\{[^}]*disk="%s"[^}]*elevator="[^"]*"[^}]*\}' % re.escape(name), d.read("metrics"))
+        m = re.search(r'\{[^}]*device="%s"[^}]*elevator="[^"]*"[^}]*\}' % re.escape(name), d.read("metrics"))
     if not m:
         return None
     e = re.search(r'elevator="([^"]*)"', m.group(0))

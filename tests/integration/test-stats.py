@@ -152,15 +152,17 @@ def case_o_metrics(d, loops, tmp):
               "(o) policy/iosched/mq-deadline/fifo_batch 32")
         dd(name, 100)
         metrics = d.read("metrics")
-        check(f'blkmqd_applied_iosched{{disk="{name}",elevator="mq-deadline",tunable="fifo_batch",state="unmanaged"}} 1\n'
+        check(f'blkmqd_applied_iosched{{device="{name}",elevator="mq-deadline",tunable="fifo_batch",state="unmanaged"}} 1\n'
               in metrics, "(o) /metrics has the waiting tunable override's blkmqd_applied_iosched line")
         prom = d.read("prometheus", "blkmqd.prom")
-        check(re.search(r"^blkmqd_\w+\{[^}]*disk=\"" + name + r"\"", metrics, re.M) is not None,
+        check(re.search(r"^blkmqd_\w+\{[^}]*device=\"" + name + r"\"", metrics, re.M) is not None,
               f"(o) /metrics has blkmqd_* series for {name}")
         series = lambda text: {l.rsplit(" ", 1)[0] for l in text.splitlines() if l and not l.startswith("#")}  # noqa: E731
         check(len(series(metrics)) > 10 and series(metrics) == series(prom),
               f"(o) prometheus/blkmqd.prom has the same {len(series(metrics))} series as /metrics "
               f"(differ: {sorted(series(metrics) ^ series(prom))[:4]})")
+        problems = bt.metrics_doc_problems(metrics)
+        check(not problems, f"(o) docs/METRICS.md lists every family of a live loop device's exposition: {problems}")
         for line in metrics.splitlines():
             if line.startswith("# TYPE ") and line.endswith(" counter"):
                 check(line.split()[2].endswith("_total"), f"(o) counter named *_total: {line}")
@@ -194,10 +196,10 @@ def case_o_metrics(d, loops, tmp):
         if body:
             series = sorted({l.split("{")[0].split()[0] for l in body.splitlines() if l.startswith("blkmqd_")})
             print(f"   node_exporter: {len(series)} blkmqd_* metric names, e.g. {series[:4]}")
-            check(re.search(r'^blkmqd_\w+\{[^}]*disk="' + name + '"', body, re.M) is not None,
-                  f"(o) node_exporter has series labelled disk=\"{name}\"")
+            check(re.search(r'^blkmqd_\w+\{[^}]*device="' + name + '"', body, re.M) is not None,
+                  f"(o) node_exporter has series labelled device=\"{name}\"")
             check("node_textfile_scrape_error 0" in body, "(o) node_textfile_scrape_error 0")
-            check(re.search(r'^blkmqd_applied_iosched\{[^}]*disk="' + name + '"', body, re.M) is not None,
+            check(re.search(r'^blkmqd_applied_iosched\{[^}]*device="' + name + '"', body, re.M) is not None,
                   "(o) node_exporter serves blkmqd_applied_iosched")
             # issue 13 item 18: blkmqd.prom is rendered when read, so its mtime is then, not
             # the daemon's start (the usual staleness alert is time() - this > 3600)

@@ -510,6 +510,57 @@ def nvme_irq_daemon(tmp, tag):
     return root, config_daemon(tmp, tag, "[Manager]\nVerifySec=0\n[Device:nvme]\nMatchName=nvme0n1\nIrqAffinity=1-2\n")
 
 
+# ---- metrics --------------------------------------------------------------------------------
+
+METRICS_DOC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                            "docs", "METRICS.md"))
+
+
+def parse_exposition(text):
+    """{family: (type, set of label names)} of a text exposition (format 0.0.4)."""
+    import re
+    fams = {}
+    for line in text.splitlines():
+        m = re.match(r"# TYPE (\S+) (\S+)$", line)
+        if m:
+            fams.setdefault(m.group(1), [m.group(2), set()])[0] = m.group(2)
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? \S+$", line)
+        if not m:
+            fams.setdefault("(unparsed)", ["", set()])[1].add(line)
+            continue
+        names = set(re.findall(r'(?:^|,)([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"', m.group(2) or ""))
+        fams.setdefault(m.group(1), ["untyped", set()])[1].update(names)
+    return {k: (v[0], v[1]) for k, v in fams.items()}
+
+
+def metrics_doc():
+    """{family: (type, set of label names)} of the table in docs/METRICS.md."""
+    import re
+    doc = {}
+    for line in open(METRICS_DOC):
+        m = re.match(r"\| `(blkmqd_\w+)` \| (\w+) \| ([^|]*) \|", line)
+        if m:
+            doc[m.group(1)] = (m.group(2), set(re.findall(r"`(\w+)`", m.group(3))))
+    return doc
+
+
+def metrics_doc_problems(text):
+    """What of an exposition docs/METRICS.md does not say: one string per family whose
+    name, type or label names are not those of its row. Empty when the exposition agrees."""
+    doc = metrics_doc()
+    out = []
+    for fam, (typ, labels) in sorted(parse_exposition(text).items()):
+        if fam not in doc:
+            out.append(f"{fam} ({typ}, labels {sorted(labels)}) is not in docs/METRICS.md")
+        elif doc[fam][0] != typ or labels != doc[fam][1]:
+            out.append(f"{fam}: exported as {typ} with labels {sorted(labels)}, "
+                       f"docs/METRICS.md says {doc[fam][0]} with {sorted(doc[fam][1])}")
+    return out
+
+
 # ---- running a suite ------------------------------------------------------------------------
 
 def walk_rel(top):

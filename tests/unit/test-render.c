@@ -224,11 +224,11 @@ static void test_metrics_cache(void) {
         metrics_disk(&reg, "sdc", "bfq");
 
         s = metrics_both(&ctx, c, 3);
-        CHECK(s && strstr(s, "blkmqd_disk_info{disk=\"sdb\",class=\"single-queue-rotational\",elevator=\"mq-deadline\",driver=\"sd\",transport=\"\"} 1\n"));
-        CHECK(s && strstr(s, "blkmqd_applied{disk=\"sda\",knob=\"elevator\",state=\"kept\"} 1\n"));
-        CHECK(s && strstr(s, "blkmqd_disk_rq_affinity{disk=\"sdc\"} 1\n"));
-        CHECK(s && strstr(s, "blkmqd_disk_io_time_seconds_total{disk=\"sdb\"} 12.045\n"));
-        CHECK(s && strstr(s, "blkmqd_disk_reads_completed_total{disk=\"sdc\"} 2000\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_info{device=\"sdb\",class=\"single-queue-rotational\",elevator=\"mq-deadline\",driver=\"sd\",transport=\"\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_applied{device=\"sda\",knob=\"elevator\",state=\"kept\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_rq_affinity{device=\"sdc\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_io_time_seconds_total{device=\"sdb\"} 12.045\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_reads_completed_total{device=\"sdc\"} 2000\n"));
         free(s);
         s = metrics_both(&ctx, c, 0);           /* nothing changed: every block reused */
         free(s);
@@ -236,7 +236,7 @@ static void test_metrics_cache(void) {
         /* an external elevator change read back by a verify: the same buffer, new content */
         strcpy(b->facts->elevator, "kyber");
         s = metrics_both(&ctx, c, 1);
-        CHECK(s && strstr(s, "disk=\"sdb\",class=\"single-queue-rotational\",elevator=\"kyber\""));
+        CHECK(s && strstr(s, "device=\"sdb\",class=\"single-queue-rotational\",elevator=\"kyber\""));
         CHECK(s && !strstr(s, "elevator=\"mq-deadline\""));
         free(s);
 
@@ -244,8 +244,8 @@ static void test_metrics_cache(void) {
         b->applied[KNOB_ELEVATOR].state = APPLY_ERROR;
         a->plan.class = DISK_CLASS_FAST_MULTIQUEUE;
         s = metrics_both(&ctx, c, 2);
-        CHECK(s && strstr(s, "blkmqd_applied{disk=\"sdb\",knob=\"elevator\",state=\"error\"} 1\n"));
-        CHECK(s && strstr(s, "blkmqd_disk_info{disk=\"sda\",class=\"fast-multiqueue\""));
+        CHECK(s && strstr(s, "blkmqd_applied{device=\"sdb\",knob=\"elevator\",state=\"error\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_info{device=\"sda\",class=\"fast-multiqueue\""));
         free(s);
 
         /* elevator tunables (blkmqd_applied_iosched, as applied/iosched shows them): none tracked,
@@ -262,16 +262,16 @@ static void test_metrics_cache(void) {
         cdev->iosched[idle].original = strdup("8");
         s = metrics_both(&ctx, c, 1);
         CHECK(s && strstr(s, "# TYPE blkmqd_applied_iosched gauge\n"
-                          "blkmqd_applied_iosched{disk=\"sdc\",elevator=\"bfq\",tunable=\"slice_idle\",state=\"ok\"} 1\n"));
+                          "blkmqd_applied_iosched{device=\"sdc\",elevator=\"bfq\",tunable=\"slice_idle\",state=\"ok\"} 1\n"));
         free(s);
         applied_set(&cdev->iosched[idle], APPLY_EXTERNAL, 0, "changed externally to 4");
         s = metrics_both(&ctx, c, 1);
-        CHECK(s && strstr(s, "blkmqd_applied_iosched{disk=\"sdc\",elevator=\"bfq\",tunable=\"slice_idle\",state=\"changed externally\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_applied_iosched{device=\"sdc\",elevator=\"bfq\",tunable=\"slice_idle\",state=\"changed externally\"} 1\n"));
         free(s);
         a->plan.manage = true;
         CHECK_INT(policy_overrides_set_iosched(&a->overrides, fifo, "32"), 0);
         s = metrics_both(&ctx, c, 1);
-        CHECK(s && strstr(s, "blkmqd_applied_iosched{disk=\"sda\",elevator=\"mq-deadline\",tunable=\"fifo_batch\",state=\"unmanaged\"} 1\n"));
+        CHECK(s && strstr(s, "blkmqd_applied_iosched{device=\"sda\",elevator=\"mq-deadline\",tunable=\"fifo_batch\",state=\"unmanaged\"} 1\n"));
         free(s);
         s = metrics_both(&ctx, c, 0);           /* nothing changed */
         free(s);
@@ -280,9 +280,9 @@ static void test_metrics_cache(void) {
         a->facts->rq_affinity = 2;
         CHECK_INT(disk_facts_set_unknown(b->facts, FACT_NR_REQUESTS, "test"), 0);
         s = metrics_both(&ctx, c, 2);
-        CHECK(s && strstr(s, "blkmqd_disk_rq_affinity{disk=\"sda\"} 2\n"));
-        CHECK(s && !strstr(s, "blkmqd_disk_nr_requests{disk=\"sdb\"}"));
-        CHECK(s && strstr(s, "blkmqd_disk_nr_requests{disk=\"sdc\"} 64\n"));
+        CHECK(s && strstr(s, "blkmqd_disk_rq_affinity{device=\"sda\"} 2\n"));
+        CHECK(s && !strstr(s, "blkmqd_disk_nr_requests{device=\"sdb\"}"));
+        CHECK(s && strstr(s, "blkmqd_disk_nr_requests{device=\"sdc\"} 64\n"));
         free(s);
 
         /* facts gathered again (a new DiskFacts) with the same values: nothing to render */
@@ -304,10 +304,10 @@ static void test_metrics_cache(void) {
         CHECK_INT(registry_remove(&reg, "sdc"), 0);
         metrics_disk(&reg, "sdd", "none");
         s = metrics_both(&ctx, c, 2);
-        CHECK(s && !strstr(s, "blkmqd_disk_info{disk=\"sda\""));
-        CHECK(s && strstr(s, "blkmqd_applied{disk=\"sda\",knob=\"elevator\""));
-        CHECK(s && !strstr(s, "disk=\"sdc\""));
-        CHECK(s && strstr(s, "blkmqd_disk_info{disk=\"sdd\""));
+        CHECK(s && !strstr(s, "blkmqd_disk_info{device=\"sda\""));
+        CHECK(s && strstr(s, "blkmqd_applied{device=\"sda\",knob=\"elevator\""));
+        CHECK(s && !strstr(s, "device=\"sdc\""));
+        CHECK(s && strstr(s, "blkmqd_disk_info{device=\"sdd\""));
         free(s);
         a->facts = old;
 

@@ -198,7 +198,7 @@ blkmqd_many_hctx_slow() {
     note "completions: $(printf '%s' "$c" | tr '\n' '|')"
 
     # metrics (OpenMetrics text) and the prometheus textfile
-    assert_match "metrics: class of $D" "blkmqd_disk_info\{disk=\"$D\",class=\"many-hctx-slow\"" "$(cat $M/metrics)"
+    assert_match "metrics: class of $D" "blkmqd_disk_info\{device=\"$D\",class=\"many-hctx-slow\"" "$(cat $M/metrics)"
     check_metrics "metrics" $M/metrics
     assert_file "prometheus/blkmqd.prom" $M/prometheus/blkmqd.prom
     check_metrics "prometheus/blkmqd.prom" $M/prometheus/blkmqd.prom

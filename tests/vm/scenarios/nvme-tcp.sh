@@ -117,12 +117,12 @@ blkmqd_nvme_tcp() {
     check_placed "apply"
     # metrics (the tree's metrics file, as in the Prometheus textfile)
     grep -E '^blkmqd_(net|nic)_' $M/metrics | sed 's/^/# metrics: /'
-    assert_match "metrics: blkmqd_net_alignment" "^blkmqd_net_alignment\\{disk=\"$P\",transport=\"tcp\",interface=\"$I\",nic=\"$I\",state=\"misaligned\"\\} 1\$" \
-        "$(grep "^blkmqd_net_alignment{disk=\"$P\"" $M/metrics)"
-    assert_eq "metrics: blkmqd_net_io_queues" "blkmqd_net_io_queues{disk=\"$P\",controller=\"$C\"} 4" \
-        "$(grep "^blkmqd_net_io_queues{disk=\"$P\"" $M/metrics)"
-    assert_eq "metrics: blkmqd_nic_channels combined" "blkmqd_nic_channels{nic=\"$I\",type=\"combined\"} 2" \
-        "$(grep "^blkmqd_nic_channels{nic=\"$I\",type=\"combined\"" $M/metrics)"
+    assert_match "metrics: blkmqd_net_alignment" "^blkmqd_net_alignment\\{device=\"$P\",transport=\"tcp\",interface=\"$I\",nic=\"$I\",state=\"misaligned\"\\} 1\$" \
+        "$(grep "^blkmqd_net_alignment{device=\"$P\"" $M/metrics)"
+    assert_eq "metrics: blkmqd_net_io_queues" "blkmqd_net_io_queues{device=\"$P\",controller=\"$C\"} 4" \
+        "$(grep "^blkmqd_net_io_queues{device=\"$P\"" $M/metrics)"
+    assert_eq "metrics: blkmqd_nic_channels combined" "blkmqd_nic_channels{device=\"$I\",type=\"combined\"} 2" \
+        "$(grep "^blkmqd_nic_channels{device=\"$I\",type=\"combined\"" $M/metrics)"
     # the daemon's libnl answers (blkmqd-net-capture links the same code) against iproute2 + ethtool
     if [ -x /opt/blkmqd/blkmqd-net-capture ]; then
         netlink_facts | grep -v '^#' | sort > /tmp/facts.tools
