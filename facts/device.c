@@ -66,10 +66,45 @@ static bool hctx_flags_shared(const char *flags, const char *release) {
 }
 
 /*
- * One hctx's mq/N/{cpu_list,nr_tags,nr_reserved_tags} and debugfs hctxN/flags. Unreadable
- * values stay unknown. Returns 0 or -ENOMEM.
+ * The map of hctx x (policies/facts.h HctxType): debugfs hctxN/type. Before 5.0 a queue has
+ * one map and no such file: "default". Unknown otherwise, the reason kept once per disk in
+ * f->hctx_type_unknown. Returns 0 or -ENOMEM.
  */
-static int gather_one_hctx(HostFs *h, const DiskFacts *f, HctxFacts *x, bool debugfs) {
+static int gather_hctx_type(HostFs *h, DiskFacts *f, HctxFacts *x, bool debugfs) {
+        char path[PATH_MAX];
+        _cleanup_free_ char *s = NULL;
+        int r = -ENODEV;
+
+        x->type = _HCTX_TYPE_INVALID;
+        snprintf(path, sizeof(path), "block/%s/hctx%u/type", f->name, x->index);
+        if (debugfs && (r = hostfs_read(h, HOSTFS_DEBUGFS, path, &s)) >= 0) {
+                strip_newline_inplace(s);
+                x->type = hctx_type_from_string(s);
+                if (x->type >= 0)
+                        return 0;
+        }
+        if (r == -ENOMEM)
+                return r;
+        if (r == -ENOENT && kernel_release_at_least(f->kernel_release, 5, 0) == TRISTATE_NO) {
+                x->type = HCTX_TYPE_DEFAULT;    /* one map before 5.0 */
+                return 0;
+        }
+        if (f->hctx_type_unknown)
+                return 0;
+        if (!debugfs)
+                return asprintf(&f->hctx_type_unknown, "debugfs not mounted at /sys/kernel/debug (hctxN/type is shown "
+                                "only there)") < 0 ? -ENOMEM : 0;
+        if (r >= 0)
+                return asprintf(&f->hctx_type_unknown, "debugfs %s reads \"%s\", no map type this blkmqd knows", path, s) < 0 ?
+                       -ENOMEM : 0;
+        return asprintf(&f->hctx_type_unknown, "debugfs %s: %s", path, errno_reason(r)) < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * One hctx's mq/N/{cpu_list,nr_tags,nr_reserved_tags} and debugfs hctxN/{flags,type}.
+ * Unreadable values stay unknown. Returns 0 or -ENOMEM.
+ */
+static int gather_one_hctx(HostFs *h, DiskFacts *f, HctxFacts *x, bool debugfs) {
         char path[PATH_MAX];
         _cleanup_free_ char *s = NULL, *flags = NULL;
         uint64_t u;
@@ -90,7 +125,7 @@ static int gather_one_hctx(HostFs *h, const DiskFacts *f, HctxFacts *x, bool deb
         snprintf(path, sizeof(path), "block/%s/hctx%u/flags", f->name, x->index);
         if (debugfs && hostfs_read(h, HOSTFS_DEBUGFS, path, &flags) >= 0)
                 x->shared_tags = hctx_flags_shared(flags, f->kernel_release) ? TRISTATE_YES : TRISTATE_NO;
-        return 0;
+        return gather_hctx_type(h, f, x, debugfs);
 }
 
 /*
@@ -125,7 +160,8 @@ static int gather_hctx(HostFs *h, DiskFacts *f, bool debugfs) {
                 if (parse_u64(*name, &index) < 0 || index > UINT32_MAX)
                         continue;
                 f->hctx[f->n_hctx++] = (HctxFacts) { .index = index, .nr_tags = -1, .nr_reserved_tags = -1,
-                                                     .shared_tags = TRISTATE_UNKNOWN, .irq = -1 };
+                                                     .shared_tags = TRISTATE_UNKNOWN, .type = _HCTX_TYPE_INVALID,
+                                                     .irq = -1 };
         }
         /* hostfs_list() sorts with strverscmp(): hctx in index order */
 

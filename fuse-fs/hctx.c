@@ -15,6 +15,7 @@ static const char * const hctx_attr_table[_HCTX_ATTR_MAX] = {
         [HCTX_ATTR_IRQ_AFFINITY]     = "irq_affinity",
         [HCTX_ATTR_IRQ_MANAGED]      = "irq_managed",
         [HCTX_ATTR_REMOTE_PCT]       = "remote_pct",
+        [HCTX_ATTR_TYPE]             = "type",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(hctx_attr, HctxAttr, hctx_attr_table, _HCTX_ATTR_MAX);
@@ -54,9 +55,17 @@ int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret) {
                         asprintf(ret, "%s\n", tristate_to_string(t));
                 return r < 0 ? -ENOMEM : 0;
         }
+        case HCTX_ATTR_TYPE:
+                r = x->type >= 0 ? asprintf(ret, "%s\n", hctx_type_to_string(x->type)) :
+                    asprintf(ret, "unknown: %s\n", d->facts->hctx_type_unknown ?: "debugfs hctx type unreadable");
+                return r < 0 ? -ENOMEM : 0;
         case HCTX_ATTR_IRQ:
         case HCTX_ATTR_IRQ_AFFINITY:
         case HCTX_ATTR_IRQ_MANAGED: {
+                /* a poll queue is created without a vector (drivers/nvme/host/pci.c
+                 * nvme_create_queue(): polled queues get no interrupt) */
+                if (x->type == HCTX_TYPE_POLL && (x->irq < 0 || (size_t) x->irq >= d->facts->n_irqs))
+                        return asprintf(ret, "none: poll queue (completions are polled, no interrupt)\n") < 0 ? -ENOMEM : 0;
                 if (x->irq < 0 || (size_t) x->irq >= d->facts->n_irqs) {
                         const char *why = d->facts->unknown[FACT_IRQ_VECTORS] ?:
                                           "no request-queue vector matched this hctx's cpu_list";

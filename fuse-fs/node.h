@@ -99,6 +99,7 @@ typedef enum HctxAttr {
         HCTX_ATTR_IRQ_AFFINITY, /* its smp_affinity_list */
         HCTX_ATTR_IRQ_MANAGED,  /* 1 when kernel-managed */
         HCTX_ATTR_REMOTE_PCT,   /* completed_remote / completions, percent */
+        HCTX_ATTR_TYPE,         /* the queue map: default | read | poll (debugfs hctxN/type) */
         _HCTX_ATTR_MAX,
         /* statistics files: HCTX_ATTR_STAT + StatId, and HCTX_ATTR_RATE + StatId (counters) */
         HCTX_ATTR_STAT = 64,

@@ -48,6 +48,27 @@ DEFINE_STRING_TABLE_LOOKUP(zoned, Zoned, zoned_table, _ZONED_MAX, _ZONED_INVALID
 
 DEFINE_STRING_TABLE_LOOKUP(fact, Fact, fact_table, _FACT_MAX, _FACT_INVALID);
 
+/* block/blk-mq-debugfs.c hctx_types[] */
+static const char * const hctx_type_table[_HCTX_TYPE_MAX] = {
+        [HCTX_TYPE_DEFAULT] = "default",
+        [HCTX_TYPE_READ]    = "read",
+        [HCTX_TYPE_POLL]    = "poll",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(hctx_type, HctxType, hctx_type_table, _HCTX_TYPE_MAX, _HCTX_TYPE_INVALID);
+
+int disk_facts_hctx_maps(const DiskFacts *f, size_t ret[_HCTX_TYPE_MAX]) {
+        size_t n[_HCTX_TYPE_MAX] = {};
+        for (size_t i = 0; i < f->n_hctx; i++) {
+                HctxType t = f->hctx[i].type;
+                if (t < 0 || t >= _HCTX_TYPE_MAX)
+                        return -ENODATA;
+                n[t]++;
+        }
+        memcpy(ret, n, sizeof(n));
+        return 0;
+}
+
 const char *tristate_to_string(Tristate t) {
         return t == TRISTATE_YES ? "1" : t == TRISTATE_NO ? "0" : "unknown";
 }
@@ -87,6 +108,7 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         }
         irq_facts_free_array(f->irqs, f->n_irqs);
         free(f->irq_mapping);
+        free(f->hctx_type_unknown);
         free(f->shared_tags_source);
         for (size_t i = 0; i < f->n_modparams; i++) {
                 free(f->modparams[i].module);
@@ -376,10 +398,12 @@ const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq) {
 }
 
 int disk_facts_map_irqs(DiskFacts *f) {
-        size_t n_queue = 0, mapped = 0;
+        size_t n_queue = 0, mapped = 0, n_irq_hctx = 0;
 
-        for (size_t i = 0; i < f->n_hctx; i++)
+        for (size_t i = 0; i < f->n_hctx; i++) {
                 f->hctx[i].irq = -1;
+                n_irq_hctx += f->hctx[i].type != HCTX_TYPE_POLL;        /* a poll hctx has no vector */
+        }
         for (size_t i = 0; i < f->n_irqs; i++) {
                 f->irqs[i].hctx = -1;
                 n_queue += f->irqs[i].queue;
@@ -387,7 +411,7 @@ int disk_facts_map_irqs(DiskFacts *f) {
 
         /* By affinity: exact cpu set equality, each vector used once. */
         for (size_t h = 0; h < f->n_hctx; h++)
-                for (size_t i = 0; i < f->n_irqs; i++) {
+                for (size_t i = 0; i < f->n_irqs && f->hctx[h].type != HCTX_TYPE_POLL; i++) {
                         IrqFacts *q = &f->irqs[i];
                         if (!q->queue || q->hctx >= 0 || !q->affinity_list || !f->hctx[h].cpu_list)
                                 continue;
@@ -398,20 +422,22 @@ int disk_facts_map_irqs(DiskFacts *f) {
                                 break;
                         }
                 }
-        if (mapped == f->n_hctx && mapped > 0)
+        if (mapped == n_irq_hctx && mapped > 0)
                 return free_and_strdup(&f->irq_mapping, "affinity");
 
-        /* By order, when every hctx has exactly one queue vector. */
-        if (n_queue == f->n_hctx && n_queue > 0) {
+        /* By order, when every hctx that takes interrupts has exactly one queue vector. */
+        if (n_queue == n_irq_hctx && n_queue > 0) {
                 size_t h = 0;
                 for (size_t i = 0; i < f->n_hctx; i++)
                         f->hctx[i].irq = -1;
                 for (size_t i = 0; i < f->n_irqs; i++) {
                         f->irqs[i].hctx = -1;
-                        if (f->irqs[i].queue) {
-                                f->irqs[i].hctx = h;
-                                f->hctx[h++].irq = i;
-                        }
+                        if (!f->irqs[i].queue)
+                                continue;
+                        while (f->hctx[h].type == HCTX_TYPE_POLL)
+                                h++;
+                        f->irqs[i].hctx = h;
+                        f->hctx[h++].irq = i;
                 }
                 return free_and_strdup(&f->irq_mapping, "order");
         }

@@ -91,6 +91,27 @@ typedef enum ElevatorSource {
         ELEVATOR_LOADABLE,      /* a module in lib/modules/<release>/modules.dep: the kernel loads it on the write */
 } ElevatorSource;
 
+/*
+ * The queue map an hctx belongs to: debugfs block/<disk>/hctxN/type, one of the kernel's
+ * hctx_types[] names (block/blk-mq-debugfs.c hctx_type_show(); enum hctx_type in
+ * include/linux/blk-mq.h). A tag set has up to three maps, each over every CPU: "default"
+ * (all I/O, or only writes when the read map has queues of its own), "read", "poll" (polled
+ * I/O, REQ_POLLED: no completion interrupt; nvme-pci creates its poll queues without a vector,
+ * drivers/nvme/host/pci.c nvme_create_queue()). The hctx of a map are numbered after those of
+ * the maps before it (queue_offset). Kernels before 5.0 have one map and no type file.
+ */
+typedef enum HctxType {
+        HCTX_TYPE_DEFAULT,
+        HCTX_TYPE_READ,
+        HCTX_TYPE_POLL,
+        _HCTX_TYPE_MAX,
+        _HCTX_TYPE_INVALID = -EINVAL,
+} HctxType;
+
+/* "default", "read", "poll"; NULL when out of range. */
+const char *hctx_type_to_string(HctxType t);
+HctxType hctx_type_from_string(const char *s);
+
 /* One hardware context (/sys/block/X/mq/N). */
 typedef struct HctxFacts {
         unsigned index;         /* N; hctx numbers may have gaps (nr_ctx == 0 is not registered) */
@@ -99,6 +120,7 @@ typedef struct HctxFacts {
         int64_t nr_tags;        /* mq/N/nr_tags, -1 if unknown */
         int64_t nr_reserved_tags;
         Tristate shared_tags;   /* debugfs hctxN/flags has TAG_HCTX_SHARED */
+        HctxType type;          /* debugfs hctxN/type; _HCTX_TYPE_INVALID unknown (DiskFacts.hctx_type_unknown says why) */
         int irq;                /* position in DiskFacts.irqs of the vector serving this hctx; -1 none */
 } HctxFacts;
 
@@ -148,6 +170,8 @@ typedef struct DiskFacts {
          * needs the map, otherwise when a reader first asks. Policy needs neither.
          */
         bool hctx_details;
+        /* why some hctx's type is unknown ("debugfs not mounted ..."); NULL when every read hctx has one */
+        char *hctx_type_unknown;
 
         Tristate rotational;
         char *elevator;                 /* current; NULL if unknown or not configurable */
@@ -329,6 +353,13 @@ const char *elevator_source_to_string(ElevatorSource s);
  */
 bool disk_facts_zoned_needs_deadline(const DiskFacts *f, const char **ret_why);
 
+/*
+ * The number of hctx of each map (ret[HCTX_TYPE_DEFAULT] ...), counted over every hctx.
+ * Returns 0, or -ENODATA when some hctx's type is unknown (the details are not read yet, or
+ * debugfs cannot say). Pure.
+ */
+int disk_facts_hctx_maps(const DiskFacts *f, size_t ret[_HCTX_TYPE_MAX]);
+
 /* The IRQ facts of irq number, or NULL. */
 const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq);
 
@@ -336,7 +367,8 @@ const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq);
  * Match request-queue vectors to hctx: a vector whose affinity equals the hctx cpu_list
  * serves it (blk_mq_pci_map_queues(): hctx N's CPUs are the affinity mask of vector
  * offset+N, block/blk-mq-pci.c); when no affinity matches (vectors moved by irqbalance),
- * the i-th queue vector serves the i-th hctx if the counts agree. Fills hctx[].irq,
+ * the i-th queue vector serves the i-th hctx if the counts agree. A poll hctx (HCTX_TYPE_POLL)
+ * has no vector and is left out of both. Fills hctx[].irq,
  * irqs[].hctx and irq_mapping. Pure. Returns 0 or -ENOMEM.
  */
 int disk_facts_map_irqs(DiskFacts *f);

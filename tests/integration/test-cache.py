@@ -60,6 +60,7 @@ import blkmqd_test as bt  # noqa: E402
 from blkmqd_test import check, current_elevator, set_elevator, wait_for, write_file  # noqa: E402
 
 DEADLINE = 20.0
+STATIC_HCTX = ("cpu_list", "nr_tags", "nr_reserved_tags", "shared_tags", "type", "irq", "irq_affinity", "irq_managed")
 LIVE_NAMES = {"stat", "completions", "stats_source", "remote_pct", "host_busy", "occupancy_pct"}
 
 
@@ -72,8 +73,7 @@ def disk_files(d, name):
         for f in filenames:
             if f in LIVE_NAMES or rel == "iosched" or rel.startswith("iosched/"):
                 continue        # live, or the running elevator's tunables (read from the kernel at open)
-            if rel.startswith("hctx/") and f not in ("cpu_list", "nr_tags", "nr_reserved_tags", "shared_tags",
-                                                     "irq", "irq_affinity", "irq_managed"):
+            if rel.startswith("hctx/") and f not in STATIC_HCTX:
                 continue
             out.append(os.path.join(dirpath, f))
     return sorted(out)
@@ -399,7 +399,6 @@ def case_round_trips(d, loops, tmp):
           f"(n) an OPEN and a RELEASE per cat: {req}")
 
 
-STATIC_HCTX = ("cpu_list", "nr_tags", "nr_reserved_tags", "shared_tags", "irq", "irq_affinity", "irq_managed")
 
 
 def case_listed_stats(d, loops, tmp):

@@ -81,7 +81,9 @@ static void test_render_tree(void) {
         f->hctx[0] = (HctxFacts) { .index = 0, .nr_tags = 1024, .nr_reserved_tags = 1, .shared_tags = TRISTATE_YES };
         cpuset_parse("0, 1, 2, 3", &f->hctx[0].cpus);
         f->hctx[0].cpu_list = cpuset_format(&f->hctx[0].cpus);
-        f->hctx[1] = (HctxFacts) { .index = 2, .nr_tags = -1, .nr_reserved_tags = -1, .shared_tags = TRISTATE_UNKNOWN };
+        f->hctx[1] = (HctxFacts) { .index = 2, .nr_tags = -1, .nr_reserved_tags = -1, .shared_tags = TRISTATE_UNKNOWN,
+                                   .type = _HCTX_TYPE_INVALID, .irq = -1 };
+        f->hctx_type_unknown = strdup("debugfs not mounted at /sys/kernel/debug (hctxN/type is shown only there)");
         f->rotational = TRISTATE_YES;
         disk_facts_set_unknown(f, FACT_SHARED_TAGS, "debugfs block/sdb/hctxN/flags unreadable");
 
@@ -109,6 +111,25 @@ static void test_render_tree(void) {
         check_node(&ctx, NODE_HCTX_ATTR, "sdb", 1, HCTX_ATTR_NR_TAGS, 0, "unknown: nr_tags not readable\n");
         check_node(&ctx, NODE_HCTX_ATTR, "sdb", 1, HCTX_ATTR_SHARED_TAGS, 0,
                    "unknown: debugfs block/sdb/hctxN/flags unreadable\n");
+        /* the map type: "default" (a zero HctxFacts), unknown with the disk's reason, "poll" */
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 0, HCTX_ATTR_TYPE, 0, "default\n");
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 1, HCTX_ATTR_TYPE, 0,
+                   "unknown: debugfs not mounted at /sys/kernel/debug (hctxN/type is shown only there)\n");
+        f->hctx[1].type = HCTX_TYPE_POLL;
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 1, HCTX_ATTR_TYPE, 0, "poll\n");
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 1, HCTX_ATTR_IRQ, 0, "none: poll queue (completions are polled, no interrupt)\n");
+        check_node(&ctx, NODE_HCTX_ATTR, "sdb", 1, HCTX_ATTR_IRQ_MANAGED, 0,
+                   "none: poll queue (completions are polled, no interrupt)\n");
+        size_t maps[_HCTX_TYPE_MAX];
+        CHECK_INT(disk_facts_hctx_maps(f, maps), 0);
+        CHECK_INT(maps[HCTX_TYPE_DEFAULT], 1);
+        CHECK_INT(maps[HCTX_TYPE_READ], 0);
+        CHECK_INT(maps[HCTX_TYPE_POLL], 1);
+        f->hctx[1].type = _HCTX_TYPE_INVALID;
+        CHECK_INT(disk_facts_hctx_maps(f, maps), -ENODATA);
+        CHECK_STR(hctx_type_to_string(HCTX_TYPE_READ), "read");
+        CHECK_INT(hctx_type_from_string("poll"), HCTX_TYPE_POLL);
+        CHECK_INT(hctx_type_from_string("Default"), _HCTX_TYPE_INVALID);
         check_node(&ctx, NODE_HCTX_ATTR, "sdb", 2, HCTX_ATTR_NR_TAGS, -ENOENT, NULL);
         check_node(&ctx, NODE_HCTX_ATTR, "sdb", -1, HCTX_ATTR_NR_TAGS, -ENOENT, NULL);
         check_node(&ctx, NODE_HCTX_ATTR, "sdb", 0, _HCTX_ATTR_MAX, -ENOENT, NULL);
