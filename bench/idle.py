@@ -124,7 +124,8 @@ def main():
         for k in ("NOTIFY_SOCKET", "JOURNAL_STREAM"):
             env.pop(k, None)
         log = open(os.path.join(tmp, "blkmqd.log"), "w")
-        cmd = [a.blkmqd, "-m", mnt, "--devices", names, "-s", state, "-c", os.path.join(tmp, "none.conf")]
+        cmd = [a.blkmqd, "-m", mnt, "-s", state,
+               *bt.virtual_args(["--devices", names, "-c", os.path.join(tmp, "none.conf")], tmp)]
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         t = time.monotonic()
         while len(glob.glob(f"{mnt}/devices/*")) < len(attached):

@@ -43,7 +43,8 @@ def run(exe, loop, tmp, n, fio_runtime):
     conf = os.path.join(tmp, "empty.conf")
     open(conf, "w").close()
     log = open(os.path.join(tmp, "blkmqd.log"), "w")
-    d = subprocess.Popen([exe, "-m", mnt, "--devices", loop, "-s", state, "-c", conf, "-v"], stdout=log, stderr=log)
+    d = subprocess.Popen([exe, "-m", mnt, "-s", state, *bt.virtual_args(["--devices", loop, "-c", conf, "-v"], tmp)],
+                         stdout=log, stderr=log)
     t = time.monotonic()
     while not bt.mount_ready(mnt):
         if d.poll() is not None or time.monotonic() - t > 20:

@@ -278,7 +278,8 @@ class Bench:
     def start_blkmqd(self):
         conf = os.path.join(self.tmp, "blkmqd.conf")
         with open(conf, "w") as f:
-            f.write("[Class:stacked]\nElevator=mq-deadline\n")
+            # a loop device is a virtual device: opted in to be written
+            f.write("[Manager]\nVirtualDevices=manage\n[Class:stacked]\nElevator=mq-deadline\n")
         state = os.path.join(self.tmp, "state")
         mnt = os.path.join(self.tmp, "mnt")
         os.makedirs(state, exist_ok=True)

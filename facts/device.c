@@ -486,6 +486,7 @@ void gather_cache_done(GatherCache *c) {
         strv_free(c->elevators_builtin);
         strv_free(c->elevators_loadable);
         strv_free(c->elevators_blocked);
+        free(c->proc_devices);
         *c = (GatherCache) {};
 }
 
@@ -631,6 +632,45 @@ static int gather_numa(HostFs *h, DiskFacts *f, const char *devpath) {
         return 0;
 }
 
+/*
+ * Block drivers whose disks have no parent device (they live in /sys/devices/virtual/block),
+ * by the name their major has in /proc/devices, else by the disk name they give. The driver
+ * fact is what policies/defaults.c virtual_drivers[] and MatchDriver= see.
+ */
+static const struct {
+        const char *major_name;         /* register_blkdev() name; NULL: no major of its own */
+        const char *prefix;             /* the disk names the driver gives */
+        const char *driver;
+} parentless_drivers[] = {
+        { "ramdisk", "ram",   "brd" },          /* drivers/block/brd.c: RAMDISK_MAJOR, "ram%d" */
+        { "zram",    "zram",  "zram" },         /* drivers/block/zram/zram_drv.c: "zram%d" */
+        { "nullb",   "nullb", "null_blk" },     /* drivers/block/null_blk/main.c: "nullb%d"; configfs
+                                                 * devices take their directory's name: major only */
+        { NULL,      "ublkb", "ublk" },         /* drivers/block/ublk_drv.c: "ublkb%d", dynamic devt (blkext) */
+};
+
+/* The driver of a disk without a parent device, from the cache's /proc/devices (read once) or
+ * its name; NULL when neither says. */
+static const char *parentless_driver(HostFs *h, const DiskFacts *f, GatherCache *cache) {
+        if (!cache->have_proc_devices) {
+                cache->have_proc_devices = true;
+                if (hostfs_read(h, HOSTFS_PROCFS, "devices", &cache->proc_devices) < 0)
+                        cache->proc_devices = NULL;
+        }
+        char major_name[64];
+        int r = disk_facts_known(f, FACT_DEVNUM) ?
+                proc_devices_block_name(cache->proc_devices, f->major, major_name, sizeof(major_name)) : -ENOENT;
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(parentless_drivers); i++)
+                if (streq_ptr(parentless_drivers[i].major_name, major_name))
+                        return parentless_drivers[i].driver;
+        if (r >= 0 && !streq(major_name, "blkext"))
+                return NULL;            /* another driver's major: the name says nothing then */
+        for (size_t i = 0; i < ELEMENTSOF(parentless_drivers); i++)
+                if (startswith(f->name, parentless_drivers[i].prefix))
+                        return parentless_drivers[i].driver;
+        return NULL;
+}
+
 static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **ret_devpath) {
         char path[PATH_MAX];
         _cleanup_free_ char *devpath = NULL;
@@ -661,7 +701,7 @@ static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **
         snprintf(path, sizeof(path), "block/%s/device", f->name);
         r = hostfs_resolve(h, HOSTFS_SYSFS, path, &devpath);
         if (r < 0 || !hostfs_exists(h, HOSTFS_SYSFS, path)) {
-                const char *t = startswith(f->name, "zram") ? "zram" : NULL;
+                const char *t = parentless_driver(h, f, cache);
                 if (t) {
                         if (free_and_strdup(&f->transport, t) < 0 || free_and_strdup(&f->driver, t) < 0)
                                 return -ENOMEM;

@@ -118,6 +118,8 @@ typedef struct GatherCache {
         int elevator_modules_error;     /* reading modules.dep failed: -errno */
         char **elevators_builtin, **elevators_loadable;
         char **elevators_blocked;       /* "bfq: blacklist bfq in /etc/modprobe.d/x.conf (...)" */
+        bool have_proc_devices;
+        char *proc_devices;             /* /proc/devices, NULL when unreadable */
         ModuleTreeCache *module_tree;   /* optional, outlives the cache (not freed with it) */
         MachineCache *machine;          /* optional, outlives the cache (not freed with it) */
 } GatherCache;

@@ -368,3 +368,26 @@ char *keyval_list_get(const char *list, const char *key) {
         }
         return NULL;
 }
+
+int proc_devices_block_name(const char *text, unsigned major, char *buf, size_t size) {
+        const char *p = text ? strstr(text, "Block devices:\n") : NULL;
+        if (!p || (p != text && p[-1] != '\n'))
+                return -EINVAL;
+        for (p = strchr(p, '\n') + 1; *p && *p != '\n';) {
+                size_t l = strcspn(p, "\n");
+                unsigned m;
+                int n = 0;
+                if (sscanf(p, "%u %n", &m, &n) == 1 && n > 0 && (size_t) n < l && m == major) {
+                        size_t nl = l - (size_t) n;
+                        if (nl + 1 > size || memchr(p + n, ' ', nl))
+                                return -EINVAL;
+                        memcpy(buf, p + n, nl);
+                        buf[nl] = 0;
+                        return 0;
+                }
+                p += l;
+                if (*p == '\n')
+                        p++;
+        }
+        return -ENOENT;
+}

@@ -123,3 +123,12 @@ char *disk_name_to_kernel(const char *name, char *buf, size_t size);
  * (or out of memory). "traddr" does not match "host_traddr=...".
  */
 char *keyval_list_get(const char *list, const char *key);
+
+/*
+ * The name a block driver registered for major (register_blkdev(), block/genhd.c
+ * blkdev_show()) in the text of /proc/devices: the "Block devices:" section's lines
+ * "%3d %s\n" ("  7 loop", "252 zram", "259 blkext"). Writes at most size bytes (NUL included)
+ * into buf. Returns 0, -ENOENT when the section has no such major, -EINVAL when text has no
+ * "Block devices:" section or the name does not fit.
+ */
+int proc_devices_block_name(const char *text, unsigned major, char *buf, size_t size);

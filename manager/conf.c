@@ -121,6 +121,11 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
                 if (!parse_choice(p, key, v, "propose", "write", &propose))
                         return 0;
                 c->module_params_write = !propose;
+        } else if (streq(key, "VirtualDevices")) {
+                bool list = false;
+                if (!parse_choice(p, key, v, "list", "manage", &list))
+                        return 0;
+                c->policy.manage_virtual = !list;
         } else
                 return fail(p, "unknown key \"%s\" in [Manager]", key);
         return 1;

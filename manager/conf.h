@@ -12,6 +12,8 @@
  *   VerifySec=SECONDS|0           read back what blkmqd wrote every SECONDS (default 60, 1 to
  *                                 86400; 0 or off: never, no timer at all): the kernel sends no
  *                                 uevent when someone else writes a queue attribute
+ *   VirtualDevices=list|manage    loop, zram, brd, null_blk, scsi_debug, ublk disks: listed and
+ *                                 explained only (default list), or tuned like hardware (manage)
  *
  *   [Class:<class>]               one of many-hctx-slow, fast-multiqueue, shared-tags,
  *                                 single-queue-rotational, single-queue-fast, stacked

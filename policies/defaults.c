@@ -171,6 +171,31 @@ const char *elevator_name_invalid(const char *name, char *buf, size_t size) {
         return NULL;
 }
 
+/*
+ * Drivers whose disks are not hardware: a file, RAM or nothing stands behind their queue, so
+ * its elevator, rq_affinity and nr_requests say nothing about any device, and a host may
+ * attach hundreds of them (containers, CI runners). blkmqd lists them with their class and
+ * explain and writes nothing to them unless [Manager] VirtualDevices=manage, a matching
+ * [Device:] Enabled=yes or policy/enabled 1 opts them in (policies/policy.c). The driver
+ * fact comes from facts/device.c: the loop/ directory, the block major's name in
+ * /proc/devices (register_blkdev()), or the SCSI host's proc_name.
+ */
+static const VirtualDriver virtual_drivers[] = {
+        { "loop",       "a file or another block device behind it", "drivers/block/loop.c" },
+        { "zram",       "compressed RAM",                           "drivers/block/zram/zram_drv.c" },
+        { "brd",        "RAM (/dev/ram<N>)",                        "drivers/block/brd.c" },
+        { "null_blk",   "no storage at all, requests complete without data", "drivers/block/null_blk/main.c" },
+        { "scsi_debug", "a SCSI disk emulated in RAM",              "drivers/scsi/scsi_debug.c" },
+        { "ublk",       "a userspace program serving its requests", "drivers/block/ublk_drv.c" },
+};
+
+const VirtualDriver *policy_virtual_driver(const char *driver) {
+        for (size_t i = 0; driver && i < ELEMENTSOF(virtual_drivers); i++)
+                if (streq(virtual_drivers[i].driver, driver))
+                        return &virtual_drivers[i];
+        return NULL;
+}
+
 /* Vectors follow their hctx where blk-mq spreads queues over CPUs. */
 static const bool default_irq_follow_hctx[_DISK_CLASS_MAX] = {
         [DISK_CLASS_MANY_HCTX_SLOW]  = true,

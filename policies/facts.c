@@ -9,6 +9,7 @@
 #include "facts.h"
 #include "macro.h"
 #include "memstream.h"
+#include "policy.h"
 #include "strv.h"
 
 static const char * const fact_table[_FACT_MAX] = {
@@ -36,6 +37,7 @@ static const char * const fact_table[_FACT_MAX] = {
         [FACT_ZONED]             = "zoned",
         [FACT_ELEVATORS_LOADABLE] = "elevators_loadable",
         [FACT_MULTIPATH]         = "multipath",
+        [FACT_VIRTUAL]           = "virtual",
 };
 
 static const char * const zoned_table[_ZONED_MAX] = {
@@ -187,6 +189,8 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
 
         if (f->unknown[fact])
                 fprintf(out, "unknown: %s", f->unknown[fact]);
+        else if (fact == FACT_VIRTUAL && f->unknown[FACT_DRIVER])
+                fprintf(out, "unknown: driver unknown (%s)", f->unknown[FACT_DRIVER]);
         else
                 switch (fact) {
                 case FACT_DEVNUM:
@@ -278,6 +282,9 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                         }
                         break;
                 }
+                case FACT_VIRTUAL:
+                        fputs(policy_virtual_driver(f->driver) ? "1" : "0", out);
+                        break;
                 case FACT_MULTIPATH:
                         switch (f->multipath) {
                         case MULTIPATH_LEG:

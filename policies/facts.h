@@ -50,6 +50,7 @@ typedef enum Fact {
         FACT_ZONED,               /* queue/zoned: none, host-aware, host-managed */
         FACT_ELEVATORS_LOADABLE,  /* elevators not listed in queue/scheduler that the kernel can load or has built in */
         FACT_MULTIPATH,           /* dm-multipath leg or map, NVMe multipath path device, or none */
+        FACT_VIRTUAL,             /* 1: not hardware (loop, zram, brd, null_blk, scsi_debug, ublk: policy_virtual_driver()) */
         _FACT_MAX,
         _FACT_INVALID = -EINVAL,
 } Fact;

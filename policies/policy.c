@@ -440,6 +440,38 @@ static int explain_known_issue(const DiskFacts *f, const char *elevator, bool pl
                             f->kernel_release, issue);
 }
 
+/*
+ * A virtual device (policy_virtual_driver()): listed and explained, written only when opted in
+ * by [Manager] VirtualDevices=manage, or by an explicit Enabled=yes of a matching [Device:]
+ * section or policy/enabled 1 (o is the merged overrides). Returns 1 when the disk is to be
+ * managed (not virtual, or opted in: a note says by what), 0 when it is left alone (explained),
+ * -ENOMEM.
+ */
+static int explain_virtual(const DiskFacts *f, const VirtualDriver *virt, const PolicyConfig *config,
+                           const PolicyOverrides *o, Plan *plan) {
+        if (!virt)
+                return 1;
+        const char *origin = o->origin[POLICY_FILE_ENABLED];
+        bool explicit = !o->disabled && (o->enabled_set || origin);
+        int r;
+
+        if (explicit || config->manage_virtual)
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, "virtual-device",
+                                 "driver=%s -> a virtual device: %s (%s); tuned as its class, opted in by %s%s",
+                                 virt->driver, virt->backing, virt->source,
+                                 !explicit ? "[Manager] VirtualDevices=manage" : origin ?: "policy/enabled=1",
+                                 explicit && origin ? " Enabled=yes" : "");
+        else
+                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "virtual-device",
+                                 "driver=%s -> a virtual device: %s (%s); listed, not written: its queue settings say "
+                                 "nothing about any hardware ([Manager] VirtualDevices=manage, a [Device:] section "
+                                 "with Enabled=yes or policy/enabled 1 opts it in)",
+                                 virt->driver, virt->backing, virt->source);
+        if (r < 0)
+                return r;
+        return explicit || config->manage_virtual;
+}
+
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret) {
         _cleanup_(plan_done) Plan plan = {};
@@ -460,7 +492,14 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         if (r < 0)
                 return r;
 
+        const VirtualDriver *virt = policy_virtual_driver(facts->driver);
         if (IN_SET_CLASS(plan.class, DISK_CLASS_NO_MQ, DISK_CLASS_UNKNOWN)) {
+                if (virt)
+                        r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_NOTE, "virtual-device",
+                                         "driver=%s -> a virtual device: %s (%s)", virt->driver, virt->backing,
+                                         virt->source);
+                if (r < 0)
+                        return r;
                 if (plan.class == DISK_CLASS_UNKNOWN && facts->rotational == TRISTATE_NO)
                         r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_LEFT_ALONE, "unknown",
                                          "rotational=0 nr_hw_queues=%zu shared_tags=unknown (%s) -> left alone: fast-multiqueue and shared-tags want different elevators; mount debugfs to tell",
@@ -492,6 +531,17 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                 if (r >= 0)
                         r = policy_net(facts, &config->net, overrides, &plan);
                 if (r < 0)
+                        return r;
+                *ret = plan;
+                plan = (Plan) {};
+                return 0;
+        }
+
+        r = explain_virtual(facts, virt, config, overrides, &plan);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                if ((r = policy_net(facts, &config->net, overrides, &plan)) < 0)
                         return r;
                 *ret = plan;
                 plan = (Plan) {};

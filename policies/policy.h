@@ -179,6 +179,7 @@ typedef struct NetPolicy {
 
 typedef struct PolicyConfig {
         NetPolicy net;
+        bool manage_virtual;            /* [Manager] VirtualDevices=manage: write to virtual devices too */
         ClassPolicy classes[_DISK_CLASS_MAX];
         ModuleWish *module_params;      /* [Module:<name>] param=value from the config */
         size_t n_module_params;
@@ -191,6 +192,16 @@ typedef struct PolicyConfig {
  * reasoning behind each entry). Returns 0 or -ENOMEM; on failure config is left empty.
  */
 int policy_config_init_defaults(PolicyConfig *config);
+
+/* A driver whose disks are not hardware (policies/defaults.c virtual_drivers[]). */
+typedef struct VirtualDriver {
+        const char *driver;     /* the driver fact: "loop", "zram", "brd", "null_blk", "scsi_debug", "ublk" */
+        const char *backing;    /* what stands behind the queue */
+        const char *source;     /* the driver's source file in the kernel tree */
+} VirtualDriver;
+
+/* The table row of driver (the driver fact), or NULL for a driver of real devices or NULL. Pure. */
+const VirtualDriver *policy_virtual_driver(const char *driver);
 
 /*
  * Why the shipped defaults leave elevator out of class c (evidence: kernel commit, thread or

@@ -12,7 +12,10 @@ restores and unmounts; (c) --dry-run writes nothing; (d) losetup -d removes the 
 within 1 s; (e) read semantics of the tree; (f) an open file of a removed device reads
 EIO, the daemon survives; (g) kill -9 then restart on the same mount point; (h) splice()
 and sendfile() readers read what read() reads; (i) originals recorded at an earlier boot (another
-boot id in the file) are dropped, and a stop restores what the disk had at this boot.
+boot id in the file) are dropped, and a stop restores what the disk had at this boot; (k) blkmqd's
+shipped default for virtual devices (the other cases opt loop devices in, tests/pylib): a loop
+device is listed with its class and explain, nothing is written to it, also not at stop;
+policy/enabled 1 opts it in (written), auto leaves it again (put back).
 
 Every wait is a poll with a deadline. Loop devices are detached and mounts removed in
 finally blocks whatever happens (tests/pylib/blkmqd_test.py: Daemon, Loops, run_cases).
@@ -431,8 +434,43 @@ def case_i_originals_of_an_earlier_boot(d, loops, tmp):
     check(not left, f"(i) no originals file left after the restore: {left}")
 
 
+def case_k_virtual_default(d, loops, tmp):
+    """(k) the shipped default: a loop device is listed and explained, not written; policy/enabled 1 opts it in"""
+    name = loops.attach("k", elevator="mq-deadline")
+    d.manage_virtual = False
+    try:
+        d.start("--devices", name)
+        ok, _ = wait_for(lambda: os.path.exists(d.path("devices", name, "explain")), 5.0)
+        check(ok, f"(k) devices/{name} is listed")
+        check(d.read("devices", name, "class") == "stacked\n", f"(k) class stacked ({d.read('devices', name, 'class')!r})")
+        check(d.read("devices", name, "facts", "virtual") == "1\n", "(k) facts/virtual 1")
+        explain = d.read("devices", name, "explain")
+        check(f"{name}: driver=loop -> a virtual device: a file or another block device behind it (drivers/block/loop.c); "
+              "listed, not written" in explain and "(rule virtual-device)" in explain, f"(k) explain says why: {explain!r}")
+        check(d.read("devices", name, "plan", "elevator") == "keep\n", "(k) plan/elevator keep")
+        check(d.read("devices", name, "applied", "elevator").startswith("unmanaged"),
+              f"(k) applied/elevator {d.read('devices', name, 'applied', 'elevator')!r}")
+        check(current_elevator(name) == "mq-deadline", f"(k) the kernel still has mq-deadline ({current_elevator(name)})")
+        r = subprocess.run([os.path.join(os.path.dirname(os.path.abspath(bt.exe_arg())), "ctl", "blkmqctl"), "--mountpoint", d.mnt,
+                            "explain", name], capture_output=True, text=True, timeout=10)
+        check(r.returncode == 0 and "listed, not written" in r.stdout, f"(k) blkmqctl explain says it ({r.returncode}: {r.stdout[-300:]!r})")
+        # the admin opts this one disk in
+        check(d.write("1", "devices", name, "policy", "enabled") == 0, "(k) policy/enabled 1 taken")
+        ok, _ = wait_for(lambda: current_elevator(name) == "none", 5.0)
+        check(ok, f"(k) opted in: none written ({current_elevator(name)})")
+        check("opted in by policy/enabled=1" in d.read("devices", name, "explain"), "(k) explain names the opt-in")
+        check(d.write("auto", "devices", name, "policy", "enabled") == 0, "(k) policy/enabled auto taken")
+        ok, _ = wait_for(lambda: current_elevator(name) == "mq-deadline", 5.0)
+        check(ok, f"(k) back to the default: blkmqd's write put back ({current_elevator(name)})")
+    finally:
+        rc = d.stop()
+        d.manage_virtual = True
+    check(rc == 0 and current_elevator(name) == "mq-deadline", f"(k) stop ({rc}) leaves mq-deadline ({current_elevator(name)})")
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-it-", (case_a_hotplug_and_facts, case_b_apply_and_restore, case_c_dry_run,
                                          case_d_e_f, case_g_kill9_restart, case_h_splice_readers,
-                                         case_i_originals_of_an_earlier_boot, case_j_empty_devices),
+                                         case_i_originals_of_an_earlier_boot, case_j_empty_devices,
+                                         case_k_virtual_default),
                           why="loop devices, FUSE mount, sysfs writes"))

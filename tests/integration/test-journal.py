@@ -77,7 +77,8 @@ def main():
         setup = ('mount -t tmpfs -o mode=0755 tmpfs /run/systemd && mkdir /run/systemd/journal && '
                  'mount --bind "$0" /run/systemd/journal && exec "$@"')
         proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", setup, jdir,
-                                 exe, "--mountpoint", mnt, "--state-dir", state, "-c", conf, "-v", "--devices", name],
+                                 exe, "--mountpoint", mnt, "--state-dir", state,
+                                 *bt.virtual_args(["-c", conf, "-v", "--devices", name], tmp)],
                                 stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
         records = []
 

@@ -257,8 +257,9 @@ def case_u_start_instant(exe, tmp, loops):
     env = dict(os.environ, BLKMQD_TEST_HOLD_WRITE=f"sysfs:block/{name}/queue/scheduler=8")
     log = open(os.path.join(tmp, "u.log"), "w")
     t0 = time.monotonic()
-    daemon = subprocess.Popen([exe, "--mountpoint", mnt, "--state-dir", os.path.join(tmp, "state-u"), "-c", conf,
-                               "--devices", name, "-v"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    daemon = subprocess.Popen([exe, "--mountpoint", mnt, "--state-dir", os.path.join(tmp, "state-u"),
+                               *bt.virtual_args(["-c", conf, "--devices", name, "-v"], tmp)],
+                              stdout=log, stderr=subprocess.STDOUT, env=env)
     longest = run = 0.0
     last = time.monotonic()
     ready_at = None

@@ -16,7 +16,10 @@ tests/reliability/ through rel.py, tests/ops/) and by the bench/ scripts. Import
   the reliability suite). Both are detached in cleanup whatever happened (call it in finally).
 - Daemon: the built blkmqd on a temp mount point, always with a state directory of the
   test's own (never the machine's /var/lib/blkmqd); ready when the version file of a live
-  mount reads.
+  mount reads. Virtual devices (loop, zram, null_blk, ...) are opted in by default
+  (virtual_args(): [Manager] VirtualDevices=manage as a drop-in of the run's config), since
+  the suites use loop devices as the disks blkmqd manages; Daemon(manage_virtual=False) runs
+  blkmqd's shipped default (listed, not written).
 - run_cases(): the integration suite's loop over cases, each cleaned up after.
 """
 
@@ -383,18 +386,54 @@ class PrivateLoops:
 
 # ---- the daemon -----------------------------------------------------------------------------
 
+VIRTUAL_DROPIN = "00-blkmqd-test-virtual-devices.conf"
+
+
+def virtual_args(args, workdir, manage=True):
+    """args for a blkmqd command line that opts virtual devices in (manage) or leaves blkmqd's
+    default (not manage): the drop-in <config>.d/VIRTUAL_DROPIN with [Manager]
+    VirtualDevices=manage next to the config the arguments name (-c/--config), else next to
+    workdir/blkmqd-test.conf, made empty and added as --config (a test never reads the
+    machine's /etc/blkmqd). Without manage the drop-in is removed. A later drop-in or reload
+    keeps it; the config's own VirtualDevices= loses to it. Returns the new argument list."""
+    args = list(args)
+    conf = None
+    for i, a in enumerate(args):
+        if a in ("-c", "--config") and i + 1 < len(args):
+            conf = args[i + 1]
+        elif a.startswith("--config="):
+            conf = a[len("--config="):]
+    if conf is None:
+        conf = os.path.join(workdir, "blkmqd-test.conf")
+        if not os.path.exists(conf):
+            open(conf, "w").close()
+        args += ["--config", conf]
+    dropin = os.path.join(conf + ".d", VIRTUAL_DROPIN)
+    if manage:
+        os.makedirs(conf + ".d", exist_ok=True)
+        with open(dropin, "w") as f:
+            f.write("# tests/pylib/blkmqd_test.py: the suites manage the loop devices they attach\n"
+                    "[Manager]\nVirtualDevices=manage\n")
+    elif os.path.exists(dropin):
+        os.unlink(dropin)
+    return args
+
+
 class Daemon:
     """The built blkmqd (optionally under a wrapper such as valgrind) on mnt; log files
-    logdir/blkmqd-<n>.log, state in logdir/state, --config only when config is given."""
+    logdir/blkmqd-<n>.log, state in logdir/state, the config given (else an empty one of its
+    own) with virtual devices opted in unless manage_virtual is false (virtual_args())."""
 
     def __init__(self, exe, mnt, logdir, wrapper=(), config=None, start_deadline=START_DEADLINE,
-                 stop_deadline=10.0, interval=0.005, unmount_on_stop=False, announce=False):
+                 stop_deadline=10.0, interval=0.005, unmount_on_stop=False, announce=False,
+                 manage_virtual=True):
         self.exe, self.mnt, self.logdir = exe, mnt, logdir
         self.wrapper = list(wrapper or ())
         self.state = os.path.join(logdir, "state")
         self.config = config
         self.start_deadline, self.stop_deadline, self.interval = start_deadline, stop_deadline, interval
         self.unmount_on_stop, self.announce = unmount_on_stop, announce
+        self.manage_virtual = manage_virtual
         self.proc = None
         self.n = 0
         self.log = None
@@ -407,7 +446,8 @@ class Daemon:
         self.log = os.path.join(self.logdir, f"blkmqd-{self.n}.log")
         self.logf = open(self.log, "w")
         cmd = [*self.wrapper, self.exe, "--mountpoint", self.mnt, "--state-dir", self.state,
-               *(["--config", self.config] if self.config else []), "-v", *args]
+               *virtual_args([*(["--config", self.config] if self.config else []), "-v", *args],
+                             self.logdir, self.manage_virtual)]
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         ok, t = wait_for(lambda: self.proc.poll() is not None or mount_ready(self.mnt), deadline, self.interval)
         if self.proc.poll() is not None:

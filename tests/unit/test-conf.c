@@ -118,6 +118,18 @@ static void test_manager(void) {
         BAD("[Manager]\nMode=Auto\n", "test.conf:2: Mode=Auto: expected auto, dry-run or off");
         BAD("[Manager]\nReassert=maybe\n", "test.conf:2: Reassert=maybe: expected yes or no");
         BAD("[Manager]\nModuleParams=yes\n", "test.conf:2: ModuleParams=yes: expected propose or write");
+        /* virtual devices: listed only by default, VirtualDevices=manage opts them in */
+        OK("", &c);
+        CHECK(!c.policy.manage_virtual);
+        config_done(&c);
+        OK("[Manager]\nVirtualDevices=manage\n", &c);
+        CHECK(c.policy.manage_virtual);
+        config_done(&c);
+        OK("[Manager]\nVirtualDevices=manage\nVirtualDevices=list\n", &c);
+        CHECK(!c.policy.manage_virtual);
+        config_done(&c);
+        BAD("[Manager]\nVirtualDevices=yes\n", "test.conf:2: VirtualDevices=yes: expected list or manage");
+        BAD("[Class:stacked]\nVirtualDevices=manage\n", "test.conf:2: unknown key \"VirtualDevices\" in a [Class:] section");
         BAD("[Manager]\nRateWindowSec=0.1\n", "test.conf:2: RateWindowSec=0.1: expected seconds from 0.2 to 3600");
         BAD("[Manager]\nRateWindowSec=3601\n", "test.conf:2: RateWindowSec=3601: expected seconds from 0.2 to 3600");
         BAD("[Manager]\nRateWindowSec=1s\n", "test.conf:2: RateWindowSec=1s: expected seconds from 0.2 to 3600");

@@ -334,6 +334,28 @@ static void test_keyval_list(void) {
         CHECK_NULL(keyval_list_get(NULL, "traddr"));
 }
 
+/* /proc/devices as this machine (6.18) has it: block majors after the character ones. */
+static void test_proc_devices(void) {
+        static const char text[] =
+                "Character devices:\n  1 mem\n  4 /dev/vc/0\n  7 vcs\n254 gpiochip\n\n"
+                "Block devices:\n  7 loop\n  8 sd\n  9 md\n 11 sr\n 65 sd\n253 device-mapper\n254 virtblk\n259 blkext\n";
+        char buf[64];
+        CHECK_INT(proc_devices_block_name(text, 7, buf, sizeof(buf)), 0);
+        CHECK_STR(buf, "loop");                 /* not char major 7 "vcs" */
+        CHECK_INT(proc_devices_block_name(text, 253, buf, sizeof(buf)), 0);
+        CHECK_STR(buf, "device-mapper");
+        CHECK_INT(proc_devices_block_name(text, 259, buf, sizeof(buf)), 0);
+        CHECK_STR(buf, "blkext");
+        CHECK_INT(proc_devices_block_name(text, 1, buf, sizeof(buf)), -ENOENT);    /* char major only */
+        CHECK_INT(proc_devices_block_name(text, 252, buf, sizeof(buf)), -ENOENT);
+        CHECK_INT(proc_devices_block_name(text, 253, buf, 4), -EINVAL);             /* does not fit */
+        CHECK_INT(proc_devices_block_name("Character devices:\n  1 mem\n", 1, buf, sizeof(buf)), -EINVAL);
+        CHECK_INT(proc_devices_block_name(NULL, 7, buf, sizeof(buf)), -EINVAL);
+        CHECK_INT(proc_devices_block_name("Block devices:\n  7\n  8 sd\n", 7, buf, sizeof(buf)), -ENOENT);
+        CHECK_INT(proc_devices_block_name("Block devices:\n  7 loop", 7, buf, sizeof(buf)), 0);   /* no last newline */
+        CHECK_STR(buf, "loop");
+}
+
 int main(void) {
         test_parse_u64();
         test_parse_int();
@@ -343,5 +365,6 @@ int main(void) {
         test_misc();
         test_string_table();
         test_keyval_list();
+        test_proc_devices();
         return tap_finish("test-parse");
 }

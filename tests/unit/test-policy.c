@@ -251,23 +251,36 @@ static void test_seed_setups(void) {
                                " (rule elevator-fast-multiqueue)");
         plan_done(&p);
 
-        /* 5. loop: stacked, none; under mq-deadline it gets none */
+        /* 5. loop: a virtual device, listed with its class and not written by default; opted in
+         * ([Manager] VirtualDevices=manage) it is stacked, and under mq-deadline it gets none */
         Disk loop = { .name = "loop5", .has_mq = true, .n_hctx = 1, .rotational = TRISTATE_YES,
                       .shared_tags = TRISTATE_NO, .scheduler = "none [mq-deadline] kyber bfq",
                       .transport = "loop", .driver = "loop", .stacked = true };
+        eval(&loop, NULL, DISK_CLASS_STACKED, false, NULL, &p);
+        CHECK_STR(line(&p, 1), "loop5: driver=loop -> a virtual device: a file or another block device behind it "
+                               "(drivers/block/loop.c); listed, not written: its queue settings say nothing about any "
+                               "hardware ([Manager] VirtualDevices=manage, a [Device:] section with Enabled=yes or "
+                               "policy/enabled 1 opts it in) (rule virtual-device)");
+        CHECK(!plan_has(&p, "rule elevator-stacked"));
+        plan_done(&p);
+        config.manage_virtual = true;
         eval(&loop, NULL, DISK_CLASS_STACKED, true, "none", &p);
         CHECK_STR(line(&p, 0), "loop5: nr_hw_queues=1 rotational=1 shared_tags=0 stacked=1 transport=loop driver=loop"
                                " -> class stacked (rule stacked)");
         CHECK_STR(line(&p, 1), "loop5: class=stacked elevator=mq-deadline wanted=none available=none,mq-deadline,kyber,bfq"
                                " -> elevator=none (rule elevator-stacked)");
+        CHECK(plan_has(&p, "loop5: driver=loop -> a virtual device: a file or another block device behind it "
+                           "(drivers/block/loop.c); tuned as its class, opted in by [Manager] VirtualDevices=manage (rule virtual-device)"));
         plan_done(&p);
+        config.manage_virtual = false;
 
-        /* 6. no blk-mq queue (zram): never written */
+        /* 6. no blk-mq queue (zram): never written, and a virtual device */
         Disk zram = { .name = "zram0", .has_mq = false, .rotational = TRISTATE_NO, .shared_tags = TRISTATE_UNKNOWN,
                       .scheduler = "none\n", .transport = "zram", .driver = "zram" };
         eval(&zram, NULL, DISK_CLASS_NO_MQ, false, NULL, &p);
-        CHECK_INT(p.n_entries, 1);
+        CHECK_INT(p.n_entries, 2);
         CHECK_STR(line(&p, 0), "zram0: mq=0 -> class no-mq, never written (rule no-mq)");
+        CHECK_STR(p.entries[1].text, "zram0: driver=zram -> a virtual device: compressed RAM (drivers/block/zram/zram_drv.c) (rule virtual-device)");
         plan_done(&p);
 
         /* 7. rotational unknown: left alone, with the reason */
@@ -791,7 +804,9 @@ static void test_state_after_writes(void) {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&lo);
                 f->elevator_before = strdup("mq-deadline");
                 f->nr_requests = 64;
+                config.manage_virtual = true;
                 CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                config.manage_virtual = false;
                 CHECK_STR(p.elevator, "none");
                 CHECK_STR(line(&p, 1), "loop0: class=stacked elevator=none (mq-deadline before blkmqd switched it) wanted=none "
                                        "available=none,mq-deadline,kyber,bfq -> elevator=none (rule elevator-stacked)");
@@ -854,6 +869,102 @@ static void test_state_after_writes(void) {
         }
 }
 
+/*
+ * Virtual devices (policies/defaults.c virtual_drivers[]): every driver of the table is listed
+ * with its class and not written by default; [Manager] VirtualDevices=manage, a matching
+ * [Device:] Enabled=yes or policy/enabled 1 opts one in; Enabled=no / policy/enabled 0 still
+ * win; drivers of hardware are untouched by any of it.
+ */
+static void test_virtual_devices(void) {
+        static const struct {
+                const char *name, *driver, *transport, *scheduler;
+                bool has_mq, stacked;
+                DiskClass cls;
+                const char *elevator;   /* planned when opted in */
+        } rows[] = {
+                { "loop3",  "loop",       "loop",     "none [mq-deadline] kyber bfq", true,  true,  DISK_CLASS_STACKED,           "none" },
+                { "nullb0", "null_blk",   "null_blk", "[mq-deadline] none",           true,  false, DISK_CLASS_FAST_MULTIQUEUE,   "none" },
+                { "sdq",    "scsi_debug", "scsi",     "[none] mq-deadline",           true,  false, DISK_CLASS_FAST_MULTIQUEUE,   "none" },
+                { "ublkb0", "ublk",       "ublk",     "[mq-deadline] none",           true,  false, DISK_CLASS_FAST_MULTIQUEUE,   "none" },
+                { "ram0",   "brd",        "brd",      "none",                         false, false, DISK_CLASS_NO_MQ,             NULL },
+                { "zram1",  "zram",       "zram",     "none",                         false, false, DISK_CLASS_NO_MQ,             NULL },
+        };
+        Plan p;
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                Disk d = { .name = rows[i].name, .has_mq = rows[i].has_mq, .n_hctx = rows[i].has_mq ? 4 : 0,
+                           .rotational = TRISTATE_NO, .shared_tags = rows[i].has_mq ? TRISTATE_NO : TRISTATE_UNKNOWN,
+                           .scheduler = rows[i].scheduler, .transport = rows[i].transport,
+                           .driver = rows[i].driver, .stacked = rows[i].stacked };
+                if (rows[i].stacked)
+                        d.n_hctx = 1;
+                CHECK_INT_CASE(!!(policy_virtual_driver(rows[i].driver) != NULL), 1, "%s", rows[i].name);
+                eval(&d, NULL, rows[i].cls, false, NULL, &p);
+                CHECK_INT_CASE(!!(plan_has(&p, "-> a virtual device: ")), 1, "%s", rows[i].name);
+                CHECK_INT_CASE(!!(!rows[i].has_mq || plan_has(&p, "listed, not written")), 1, "%s", rows[i].name);
+                plan_done(&p);
+
+                config.manage_virtual = true;
+                eval(&d, NULL, rows[i].cls, rows[i].has_mq, rows[i].elevator, &p);
+                CHECK_INT_CASE(!!(!rows[i].has_mq || plan_has(&p, "opted in by [Manager] VirtualDevices=manage")), 1, "%s", rows[i].name);
+                plan_done(&p);
+                PolicyOverrides off = { .disabled = true, .enabled_set = true };
+                eval(&d, &off, rows[i].cls, false, NULL, &p);         /* policy/enabled 0 still wins */
+                plan_done(&p);
+                config.manage_virtual = false;
+
+                PolicyOverrides on = { .enabled_set = true };         /* policy/enabled 1 */
+                eval(&d, &on, rows[i].cls, rows[i].has_mq, rows[i].elevator, &p);
+                CHECK_INT_CASE(!!(!rows[i].has_mq || plan_has(&p, "opted in by policy/enabled=1")), 1, "%s", rows[i].name);
+                plan_done(&p);
+        }
+
+        /* a [Device:] section with Enabled=yes opts in what it matches, Enabled=no does not */
+        Disk nb = { .name = "nullb1", .has_mq = true, .n_hctx = 4, .rotational = TRISTATE_NO,
+                    .shared_tags = TRISTATE_NO, .scheduler = "[mq-deadline] none", .transport = "null_blk",
+                    .driver = "null_blk" };
+        PolicyConfig c = {};
+        CHECK_INT(policy_config_init_defaults(&c), 0);
+        c.rules = calloc(1, sizeof(DeviceRule));
+        c.n_rules = 1;
+        c.rules[0] = (DeviceRule) { .name = strdup("nb"), .label = strdup("config [Device:nb]"),
+                                    .match_driver = strdup("null_blk"), .match_hwq_min = -1, .match_hwq_max = -1,
+                                    .match_rotational = TRISTATE_UNKNOWN, .has_enabled = true };
+        c.rules[0].settings.origin[POLICY_FILE_ENABLED] = c.rules[0].label;
+        _cleanup_(disk_facts_freep) DiskFacts *f = make(&nb);
+        CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+        CHECK(p.manage);
+        CHECK_STR(p.elevator, "none");
+        CHECK(plan_has(&p, "nullb1: driver=null_blk -> a virtual device: no storage at all, requests complete without data "
+                           "(drivers/block/null_blk/main.c); tuned as its class, opted in by config [Device:nb] Enabled=yes (rule virtual-device)"));
+        plan_done(&p);
+        c.rules[0].settings.disabled = true;
+        c.manage_virtual = true;
+        CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+        CHECK(!p.manage);
+        CHECK(plan_has(&p, "nullb1: config [Device:nb] Enabled=no -> left alone (rule config)"));
+        plan_done(&p);
+        policy_config_done(&c);
+
+        /* hardware drivers are not in the table */
+        static const char * const hardware[] = { "virtio_blk", "nvme", "sd", "megaraid_sas", "nbd", "device-mapper", "md" };
+        for (size_t i = 0; i < ELEMENTSOF(hardware); i++)
+                CHECK_INT_CASE(!!(policy_virtual_driver(hardware[i]) == NULL), 1, "%s", hardware[i]);
+        CHECK(policy_virtual_driver(NULL) == NULL);
+
+        /* facts/virtual: 1, 0, or unknown with the driver's reason */
+        _cleanup_(disk_facts_freep) DiskFacts *v = make(&nb);
+        _cleanup_free_ char *one = NULL, *zero = NULL, *unk = NULL;
+        CHECK_INT(disk_facts_render(v, FACT_VIRTUAL, &one), 0);
+        CHECK_STR(one, "1\n");
+        free_and_strdup(&v->driver, "virtio_blk");
+        CHECK_INT(disk_facts_render(v, FACT_VIRTUAL, &zero), 0);
+        CHECK_STR(zero, "0\n");
+        disk_facts_set_unknown(v, FACT_DRIVER, "virtual device without a parent device");
+        CHECK_INT(disk_facts_render(v, FACT_VIRTUAL, &unk), 0);
+        CHECK_STR(unk, "unknown: driver unknown (virtual device without a parent device)\n");
+}
+
 int main(void) {
         if (policy_config_init_defaults(&config) < 0)
                 return 1;
@@ -868,6 +979,7 @@ int main(void) {
         test_loadable();
         test_multipath();
         test_state_after_writes();
+        test_virtual_devices();
         policy_config_done(&config);
         return tap_finish("test-policy");
 }

@@ -22,7 +22,11 @@
 #   hmp CMD...                            ask the host to run a QEMU monitor command; 0 if it
 #                                         reported success; output lines in $HMP_OUT
 #   start_blkmqd ARGS...                  start $BLKMQD in the background, wait for
-#                                         $BLKMQD_MOUNT/version (30 s)
+#                                         $BLKMQD_MOUNT/version (30 s); virtual devices
+#                                         (scsi_debug, null_blk, loop) opted in by the drop-in
+#                                         <config>.d/00-vmtest-virtual-devices.conf (the
+#                                         --config given, else /etc/blkmqd/blkmqd.conf) unless
+#                                         BLKMQD_VIRTUAL=list (blkmqd's shipped default)
 #   stop_blkmqd                           SIGTERM, wait for exit and unmount (10 s)
 #   have_blkmqd                           0 when the blkmqd binary was packed
 #   blkmqd_checks FUNC                    run FUNC if blkmqd is present; otherwise remember
@@ -217,9 +221,31 @@ hmp() {
 # ---- blkmqd ------------------------------------------------------------------------------
 have_blkmqd() { [ -x "$BLKMQD" ]; }
 
+# The drop-in that opts virtual devices in, next to the config blkmqd ARGS... reads
+# (the scenarios stand in for hardware with scsi_debug and null_blk); removed with
+# BLKMQD_VIRTUAL=list.
+vt_virtual_dropin() {
+    _vd_conf=/etc/blkmqd/blkmqd.conf
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            -c|--config) [ $# -gt 1 ] && _vd_conf=$2 ;;
+            --config=*) _vd_conf=${1#--config=} ;;
+        esac
+        shift
+    done
+    if [ "${BLKMQD_VIRTUAL:-manage}" = list ]; then
+        rm -f "$_vd_conf.d/00-vmtest-virtual-devices.conf"
+    else
+        mkdir -p "$_vd_conf.d"
+        printf '# tests/vm/guest-lib.sh: scsi_debug and null_blk stand in for hardware\n[Manager]\nVirtualDevices=manage\n' \
+            >"$_vd_conf.d/00-vmtest-virtual-devices.conf"
+    fi
+}
+
 start_blkmqd() {
     have_blkmqd || { fail "start_blkmqd" "$BLKMQD not packed"; return 1; }
     mkdir -p "$BLKMQD_MOUNT"
+    vt_virtual_dropin "$@"
     "$BLKMQD" "$@" >/tmp/blkmqd.log 2>&1 &
     BLKMQD_PID=$!
     if wait_for_file "$BLKMQD_MOUNT/version" 30; then

@@ -306,6 +306,26 @@ missing=$(tree_complete) && pass "SIGSTOP: the tree is back and complete" || fai
 rm -f /run/systemd/system/$UNIT.d/vmtest-watchdog.conf
 systemctl daemon-reload
 
+# ---- a loop device: a virtual device, listed and explained, not written --------------------
+# (VirtualDevices=list, the shipped default: a container host's loop devices are left alone)
+truncate -s 16M /tmp/vmtest-loop.img
+LOOP=$(losetup -f --show /tmp/vmtest-loop.img 2>/dev/null) || LOOP=""
+LOOP=${LOOP#/dev/}
+if [ -n "$LOOP" ]; then
+    echo mq-deadline >/sys/block/$LOOP/queue/scheduler 2>/dev/null || true
+    lbefore=$(cat /sys/block/$LOOP/queue/scheduler)
+    assert_ok "loop: devices/$LOOP is listed" wait_for_file "$M/devices/$LOOP/class" 10
+    assert_eq "loop: class" stacked "$(read_attr "$M/devices/$LOOP/class")"
+    assert_eq "loop: facts/virtual" 1 "$(read_attr "$M/devices/$LOOP/facts/virtual")"
+    assert_match "loop: explain says why it is not written" 'driver=loop -> a virtual device: .*listed, not written' \
+        "$(cat "$M/devices/$LOOP/explain")"
+    assert_eq "loop: queue/scheduler not written" "$lbefore" "$(cat /sys/block/$LOOP/queue/scheduler)"
+    losetup -d /dev/$LOOP
+    assert_ok "loop: gone from the tree after losetup -d" wait_for_gone "$M/devices/$LOOP" 10
+else
+    fail "loop: losetup -f" "no loop device"
+fi
+
 # ---- systemctl stop: every original back, unmounted ------------------------------------
 assert_ok "systemctl stop" systemctl stop "$UNIT"
 assert_eq "stop: every original value back (sd*: udev's bfq)" "$BEFORE" "$(snapshot_values $DISKS)"
@@ -314,7 +334,10 @@ assert_fail "stop: $M is not mounted" is_mounted
 # ---- a disk appears while blkmqd is stopped; blkmqd starts during udev's "add" ------------
 # With udevd, coldplug must not take a disk udev has not finished: the rule would overwrite
 # blkmqd's choice (or blkmqd the rule's) depending on timing.
-# two submit queues, no host_max_queue: fast-multiqueue, which wants none, not bfq
+# two submit queues, no host_max_queue: fast-multiqueue, which wants none, not bfq. scsi_debug
+# stands in for a hardware disk here: opted in (it is a virtual device, left alone by default)
+mkdir -p /etc/blkmqd/blkmqd.conf.d
+printf '[Manager]\nVirtualDevices=manage\n' >/etc/blkmqd/blkmqd.conf.d/00-vmtest-virtual-devices.conf
 modprobe scsi_debug dev_size_mb=16 max_luns=1 num_tgts=1 submit_queues=2 2>&1 | sed 's/^/# /'
 NEW=""
 for i in $(seq 1 100); do
