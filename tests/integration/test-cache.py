@@ -44,7 +44,7 @@ Cases (a loop device of the test's own, --devices naming it):
       hot-remove right after a listing and a few reads: once devices/ no longer lists the disk,
       none of them stats by path (their cached attributes, from the listing, are invalidated
       with the disk).
-Root, losetup, /dev/fuse (exit 77 otherwise).
+Root, losetup, /dev/fuse (the test is skipped otherwise).
 """
 
 import mmap

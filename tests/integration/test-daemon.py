@@ -5,7 +5,7 @@ test-daemon.py [BLKMQD]   (default: $BLKMQD, else ./build/blkmqd)
 
 The built daemon on a real FUSE mount against the real /sys, limited with --devices to
 loop devices this test attaches itself (never vda, never a loop it did not create).
-Needs root, /dev/fuse and losetup: exits 77 (skip) with the reason otherwise.
+Needs root, /dev/fuse and losetup: skipped with the reason otherwise.
 
 Cases: (a) hot-add appears within 1 s, facts; (b) mq-deadline -> none applied, SIGTERM
 restores and unmounts; (c) --dry-run writes nothing; (d) losetup -d removes the entry

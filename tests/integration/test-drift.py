@@ -43,7 +43,7 @@ Fixture copies (--root, capture.sh --restore-tree), writes land in the copy only
       (/run/tuned/tuned.pid names a live process); none for tuned when it does not run; a
       running irqbalance (its control socket names a live process; a stale socket is ignored).
 
-Root, losetup, /dev/fuse (exit 77 otherwise).
+Root, losetup, /dev/fuse (the test is skipped otherwise).
 """
 
 import os

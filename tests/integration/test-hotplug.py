@@ -34,7 +34,7 @@ mq-deadline as the original; --devices names only that loop.
 The deterministic checks of the vanished rule (a write failing with ENOENT/ENODEV while the
 disk's directory goes, or comes back as a new one) are in tests/fixture/test-fixture-hooks.c
 (vanish-*); (q3) is the same race on a real kernel, with whatever timing it has.
-Root, /dev/fuse, /dev/loop-control, losetup (exit 77 otherwise).
+Root, /dev/fuse, /dev/loop-control, losetup (the test is skipped otherwise).
 """
 
 import fcntl

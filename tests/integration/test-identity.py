@@ -23,7 +23,7 @@ set-up the item is about, on a FUSE mount in a temp dir, with its own --state-di
       (p2) a runtime parameter (virtio_blk.num_request_queues) written by one run is put
       back by restore in the next
 
-Root, /dev/fuse (exit 77 otherwise). No device of this machine is read or written.
+Root, /dev/fuse (the test is skipped otherwise). No device of this machine is read or written.
 """
 
 import os

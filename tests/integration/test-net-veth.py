@@ -18,7 +18,7 @@ a fixture whose netlink answers are that live capture.
       virtual", nics/vbA/virtual "1: ...", explain (rule net-align-virtual), nothing of the NIC
       written, the metrics family with state="not-applicable".
 
-The namespace is removed whatever happens. Root, ip (iproute2), /dev/fuse; exit 77 otherwise,
+The namespace is removed whatever happens. Root, ip (iproute2), /dev/fuse; skipped otherwise,
 and when blkmqd was built without libnl.
 """
 
@@ -140,12 +140,10 @@ def main():
     capture = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(exe), "tests", "blkmqd-net-capture")
     why = bt.skip_reason("network namespace, FUSE mount", tools=("ip",))
     if why:
-        print(f"SKIP: {why}")
-        return bt.SKIP
+        return bt.skip_all(why)
     probe = subprocess.run([capture], capture_output=True, text=True)
-    if probe.returncode == bt.SKIP:
-        print("SKIP: blkmqd built without libnl")
-        return bt.SKIP
+    if probe.returncode == bt.SKIP:         # blkmqd-net-capture's own exit status for it
+        return bt.skip_all("blkmqd built without libnl")
     tmp = tempfile.mkdtemp(prefix="blkmqd-net-")
     try:
         ip("netns", "add", NS)

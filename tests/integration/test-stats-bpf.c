@@ -2,8 +2,8 @@
 /*
  * Integration test of stats/stats-bpf.c against the running kernel and a real loop device.
  *
- * Needs root. Exit 77 (skip) when the BPF provider cannot load here (reason printed), 0 on pass,
- * 1 on failure. The loop device is created with LOOP_FLAGS_AUTOCLEAR, so the kernel detaches it
+ * Needs root. TAP (tests/lib/tap.h); the whole test is skipped ("1..0 # SKIP why") when it
+ * cannot run here, which .ci/run counts as a failure on a machine that promises BPF. The loop device is created with LOOP_FLAGS_AUTOCLEAR, so the kernel detaches it
  * when this process exits however it exits; it is also detached explicitly. The tmpfs holding its
  * backing file is mounted in a private mount namespace, so it vanishes with the process too.
  *
@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "stats-bpf.h"
+#include "tap.h"
 
 #define EXIT_SKIP 77
 #define N_BLOCKS 256
@@ -44,17 +45,15 @@
 #define IO_SIZE 4096
 #define BACKING_SIZE (16u * 1024 * 1024)
 
-static int n_failed = 0;
-
-#define CHECK(cond, ...)                                                        \
+/* tap.h's checks with a message: the condition and, on failure, why */
+#define CHECK_MSG(cond, ...)                                                    \
         do {                                                                    \
-                if (cond)                                                       \
-                        printf("ok: " #cond "\n");                              \
-                else {                                                          \
-                        n_failed++;                                             \
-                        printf("FAIL %s:%d: " #cond ": ", __FILE__, __LINE__);  \
-                        printf(__VA_ARGS__);                                    \
-                        printf("\n");                                           \
+                tap_checks++;                                                   \
+                if (!(cond)) {                                                  \
+                        TAP_FAIL("%s", #cond);                                  \
+                        fprintf(stderr, "     ");                               \
+                        fprintf(stderr, __VA_ARGS__);                           \
+                        fputc('\n', stderr);                                    \
                 }                                                               \
         } while (0)
 
@@ -276,65 +275,66 @@ int main(int argc, char *argv[]) {
 
         setvbuf(stdout, NULL, _IOLBF, 0);
 
-        if (argc == 3 && strcmp(argv[1], "--hold") == 0)
+        if (argc == 3 && strcmp(argv[1], "--hold") == 0) {
+                tap_plain_stdout();             /* a helper, no test: its lines are read as they are */
                 return hold(argv[2]);
-
-        if (geteuid() != 0) {
-                printf("SKIP: needs root (BPF load, loop devices)\n");
-                return EXIT_SKIP;
         }
+
+        if (geteuid() != 0)
+                return tap_skip_all("needs root (BPF load, loop devices)");
         if (getenv("BLKMQD_TEST_DEBUG"))
                 blkmqd_stats_bpf_set_log_func(on_log, NULL);
 
         r = blkmqd_stats_bpf_new(&s);
         if (r < 0) {
-                printf("SKIP: BPF stats provider cannot load here: %s%s\n", strerror(-r),
-                       r == -EOPNOTSUPP && !HAVE_BPF ? " (built without BPF)" : "");
-                return EXIT_SKIP;
+                char why[256];
+                snprintf(why, sizeof(why), "BPF stats provider cannot load here: %s%s", strerror(-r),
+                         r == -EOPNOTSUPP && !HAVE_BPF ? " (built without BPF)" : "");
+                return tap_skip_all(why);
         }
         printf("runs: %s\n", blkmqd_stats_bpf_has_runs(s)
                                      ? "counted"
                                      : blkmqd_stats_bpf_runs_unavailable_reason(s));
-        CHECK(blkmqd_stats_bpf_has_runs(s) == !blkmqd_stats_bpf_runs_unavailable_reason(s),
+        CHECK_MSG(blkmqd_stats_bpf_has_runs(s) == !blkmqd_stats_bpf_runs_unavailable_reason(s),
               "has_runs and reason disagree");
 
         r = make_backing_file(&loop);
         if (r < 0) {
-                printf("SKIP: cannot create a tmpfs backing file: %s\n", strerror(-r));
+                TAP_FAIL("cannot create a tmpfs backing file: %s", strerror(-r));
                 loop_teardown(&loop);
-                return EXIT_SKIP;
+                return tap_finish("stats-bpf");
         }
         r = make_loop(&loop);
         if (r < 0) {
-                printf("SKIP: cannot set up a loop device: %s\n", strerror(-r));
+                TAP_FAIL("cannot set up a loop device: %s", strerror(-r));
                 loop_teardown(&loop);
-                return EXIT_SKIP;
+                return tap_finish("stats-bpf");
         }
         printf("loop%d is %u:%u\n", loop.nr, major(loop.devnum), minor(loop.devnum));
 
         /* Impossible device numbers are refused, unknown ones are "nothing seen". */
-        CHECK(blkmqd_stats_bpf_read(s, makedev(4096, 0), 0, &other) == -EINVAL, "major 4096");
-        CHECK(blkmqd_stats_bpf_read(s, makedev(4095, 0xfffff), 0, &other) == -ENOENT,
+        CHECK_MSG(blkmqd_stats_bpf_read(s, makedev(4096, 0), 0, &other) == -EINVAL, "major 4096");
+        CHECK_MSG(blkmqd_stats_bpf_read(s, makedev(4095, 0xfffff), 0, &other) == -ENOENT,
               "unused devnum");
 
         /* Baseline at a quiescent moment: a request dispatched before the baseline but completed
          * after it would make completions exceed dispatches. */
         r = read_settled(s, loop.devnum, &(const HctxBpfCounters) {}, &before);
-        CHECK(r == 0, "read before: %s", strerror(-r));
+        CHECK_MSG(r == 0, "read before: %s", strerror(-r));
         print_counters("before", &before);
         r = blkmqd_stats_bpf_missed(s, &missed_before);
-        CHECK(r == 0, "missed before: %s", strerror(-r));
+        CHECK_MSG(r == 0, "missed before: %s", strerror(-r));
 
         {
                 char path[32];
                 snprintf(path, sizeof(path), "/dev/loop%d", loop.nr);
                 fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
         }
-        CHECK(fd >= 0, "open O_DIRECT: %m");
+        CHECK_MSG(fd >= 0, "open O_DIRECT: %m");
         if (fd < 0)
                 goto finish;
         if (posix_memalign(&buf, IO_SIZE, IO_SIZE) != 0) {
-                CHECK(false, "posix_memalign");
+                CHECK_MSG(false, "posix_memalign");
                 goto finish;
         }
         for (int i = 0; i < N_BLOCKS; i++) {
@@ -342,7 +342,7 @@ int main(int argc, char *argv[]) {
                 off_t off = (off_t) ((i * 13) % (BACKING_SIZE / IO_SIZE)) * IO_SIZE;
                 ssize_t n = pread(fd, buf, IO_SIZE, off);
                 if (n != IO_SIZE) {
-                        CHECK(n == IO_SIZE, "pread #%d at %jd: %zd %m", i, (intmax_t) off, n);
+                        CHECK_MSG(n == IO_SIZE, "pread #%d at %jd: %zd %m", i, (intmax_t) off, n);
                         goto finish;
                 }
         }
@@ -350,10 +350,10 @@ int main(int argc, char *argv[]) {
         /* Our reads are done (pread returns after block_rq_complete), but udev's probe may still be
          * in flight: every request dispatched since the baseline completed. */
         r = read_settled(s, loop.devnum, &before, &after);
-        CHECK(r == 0, "read after: %s", strerror(-r));
+        CHECK_MSG(r == 0, "read after: %s", strerror(-r));
         print_counters("after", &after);
         r = blkmqd_stats_bpf_missed(s, &missed_after);
-        CHECK(r == 0, "missed after: %s", strerror(-r));
+        CHECK_MSG(r == 0, "missed after: %s", strerror(-r));
         /* Host-wide events the counters lack during our reads (all disks, so an upper bound). */
         m_issue = missed_after.issue_recursion - missed_before.issue_recursion + missed_after.map_full - missed_before.map_full;
         m_complete = missed_after.complete_recursion - missed_before.complete_recursion + missed_after.map_full -
@@ -367,40 +367,40 @@ int main(int argc, char *argv[]) {
         printf("delta: dispatched=%" PRIu64 " completed_local=%" PRIu64 " completed_remote=%" PRIu64
                "\n", d_disp, d_local, d_remote);
 
-        CHECK(d_disp + m_issue + UNEXPLAINED_LOSS >= N_BLOCKS, "dispatched rose by %" PRIu64 " < %d", d_disp, N_BLOCKS);
-        CHECK(d_local + d_remote + m_complete + UNEXPLAINED_LOSS >= N_BLOCKS, "completed rose by %" PRIu64 " < %d",
+        CHECK_MSG(d_disp + m_issue + UNEXPLAINED_LOSS >= N_BLOCKS, "dispatched rose by %" PRIu64 " < %d", d_disp, N_BLOCKS);
+        CHECK_MSG(d_local + d_remote + m_complete + UNEXPLAINED_LOSS >= N_BLOCKS, "completed rose by %" PRIu64 " < %d",
               d_local + d_remote, N_BLOCKS);
         /* Each loop request is issued once and completed once (no requeue, no partial completion):
          * a provider counting partial completions or missing one side would differ here by far more
          * than the events the kernel reports as missed plus UNEXPLAINED_LOSS. */
-        CHECK(d_local + d_remote + m_complete + UNEXPLAINED_LOSS >= d_disp &&
+        CHECK_MSG(d_local + d_remote + m_complete + UNEXPLAINED_LOSS >= d_disp &&
               d_disp + m_issue + UNEXPLAINED_LOSS >= d_local + d_remote,
               "completed %" PRIu64 " != dispatched %" PRIu64 " beyond the %" PRIu64 "/%" PRIu64
               " events reported missed and %d unexplained", d_local + d_remote, d_disp, m_complete, m_issue,
               UNEXPLAINED_LOSS);
         /* The loop device has a single hctx: nothing may be filed under hctx 1. */
         r = blkmqd_stats_bpf_read(s, loop.devnum, 1, &other);
-        CHECK(r == -ENOENT, "hctx 1 of a single-queue loop device: %s", strerror(-r));
+        CHECK_MSG(r == -ENOENT, "hctx 1 of a single-queue loop device: %s", strerror(-r));
         if (blkmqd_stats_bpf_has_runs(s))
-                CHECK(after.runs > before.runs, "runs did not rise");
+                CHECK_MSG(after.runs > before.runs, "runs did not rise");
         else
-                CHECK(after.runs == 0, "runs counted although unavailable");
+                CHECK_MSG(after.runs == 0, "runs counted although unavailable");
 
         /* One copy of the whole map (BPF_MAP_LOOKUP_BATCH, what a metrics scrape reads): the
          * counters of a lookup of the key, at least those read before and at most those read
          * after (they only grow); a key the map lacks is ENOENT, as the map itself says. */
         r = blkmqd_stats_bpf_snapshot(s);
-        CHECK(r == 0, "snapshot (BPF_MAP_LOOKUP_BATCH): %s", strerror(-r));
+        CHECK_MSG(r == 0, "snapshot (BPF_MAP_LOOKUP_BATCH): %s", strerror(-r));
         if (r == 0) {
                 HctxBpfCounters snap = {}, direct = {};
                 r = blkmqd_stats_bpf_read(s, loop.devnum, 0, &snap);
-                CHECK(r == 0, "read from the snapshot: %s", strerror(-r));
-                CHECK(blkmqd_stats_bpf_read(s, loop.devnum, 1, &other) == -ENOENT, "snapshot: hctx 1 is ENOENT");
+                CHECK_MSG(r == 0, "read from the snapshot: %s", strerror(-r));
+                CHECK_MSG(blkmqd_stats_bpf_read(s, loop.devnum, 1, &other) == -ENOENT, "snapshot: hctx 1 is ENOENT");
                 blkmqd_stats_bpf_snapshot_drop(s);
                 r = blkmqd_stats_bpf_read(s, loop.devnum, 0, &direct);
-                CHECK(r == 0, "read after the snapshot: %s", strerror(-r));
+                CHECK_MSG(r == 0, "read after the snapshot: %s", strerror(-r));
                 print_counters("snapshot", &snap);
-                CHECK(after.dispatched <= snap.dispatched && snap.dispatched <= direct.dispatched &&
+                CHECK_MSG(after.dispatched <= snap.dispatched && snap.dispatched <= direct.dispatched &&
                       after.completed_local <= snap.completed_local && snap.completed_local <= direct.completed_local &&
                       after.completed_remote <= snap.completed_remote && snap.completed_remote <= direct.completed_remote &&
                       after.runs <= snap.runs && snap.runs <= direct.runs,
@@ -408,18 +408,13 @@ int main(int argc, char *argv[]) {
         }
 
         r = blkmqd_stats_bpf_forget(s, loop.devnum);
-        CHECK(r >= 1, "forget returned %d", r);
+        CHECK_MSG(r >= 1, "forget returned %d", r);
         r = blkmqd_stats_bpf_read(s, loop.devnum, 0, &other);
-        CHECK(r == -ENOENT, "read after forget: %s", strerror(-r));
+        CHECK_MSG(r == -ENOENT, "read after forget: %s", strerror(-r));
 
 finish:
         if (fd >= 0)
                 close(fd);
         loop_teardown(&loop);
-        if (n_failed > 0) {
-                printf("%d check(s) failed\n", n_failed);
-                return EXIT_FAILURE;
-        }
-        printf("PASS\n");
-        return EXIT_SUCCESS;
+        return tap_finish("stats-bpf");
 }

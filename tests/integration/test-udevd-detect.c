@@ -34,15 +34,16 @@ int main(void) {
 
         if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
             mount("tmpfs", "/run", "tmpfs", 0, "mode=0755,size=1M") < 0) {
-                printf("SKIP: needs root and a mount namespace of its own (%m)\n");
-                return 77;
+                char why[256];
+                snprintf(why, sizeof(why), "needs root and a mount namespace of its own (%m)");
+                return tap_skip_all(why);
         }
         CHECK_INT(mkdir("/run/udev", 0755), 0);
 
         HostFs *h = NULL;
         if (hostfs_new("/", &h) < 0 || !hostfs_is_live(h)) {
-                printf("SKIP: no live root\n");
-                return 77;
+                TAP_FAIL("hostfs_new(\"/\") is no live root");
+                return tap_finish("udevd-detect");
         }
 
         /* (u1) */

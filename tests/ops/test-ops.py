@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Operations suite: install tree, unit file, blkmqctl against a running blkmqd, watchdog.
 
-Usage: test-ops.py install|verify|sandbox|ctl|watch|watchdog   (exit 0 pass, 77 skip, 1 fail)
+Usage: test-ops.py install|verify|sandbox|ctl|watch|watchdog   (TAP on stdout; exit 0 pass or
+skip, 1 fail)
 Configuration comes from the environment set by tests/ops/meson.build.
 """
 import fcntl
@@ -24,22 +25,18 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import blkmqd_test as bt  # noqa: E402
 
-SKIP = 77
 ENV = os.environ
 FUSE_SUPER_MAGIC = 0x65735546
-failures = []
+failures = bt.failures
+check = bt.check
 
 
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
+class Skip(Exception):
+    """The test cannot run here: main() turns it into bt.skip_all(reason)."""
 
 
 def skip(reason):
-    print("SKIP: " + reason, flush=True)
-    sys.exit(SKIP)
+    raise Skip(reason)
 
 
 def run(cmd, **kw):
@@ -747,11 +744,12 @@ def main():
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print(__doc__)
         return 2
-    tests[sys.argv[1]]()
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    return 0
+    bt.tap_begin()
+    try:
+        tests[sys.argv[1]]()
+    except Skip as e:
+        return bt.skip_all(str(e))
+    return bt.finish()
 
 
 if __name__ == "__main__":

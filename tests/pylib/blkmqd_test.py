@@ -8,7 +8,12 @@ tests/reliability/ through rel.py, tests/ops/) and by the bench/ scripts. Import
 
 (from bench/: "..", "tests", "pylib").
 
-- Checks: check() records a failure, finish() prints the tally and returns the exit code.
+- Checks, reported as TAP (meson's `protocol : 'tap'`, docs/TESTING.md): check() is one test
+  point ("ok N - what" / "not ok N - what"), skip() a point that could not be checked here
+  ("ok N - what # SKIP why"), skip_all() a test that cannot run here ("1..0 # SKIP why");
+  finish() prints the plan and returns the exit code: 1 when a check failed or none ran. Once
+  a test has started (preflight(), skip_reason() or its first check), everything else it
+  prints is a TAP comment ("# ..."), and its child processes' stdout goes to stderr.
 - wait_for(): every wait is a poll with a deadline; stop_process(): signal, wait, SIGKILL after
   the deadline.
 - Loops: loop devices attached with `losetup -f` by this test only (the integration suite);
@@ -36,31 +41,130 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
+SKIP = 77           # the exit status of a skip for meson's exitcode protocol; under TAP use skip_all()
 START_DEADLINE = 10.0
 LOOP_CTL_ADD = 0x4C80
 LOOP_CTL_REMOVE = 0x4C81
 
 failures = []
 checks = 0
+points = 0          # TAP test points printed: checks and skips
+skips = []          # (what, why) of every skip() point
 
 
-# ---- checks ---------------------------------------------------------------------------------
+# ---- checks (TAP) ---------------------------------------------------------------------------
+
+class _TapComments:
+    """sys.stdout of a running test: each line written becomes a TAP comment on out."""
+
+    def __init__(self, out):
+        self.out, self.buf = out, ""
+
+    def write(self, s):
+        self.buf += s
+        while "\n" in self.buf:
+            line, self.buf = self.buf.split("\n", 1)
+            self.out.write("# " + line + "\n")
+        return len(s)
+
+    def flush(self):
+        self.out.flush()
+
+    def pending(self):
+        """A partial line (print(..., end="")) as a comment of its own, before a TAP point."""
+        if self.buf:
+            self.out.write("# " + self.buf + "\n")
+            self.buf = ""
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return 2            # a child process handed sys.stdout writes to stderr, as fd 1 does
+
+
+_tap_out = None
+
+
+def tap_begin():
+    """From here on the TAP stream is this process's original stdout, anything printed becomes
+    a comment on it, and child processes write their stdout to stderr. Idempotent; called by
+    preflight(), skip_reason() and the first check."""
+    global _tap_out
+    if _tap_out is not None:
+        return
+    sys.stdout.flush()
+    _tap_out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = _TapComments(_tap_out)
+
+
+def _tap_line(line):
+    tap_begin()
+    sys.stdout.pending()
+    sys.stderr.flush()
+    _tap_out.write(line + "\n")
+    _tap_out.flush()
+
+
+def _tap_text(what):
+    # one line; a '#' would start a TAP directive ("# SKIP" would turn a check into a skip)
+    return " ".join(str(what).split()).replace("#", "\\#")
+
 
 def check(cond, what):
-    global checks
+    """One TAP test point: "ok N - what", or "not ok N - what" (recorded as a failure)."""
+    global checks, points
     checks += 1
-    print(("ok: " if cond else "FAIL: ") + what, flush=True)
+    points += 1
+    _tap_line(("ok" if cond else "not ok") + f" {points} - {_tap_text(what)}")
     if not cond:
         failures.append(what)
     return cond
 
 
+def skip(what, why):
+    """A TAP point for a check that cannot be made here: "ok N - what # SKIP why". meson and
+    .ci/run count and name it; .ci/run fails on a skip the CI machine does not allow
+    (.ci/allowed-skips)."""
+    global points
+    points += 1
+    skips.append((what, why))
+    _tap_line(f"ok {points} - {_tap_text(what)} # SKIP {_tap_text(why)}")
+
+
+_finished = False
+
+
+def skip_all(why):
+    """The test cannot run here: "1..0 # SKIP why" (meson: SKIP). Returns the exit status
+    (0: under TAP a skip is told by the plan). After checks already made, the rest is one
+    skip() point and finish() ends the test."""
+    global _finished
+    if points:
+        skip("the rest of the test", why)
+        return finish()
+    _finished = True
+    _tap_line(f"1..0 # SKIP {_tap_text(why)}")
+    return 0
+
+
 def finish(extra=""):
-    """Print the tally (and every failure); 1 when something failed, else 0."""
-    print(f"{checks - len(failures)} of {checks} checks passed{extra}")
+    """Print the tally (and every failure) as comments and the TAP plan; 1 when something
+    failed or no check ran at all (a test that checked nothing proves nothing), else 0."""
+    global _finished
+    if _finished:
+        return 1 if failures else 0
+    if checks == 0 and not skips:
+        check(False, "no check ran")
+    print(f"{checks - len(failures)} of {checks} checks passed{extra}"
+          + (f", {len(skips)} skipped" if skips else ""))
     for f in failures:
         print(f"   failed: {f}")
+    for what, why in skips:
+        print(f"   skipped: {what}: {why}")
+    _finished = True
+    _tap_line(f"1..{points}")
     return 1 if failures else 0
 
 
@@ -626,7 +730,8 @@ def exe_arg():
 
 
 def skip_reason(why="loop devices, FUSE mount", tools=("losetup",), files=()):
-    """None when the test can run here, else the reason to skip (exit 77)."""
+    """None when the test can run here, else the reason to skip (skip_all())."""
+    tap_begin()
     if os.geteuid() != 0:
         return f"needs root ({why})"
     for p in ("/dev/fuse", *files):
@@ -639,15 +744,14 @@ def skip_reason(why="loop devices, FUSE mount", tools=("losetup",), files=()):
 
 
 def preflight(exe, why="loop devices, FUSE mount", tools=("losetup",), files=()):
-    """None when the test can run here, else its exit code: 77 (skip, the reason printed), or 1
-    when exe is not an executable (a missing build is no skip)."""
+    """None when the test can run here, else its exit code: 0 after skip_all() with the reason,
+    or 1 when exe is not an executable (a missing build is no skip)."""
     reason = skip_reason(why, tools, files)
     if reason:
-        print(f"SKIP: {reason}")
-        return SKIP
+        return skip_all(reason)
     if not os.access(exe, os.X_OK):
-        print(f"FAIL: {exe} is not an executable")
-        return 1
+        check(False, f"{exe} is an executable")
+        return finish()
     return None
 
 

@@ -57,8 +57,7 @@ def is_control(rel_path):
 
 def body(exe, tmp, argv):
     if subprocess.run(["setpriv", "--version"], capture_output=True).returncode != 0:
-        print("SKIP: no setpriv")
-        return rel.SKIP
+        return rel.bt.skip_all("no setpriv")
     os.chmod(tmp, 0o755)        # nobody must reach the mount point
     loops = rel.PrivateLoops(tmp, 1)
     name = loops.names[0]

@@ -12,7 +12,7 @@ lost: 0 bytes" (or "All heap blocks were freed").
 
 valgrind.supp next to this file suppresses only libbpf's bpf() syscall argument checks
 (valgrind 3.19 does not know the newer bpf_attr fields libbpf leaves unset; see
-docs/RELIABILITY.md). Skips (77) without root, /dev/fuse, losetup or valgrind.
+docs/RELIABILITY.md). Skipped without root, /dev/fuse, losetup or valgrind.
 """
 
 import os
@@ -55,8 +55,7 @@ def body(exe, tmp, argv):
         cycles = int(argv[argv.index("--cycles") + 1])
     vg = shutil.which("valgrind")
     if not vg:
-        print("SKIP: no valgrind (tools/install-deps.sh --tests)")
-        return rel.SKIP
+        return rel.bt.skip_all("no valgrind (tools/install-deps.sh --tests)")
     rel.preflight_uevents()
 
     vglog = os.path.join(tmp, "valgrind.log")

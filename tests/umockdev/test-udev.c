@@ -10,7 +10,8 @@
  * re-gathers every registered disk).
  *
  * Usage: test-udev BLKMQD CASE, run under umockdev-wrapper (tests/umockdev/meson.build).
- * Cases: coldplug, events-kernel, events-udev, map. Exits 77 (skip) without the preload. Waits
+ * Cases: coldplug, events-kernel, events-udev, map. TAP on stdout, one point per check; skipped
+ * ("1..0 # SKIP") without the preload. Waits
  * poll the log with a generous deadline; nothing is timed.
  */
 #include <errno.h>
@@ -36,7 +37,7 @@ static struct {
         char *root, *tmp, *log;
         const char *exe;
         pid_t pid;
-        unsigned failures;
+        unsigned failures, checks;
 } t;
 
 static void cleanup(void) {
@@ -65,6 +66,12 @@ static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noret
 static void die(const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
+        printf("Bail out! ");           /* TAP: the test ended early */
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+        fflush(stdout);
+        va_start(ap, fmt);
         fputs("FATAL: ", stderr);
         vfprintf(stderr, fmt, ap);
         va_end(ap);
@@ -78,7 +85,9 @@ static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2
 static void check(bool ok, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        printf("%s: ", ok ? "ok" : "FAIL");
+        /* one TAP point per check (meson's protocol 'tap') */
+        t.checks++;
+        printf("%s %u - ", ok ? "ok" : "not ok", t.checks);
         vprintf(fmt, ap);
         putchar('\n');
         fflush(stdout);
@@ -508,9 +517,9 @@ int main(int argc, char **argv) {
         t.bed = umockdev_testbed_new();
         /* after the testbed: the preload redirects /sys once $UMOCKDEV_DIR is set */
         if (!umockdev_in_mock_environment()) {
-                printf("SKIP: not under umockdev's preload (run through umockdev-wrapper)\n");
+                printf("1..0 # SKIP not under umockdev's preload (run through umockdev-wrapper)\n");
                 g_clear_object(&t.bed);
-                return 77;
+                return EXIT_SUCCESS;
         }
         t.root = umockdev_testbed_get_root_dir(t.bed);
         t.tmp = g_dir_make_tmp("blkmqd-umockdev.XXXXXX", NULL);
@@ -536,6 +545,11 @@ int main(int argc, char **argv) {
         if (t.failures || getenv("BLKMQD_TEST_SHOW_LOG"))
                 show_log();
         cleanup();
-        printf("%s: %u failure(s)\n", argv[2], t.failures);
+        printf("# %s: %u failure(s) in %u checks\n", argv[2], t.failures, t.checks);
+        if (t.checks == 0) {            /* a case that checked nothing proves nothing */
+                printf("not ok 1 - %s ran no check\n", argv[2]);
+                t.checks = t.failures = 1;
+        }
+        printf("1..%u\n", t.checks);
         return t.failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -17,8 +17,8 @@ switch_root's into /lib/systemd/systemd.  systemd-udevd, journald and the rest o
 boot run as on a real machine; vmtest.service runs the scenario after multi-user.target and
 reports over the serial console with the same markers as harness.py (docs/VM-HARNESS.md).
 
-Exit codes as harness.py: the scenario's (0 pass, 1 fail, 77 skip), 77 when a host
-prerequisite is missing, 99 when no end marker came.
+Output and exit codes of `run` as harness.py's: TAP on stdout (the plan "1..0 # SKIP why"
+when a host prerequisite is missing), 0 pass or skip, 1 fail, 99 when no end marker came.
 """
 
 import argparse
@@ -433,12 +433,13 @@ def run(args):
                 for dname, p in disks.items():
                     with open(p, "wb") as f:
                         f.truncate(sizes[dname])
+                tap = []
                 rc, reason, wall, start = H.run_once(args, cmd, mon_path, log_f, timeout,
-                                                     disks, tmp, attempt)
+                                                     disks, tmp, attempt, tap)
                 if rc is not None:
                     log("%s on %s: rc=%d wall=%.1fs (scenario started at %.1fs)"
                         % (name, kern["kver"], rc, wall, start or -1))
-                    return rc
+                    return H.report_tap(tap, rc)
                 log("%s on %s: %s (wall %.1fs)" % (name, kern["kver"], reason, wall))
                 # as harness.py: retry a hang, and a boot that died before the scenario started
                 # (a CI run saw 6.12 panic at 2 s under MTTCG, "Oops: int3" in sched_clock_cpu
@@ -454,7 +455,7 @@ def run(args):
         with open(log_path, "rb") as f:
             tail = f.read()[-3000:].decode(errors="replace")
         sys.stderr.write("---- console tail ----\n" + tail + "\n----\n")
-        return H.EXIT_HARD
+        return H.report_hard(reason)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -575,6 +576,9 @@ def main():
             return 0
         return run(args)
     except H.Missing as e:
+        if args.cmd == "run":           # TAP: the skip is the plan
+            print("1..0 # SKIP missing host prerequisite: %s" % e)
+            return 0
         print("SKIP: missing host prerequisite: %s" % e, file=sys.stderr)
         return H.EXIT_SKIP
 

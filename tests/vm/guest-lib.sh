@@ -7,6 +7,9 @@
 #     # vmtest summary: scenario=NAME pass=P fail=F skip=S rc=RC
 # and sets the exit code: 1 if any assertion failed, 77 if skip_all/need_blkmqd asked for a
 # skip and nothing failed, otherwise the shell's own status (non-zero if `sh -e` aborted).
+# A skip_all is a TAP point of its own ("ok N - SCENARIO: the rest # SKIP why"), or the plan
+# "1..0 # SKIP why" when nothing was checked before it: the harness prints the TAP for meson
+# (protocol 'tap'), which counts it as a skip, and .ci/run names it.
 #
 # API
 #   assert_eq WHAT EXPECTED ACTUAL        string equality
@@ -514,8 +517,12 @@ _vt_exit() {
     fi
     [ "$_rc" -ne 0 ] && [ "$_rc" -ne 77 ] && [ "$_vt_fail" -eq 0 ] &&
         _vt_emit "not ok - scenario aborted with status $_rc (sh -e: a command failed)"
-    [ -n "$_vt_skip_all" ] && _vt_emit "# SKIP $_vt_skip_all"
-    _vt_emit "1..$_vt_n"
+    if [ -n "$_vt_skip_all" ] && [ "$_vt_n" -eq 0 ]; then
+        _vt_emit "1..0 # SKIP $_vt_skip_all"
+    else
+        [ -n "$_vt_skip_all" ] && skip "$VMTEST_SCENARIO: the rest of the scenario" "$_vt_skip_all"
+        _vt_emit "1..$_vt_n"
+    fi
     _vt_emit "# vmtest summary: scenario=$VMTEST_SCENARIO pass=$_vt_pass fail=$_vt_fail skip=$_vt_skip rc=$_rc"
     exit "$_rc"
 }

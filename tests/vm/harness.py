@@ -12,9 +12,12 @@ depmod'ed), prepare() (the busybox flavour's cached parts).
 Python 3 standard library only.  See docs/VM-HARNESS.md for the scenario header format,
 the serial-console protocol (end marker, @@HMP requests) and measured wall times.
 
-Exit codes of `run`: the scenario's own exit code (0 pass, 77 skip, anything else fail);
-77 also when a host prerequisite is missing; 99 (meson "hard error") when the VM never
-reported an end marker (two timeouts, QEMU crash, kernel panic).
+Output of `run` on stdout: TAP (meson's `protocol : 'tap'`), the scenario's own test points
+and plan as guest-lib.sh printed them on the console, every other console line of the
+scenario's run as a TAP comment; a missing host prerequisite is the plan "1..0 # SKIP why".
+Exit codes: 0 when the scenario passed or skipped (the skip is told by TAP), 1 when a check
+failed, the scenario's own status when it aborted, 99 when the VM never reported an end
+marker (two timeouts, QEMU crash, kernel panic; "Bail out!" on stdout).
 """
 
 import argparse
@@ -835,8 +838,10 @@ def build_run_cpio(args, header, st):
     return c
 
 
-def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt):
-    """Boot once.  Returns (rc or None if no end marker, reason)."""
+def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt, tap=None):
+    """Boot once.  Returns (rc or None if no end marker, reason, wall, scenario start).  The
+    scenario's console lines (between the start and end markers) are appended to tap, a list,
+    when one is given."""
     log("attempt %d: %s" % (attempt, " ".join(shlex.quote(c) for c in cmd)))
     log_f.write(("\n==== attempt %d: %s\n" % (attempt, " ".join(cmd))).encode())
     log_f.flush()
@@ -888,6 +893,8 @@ def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt):
             if m:
                 rc = int(m.group(1))
                 break
+            if start_seen is not None and tap is not None and not line.startswith("@@"):
+                tap.append(line)
             m = HMP_RE.match(line)
             if m:
                 seq, hcmd = m.group(1), substitute(m.group(2), disks, tmp)
@@ -928,6 +935,25 @@ def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt):
                  % (attempt, rc, reason, wall, start_seen or -1)).encode())
     log_f.flush()
     return rc, reason, wall, start_seen
+
+
+TAP_LINE_RE = re.compile(r"^(ok|not ok)\b|^1\.\.\d+|^#|^Bail out!")
+
+
+def report_tap(lines, rc):
+    """The scenario's TAP on stdout (other console lines as comments); returns the exit status
+    for meson: 0 for a pass and for the scenario's own skip (guest-lib.sh's skip_all() made it
+    a SKIP point or the plan "1..0 # SKIP"), else rc."""
+    for line in lines:
+        print(line if TAP_LINE_RE.match(line) else "# console: " + line)
+    sys.stdout.flush()
+    return 0 if rc in (0, EXIT_SKIP) else rc
+
+
+def report_hard(reason):
+    print("Bail out! %s: no end marker from the VM (console log above, on stderr)" % reason)
+    sys.stdout.flush()
+    return EXIT_HARD
 
 
 def run(args):
@@ -996,12 +1022,13 @@ def run(args):
                 for name, p in disks.items():     # fresh sparse disks for every attempt
                     with open(p, "wb") as f:
                         f.truncate(sizes[name])
+                tap = []
                 rc, reason, wall, start = run_once(args, cmd, mon_path, log_f, timeout,
-                                                   disks, tmp, attempt)
+                                                   disks, tmp, attempt, tap)
                 if rc is not None:
                     log("%s: rc=%d wall=%.1fs (scenario started at %.1fs)"
                         % (os.path.basename(args.scenario), rc, wall, start or -1))
-                    return rc
+                    return report_tap(tap, rc)
                 log("%s: %s (wall %.1fs)" % (os.path.basename(args.scenario), reason, wall))
                 # retry a hang, and a boot that died before the scenario started (seen once
                 # in ~40 6.12 boots under MTTCG: "Oops: int3" in sched_clock_tick at 6 s, a
@@ -1021,7 +1048,7 @@ def run(args):
         with open(log_path, "rb") as f:
             tail = f.read()[-3000:].decode(errors="replace")
         sys.stderr.write("---- console tail ----\n" + tail + "\n----\n")
-        return EXIT_HARD
+        return report_hard(reason)
     finally:
         if netns:
             netns.delete()
@@ -1076,8 +1103,11 @@ def main():
             args.binary.append(args.blkmqd + ":/opt/blkmqd/blkmqd")
         return run(args)
     except Missing as e:
-        print("SKIP: missing host prerequisite: %s" % e, file=sys.stderr)
-        return EXIT_SKIP
+        if args.cmd == "prepare":
+            print("SKIP: missing host prerequisite: %s" % e, file=sys.stderr)
+            return EXIT_SKIP
+        print("1..0 # SKIP missing host prerequisite: %s" % e)
+        return 0
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ note "300 direct 4k reads: ${t0}s -> ${t1}s; hctx run sum $before -> $after"
 if [ $HAVE_RUN = 1 ]; then
     assert_ok "hctx run counters rose under bfq" test "$after" -gt "$before"
 else
-    skip "hctx run counters rose under bfq" "no debugfs run file on $(uname -r)"
+    note "no hctx run counters to compare on $(uname -r): their absence is asserted above"
 fi
 assert_ok "throttled (150 IOPS): 300 reads took >= 1 s" awk "BEGIN{exit !($t1 - $t0 >= 1)}"
 echo none > /sys/block/$D/queue/scheduler
