@@ -13,6 +13,7 @@ cycling loops') as fast as they can.
 
 Asserts: the daemon never dies; its fd count (ls /proc/PID/fd) is the same before and after,
 statistics files it keeps open aside (none of a removed loop may be among them);
+every attached loop is listed (none lost; one listed only after 5 s is counted and printed);
 no stale devices/ entries at the end (exactly the keeper); VmRSS after <= 2 x before (both
 reported; "before" is taken after a warm-up of a few cycles); every failed open/read is ENOENT
 or EIO, never another errno; every successful read ends with "\\n" and holds no NUL byte.
@@ -36,6 +37,9 @@ import rel  # noqa: E402
 from rel import check, wait_for  # noqa: E402
 
 ALLOWED = {errno.ENOENT, errno.EIO}
+# An attached loop not listed after this long is lost (its add uevent was not acted upon): the
+# readers load the machine, so a listing after 5 s is counted and printed, not failed.
+LOST_AFTER = 30.0
 
 
 def opt(argv, name, default):
@@ -115,21 +119,26 @@ def body(exe, tmp, argv):
         ok, _ = wait_for(lambda: os.listdir(d.path("devices")) == [keeper], 10.0)
         check(ok, f"after detaching the cycling loops devices/ lists only {keeper}")
 
+        late = []           # (cycle, seconds) of the adds shown after 5 s: latency, reported
+        lost = []           # cycles whose attached loop was never shown: a lost event, a failure
+
         def cycle(c):
             i = cycling[c % len(cycling)]
             name = loops.names[i]
             # the previous cycle may still be removing this one: its detach returned, the
             # daemon may not have seen the remove yet; attach regardless (that is the race)
             loops.attach(i)
-            ok, _ = wait_for(lambda: os.path.exists(d.path("devices", name, "class")), 5.0, 0.002)
+            ok, t = wait_for(lambda: os.path.exists(d.path("devices", name, "class")), LOST_AFTER, 0.002)
+            if not ok:
+                lost.append(c)
+            elif t > 5.0:
+                late.append((c, round(t, 1)))
             loops.detach(i)
-            return ok
 
         # warm-up: the first cycles grow the heap (arenas, node tables); measure after them
-        missed = 0
         warm = min(10, cycles)
         for c in range(warm):
-            missed += not cycle(c)
+            cycle(c)
         wait_for(lambda: os.listdir(d.path("devices")) == [keeper], 10.0)
         fd_before, rss_before, kept_at_start = rel.fd_count(pid), rel.vm_rss_kb(pid), len(rel.kept_fds(pid))
         print(f"   before: {fd_before} fds, VmRSS {rss_before} kB", flush=True)
@@ -147,11 +156,13 @@ def body(exe, tmp, argv):
             hang["aborted"] = rel.abort_fuse(d.mnt, tmp)
         watch = rel.HangWatch(30.0, on_hang)
         for c in range(warm, cycles):
-            missed += not cycle(c)
+            cycle(c)
             watch.progress()
             if watch.hung or not d.alive():
                 died_at = c
                 break
+            if (c + 1) % 100 == 0:
+                print(f"   {c + 1} cycles, {readers.reads} reads so far, VmRSS {rel.vm_rss_kb(pid)} kB", flush=True)
         watch.stop()
         check(not watch.hung, "the daemon never hangs (no cycle took 30 s)" +
               (f"; hung in cycle {died_at}, kernel stack:\n{hang.get('stack')}FUSE connection aborted: {hang.get('aborted')}"
@@ -159,8 +170,6 @@ def body(exe, tmp, argv):
         if watch.hung:
             readers.join()
             return
-            if (c + 1) % 100 == 0:
-                print(f"   {c + 1} cycles, {readers.reads} reads so far, VmRSS {rel.vm_rss_kb(pid)} kB", flush=True)
         cycles_s = time.monotonic() - t_cycles
         joined = readers.join()
         check(joined, f"all {n_readers} readers finished")
@@ -169,7 +178,10 @@ def body(exe, tmp, argv):
         if not d.alive():
             print(d.tail())
             return
-        check(missed <= cycles // 100, f"the attached loop was shown within 5 s in all but {missed} of {cycles} cycles")
+        # every hot-add is shown: an attach blkmqd never lists is a lost uevent, whatever the load
+        check(not lost, f"every attached loop was listed under devices/ ({len(lost)} of {cycles} never within "
+              f"{LOST_AFTER:.0f} s: cycles {lost[:10]})")
+        print(f"   {len(late)} of {cycles} adds were listed only after 5 s (load, not loss): {late[:10]}")
 
         ok, t = wait_for(lambda: os.listdir(d.path("devices")) == [keeper], 10.0)
         check(ok, f"no stale entries: devices/ lists only {keeper} at the end (got {os.listdir(d.path('devices'))})")
