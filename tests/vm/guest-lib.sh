@@ -515,8 +515,10 @@ _vt_exit() {
     if [ "$_vt_fail" -gt 0 ]; then _rc=1
     elif [ "$_rc" -eq 0 ] && [ -n "$_vt_skip_all" ]; then _rc=77
     fi
-    [ "$_rc" -ne 0 ] && [ "$_rc" -ne 77 ] && [ "$_vt_fail" -eq 0 ] &&
-        _vt_emit "not ok - scenario aborted with status $_rc (sh -e: a command failed)"
+    if [ "$_rc" -ne 0 ] && [ "$_rc" -ne 77 ] && [ "$_vt_fail" -eq 0 ]; then
+        _vt_n=$((_vt_n + 1))
+        _vt_emit "not ok $_vt_n - scenario aborted with status $_rc (sh -e: a command failed)"
+    fi
     if [ -n "$_vt_skip_all" ] && [ "$_vt_n" -eq 0 ]; then
         _vt_emit "1..0 # SKIP $_vt_skip_all"
     else
