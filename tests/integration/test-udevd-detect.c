@@ -11,7 +11,7 @@
  *   (u2) a listening socket (backlog 0): running;
  *   (u3) the same with its backlog full (the connection of (u2), never accepted): running;
  *   (u4) the socket file left by a udevd that exited (nothing listens): not running.
- * No timing: the listener never accepts. Needs root (exit 77 otherwise).
+ * No timing: the listener never accepts. Needs root (skipped otherwise).
  */
 #include <errno.h>
 #include <sched.h>
