@@ -509,6 +509,11 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 if (free_and_strdup(&a->original, current) < 0)
                         return -ENOMEM;
                 run->knob_new_original = true;
+                /* blkmqd writes over another tool's value: whose it is, for the stop */
+                Ownership own = d->plan.owner[k];
+                if (free_and_strdup(&a->original_source,
+                                    own == OWNERSHIP_CORRECTED || own == OWNERSHIP_OVERRIDDEN ? d->plan.owner_source[k] : NULL) < 0)
+                        return -ENOMEM;
         }
         /* an override over the value the kernel gave blkmqd's elevator at its switch (not over
          * blkmqd's own earlier write): kept for the override's "auto" (queue_knob_no_wish()) */
@@ -1128,6 +1133,31 @@ static int irq_affinity_finish(HostFs *h, Device *d, const WriteJob *j) {
                 return k;
         irq_affinity_summarize(d);
         return n;
+}
+
+bool apply_forget_original(Device *d, Knob k, const char *why) {
+        assert(d);
+        Applied *a = &d->applied[k];
+        if (k == KNOB_IRQ_AFFINITY || apply_net_knob(k) || !a->original)
+                return false;
+        _cleanup_free_ char *was = TAKE_PTR(a->original);
+        log_knob(d, knob_to_string(k), LOG_NOTICE, 0, NULL, "%s: %s, recorded before blkmqd's first write, came from %s, %s: "
+                 "not put back", knob_to_string(k), was, strna(a->original_source), why);
+        applied_set(a, APPLY_UNMANAGED, 0, "%s not put back: it came from %s, %s", was, strna(a->original_source), why);
+        a->original_source = mfree_str(a->original_source);
+        a->value = mfree_str(a->value);
+        if (k == KNOB_ELEVATOR) {
+                /* what the switch reset (nr_requests, the tunables) belongs to the elevator left in
+                 * place now, not to the one that is not coming back */
+                Applied *nr = &d->applied[KNOB_NR_REQUESTS];
+                if (nr->original && !nr->original_source) {
+                        nr->original = mfree_str(nr->original);
+                        nr->value = mfree_str(nr->value);
+                        applied_set(nr, APPLY_UNMANAGED, 0, NULL);
+                }
+                (void) iosched_drop_switch_originals(d, NULL);
+        }
+        return true;
 }
 
 bool apply_has_originals(const Device *d) {
@@ -2041,6 +2071,25 @@ static void mark_pending(Device *d, const WriteJob *j) {
  * writer: then return 1 and go on in on_job_done(). At the end: on_finished, return 0 (d may
  * be gone after it).
  */
+/*
+ * A knob the plan leaves to another tool (Plan.owner, policies/owners.c) and that holds
+ * nothing of blkmqd's (no original left to put back): applied/ and the metric say
+ * "deferred", naming the source.
+ */
+static void mark_deferred(Device *d) {
+        for (Knob k = 0; k < _KNOB_MAX; k++) {
+                Applied *a = &d->applied[k];
+                if (d->plan.owner[k] != OWNERSHIP_DEFERRED || a->original || a->state != APPLY_UNMANAGED)
+                        continue;
+                applied_set(a, APPLY_DEFERRED, 0, "left to %s", strna(d->plan.owner_source[k]));
+        }
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
+                Applied *a = &d->iosched[t];
+                if (d->plan.owner_iosched[t] == OWNERSHIP_DEFERRED && !a->original && a->state == APPLY_UNMANAGED)
+                        applied_set(a, APPLY_DEFERRED, 0, "left to another tool (explain names it)");
+        }
+}
+
 static int run_step(Applier *a, Device *d) {
         ApplyRun *run = &d->run;
         ApplyOptions o = { .dry_run = run->dry_run, .reassert = run->reassert, .verify_only = run->verify_only,
@@ -2104,6 +2153,8 @@ static int run_step(Applier *a, Device *d) {
                 }
                 return 1;
         }
+        if (!run->restore)
+                mark_deferred(d);
         run->active = false;
         if (a->on_finished)
                 a->on_finished(d, a->userdata);

@@ -91,6 +91,15 @@ int apply_restore(HostFs *h, Device *d, RestoreCounts *counts);
 bool apply_has_originals(const Device *d);
 
 /*
+ * Forget queue knob k's original (elevator, rq_affinity, nr_requests), so that a stop does not
+ * put it back: the value it recorded came from another tool that no longer sets it
+ * (Applied.original_source; policies/owners.c policy_original_still_right()). why is logged
+ * (BLKMQD_KNOB=) and shown in applied/<knob>. The elevator's takes nr_requests and the
+ * tunables recorded for its switch along. True when an original was forgotten.
+ */
+bool apply_forget_original(Device *d, Knob k, const char *why);
+
+/*
  * What blkmqd wrote, stored next to the originals (manager/persist.c, originals/<identity>):
  * "written.<knob>=", "written.iosched.<elevator>.<tunable>=", "written.irq.<N>=" is the value
  * written; "instance.nr_requests=" and "instance.iosched.<elevator>.<tunable>=" the inode of

@@ -373,7 +373,7 @@ static void json_value(FILE *f, const char *v) {
 /* ---- status ---- */
 
 typedef struct Row {
-        char *disk, *class, *hwq, *rot, *elev, *plan, *state, *remote;
+        char *disk, *class, *hwq, *rot, *elev, *plan, *state, *owner, *remote;
         char *applied_elevator;
         double remote_pct;
         bool have_remote;
@@ -387,7 +387,7 @@ typedef struct Row {
 static int state_rank(const char *s) {
         static const char *const order[] = {
                 "error", "timeout (still pending)", "pending-reboot", "unsupported", "dry-run", "pending", STATE_EXTERNAL,
-                "ok", "kept", "unmanaged",
+                "deferred", "ok", "kept", "unmanaged",
         };
         for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
                 if (strcmp(s, order[i]) == 0)
@@ -499,8 +499,46 @@ static void row_free(Row *r) {
         free(r->elev);
         free(r->plan);
         free(r->state);
+        free(r->owner);
         free(r->remote);
         free(r->applied_elevator);
+}
+
+/*
+ * The most significant owner over owner/<knob> (policies/owners.h): "deferred" (another tool's
+ * setting wins), then "overridden", "corrected", "agrees", "none"; with the knobs it is about
+ * ("deferred elevator,xps"). NULL when the tree has no owner/ (an older blkmqd).
+ */
+static char *owner_summary(const char *disk) {
+        static const char *const order[] = { "deferred", "overridden", "corrected", "agrees", "none" };
+        char **knobs = NULL, *out = NULL;
+        size_t n = 0, best = sizeof(order) / sizeof(order[0]);
+        char list[256] = "";
+        if (list_dev_dir(disk, "owner", &knobs, &n) < 0)
+                return NULL;
+        for (size_t pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < n; i++) {
+                        char *v = read_dev(disk, "owner", knobs[i], NULL);
+                        if (!v)
+                                continue;
+                        v[strcspn(v, ":\n")] = '\0';
+                        for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++)
+                                if (strcmp(v, order[o]) == 0) {
+                                        if (pass == 0 && o < best)
+                                                best = o;
+                                        else if (pass == 1 && o == best && best < 3) {
+                                                size_t l = strlen(list);
+                                                snprintf(list + l, sizeof(list) - l, "%s%s", l ? "," : "", knobs[i]);
+                                        }
+                                }
+                        free(v);
+                }
+        FREE_STRV(knobs, n);
+        if (best >= sizeof(order) / sizeof(order[0]))
+                return NULL;
+        if (asprintf(&out, "%s%s%s", order[best], *list ? " " : "", list) < 0)
+                return NULL;
+        return out;
 }
 
 static int row_fill(Row *row, const char *disk) {
@@ -513,6 +551,7 @@ static int row_fill(Row *row, const char *disk) {
         row->plan = read_dev(disk, "plan", "elevator", NULL);
         row->applied_elevator = read_dev(disk, "applied", "elevator", NULL);
         row->state = applied_state(disk);
+        row->owner = owner_summary(disk);
         int r = remote_pct(disk, &pct);
         if (r > 0) {
                 row->have_remote = true;
@@ -612,6 +651,8 @@ static int cmd_status(int argc, char **argv) {
                         json_string(stdout, w->applied_elevator);
                         printf(",\"state\":");
                         json_string(stdout, w->state);
+                        printf(",\"owner\":");
+                        json_string(stdout, w->owner);
                         printf(",\"remote_pct\":");
                         if (w->have_remote)
                                 printf("%.2f", w->remote_pct);
@@ -622,7 +663,7 @@ static int cmd_status(int argc, char **argv) {
                 printf("]}\n");
                 free(version);
         } else {
-                int wd = 4, wc = 5, we = 8, wp = 7, ws = 5;
+                int wd = 4, wc = 5, we = 8, wp = 7, ws = 5, wo = 5;
                 for (size_t i = 0; i < n; i++) {
 #define WIDEN(w, s) do { int _l = (int) strlen(show(s)); if (_l > (w)) (w) = _l; } while (0)
                         WIDEN(wd, rows[i].disk);
@@ -630,18 +671,19 @@ static int cmd_status(int argc, char **argv) {
                         WIDEN(we, rows[i].elev);
                         WIDEN(wp, rows[i].plan);
                         WIDEN(ws, rows[i].state);
+                        WIDEN(wo, rows[i].owner);
 #undef WIDEN
                 }
                 printf("mode: %s%s\n", show(mode), mode && strcmp(mode, "off") == 0 ?
                        " (nothing is written; blkmqd's values were put back: echo auto > mode to manage again)" :
                        mode && strcmp(mode, "dry-run") == 0 ? " (nothing is written; applied/ says what would be)" : "");
-                printf("%-*s  %-*s  %5s  %3s  %-*s  %-*s  %-*s  %7s\n", wd, "DISK", wc, "CLASS", "HCTX", "ROT",
-                       we, "ELEVATOR", wp, "PLANNED", ws, "STATE", "REMOTE");
+                printf("%-*s  %-*s  %5s  %3s  %-*s  %-*s  %-*s  %-*s  %7s\n", wd, "DISK", wc, "CLASS", "HCTX", "ROT",
+                       we, "ELEVATOR", wp, "PLANNED", ws, "STATE", wo, "OWNER", "REMOTE");
                 for (size_t i = 0; i < n; i++) {
                         Row *w = &rows[i];
-                        printf("%-*s  %-*s  %5s  %3s  %-*s  %-*s  %-*s  %7s\n", wd, show(w->disk), wc, show(w->class),
+                        printf("%-*s  %-*s  %5s  %3s  %-*s  %-*s  %-*s  %-*s  %7s\n", wd, show(w->disk), wc, show(w->class),
                                show(w->hwq), show(w->rot), we, show(w->elev), wp, show(w->plan), ws, show(w->state),
-                               w->remote);
+                               wo, show(w->owner), w->remote);
                 }
                 if (n == 0)
                         printf("(no disks managed)\n");
@@ -725,6 +767,8 @@ static int cmd_explain(int argc, char **argv) {
                 json_dir_object(disk, "applied");
                 printf(",");
                 json_dir_object(disk, "policy");
+                printf(",");
+                json_dir_object(disk, "owner");
                 printf("}\n");
         } else {
                 char **knobs = NULL;
@@ -740,9 +784,10 @@ static int cmd_explain(int argc, char **argv) {
                                 char *plan = read_dev(disk, "plan", knobs[i], NULL);
                                 char *applied = read_dev(disk, "applied", knobs[i], NULL);
                                 char *policy = read_dev(disk, "policy", knobs[i], NULL);
+                                char *owner = read_dev(disk, "owner", knobs[i], NULL);
                                 if ((!plan || !strchr(plan, '\n')) && (!applied || !strchr(applied, '\n')))
-                                        printf("%-*s planned %s, applied %s, policy %s\n", w, knobs[i], show(plan),
-                                               show(applied), show(policy));
+                                        printf("%-*s planned %s, applied %s, policy %s, owner %s\n", w, knobs[i], show(plan),
+                                               show(applied), show(policy), show(owner));
                                 else {
                                         /* one line per tunable (iosched): a block, each line under its label */
                                         print_lines(w, knobs[i], "planned", show(plan));
@@ -752,6 +797,7 @@ static int cmd_explain(int argc, char **argv) {
                                 free(plan);
                                 free(applied);
                                 free(policy);
+                                free(owner);
                         }
                 }
                 FREE_STRV(knobs, n);

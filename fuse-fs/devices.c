@@ -75,6 +75,12 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return disk_facts_render(d->facts, n->arg, ret);
         case NODE_PLAN_KNOB:
                 return render_plan(d, n->arg, ret);
+        case NODE_OWNER_KNOB:
+                if (n->arg < 0 || n->arg >= _KNOB_MAX)
+                        return -ENOENT;
+                /* "blkmqd" (no other tool sets it), or "<ownership>: <source>" */
+                return asprintf(ret, "%s%s%s\n", ownership_to_string(d->plan.owner[n->arg]),
+                                d->plan.owner_source[n->arg] ? ": " : "", strempty(d->plan.owner_source[n->arg])) < 0 ? -ENOMEM : 0;
         case NODE_APPLIED_KNOB:
                 if (n->arg < 0 || n->arg >= _KNOB_MAX)
                         return -ENOENT;

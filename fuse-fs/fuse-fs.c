@@ -1477,6 +1477,7 @@ static int build_device(FuseFs *fs, const Device *d) {
         } knob_dirs[] = {
                 { NODE_PLAN,    NODE_PLAN_KNOB,    FUSE_FS_PLAN },
                 { NODE_APPLIED, NODE_APPLIED_KNOB, FUSE_FS_APPLIED },
+                { NODE_OWNER,   NODE_OWNER_KNOB,   FUSE_FS_OWNER },
                 { NODE_POLICY,  NODE_POLICY_KNOB,  FUSE_FS_POLICY },
         };
         for (size_t i = 0; i < ELEMENTSOF(knob_dirs); i++) {

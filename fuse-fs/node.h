@@ -16,6 +16,7 @@
 #define FUSE_FS_FACTS     "facts"
 #define FUSE_FS_PLAN      "plan"
 #define FUSE_FS_APPLIED   "applied"
+#define FUSE_FS_OWNER     "owner"
 #define FUSE_FS_HCTX      "hctx"
 #define FUSE_FS_POLICY    "policy"
 #define FUSE_FS_MODE      "mode"
@@ -87,6 +88,8 @@ typedef enum NodeType {
         NODE_POLICY_IOSCHED_TUNABLE,    /* /devices/<disk>/policy/iosched/<elevator>/<tunable>  rw  arg = IoschedTunable */
         NODE_PLAN_IOSCHED,      /* /devices/<disk>/plan/iosched: "<elevator>.<tunable> <value>" per wanted tunable, or "keep" */
         NODE_APPLIED_IOSCHED,   /* /devices/<disk>/applied/iosched: "<elevator>.<tunable> <state>" per tunable blkmqd tracks */
+        NODE_OWNER,             /* /devices/<disk>/owner/ */
+        NODE_OWNER_KNOB,        /* /devices/<disk>/owner/<knob>: whose value it is (policies/owners.h)  arg = Knob */
         _NODE_TYPE_MAX,
 } NodeType;
 
@@ -173,7 +176,7 @@ static inline bool node_is_dir(const Node *n) {
         switch (n->type) {
         case NODE_ROOT: case NODE_DEVICES: case NODE_DEVICE: case NODE_FACTS:
         case NODE_PLAN: case NODE_APPLIED: case NODE_HCTX: case NODE_HCTX_N: case NODE_POLICY:
-        case NODE_MODULES: case NODE_MODULE: case NODE_MODULE_PARAM:
+        case NODE_OWNER: case NODE_MODULES: case NODE_MODULE: case NODE_MODULE_PARAM:
         case NODE_PROM_DIR: case NODE_HOSTS: case NODE_HOST: case NODE_IOSCHED:
         case NODE_NETWORK: case NODE_NICS: case NODE_NIC:
         case NODE_POLICY_IOSCHED: case NODE_POLICY_IOSCHED_ELEVATOR:
@@ -220,7 +223,7 @@ static inline bool node_is_live(const Node *n) {
 
 static inline bool node_is_cacheable(const Node *n) {
         switch (n->type) {
-        case NODE_CLASS: case NODE_EXPLAIN: case NODE_FACT: case NODE_PLAN_KNOB:
+        case NODE_CLASS: case NODE_EXPLAIN: case NODE_FACT: case NODE_PLAN_KNOB: case NODE_OWNER_KNOB:
         case NODE_APPLIED_KNOB: case NODE_POLICY_KNOB: case NODE_MODULE_ATTR:
         case NODE_PLAN_IOSCHED: case NODE_APPLIED_IOSCHED: case NODE_POLICY_IOSCHED_TUNABLE:
         case NODE_NOT_LISTED:

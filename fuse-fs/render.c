@@ -17,6 +17,7 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
         case NODE_PLAN_KNOB:
         case NODE_APPLIED_KNOB:
         case NODE_POLICY_KNOB:
+        case NODE_OWNER_KNOB:
                 return render_device(ctx, n, ret);
         case NODE_HCTX_ATTR:
                 return n->arg2 >= HCTX_ATTR_STAT || n->arg2 == HCTX_ATTR_REMOTE_PCT ?

@@ -116,6 +116,11 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
                 else if (e == v || *e || !(sec == 0 || (sec >= 1 && sec <= 86400)))      /* NaN fails both */
                         return fail(p, "VerifySec=%s: expected 0 (off) or seconds from 1 to 86400", v);
                 c->verify_usec = (uint64_t) (sec * 1e6);
+        } else if (streq(key, "DeferTo")) {
+                DeferTo d = defer_to_from_string(v);
+                if (d < 0)
+                        return fail(p, "DeferTo=%s: expected admin, all or none", v);
+                c->policy.defer_to = d;
         } else if (streq(key, "ModuleParams")) {
                 bool propose = false;
                 if (!parse_choice(p, key, v, "propose", "write", &propose))
@@ -273,6 +278,15 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
                 if ((b = parse_bool(v)) < 0)
                         return fail(p, "MatchRotational=%s: expected yes or no", v);
                 rule->match_rotational = b ? TRISTATE_YES : TRISTATE_NO;
+                return 1;
+        }
+        if (streq(key, "DeferTo")) {
+                DeferTo d = defer_to_from_string(v);
+                if (d < 0)
+                        return fail(p, "DeferTo=%s: expected admin, all or none", v);
+                rule->settings.defer_to = d;
+                rule->settings.defer_to_set = true;
+                rule->settings.defer_to_origin = rule->label;
                 return 1;
         }
         if (streq(key, "Enabled")) {

@@ -42,6 +42,9 @@ struct Manager {
         Registry registry;
         Modules modules;
         Config config;
+        /* the admin's other tools (facts/agents.c), read at start and at every reload: every
+         * disk's evaluation gets them (DiskFacts.sources) */
+        Sources sources;
         char *config_path;
         unsigned reloads;               /* successful config (re)loads */
         unsigned restored;              /* values put back by the last restore */
@@ -166,6 +169,15 @@ void manager_batch_end(Manager *m);
 
 /* Gather and evaluate every disk again as one batch (reload, mode change, restore). */
 void manager_reevaluate_all(Manager *m);
+
+/* Read the admin's other tools again (facts/agents.c agents_gather()) into m->sources and
+ * warn once per place that sets what blkmqd manages (agents_warn()); at start, before
+ * coldplug, and at every reload, before the disks are evaluated again (manager.c). */
+void manager_gather_sources(Manager *m);
+
+/* Before d's originals are put back: forget those recorded over another tool's value when
+ * that tool no longer sets it in now (policy_original_still_right(), apply_forget_original()). */
+void manager_check_original_sources(Manager *m, Device *d, const Sources *now);
 
 /* True when disk name has no run in progress, or only one whose write passed its deadline
  * (also when there is no such disk). */

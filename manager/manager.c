@@ -87,10 +87,24 @@ int manager_new(const ManagerOptions *options, Manager **ret) {
         return 0;
 }
 
+void manager_check_original_sources(Manager *m, Device *d, const Sources *now) {
+        for (Knob k = 0; k < _KNOB_MAX; k++) {
+                const Applied *a = &d->applied[k];
+                if (a->original && !policy_original_still_right(now, a->original_source))
+                        (void) apply_forget_original(d, k, "which no longer sets it (tuned off, its profile switched, "
+                                                           "the rule removed)");
+        }
+}
+
 int manager_restore_all(Manager *m, RestoreCounts *ret) {
         RestoreCounts c = {};
         int ret_r = 0;
+        /* the other tools as they are now: a value one of them left is put back only while it is there */
+        _cleanup_(sources_done) Sources now = {};
+        if (agents_gather(m->hostfs, &now) < 0)
+                log_warning("Failed to read the other tools' configuration at stop: the originals they set are put back as recorded");
         for (size_t i = 0; i < m->registry.n_devices; i++) {
+                manager_check_original_sources(m, m->registry.devices[i], &now);
                 int r = apply_restore(m->hostfs, m->registry.devices[i], &c);
                 manager_persist_originals(m, m->registry.devices[i]);
                 if (r < 0 && ret_r >= 0)
@@ -175,6 +189,7 @@ Manager *manager_free(Manager *m) {
         free(m->kernel_release);
         free(m->boot_id);
         config_done(&m->config);
+        sources_done(&m->sources);
         /* a worker may be inside a state directory save that never returns: the State stays
          * too (reachable, the process exits next) */
         if (keep_hostfs && m->persist_pending > 0)
@@ -226,6 +241,18 @@ static void on_device_event(void *userdata, DeviceAction action, const char *sys
                 manager_device_event(userdata, sysname, action == DEVICE_ACTION_REMOVE);
 }
 
+/* The admin's other tools, again (start, reload), and one warning for each place that sets
+ * what blkmqd manages. A failure to read them (ENOMEM) leaves none known. */
+void manager_gather_sources(Manager *m) {
+        Sources s = {};
+        int r = agents_gather(m->hostfs, &s);
+        if (r < 0)
+                log_warning_errno(r, "Failed to read the configuration of udev rules, tuned and irqbalance, ignoring: %m");
+        sources_done(&m->sources);
+        m->sources = s;
+        (void) agents_warn(&m->sources, m->config.policy.defer_to);
+}
+
 int manager_reload(Manager *m) {
         _cleanup_free_ char *error = NULL;
         Config c;
@@ -251,6 +278,7 @@ int manager_reload(Manager *m) {
         m->rate_window_usec = m->config.rate_window_usec;
         if (m->started)
                 manager_update_verify_timer(m);
+        manager_gather_sources(m);
         log_info("Configuration reloaded from \"%s\"%s (mode %s)", m->config_path,
                  access(m->config_path, F_OK) < 0 ? ": the file does not exist, shipped defaults (and drop-ins) in force" : "",
                  manager_mode_to_string(m->mode));
@@ -464,6 +492,7 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to set up statistics: %m");
         m->rate_window_usec = m->config.rate_window_usec;
         modules_init(m->hostfs, &m->modules);
+        manager_gather_sources(m);      /* before the first evaluation: whose settings they are */
         manager_load_module_originals(m);
         _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree, .machine = &m->machine };
         m->batch = &batch;
@@ -475,7 +504,6 @@ int manager_startup(Manager *m) {
         m->started = true;
         manager_update_modules(m);
         manager_update_verify_timer(m);
-        (void) agents_warn(m->hostfs);  /* udev rules or tuned setting what blkmqd manages */
         m->ready_pending = true;
         return manager_ready_check(m);
 }

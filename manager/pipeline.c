@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "agents.h"
 #include "manager-internal.h"
 #include "net.h"
 #include "parse.h"
@@ -128,8 +129,15 @@ void manager_apply(Manager *m, Device *d) {
 void manager_restore_device(Manager *m, Device *d) {
         if (d->run.active)
                 d->run.restore_after = true;
-        else if (apply_has_originals(d))
-                (void) apply_restore_start(&m->applier, d);
+        else if (apply_has_originals(d)) {
+                _cleanup_(sources_done) Sources now = {};
+                if (agents_gather(m->hostfs, &now) >= 0)
+                        manager_check_original_sources(m, d, &now);
+                if (apply_has_originals(d))
+                        (void) apply_restore_start(&m->applier, d);
+                else
+                        manager_persist_originals(m, d);
+        }
         else
                 manager_persist_originals(m, d);        /* nothing to put back: the file follows (a read's verify may have dropped some) */
 }
@@ -204,6 +212,7 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
         d->facts->nr_requests_before = d->applied[KNOB_NR_REQUESTS].original &&
                                        parse_u64(d->applied[KNOB_NR_REQUESTS].original, &nr) >= 0 && nr <= INT64_MAX ?
                                        (int64_t) nr : -1;
+        d->facts->sources = &m->sources;
         d->facts->irq_written = 0;
         for (size_t i = 0; i < d->n_irq_applied; i++)
                 d->facts->irq_written += d->irq_applied[i].original && !d->irq_applied[i].external;
@@ -248,7 +257,7 @@ void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate) {
  * by someone else) come before them.
  */
 void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
-        _cleanup_strv_free_ char **lines = NULL;        /* body, rule; body, rule; ... */
+        _cleanup_strv_free_ char **lines = NULL;        /* body, rule, knob, source; ... ("" for none) */
         _cleanup_free_ char *name = NULL, *f_class = NULL;
         Plan plan;
         int r = evaluate_policy(m, d, &plan);
@@ -256,10 +265,21 @@ void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
                 log_device_warning_errno(d->name, r, "Failed to evaluate policy, ignoring: %m");
                 return;
         }
-        PLAN_FOREACH_ENTRY(e, &plan)
-                if ((log_decisions || !plan_has_line(&d->plan, e->text)) &&
-                    (strv_extend(&lines, e->body) < 0 || strv_extend(&lines, strempty(e->rule)) < 0))
+        PLAN_FOREACH_ENTRY(e, &plan) {
+                if (!log_decisions && plan_has_line(&d->plan, e->text))
+                        continue;
+                /* an ownership decision about one knob: BLKMQD_KNOB= and BLKMQD_SOURCE= */
+                const char *knob = "", *source = "";
+                if (e->rule && startswith(e->rule, "owner-"))
+                        for (Knob k = 0; k < _KNOB_MAX; k++)
+                                if (e->knobs == KNOB_BIT(k)) {
+                                        knob = knob_to_string(k);
+                                        source = strempty(plan.owner_source[k]);
+                                }
+                if (strv_extend(&lines, e->body) < 0 || strv_extend(&lines, strempty(e->rule)) < 0 ||
+                    strv_extend(&lines, knob) < 0 || strv_extend(&lines, source) < 0)
                         log_device_warning_errno(d->name, ENOMEM, "Failed to keep a decision line for the journal, ignoring: %m");
+        }
         name = strdup(d->name);
         if (lines && (!name || asprintf(&f_class, "BLKMQD_CLASS=%s", disk_class_to_string(plan.class)) < 0)) {
                 log_device_warning_errno(d->name, ENOMEM, "Failed to log the disk's decisions, ignoring: %m");
@@ -278,13 +298,18 @@ void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
                         log_device_warning_errno(d->name, r, "Failed to update FUSE tree, ignoring: %m");
         }
 
-        for (char **l = lines; l && l[0] && l[1]; l += 2) {
-                _cleanup_free_ char *f_rule = NULL;
+        for (char **l = lines; l && l[0] && l[1] && l[2] && l[3]; l += 4) {
+                _cleanup_free_ char *f_rule = NULL, *f_knob = NULL, *f_source = NULL;
                 if (asprintf(&f_rule, "BLKMQD_RULE=%s", l[1]) < 0)
                         f_rule = NULL;
-                const char *fields[] = { f_class, f_rule, NULL };
-                /* DEVICE= for journalctl; log_full() prefixes the name, so the body goes without it */
-                log_full(LOG_INFO, 0, name, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__, "%s", l[0]);
+                if (*l[2] && (asprintf(&f_knob, "BLKMQD_KNOB=%s", l[2]) < 0 || asprintf(&f_source, "BLKMQD_SOURCE=%s", l[3]) < 0))
+                        f_knob = f_source = NULL;
+                const char *fields[] = { f_class, f_rule, f_knob, f_source, NULL };
+                /* DEVICE= for journalctl; log_full() prefixes the name, so the body goes without it.
+                 * Leaving a knob to another tool is a notice: the admin should see it */
+                bool deferred = streq(l[1], "owner-admin") || streq(l[1], "owner-defer-all");
+                log_full(deferred ? LOG_NOTICE : LOG_INFO, 0, name, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__,
+                         "%s", l[0]);
         }
 }
 

@@ -20,12 +20,14 @@ static const char * const apply_state_table[_APPLY_STATE_MAX] = {
         [APPLY_PENDING]     = "pending",
         [APPLY_TIMEOUT]     = "timeout (still pending)",
         [APPLY_PENDING_RECONNECT] = "pending-reconnect",
+        [APPLY_DEFERRED]    = "deferred",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(apply_state, ApplyState, apply_state_table, _APPLY_STATE_MAX);
 
 void applied_done(Applied *a) {
         free(a->original);
+        free(a->original_source);
         free(a->value);
         free(a->message);
         *a = (Applied) {};

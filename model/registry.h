@@ -27,6 +27,7 @@ typedef enum ApplyState {
         APPLY_PENDING,          /* a write is in flight (on a writer worker, host/writer.h) */
         APPLY_TIMEOUT,          /* a write in flight has passed its deadline; still pending */
         APPLY_PENDING_RECONNECT, /* nr_io_queues: proposed for the next connect; never written */
+        APPLY_DEFERRED,         /* another tool's setting wins (Plan.owner, policies/owners.h): not written */
         _APPLY_STATE_MAX,
         _APPLY_STATE_INVALID = -EINVAL,
 } ApplyState;
@@ -47,6 +48,10 @@ typedef struct Backoff {
 typedef struct Applied {
         ApplyState state;
         char *original;         /* value before blkmqd's first write; NULL = never written */
+        /* who set original: the other tool blkmqd wrote over (Plan.owner_source when the original
+         * was recorded, policies/owners.h), NULL when none is known. Meaningful while original is
+         * set; a stop puts original back only while that tool still sets it (apply_forget_original()) */
+        char *original_source;
         char *value;            /* value blkmqd wrote (or would write in dry-run), or its plan kept */
         char *message;          /* human detail for errors */
         bool external_kept;     /* APPLY_EXTERNAL of a value blkmqd's plan found in place (kept), not one it wrote */

@@ -275,6 +275,12 @@ typedef struct DiskFacts {
          */
         NetFacts *net;
 
+        /*
+         * Not gathered: set by the manager (not owned): what the admin's other tools set, as
+         * facts/agents.c found them at start or reload (policies/owners.h); NULL: none known.
+         */
+        const struct Sources *sources;
+
         char *unknown[_FACT_MAX];       /* reason per fact; NULL = known */
 } DiskFacts;
 

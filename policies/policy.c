@@ -97,6 +97,9 @@ static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const
                         m.iosched_origin[t] = admin->iosched_origin[t];
                 }
         m.disabled = admin->disabled;
+        m.defer_to_set = admin->defer_to_set;
+        m.defer_to = admin->defer_to;
+        m.defer_to_origin = admin->defer_to_origin;
         m.origin[POLICY_FILE_ENABLED] = admin->origin[POLICY_FILE_ENABLED];
         m.enabled_set = admin->enabled_set;
         bool admin_enabled_set = admin->disabled || admin->enabled_set;
@@ -127,6 +130,11 @@ static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const
                                         goto fail;
                                 m.iosched_origin[t] = rule->settings.iosched_origin[t];
                         }
+                if (rule->settings.defer_to_set && !m.defer_to_set) {
+                        m.defer_to_set = true;
+                        m.defer_to = rule->settings.defer_to;
+                        m.defer_to_origin = rule->label;
+                }
                 if (rule->has_enabled && !admin_enabled_set) {
                         m.disabled = rule->settings.disabled;
                         m.origin[POLICY_FILE_ENABLED] = rule->settings.origin[POLICY_FILE_ENABLED];
@@ -197,6 +205,8 @@ void plan_done(Plan *p) {
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
                 free(p->iosched[t]);
         module_wishes_free(p->modules, p->n_modules);
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                free(p->owner_source[k]);
         for (size_t i = 0; i < p->n_entries; i++) {
                 free(p->entries[i].rule);
                 free(p->entries[i].text);
@@ -472,6 +482,16 @@ static int explain_virtual(const DiskFacts *f, const VirtualDriver *virt, const 
         return explicit || config->manage_virtual;
 }
 
+/* Who else sets each knob, for a disk blkmqd does not manage (the owner column only). */
+static int owners_unmanaged(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, Plan *plan) {
+        for (Knob k = 0; k < _KNOB_MAX; k++) {
+                int r = policy_owner(f, config, o, k, plan);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret) {
         _cleanup_(plan_done) Plan plan = {};
@@ -511,6 +531,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                                          facts->n_hctx);
                 if (r >= 0)
                         r = policy_net(facts, &config->net, NULL, &plan);
+                if (r >= 0)
+                        r = owners_unmanaged(facts, config, NULL, &plan);
                 if (r < 0)
                         return r;
                 *ret = plan;
@@ -530,6 +552,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                                  "%s%s -> left alone", origin ?: "policy/enabled=0", origin ? " Enabled=no" : "");
                 if (r >= 0)
                         r = policy_net(facts, &config->net, overrides, &plan);
+                if (r >= 0)
+                        r = owners_unmanaged(facts, config, overrides, &plan);
                 if (r < 0)
                         return r;
                 *ret = plan;
@@ -541,7 +565,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         if (r < 0)
                 return r;
         if (r == 0) {
-                if ((r = policy_net(facts, &config->net, overrides, &plan)) < 0)
+                if ((r = policy_net(facts, &config->net, overrides, &plan)) < 0 ||
+                    (r = owners_unmanaged(facts, config, overrides, &plan)) < 0)
                         return r;
                 *ret = plan;
                 plan = (Plan) {};
@@ -551,6 +576,9 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         plan.manage = true;
         const ClassPolicy *cp = &config->classes[plan.class];
         r = policy_elevator(facts, cp, overrides, &plan);
+        /* another tool's elevator may win: decided before what follows the running elevator */
+        if (r >= 0)
+                r = policy_owner(facts, config, overrides, KNOB_ELEVATOR, &plan);
         if (r >= 0 && facts->elevator_held && plan.elevator && !streq_ptr(plan.elevator, facts->elevator))
                 /* the line above is blkmqd's wish; apply leaves their elevator (Reassert=no) */
                 r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_NOTE, "elevator-external",
@@ -562,15 +590,31 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
         if (r >= 0)
                 r = policy_rq_affinity(facts, cp, overrides, &plan);
         if (r >= 0)
+                r = policy_owner(facts, config, overrides, KNOB_RQ_AFFINITY, &plan);
+        if (r >= 0)
                 r = policy_nr_requests(facts, overrides, &plan);
+        if (r >= 0)
+                r = policy_owner(facts, config, overrides, KNOB_NR_REQUESTS, &plan);
         if (r >= 0)
                 r = policy_irq_affinity(facts, cp, overrides, &plan);
         if (r >= 0)
+                r = policy_owner(facts, config, overrides, KNOB_IRQ_AFFINITY, &plan);
+        if (r >= 0)
                 r = policy_iosched(facts, cp, overrides, &plan);
+        if (r >= 0)
+                r = policy_owner_tunables(facts, config, overrides, &plan);
         if (r >= 0)
                 r = policy_module_params(facts, config, cp, &plan);
         if (r >= 0)
+                r = policy_owner_modules(facts, config, overrides, &plan);
+        if (r >= 0)
                 r = policy_net(facts, &config->net, overrides, &plan);
+        if (r >= 0)
+                r = policy_owner(facts, config, overrides, KNOB_NIC_IRQ_AFFINITY, &plan);
+        if (r >= 0)
+                r = policy_owner(facts, config, overrides, KNOB_XPS, &plan);
+        if (r >= 0)
+                r = policy_owner_irqbalance(facts, &plan);
         if (r < 0)
                 return r;
 

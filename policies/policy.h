@@ -18,6 +18,7 @@
 
 #include "facts.h"
 #include "iosched.h"
+#include "owners.h"
 
 /* What kind of set-up a disk is. Order matters only for display. */
 typedef enum DiskClass {
@@ -146,6 +147,10 @@ typedef struct PolicyOverrides {
          * validated values, NULL = auto; origins as above */
         char *iosched[_IOSCHED_TUNABLE_MAX];
         const char *iosched_origin[_IOSCHED_TUNABLE_MAX];
+        /* [Device:] DeferTo= (policies/owners.h): whose settings win on this disk; not owned origin */
+        bool defer_to_set;
+        DeferTo defer_to;
+        const char *defer_to_origin;
 } PolicyOverrides;
 
 /*
@@ -180,6 +185,7 @@ typedef struct NetPolicy {
 typedef struct PolicyConfig {
         NetPolicy net;
         bool manage_virtual;            /* [Manager] VirtualDevices=manage: write to virtual devices too */
+        DeferTo defer_to;               /* [Manager] DeferTo= (policies/owners.h); DEFER_TO_ADMIN by default */
         ClassPolicy classes[_DISK_CLASS_MAX];
         ModuleWish *module_params;      /* [Module:<name>] param=value from the config */
         size_t n_module_params;
@@ -322,6 +328,11 @@ typedef struct Plan {
         char *iosched[_IOSCHED_TUNABLE_MAX];
         ModuleWish *modules;    /* module parameters wanted because of this disk */
         size_t n_modules;
+        /* whose value each knob is (policies/owners.c policy_owner()): the owner column; the
+         * source, described, when another tool sets it (NULL otherwise) */
+        Ownership owner[_KNOB_MAX];
+        char *owner_source[_KNOB_MAX];
+        Ownership owner_iosched[_IOSCHED_TUNABLE_MAX];
         PlanEntry *entries;     /* the decisions in the order made: explain shows one line each */
         size_t n_entries;
 } Plan;

@@ -450,7 +450,8 @@ def mkput(root, rel, text):
 
 
 def case_w_agents(tmp):
-    """(w) udev rules and a running tuned that set what blkmqd manages: one warning each, with file:line."""
+    """(w) udev rules and a running tuned that set what blkmqd manages: one warning each, with file:line;
+    the admin's elevator is deferred to, named in owner/ and applied/."""
     root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "agents-root"))
     mkput(root, "etc/udev/rules.d/60-scheduler.rules",
           "# ours\nACTION==\"add|change\", KERNEL==\"nvme*\", ATTR{queue/scheduler}=\"kyber\"\n")
@@ -476,6 +477,13 @@ def case_w_agents(tmp):
             os.unlink(os.path.join(root, "run/tuned/tuned.pid"))
         d = bt.config_daemon(tmp, f"w{int(running)}", "[Manager]\nVerifySec=0\n")
         d.start("--root", root, "--devices", "nvme0n1")
+        # the admin's rule in /etc (kyber) and tuned's profile (bfq, read after udev): the
+        # profile's elevator is the one left in place; the owner and applied files name it
+        owner, applied = d.read("devices", "nvme0n1", "owner", "elevator"), d.read("devices", "nvme0n1", "applied", "elevator")
+        src = ('tuned profile "base" /usr/lib/tuned/base/tuned.conf:2 [disk] elevator=bfq' if running else
+               'udev rule /etc/udev/rules.d/60-scheduler.rules:2 ATTR{queue/scheduler}="kyber"')
+        check(owner == f"deferred: {src} (the admin's choice)\n", f"(w) owner/elevator names the source (tuned running: {running}): {owner!r}")
+        check(applied.startswith("deferred: left to " + src), f"(w) applied/elevator is deferred: {applied!r}")
         d.stop()
         with open(d.log, errors="replace") as f:
             warn = [l for l in f.read().splitlines() if l.startswith("<4>") and "blkmqd manages too" in l]
