@@ -310,6 +310,21 @@ static char *strip(char *s) {
         return s;
 }
 
+/*
+ * The next line of a text split in place: *p is where it goes on (NULL at the end); *line
+ * counts lines from 1. The line comes back stripped of blanks at both ends, NULL at the end.
+ */
+static char *next_line(char **p, unsigned *line) {
+        char *l = *p;
+        if (!l)
+                return NULL;
+        *p = strchr(l, '\n');
+        if (*p)
+                *(*p)++ = 0;
+        (*line)++;
+        return strip(l);
+}
+
 typedef struct TunedKey {
         unsigned line;
         char *section, *key, *value;
@@ -359,12 +374,7 @@ int agents_scan_tuned(const char *text, const AgentFile *af, Sources *s, char **
         if (!copy)
                 return -ENOMEM;
         /* first pass: every key with its section (type= and devices= may come after the option) */
-        for (char *save = NULL, *l = copy; l; l = save) {
-                save = strchr(l, '\n');
-                if (save)
-                        *save++ = 0;
-                line++;
-                char *t = strip(l);
+        for (char *p = copy, *t; (t = next_line(&p, &line));) {
                 if (!*t || *t == '#' || *t == ';')
                         continue;
                 if (*t == '[') {
@@ -508,12 +518,7 @@ int agents_scan_link(const char *text, const AgentFile *af, Sources *s) {
 
         if (!copy)
                 return -ENOMEM;
-        for (char *save = NULL, *l = copy; l; l = save) {
-                save = strchr(l, '\n');
-                if (save)
-                        *save++ = 0;
-                line++;
-                char *t = strip(l);
+        for (char *p = copy, *t; (t = next_line(&p, &line));) {
                 if (!*t || *t == '#' || *t == ';')
                         continue;
                 if (*t == '[') {
@@ -630,12 +635,7 @@ int agents_scan_irqbalance(const char *text, const char *file, IrqbalanceFacts *
         unsigned line = 0;
         if (!copy || !(ib->config = strdup(file)))
                 return -ENOMEM;
-        for (char *save = NULL, *l = copy; l; l = save) {
-                save = strchr(l, '\n');
-                if (save)
-                        *save++ = 0;
-                line++;
-                char *t = strip(l);
+        for (char *p = copy, *t; (t = next_line(&p, &line));) {
                 if (startswith(t, "export "))
                         t = strip(t + 7);
                 if (!*t || *t == '#')

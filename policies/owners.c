@@ -17,9 +17,7 @@ static const char * const source_tool_table[_SOURCE_TOOL_MAX] = {
         [SOURCE_CMDLINE]   = "kernel command line",
         [SOURCE_LINK]      = ".link file",
 };
-const char *source_tool_to_string(SourceTool t) {
-        return t >= 0 && t < _SOURCE_TOOL_MAX ? source_tool_table[t] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(source_tool, SourceTool, source_tool_table, _SOURCE_TOOL_MAX)
 
 static const char * const defer_to_table[_DEFER_TO_MAX] = {
         [DEFER_TO_ADMIN] = "admin",
@@ -35,9 +33,7 @@ static const char * const ownership_table[_OWNERSHIP_MAX] = {
         [OWNERSHIP_CORRECTED]  = "corrected",
         [OWNERSHIP_OVERRIDDEN] = "overridden",
 };
-const char *ownership_to_string(Ownership o) {
-        return o >= 0 && o < _OWNERSHIP_MAX ? ownership_table[o] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(ownership, Ownership, ownership_table, _OWNERSHIP_MAX)
 
 static void source_done(Source *s) {
         free(s->file);
@@ -154,9 +150,8 @@ static bool source_is_knob(const Source *src, int k) {
         return k == KNOB_NIC_IRQ_AFFINITY && src->knob == KNOB_IRQ_AFFINITY && src->target == SOURCE_TARGET_IRQ;
 }
 
-/* The elevator as the disk had it before blkmqd (what a rule or tuned left), else now. */
-static const char *value_before_blkmqd(const DiskFacts *f, int k) {
-        static char buf[32];
+/* Knob k's value as the disk had it before blkmqd (what a rule or tuned left), else now; into buf. */
+static const char *value_before_blkmqd(const DiskFacts *f, int k, char *buf, size_t size) {
         switch (k) {
         case KNOB_ELEVATOR:
                 return f->elevator_before ?: f->elevator;
@@ -164,14 +159,14 @@ static const char *value_before_blkmqd(const DiskFacts *f, int k) {
                 int v = f->rq_affinity_before >= 0 ? f->rq_affinity_before : f->rq_affinity;
                 if (v < 0)
                         return NULL;
-                snprintf(buf, sizeof(buf), "%d", v);
+                snprintf(buf, size, "%d", v);
                 return buf;
         }
         case KNOB_NR_REQUESTS: {
                 int64_t v = f->nr_requests_before >= 0 ? f->nr_requests_before : f->nr_requests;
                 if (v < 0)
                         return NULL;
-                snprintf(buf, sizeof(buf), "%lld", (long long) v);
+                snprintf(buf, size, "%lld", (long long) v);
                 return buf;
         }
         default:
@@ -216,7 +211,8 @@ static bool about_knob(const Source *src, const void *arg) {
 }
 
 const Source *sources_find_knob(const Sources *s, const DiskFacts *f, int k) {
-        return pick(s, f, about_knob, &k, value_before_blkmqd(f, k));
+        char buf[32];
+        return pick(s, f, about_knob, &k, value_before_blkmqd(f, k, buf, sizeof(buf)));
 }
 
 static bool about_tunable(const Source *src, const void *arg) {
@@ -268,18 +264,6 @@ static const char *turn_around(DeferTo d, const Source *src) {
                             "DeferTo=all in [Manager] or a [Device:] section leaves it to the distribution's rule";
 }
 
-static char **plan_slot(Plan *p, int k) {
-        switch (k) {
-        case KNOB_ELEVATOR:         return &p->elevator;
-        case KNOB_RQ_AFFINITY:      return &p->rq_affinity;
-        case KNOB_NR_REQUESTS:      return &p->nr_requests;
-        case KNOB_IRQ_AFFINITY:     return &p->irq_affinity;
-        case KNOB_NIC_IRQ_AFFINITY: return &p->nic_irq_affinity;
-        case KNOB_XPS:              return &p->xps;
-        case KNOB_NR_IO_QUEUES:     return &p->nr_io_queues;
-        default:                    return NULL;
-        }
-}
 
 /* The rule that planned knob k (the last entry deciding it), for "blkmqd would ...". */
 static const char *deciding_rule(const Plan *p, int k) {
@@ -297,13 +281,35 @@ static int set_owner(Plan *plan, int k, Ownership o, const Source *src) {
         return 0;
 }
 
+static bool about_channels(const Source *src, const void *arg) {
+        return src->sets == SOURCE_SETS_CHANNELS;
+}
+
+/* A network disk's NIC whose channel count another tool sets: blkmqd never sets channels; the
+ * nr_io_queues it proposes is computed from the channels the NIC has, so it follows theirs. */
+static int owner_channels(const DiskFacts *f, Plan *plan) {
+        char desc[512];
+        const Source *src = f->net && f->net->nic ? pick(f->sources, f, about_channels, NULL, NULL) : NULL;
+        if (!src)
+                return set_owner(plan, KNOB_NR_IO_QUEUES, OWNERSHIP_NONE, NULL);
+        int r = set_owner(plan, KNOB_NR_IO_QUEUES, OWNERSHIP_AGREES, src);
+        if (r >= 0)
+                r = plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_IO_QUEUES), PLAN_OUTCOME_NOTE, "owner-channels",
+                                 "%s channels: %s -> blkmqd never changes a NIC's channels; the alignment and "
+                                 "nr_io_queues follow the channels the NIC has", f->net->nic->ifname,
+                                 source_describe(src, desc, sizeof(desc)));
+        return r;
+}
+
 int policy_owner(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, int k, Plan *plan) {
-        char **slot = plan_slot(plan, k);
+        char **slot = plan_knob_slot(plan, (Knob) k);
         const char *knob = knob_to_string((Knob) k), *origin;
         char desc[512];
 
-        if (!slot || k == KNOB_NR_IO_QUEUES)
+        if (!slot)
                 return 0;
+        if (k == KNOB_NR_IO_QUEUES)
+                return owner_channels(f, plan);
         const Source *src = sources_find_knob(f->sources, f, k);
         if (!src)
                 return set_owner(plan, k, OWNERSHIP_NONE, NULL);

@@ -14,6 +14,9 @@ static inline const char *rule_of_class_buf(const char *prefix, const char *cls,
 /* "config" for a value from the config file, "override" for the admin's policy/<knob> (the rule's name). */
 #define RULE_OF_ORIGIN(o, k) ((o)->origin[k] ? "config" : "override")
 
+/* Where plan p keeps the wanted value of knob k (plan_get() reads it), NULL for no knob. */
+char **plan_knob_slot(Plan *p, Knob k);
+
 /* Elevator area (policies/elevator.c): sets plan->elevator and explains. 0 or -ENOMEM. */
 int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 

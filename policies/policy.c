@@ -215,17 +215,22 @@ void plan_done(Plan *p) {
         *p = (Plan) {};
 }
 
-const char *plan_get(const Plan *p, Knob k) {
+char **plan_knob_slot(Plan *p, Knob k) {
         switch (k) {
-        case KNOB_ELEVATOR:     return p->elevator;
-        case KNOB_RQ_AFFINITY:  return p->rq_affinity;
-        case KNOB_NR_REQUESTS:  return p->nr_requests;
-        case KNOB_IRQ_AFFINITY: return p->irq_affinity;
-        case KNOB_NIC_IRQ_AFFINITY: return p->nic_irq_affinity;
-        case KNOB_XPS:          return p->xps;
-        case KNOB_NR_IO_QUEUES: return p->nr_io_queues;
+        case KNOB_ELEVATOR:     return &p->elevator;
+        case KNOB_RQ_AFFINITY:  return &p->rq_affinity;
+        case KNOB_NR_REQUESTS:  return &p->nr_requests;
+        case KNOB_IRQ_AFFINITY: return &p->irq_affinity;
+        case KNOB_NIC_IRQ_AFFINITY: return &p->nic_irq_affinity;
+        case KNOB_XPS:          return &p->xps;
+        case KNOB_NR_IO_QUEUES: return &p->nr_io_queues;
         default:                return NULL;
         }
+}
+
+const char *plan_get(const Plan *p, Knob k) {
+        char **slot = plan_knob_slot((Plan *) p, k);
+        return slot ? *slot : NULL;
 }
 
 static char **overrides_slot(PolicyOverrides *o, Knob k) {
@@ -613,6 +618,8 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                 r = policy_owner(facts, config, overrides, KNOB_NIC_IRQ_AFFINITY, &plan);
         if (r >= 0)
                 r = policy_owner(facts, config, overrides, KNOB_XPS, &plan);
+        if (r >= 0)
+                r = policy_owner(facts, config, overrides, KNOB_NR_IO_QUEUES, &plan);
         if (r >= 0)
                 r = policy_owner_irqbalance(facts, &plan);
         if (r < 0)

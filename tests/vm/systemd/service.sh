@@ -2,9 +2,8 @@
 # blkmqd as a user runs it: installed with `meson install`, started by systemd (PID 1) next
 # to systemd-udevd and journald, under the shipped unit's sandbox (units/blkmqd.service.in),
 # with a Fedora-style 60-block-scheduler.rules (bfq for sd*) where a distribution ships it,
-# /usr/lib/udev/rules.d (a distribution default: blkmqd corrects it, with one warning), and
-# tuned 2.20 with a profile the admin picked that sets bfq on every disk (the admin's choice:
-# blkmqd leaves it, tuned-adm verify passes, and tuned-adm off + a stop end at the boot values).
+# /usr/lib/udev/rules.d (a distribution default: blkmqd corrects it, with one warning; tuned,
+# the admin's choice, is tests/vm/systemd/owners.sh).
 # One boot for every service check (docs/VM-HARNESS.md, "Full-distro flavour").
 # 59-vmtest-slow-sd.rules holds a scsi_debug disk's "add" in udev for 20 s before the
 # scheduler rule writes bfq, so that the last part (a disk appears while blkmqd is stopped,
@@ -379,76 +378,3 @@ assert_ok "systemctl stop" systemctl stop "$UNIT"
 assert_eq "stop: every original value back, again" "$BEFORE" "$(snapshot_values $DISKS)"
 journalctl -u "$UNIT" --no-pager -o short-monotonic | tail -n 25 | sed 's/^/# journal: /'
 
-# ---- next to tuned: the admin's profile wins, and a stop ends at the boot values -----------
-# tuned 2.20 saves each disk's elevator when its profile is applied and writes it back at
-# `tuned-adm off` (plugins/base.py _check_and_save_value(), _cleanup_device_command()).
-ALL=$(disks)
-BOOT=$(snapshot_values $ALL)
-mkdir -p /etc/tuned/vmtest
-printf '[main]\nsummary=blkmqd VM test: bfq on every disk\n\n[disk]\nelevator=bfq\n' >/etc/tuned/vmtest/tuned.conf
-all_bfq() { for _d in $ALL; do [ "$(elevator "$_d")" = bfq ] || return 1; done; }
-tuned_on() {   # WHEN: tuned running with the vmtest profile, every disk on bfq
-    assert_ok "$1: systemctl start tuned" systemctl start tuned.service
-    assert_ok "$1: tuned-adm profile vmtest" tuned-adm profile vmtest
-    wait_for_cmd 60 all_bfq || true
-    assert_ok "$1: tuned set bfq on every disk ($(echo $ALL))" all_bfq
-    note "$1: tuned-adm active: $(tuned-adm active 2>&1 | tr '\n' ' '), profile_mode $(cat /etc/tuned/profile_mode 2>/dev/null)"
-}
-tuned_off() {  # WHEN: tuned-adm off, and tuned done putting back what it saw (its rollback runs in its daemon)
-    assert_ok "$1: tuned-adm off" tuned-adm off
-    wait_for_cmd 60 sh -c '! tuned-adm active 2>/dev/null | grep -q "Current active profile"' || true
-    sleep 2
-    note "$1: after tuned-adm off: $(for _d in $ALL; do printf '%s=%s ' $_d "$(elevator $_d)"; done)"
-}
-tuned_on "tuned, DeferTo=admin"
-assert_ok "tuned: systemctl start blkmqd" systemctl start "$UNIT"
-wait_for_cmd 10 tree_complete >/dev/null || true
-for d in $ALL; do
-    assert_eq "tuned: $d keeps the profile's bfq" bfq "$(elevator "$d")"
-    assert_match "tuned: $d owner/elevator names the profile, the admin's choice" \
-        '^deferred: tuned profile "vmtest" /etc/tuned/vmtest/tuned\.conf:5 \[disk\] elevator=bfq \(the admin.s choice\)$' \
-        "$(cat "$M/devices/$d/owner/elevator")"
-    assert_match "tuned: $d applied/elevator is deferred" '^deferred: left to tuned profile "vmtest"' \
-        "$(cat "$M/devices/$d/applied/elevator")"
-done
-note "tuned: $NV explain: $(grep 'owner-' "$M/devices/$NV/explain" | head -n 1)"
-if tuned-adm verify >/tmp/verify.txt 2>&1; then pass "tuned: tuned-adm verify passes (blkmqd left the profile's elevators)"
-else fail "tuned: tuned-adm verify passes" "$(tail -n 5 /tmp/verify.txt | tr '\n' '|'; grep -i elevator /var/log/tuned/tuned.log 2>/dev/null | tail -n 3 | tr '\n' '|')"; fi
-if journal_has $DECISION "DEVICE=$NV" 'BLKMQD_KNOB=elevator' 'BLKMQD_SOURCE=tuned profile .*vmtest.* elevator=bfq .*' 'PRIORITY=5'; then
-    pass "tuned: the deferring journal line (a notice) carries BLKMQD_KNOB=elevator and BLKMQD_SOURCE="
-else
-    fail "tuned: a journal notice for $NV with BLKMQD_KNOB=elevator, BLKMQD_SOURCE=" \
-        "$(journalctl -o json -u "$UNIT" --no-pager DEVICE=$NV | grep -i owner- | head -n 2 | cut -c1-600)"
-fi
-assert_match "tuned: metric blkmqd_applied state=deferred for $NV's elevator" 'state="deferred"' \
-    "$(grep '^blkmqd_applied{' "$M/metrics" | grep "\"$NV\"" | grep 'knob="elevator"')"
-st=$(blkmqctl status 2>&1) || true
-note "tuned: blkmqctl status: $(printf '%s' "$st" | tr '\n' '|')"
-assert_match "tuned: blkmqctl status has an OWNER column saying deferred" 'OWNER.*\|.*deferred elevator' "$(printf '%s' "$st" | tr '\n' '|')"
-tuned_off "tuned"
-assert_ok "tuned: systemctl stop blkmqd" systemctl stop "$UNIT"
-AFTER=$(snapshot_values $ALL)
-assert_eq "tuned, tuned-adm off, stop: every disk at its boot value" "$BOOT" "$AFTER"
-[ "$BOOT" != "$AFTER" ] && printf '%s\n' "$BOOT" >/tmp/b && printf '%s\n' "$AFTER" >/tmp/a && diff /tmp/b /tmp/a | sed 's/^/# /'
-
-# The same with DeferTo=none ("override tuned on these disks"): blkmqd writes over the profile;
-# tuned-adm off then puts back what tuned saw, over blkmqd's values or onto them (nvme: none);
-# the stop puts back nothing tuned left: tuned is no longer active, its bfq no longer right.
-tuned_on "tuned, DeferTo=none"
-mkdir -p /etc/blkmqd/blkmqd.conf.d
-printf '[Manager]\nDeferTo=none\n' >/etc/blkmqd/blkmqd.conf.d/50-vmtest.conf
-assert_ok "DeferTo=none: systemctl start blkmqd" systemctl start "$UNIT"
-wait_for_cmd 10 tree_complete >/dev/null || true
-assert_ne "DeferTo=none: $NV no longer on tuned's bfq" bfq "$(elevator "$NV")"
-assert_match "DeferTo=none: $NV owner/elevator: overridden, naming the profile" '^overridden: tuned profile "vmtest"' \
-    "$(cat "$M/devices/$NV/owner/elevator")"
-assert_fail "DeferTo=none: tuned-adm verify fails (blkmqd wrote over the profile, as configured)" tuned-adm verify
-tuned_off "DeferTo=none"
-assert_ok "DeferTo=none: systemctl stop blkmqd" systemctl stop "$UNIT"
-AFTER=$(snapshot_values $ALL)
-assert_eq "DeferTo=none, tuned-adm off, stop: every disk at its boot value (never tuned's bfq put back)" "$BOOT" "$AFTER"
-[ "$BOOT" != "$AFTER" ] && printf '%s\n' "$BOOT" >/tmp/b && printf '%s\n' "$AFTER" >/tmp/a && diff /tmp/b /tmp/a | sed 's/^/# /'
-assert_match "DeferTo=none: the stop says why tuned's bfq is not put back" 'came from tuned profile "vmtest".*which no longer sets it' \
-    "$(journalctl -u "$UNIT" --no-pager -o cat DEVICE="$NV" | grep 'not put back' | tail -n 1)"
-rm -f /etc/blkmqd/blkmqd.conf.d/50-vmtest.conf
-systemctl stop tuned.service
