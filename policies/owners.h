@@ -69,7 +69,7 @@ typedef enum SourceTarget {
 typedef struct Source {
         SourceTool tool;
         bool admin;             /* the admin's explicit choice; false: a distribution default */
-        char *file;             /* as the admin knows it: "/etc/udev/rules.d/60-x.rules", "/proc/cmdline" */
+        char *file;             /* as the admin knows it: "/etc/udev/rules.d/60-x.rules", "(/proc/cmdline)" for the command line */
         unsigned line;          /* 1-based; 0 for none */
         char *label;            /* "udev rule", "tuned profile \"throughput\"", "kernel command line", ".link file" */
         char *what;             /* the setting as written: ATTR{queue/scheduler}="bfq", "[disk] elevator=bfq" */
