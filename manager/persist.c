@@ -299,6 +299,12 @@ void manager_load_overrides(Manager *m, Device *d) {
  * An older blkmqd reading a file with it logs the key as unknown and ignores it.
  */
 #define ORIGINALS_NR_BEFORE_OVERRIDE_KEY "nr_requests.before_override"
+/*
+ * "source.<knob>=": the other tool whose value the original is (Applied.original_source), so
+ * that a blkmqd started again after a crash still puts it back only while that tool sets it.
+ * An older blkmqd logs the key as unknown and ignores it.
+ */
+#define ORIGINALS_SOURCE_PREFIX "source."
 
 static int kv_add(char ***kv, const char *prefix, const char *key, const char *value) {
         char k[160];
@@ -325,6 +331,7 @@ static int written_to_kv(const Device *d, char ***kv) {
                 if (k == KNOB_IRQ_AFFINITY || apply_net_knob(k) || !a->original || !a->value || a->state == APPLY_DRY_RUN)
                         continue;
                 if (kv_add(kv, APPLY_WRITTEN_PREFIX, knob_to_string(k), a->value) < 0 ||
+                    (a->original_source && kv_add(kv, ORIGINALS_SOURCE_PREFIX, knob_to_string(k), a->original_source) < 0) ||
                     (k == KNOB_NR_REQUESTS && d->nr_requests_ino &&
                      kv_add_u64(kv, APPLY_INSTANCE_PREFIX, knob_to_string(k), d->nr_requests_ino) < 0))
                         return -ENOMEM;
@@ -536,6 +543,13 @@ void manager_load_originals(Manager *m, Device *d) {
                 /* what blkmqd wrote: taken below (apply_adopt_written()), not an original */
                 if (written_key(kv[i]))
                         continue;
+                const char *of = startswith(kv[i], ORIGINALS_SOURCE_PREFIX);
+                if (of) {
+                        Knob sk = knob_from_string(of);
+                        if (sk >= 0)
+                                (void) free_and_strdup(&d->applied[sk].original_source, kv[i + 1]);
+                        continue;
+                }
                 if (streq(kv[i], ORIGINALS_NR_BEFORE_OVERRIDE_KEY)) {
                         /* not an original: what an nr_requests override's "auto" puts back while
                          * blkmqd's elevator switch stands */

@@ -494,7 +494,37 @@ def case_w_agents(tmp):
         check(any("queue scheduler" in l and "60-scheduler.rules:2" in l for l in warn), "(w) the attribute is named")
 
 
+def case_w2_source_across_kill(tmp):
+    """(w2) a value another tool set, written over (an explicit RqAffinity=), the daemon killed and
+    started again, the tool gone (its rule removed): the stop leaves blkmqd's value, as the
+    first run would have (the original's source is stored with it: source.<knob>=)."""
+    root = copy_fixture("vm-6.1-nvme-4q", os.path.join(tmp, "w2-root"))
+    rule = "etc/udev/rules.d/60-rq.rules"
+    mkput(root, rule, 'KERNEL=="nvme*", ATTR{queue/rq_affinity}="2"\n')
+    put(root, "sys/block/nvme0n1/queue/rq_affinity", "2\n")          # the rule ran at boot
+    conf = "[Manager]\nVerifySec=0\n[Device:nv]\nMatchName=nvme0n1\nRqAffinity=1\n"
+    d = bt.config_daemon(tmp, "w2", conf)
+    d.start("--root", root, "--devices", "nvme0n1")
+    owner = d.read("devices", "nvme0n1", "owner", "rq_affinity")
+    check(owner.startswith("overridden: udev rule /etc/udev/rules.d/60-rq.rules:1"), f"(w2) owner/rq_affinity: {owner!r}")
+    ok, _ = wait_for(lambda: any("source.rq_affinity=udev rule /etc/udev/rules.d/60-rq.rules:1" in t
+                                 for t in originals_files(d).values()), 5.0, 0.05)
+    check(ok, f"(w2) the originals file stores the original's source: {originals_files(d)}")
+    d.stop(signal.SIGKILL)
+    with open(os.path.join(root, "sys/block/nvme0n1/queue/rq_affinity")) as f:
+        check(f.read().strip() == "1", "(w2) blkmqd's 1 in place after the kill")
+    os.unlink(os.path.join(root, rule))
+    d.start("--root", root, "--devices", "nvme0n1")
+    d.stop()
+    with open(os.path.join(root, "sys/block/nvme0n1/queue/rq_affinity")) as f:
+        v = f.read()
+    check(v.strip() == "1", f"(w2) the rule gone: its 2 is not put back after the restart ({v!r})")
+    with open(d.log, errors="replace") as f:
+        check(any("not put back" in l and "60-rq.rules" in l for l in f.read().splitlines()), "(w2) the stop says why")
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_suite("blkmqd-drift-", (case_v1_noticed, case_v2_reassert, case_v3_off, case_v4_kept, case_x_restart),
-                          (("s", case_s_stop_counts), ("r", case_r_reload), ("k", case_k_kept_vector), ("y", case_y_irq_restart), ("w", case_w_agents)),
+                          (("s", case_s_stop_counts), ("r", case_r_reload), ("k", case_k_kept_vector), ("y", case_y_irq_restart), ("w", case_w_agents),
+                           ("w2", case_w2_source_across_kill)),
                           "loop devices, FUSE mount, sysfs writes"))
