@@ -276,6 +276,7 @@ def prepare_rootfs(cache):
     img = os.path.join(ddir, "rootfs-%s.img" % rootfs_key())
     with locked(cache, ".distro-rootfs.lock"):
         if os.path.exists(img):
+            os.utime(img)       # in use: see the clean-up of other keys below
             return img
         missing = [t + " (apt-get install " + p + ")" for t, p in
                    (("mmdebstrap", "mmdebstrap"), ("mke2fs", "e2fsprogs"))
@@ -310,9 +311,14 @@ def prepare_rootfs(cache):
             os.replace(tmp, img)
         finally:
             shutil.rmtree(root, ignore_errors=True)
-        for f in os.listdir(ddir):      # older keys
-            if f.startswith("rootfs-") and f.endswith(".img") and f != os.path.basename(img):
-                os.unlink(os.path.join(ddir, f))
+        # Images of other keys (another package list) go once unused for two days: checkouts
+        # that differ in PACKAGES share the cache, and one's build must not delete the image a
+        # boot of another is about to open.
+        for f in os.listdir(ddir):
+            p = os.path.join(ddir, f)
+            if f.startswith("rootfs-") and f.endswith(".img") and f != os.path.basename(img) \
+                    and time.time() - os.stat(p).st_mtime > 2 * 86400:
+                os.unlink(p)
         log("root image %s: mmdebstrap %.1f s, total %.1f s"
             % (img, t1 - t0, time.time() - t0))
         return img
