@@ -48,7 +48,8 @@ int debugfs_tags_parse(const char *text, uint64_t *ret_nr_tags, uint64_t *ret_bu
 
 /*
  * debugfs hctx "dispatched" (<= 5.15): batch-size histogram, lines "%8u\t%lu" and a last
- * "%8u+\t%lu" (KERNEL-FACTS.md §1.1). ret_batches = number of blk_mq_dispatch_rq_list()
+ * "%8u+\t%lu" (block/blk-mq-debugfs.c hctx_dispatched_show(), BLK_MQ_MAX_DISPATCH_ORDER 7;
+ * removed in 5.16 by afd7de03c526). ret_batches = number of blk_mq_dispatch_rq_list()
  * calls (sum of all buckets). Returns 0 or -EINVAL.
  */
 int debugfs_dispatched_parse(const char *text, uint64_t *ret_batches);

@@ -2,7 +2,7 @@
 /*
  * Elevator policy.
  *
- * Kernel background (see ../shared/docs/KERNEL-FACTS.md §3, §7):
+ * Kernel background:
  *  - block/elevator.c elevator_set_default(): mq-deadline when nr_hw_queues == 1 or the
  *    tagset is shared (580dca8143d2, 5.13), otherwise none.
  *  - Single-queue elevators (mq-deadline, bfq) set QUEUE_FLAG_SQ_SCHED (4d337cebcb1c,

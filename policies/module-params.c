@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Module parameters that decide the hardware queue layout (KERNEL-FACTS.md §4.1).
+ * Module parameters that decide the hardware queue layout (each driver's module_param():
+ * megaraid_sas host_tagset_enable 0444 since 81e7eb5bf08f (5.11), mpt3sas host_tagset_enable
+ * 0444 since 664f0dce2058 (5.12); known_module_params[] below names the others).
  *
  * The many-hctx-slow fix that needs a reboot: megaraid_sas and mpt3sas expose every
  * MSI-X vector as an hctx over a shared host tagset (host_tagset_enable=1, 0444). A

@@ -71,7 +71,8 @@ typedef struct ModuleWish {
 } ModuleWish;
 
 /*
- * The queue-layout parameters blkmqd knows (KERNEL-FACTS.md §4.1): module, param,
+ * The queue-layout parameters blkmqd knows (each driver's module_param() and its mode: 0444 is
+ * load-time only, 0644 takes effect at the next probe or controller reset): module, param,
  * load-time only, when a change takes effect. NULL-terminated by module == NULL.
  */
 typedef struct KnownModuleParam {
@@ -253,7 +254,7 @@ int policy_overrides_set_iosched(PolicyOverrides *o, IoschedTunable t, const cha
  * Returns 0, or -EINVAL (not a valid value: empty, embedded NUL, over 4096 bytes,
  * unknown elevator, "0x2", a cpulist naming an offline CPU, ...), -ERANGE (a number
  * outside the knob's range: rq_affinity 3 or -1; nr_requests outside the kernel's
- * limits, KERNEL-FACTS.md §4.2), -ENOMEM. Pure.
+ * limits, block/blk-sysfs.c queue_requests_store()), -ENOMEM. Pure.
  * enabled (file POLICY_FILE_ENABLED): "0" or "1" -> ret "0"/"1"; "auto" -> NULL like every
  * knob (one grammar for every policy file). Every knob (not enabled) takes "keep": blkmqd leaves
  * it to the disk whatever the class wants (a value it wrote is put back).

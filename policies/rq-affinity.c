@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * rq_affinity (block/blk-sysfs.c queue_rq_affinity_store(); KERNEL-FACTS.md §5):
+ * rq_affinity (block/blk-sysfs.c queue_rq_affinity_store(); its effect in block/blk-mq.c
+ * blk_mq_complete_need_ipi()):
  *   0  complete wherever the IRQ arrived
  *   1  IPI to the submitter's cache group when the IRQ CPU does not share its cache (default)
  *   2  always complete on the submitting CPU (SAME_FORCE)
@@ -79,7 +80,7 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
  * nr_requests has no automatic policy: the kernel sizes it from the tag set
  * (2 * min(queue_depth, 128) with an elevator, blk_mq_init_sched(); the tag set depth
  * without one). Only overrides set it. An elevator switch resets it to the new elevator's
- * default (KERNEL-FACTS.md §3), so a switch blkmqd plans or made is explained here; an
+ * default (blk_mq_init_sched(), block/blk-mq-sched.c), so a switch blkmqd plans or made is explained here; an
  * override is written after the switch, within what the new elevator accepts.
  */
 int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan) {

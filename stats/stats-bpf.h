@@ -4,7 +4,7 @@
 /*
  * stats-bpf: per-hctx blk-mq counters from BPF, for kernels that no longer export them in debugfs
  * (hctx "dispatched"/"queued" and ctx "completed" were removed in 5.16 by 9a14d6ce4135 and
- * afd7de03c526; hctx "run" in 6.8 by 49e60333d743; shared/docs/KERNEL-FACTS.md §1.2).
+ * afd7de03c526; hctx "run" in 6.8 by 49e60333d743; nothing replaced them).
  *
  * Sources of each counter (program: stats/bpf/hctx-stats.bpf.c, details: docs/BPF.md):
  *
@@ -17,7 +17,7 @@
  *                     the request was allocated from = the submitting CPU).
  *                     This tracepoint runs where the completion FINALLY ran: after
  *                     blk_mq_complete_request_remote() may have redirected it by IPI to
- *                     rq->mq_ctx->cpu or raised BLOCK_SOFTIRQ (KERNEL-FACTS §2.2). So "local" means
+ *                     rq->mq_ctx->cpu or raised BLOCK_SOFTIRQ (block/blk-mq.c). So "local" means
  *                     "completed on the submitting CPU" (the IRQ arrived there, or rq_affinity
  *                     steered it back), "remote" means it was finished on another CPU (rq_affinity=0,
  *                     rq_affinity=1 with a cache-sharing CPU of equal capacity, force_irqthreads,

@@ -3,7 +3,7 @@
 
 /*
  * Live per-hctx statistics. The kernel decides which counters exist
- * (KERNEL-FACTS.md §1-2), so each value says where it came from or why it is missing:
+ * (block/blk-mq-debugfs.c; the counters removed in 5.16 and 6.8 are listed in stats-bpf.h), so each value says where it came from or why it is missing:
  *
  *   counter            provider, in order of preference
  *   runs               debugfs hctxN/run (removed in 6.8, 49e60333d743);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Per-hctx blk-mq counters that the kernel stopped exporting in debugfs (hctx "dispatched",
- * "queued" and ctx "completed" went in 5.16, hctx "run" in 6.8; see shared KERNEL-FACTS §1.2).
+ * "queued" and ctx "completed" went in 5.16 by 9a14d6ce4135 and afd7de03c526, hctx "run" in 6.8 by
+ * 49e60333d743).
  *
  * CO-RE: every struct access goes through BPF_CORE_READ, so the object built against one kernel's
  * BTF loads on any kernel with BTF (/sys/kernel/btf/vmlinux) and the fields below.
@@ -182,7 +183,7 @@ static __always_inline int count_run(struct blk_mq_hw_ctx *hctx) {
 }
 
 /* void blk_mq_sched_dispatch_requests(struct blk_mq_hw_ctx *hctx); never inlined 4.13-6.8
- * (KERNEL-FACTS §2.3). Autoload is switched off by userspace unless the kernel can attach it. */
+ * (DWARF inline analysis of Ubuntu's kernels, DepSurf). Autoload is switched off by userspace unless the kernel can attach it. */
 SEC("fentry/blk_mq_sched_dispatch_requests")
 int BPF_PROG(on_dispatch_fentry, struct blk_mq_hw_ctx *hctx) {
         return count_run(hctx);

@@ -286,7 +286,7 @@ static inline int test_write_scheduler_at(int dirfd, const char *path, char **na
 }
 
 /*
- * The kernel resets nr_requests on an elevator switch (KERNEL-FACTS.md §3): to the tag set
+ * The kernel resets nr_requests on an elevator switch (block/elevator.c, block/blk-mq-sched.c): to the tag set
  * depth without an elevator (elevator_disable()), to 2 * min(depth, BLKDEV_DEFAULT_RQ) when
  * one is attached (blk_mq_init_sched()). dir: "block/<disk>" relative to dirfd.
  */

@@ -2,7 +2,8 @@
 /*
  * Unit tests for policy_override_validate() (what users write into policy/<knob>) and the
  * module-parameter policy (policies/module-params.c): every knob, the edges the kernel and
- * the issue define (KERNEL-FACTS.md §4.2 nr_requests limits, §5 rq_affinity, §6 cpulists),
+ * defines (block/blk-sysfs.c queue_requests_store() and queue_rq_affinity_store(), lib/bitmap.c
+ * bitmap_parselist() for cpulists),
  * normalised results, and the host_tagset_enable / [Module:] wishes.
  */
 #include <errno.h>
@@ -149,7 +150,7 @@ static void test_rq_affinity(void) {
         T(KNOB_RQ_AFFINITY, f, "1", 0, "1");
         T(KNOB_RQ_AFFINITY, f, "2", 0, "2");
         T(KNOB_RQ_AFFINITY, f, "2\n", 0, "2");
-        /* the kernel silently accepts other numbers; blkmqd must not (KERNEL-FACTS.md §5) */
+        /* the kernel silently accepts other numbers; blkmqd must not (queue_rq_affinity_store()) */
         T(KNOB_RQ_AFFINITY, f, "3", -ERANGE, NULL);
         T(KNOB_RQ_AFFINITY, f, "-1", -ERANGE, NULL);
         T(KNOB_RQ_AFFINITY, f, "100", -ERANGE, NULL);
@@ -407,7 +408,7 @@ static void test_module_params(void) {
         }
         policy_config_done(&c);
 
-        /* the table: load-time-only (0444) vs runtime-writable (0644), KERNEL-FACTS.md §4.1 */
+        /* the table: load-time-only (0444) vs runtime-writable (0644), as each driver's module_param() declares */
         const KnownModuleParam *k;
         CHECK((k = known_module_param("megaraid_sas", "host_tagset_enable")) && k->load_time_only);
         CHECK((k = known_module_param("mpt3sas", "host_tagset_enable")) && k->load_time_only);

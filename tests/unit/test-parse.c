@@ -216,7 +216,7 @@ static void on_alarm(int sig) {
 }
 
 static void test_flags_has_token(void) {
-        /* 6.1 (Debian 12) hctx flags: alloc_policy first, SHOULD_MERGE (KERNEL-FACTS §1.3) */
+        /* 6.1 (Debian 12) hctx flags: alloc_policy first, SHOULD_MERGE (6.1's block/blk-mq-debugfs.c hctx_flags_show()) */
         const char *f61_shared = "alloc_policy=FIFO SHOULD_MERGE|TAG_HCTX_SHARED\n";
         const char *f61_plain = "alloc_policy=FIFO SHOULD_MERGE\n";
         const char *f61_rr = "alloc_policy=RR SHOULD_MERGE|TAG_QUEUE_SHARED|TAG_HCTX_SHARED\n";

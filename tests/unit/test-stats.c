@@ -8,7 +8,7 @@
  *     value read rarely keeps its rate however many other reads come between), no future samples;
  *   - lib/blkstat.c: /sys/block/X/stat with 17, 15 and 11 fields (truncated -> EINVAL),
  *     debugfs hctx tags (the real 6.1 and 6.18 fixture files), the dispatched histogram
- *     (KERNEL-FACTS.md §1.1 format), /proc/softirqs BLOCK;
+ *     (5.15's block/blk-mq-debugfs.c hctx_dispatched_show() format), /proc/softirqs BLOCK;
  *   - lib/interrupts.c: this machine's /proc/interrupts, synthetic 64- and 256-CPU files in
  *     the kernel's format (kernel/irq/proc.c show_interrupts()), an offline-CPU header
  *     (CPU0 CPU2 CPU3), truncated lines.
@@ -384,7 +384,7 @@ static void test_tags(void) {
 
 static void test_dispatched(void) {
         uint64_t n = 0;
-        /* KERNEL-FACTS.md §1.1: "%8u\t%lu\n" for 0,1,2,4,8,16 and "%8u+\t%lu\n" for 32 */
+        /* hctx_dispatched_show(): "%8u\t%lu\n" for 0,1,2,4,8,16 and "%8u+\t%lu\n" for 32 */
         char text[512];
         const unsigned buckets[] = { 0, 1, 2, 4, 8, 16 };
         const uint64_t counts[] = { 123, 4567, 89, 10, 2, 1, 7 };

@@ -43,7 +43,7 @@ else MANAGED_ERR='Input/output error'; MANAGED_MODE=644; fi
 fact() { note "fact $1 $2 $3"; }
 
 # request-queue vectors of a PCI disk: the MSI IRQs of its PCI function whose
-# smp_affinity_list is one of the hctx cpu_lists (KERNEL-FACTS §6: blk_mq_pci_map_queues)
+# smp_affinity_list is one of the hctx cpu_lists (block/blk-mq-pci.c blk_mq_pci_map_queues(): hctx N's cpu_list is vector N's mask)
 queue_irqs() {
     _dev=$(readlink -f /sys/block/$1/device)
     while [ -n "$_dev" ] && [ "$_dev" != / ] && [ ! -d "$_dev/msi_irqs" ]; do _dev=${_dev%/*}; done
