@@ -15,8 +15,6 @@
 #include "parse.h"
 #include "strv.h"
 
-#define IN_SET_OK_EXTERNAL(s) ((s) == APPLY_OK || (s) == APPLY_EXTERNAL)
-#define IN_SET_FAILED(s) ((s) == APPLY_ERROR || (s) == APPLY_UNSUPPORTED)
 /* WriteJob.tag bit: the job puts a recorded original back within an apply run */
 #define TAG_RESTORE 0x100
 #define TAG_BEFORE_OVERRIDE 0x200       /* nr_requests back to Device.nr_before_override */
@@ -381,7 +379,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
          * the elevator was set up again, by anyone, also away and back) reset it: that is no
          * one's value, it is written again like the tunables. */
         bool nr_reset = false;
-        if (k == KNOB_NR_REQUESTS && IN_SET_OK_EXTERNAL(a->state) && streq_ptr(a->value, wanted) && !streq(current, wanted) &&
+        if (k == KNOB_NR_REQUESTS && IN_SET(a->state, APPLY_OK, APPLY_EXTERNAL) && streq_ptr(a->value, wanted) && !streq(current, wanted) &&
             d->nr_requests_ino) {
                 uint64_t ino = nr_requests_instance(h, d->name);
                 nr_reset = ino && ino != d->nr_requests_ino;
@@ -409,7 +407,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         /* Someone else changed a value we wrote, or one the plan found in place (kept: the same
          * rule, or a value an admin sets between two evaluations would be switched back
          * silently at the next uevent, and never noticed by a verify). */
-        if (!nr_reset && (IN_SET_OK_EXTERNAL(a->state) || a->state == APPLY_KEPT) && streq_ptr(a->value, wanted) &&
+        if (!nr_reset && IN_SET(a->state, APPLY_OK, APPLY_EXTERNAL, APPLY_KEPT) && streq_ptr(a->value, wanted) &&
             !streq(current, wanted)) {
                 if (a->state != APPLY_EXTERNAL)
                         a->external_kept = a->state == APPLY_KEPT;
@@ -1715,7 +1713,7 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                 unsigned char ops = IOSCHED_OP_WRITE;
                 /* this run's nr_requests write made the kernel derive it again: nobody's change */
                 bool derived = (run->written_knobs & (1u << KNOB_NR_REQUESTS)) && iosched_follows_nr_requests(h, d, t, cur);
-                if (ours && (IN_SET_OK_EXTERNAL(a->state) || a->state == APPLY_KEPT)) {
+                if (ours && IN_SET(a->state, APPLY_OK, APPLY_EXTERNAL, APPLY_KEPT)) {
                         if (derived && !o->verify_only && !o->dry_run)
                                 ops |= IOSCHED_OP_REAPPLY | IOSCHED_OP_DERIVED;
                         else if (new_instance) {

@@ -37,6 +37,21 @@ static inline void closep(int *fd) {
 }
 #define _cleanup_close_ _cleanup_(closep)
 
+/* IN_SET(x, a, b, ...): x equals one of the values (each compared once, x evaluated once), as
+ * systemd's macro.h spells it. The values take x's type. */
+#define IN_SET(x, ...)                                                                     \
+        ({                                                                                 \
+                const __typeof__(x) _in_set_x_ = (x);                                      \
+                const __typeof__(x) _in_set_v_[] = { __VA_ARGS__ };                        \
+                bool _in_set_found_ = false;                                               \
+                for (size_t _in_set_i_ = 0; _in_set_i_ < ELEMENTSOF(_in_set_v_); _in_set_i_++) \
+                        if (_in_set_v_[_in_set_i_] == _in_set_x_) {                        \
+                                _in_set_found_ = true;                                     \
+                                break;                                                     \
+                        }                                                                  \
+                _in_set_found_;                                                            \
+        })
+
 /* Take ownership of a pointer/fd out of a cleanup variable. */
 #define TAKE_PTR(p)                          \
         ({                                   \

@@ -22,7 +22,6 @@
 #include "manager-internal.h"
 #include "strv.h"
 
-#define IN_SET_STATE(s) ((s) == APPLY_ERROR || (s) == APPLY_UNSUPPORTED)
 
 /* Seconds a stop waits for restores (writes in flight included) before it exits anyway:
  * well inside TimeoutStopSec= (30 s in units/blkmqd.service.in). */
@@ -220,7 +219,7 @@ void manager_update_status(Manager *m) {
         registry_count_classes(&m->registry, counts);
         for (size_t i = 0; i < m->registry.n_devices; i++)
                 for (Knob k = 0; k < _KNOB_MAX; k++)
-                        if (IN_SET_STATE(m->registry.devices[i]->applied[k].state))
+                        if (IN_SET(m->registry.devices[i]->applied[k].state, APPLY_ERROR, APPLY_UNSUPPORTED))
                                 errors++;
 
         n += snprintf(buf + n, sizeof(buf) - n, "STATUS=mode %s, %zu disk(s)", manager_mode_to_string(m->mode), m->registry.n_devices);

@@ -5,7 +5,6 @@
 
 #include "policy.h"
 
-#define IN_SET_CLASS(x, a, b) ((x) == (a) || (x) == (b))
 
 /* A rule named after a class: "<prefix>-<class>" ("elevator-fast-multiqueue"), in a compound literal. */
 #define RULE_OF_CLASS(prefix, cls) rule_of_class_buf(prefix, cls, (char[96]) {}, 96)

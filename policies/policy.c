@@ -518,7 +518,7 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                 return r;
 
         const VirtualDriver *virt = policy_virtual_driver(facts->driver);
-        if (IN_SET_CLASS(plan.class, DISK_CLASS_NO_MQ, DISK_CLASS_UNKNOWN)) {
+        if (IN_SET(plan.class, DISK_CLASS_NO_MQ, DISK_CLASS_UNKNOWN)) {
                 if (virt)
                         r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_NOTE, "virtual-device",
                                          "driver=%s -> a virtual device: %s (%s)", virt->driver, virt->backing,

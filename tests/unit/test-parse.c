@@ -315,6 +315,17 @@ static void test_string_table(void) {
         CHECK(colour_from_string(NULL) == _COLOUR_INVALID);
 }
 
+/* IN_SET() (lib/macro.h): one value among several, x evaluated once. */
+static void test_in_set(void) {
+        int calls = 0;
+        CHECK(IN_SET(COLOUR_BLUE, COLOUR_RED, COLOUR_BLUE));
+        CHECK(!IN_SET(COLOUR_HOLE, COLOUR_RED, COLOUR_BLUE));
+        CHECK(IN_SET(3, 3));
+        CHECK(!IN_SET(4, 1, 2, 3));
+        CHECK(IN_SET((calls++, 2), 1, 2, 3));
+        CHECK_INT(calls, 1);
+}
+
 /* keyval_list_get() on nvme controller "address" strings (6.1 nvme-tcp, with a newline). */
 static void test_keyval_list(void) {
         static const char *addr = "traddr=10.77.0.2,trsvcid=4420,src_addr=10.77.0.1\n";
@@ -364,6 +375,7 @@ int main(void) {
         test_flags_has_token();
         test_misc();
         test_string_table();
+        test_in_set();
         test_keyval_list();
         test_proc_devices();
         return tap_finish("test-parse");
