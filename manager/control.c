@@ -116,7 +116,7 @@ int manager_render_control(void *userdata, NodeType type, char **ret) {
                 bool debugfs = hostfs_debugfs_available(m->hostfs, NULL);
                 r = asprintf(ret, "blkmqd %s kernel %s source %s debugfs %s stats %s\n",
                              BLKMQD_VERSION, kernel ?: "unknown",
-                             m->monitor ? udev_monitor_source(m->monitor) : "fixture",
+                             m->monitor ? uevent_monitor_source(m->monitor) : "fixture",
                              debugfs ? "yes" : "no", stats_providers(m->stats));
                 break;
         }

@@ -33,7 +33,7 @@
 #include "registry.h"
 #include "state.h"
 #include "stats.h"
-#include "udev-monitor.h"
+#include "uevent-monitor.h"
 #include "writer.h"
 
 struct Manager {
@@ -56,7 +56,7 @@ struct Manager {
         bool mode_set_at_runtime;       /* mode file or restore since the last load: a reload keeps it unless Mode= changed */
         char *boot_id;                  /* this boot's (stored with originals); NULL: unknown */
         uint64_t rate_window_usec;
-        UdevMonitor *monitor;
+        UeventMonitor *monitor;
         GatherCache *batch;             /* during coldplug and reload: machine-wide inputs read once */
         ModuleTreeCache module_tree;    /* the module tree's elevators, across gathers while unchanged */
         MachineCache machine;           /* kernel release, the root file system's devices (device.h) */

@@ -180,7 +180,7 @@ Manager *manager_free(Manager *m) {
         m->writer = writer_free(m->writer);
         manager_log_fuse_requests(m);
         fuse_fs_free(m->fuse);
-        udev_monitor_free(m->monitor);
+        uevent_monitor_free(m->monitor);
         registry_done(&m->registry);
         modules_done(&m->modules);
         stats_free(m->stats);
@@ -444,10 +444,10 @@ int manager_startup(Manager *m) {
          * under umockdev's preload sees the tree's sys/ and receives the testbed's uevents) */
         if (hostfs_is_live(m->hostfs) || streq_ptr(secure_getenv("BLKMQD_TEST_UDEV_MONITOR"), "1")) {
                 bool udevd = hostfs_udevd_running(m->hostfs);
-                r = udev_monitor_new(m->event, udevd, on_device_event, m, &m->monitor);
+                r = uevent_monitor_new(m->event, udevd, on_device_event, m, &m->monitor);
                 if (r < 0)
                         return log_error_errno(r, "Failed to start the udev monitor: %m");
-                log_info("Watching block devices (%s source%s)", udev_monitor_source(m->monitor),
+                log_info("Watching block devices (%s source%s)", uevent_monitor_source(m->monitor),
                          udevd ? "" : ": systemd-udevd is not running, using raw kernel uevents");
         } else
                 log_info("Root is \"%s\": fixture mode, no udev monitor", hostfs_root(m->hostfs));
@@ -495,7 +495,7 @@ int manager_startup(Manager *m) {
         manager_load_module_originals(m);
         _cleanup_(gather_cache_done) GatherCache batch = { .module_tree = &m->module_tree, .machine = &m->machine };
         m->batch = &batch;
-        r = m->monitor ? udev_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);
+        r = m->monitor ? uevent_monitor_coldplug(m->monitor) : coldplug_from_hostfs(m);
         manager_batch_end(m);
         if (r < 0)
                 return log_error_errno(r, "Coldplug failed: %m");

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <systemd/sd-event.h>
 
-typedef struct UdevMonitor UdevMonitor;
+typedef struct UeventMonitor UeventMonitor;
 
 typedef enum DeviceAction {
         DEVICE_ACTION_ADD,      /* also coldplug */
@@ -34,14 +34,14 @@ typedef void (*on_device_event_t)(void *userdata, DeviceAction action, const cha
  * Create the monitor and attach it to event. use_udev_source: listen to udevd's
  * processed events instead of raw kernel uevents. Returns 0 or -errno.
  */
-int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb, void *userdata, UdevMonitor **ret);
-UdevMonitor *udev_monitor_free(UdevMonitor *m);
-static inline void udev_monitor_freep(UdevMonitor **m) {
-        udev_monitor_free(*m);
+int uevent_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb, void *userdata, UeventMonitor **ret);
+UeventMonitor *uevent_monitor_free(UeventMonitor *m);
+static inline void uevent_monitor_freep(UeventMonitor **m) {
+        uevent_monitor_free(*m);
 }
 
 /* Report every existing whole disk as DEVICE_ACTION_ADD. Returns the number reported or -errno. */
-int udev_monitor_coldplug(UdevMonitor *m);
+int uevent_monitor_coldplug(UeventMonitor *m);
 
 /* "udev" or "kernel". */
-const char *udev_monitor_source(const UdevMonitor *m);
+const char *uevent_monitor_source(const UeventMonitor *m);

@@ -9,7 +9,7 @@
 #include "log.h"
 #include "macro.h"
 #include "parse.h"
-#include "udev-monitor.h"
+#include "uevent-monitor.h"
 
 /* Room for bursts (hundreds of loop attach/detach events) while the loop is busy. */
 #define MONITOR_RCVBUF (8 * 1024 * 1024)
@@ -19,7 +19,7 @@
  * (measured: 6.12 VM, received -> write started p50 232 ms with the 100 ms window). */
 #define DEBOUNCE_TIMER_ACCURACY_USEC UINT64_C(1000)
 
-struct UdevMonitor {
+struct UeventMonitor {
         struct udev *udev;
         struct udev_monitor *monitor;
         sd_event *event;
@@ -58,7 +58,7 @@ static bool is_partition(struct udev_device *d) {
  * not_listed file). An add or change names the disk, whose partitions are looked at again; a
  * removal names the partition (its disk may be gone already).
  */
-static void on_partition(UdevMonitor *m, struct udev_device *d, const char *action, const char *name) {
+static void on_partition(UeventMonitor *m, struct udev_device *d, const char *action, const char *name) {
         if (streq(action, "remove")) {
                 m->cb(m->userdata, DEVICE_ACTION_PARTITION_REMOVE, name);
                 return;
@@ -70,7 +70,7 @@ static void on_partition(UdevMonitor *m, struct udev_device *d, const char *acti
                 m->cb(m->userdata, DEVICE_ACTION_PARTITIONS, disk_name_);
 }
 
-static int arm_timer(UdevMonitor *m);
+static int arm_timer(UeventMonitor *m);
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -79,7 +79,7 @@ static uint64_t now_usec(void) {
 }
 
 /* Act upon name now; its quiet window runs from the end of the action (lib/debounce.h). */
-static void act(UdevMonitor *m, DeviceAction action, const char *name) {
+static void act(UeventMonitor *m, DeviceAction action, const char *name) {
         m->cb(m->userdata, action, name);
         if (debounce_acted(&m->debounce, name, now_usec()) < 0)
                 log_device_debug(name, "No memory for its uevent window, its next uevent is taken at once");
@@ -87,7 +87,7 @@ static void act(UdevMonitor *m, DeviceAction action, const char *name) {
 
 /* Disks whose merged uevents are due: one trailing action each, with the last action. */
 static int on_debounce_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        UdevMonitor *m = userdata;
+        UeventMonitor *m = userdata;
         DebounceEntry e;
         uint64_t now;
 
@@ -104,7 +104,7 @@ static int on_debounce_timer(sd_event_source *s, uint64_t usec, void *userdata) 
         return arm_timer(m);
 }
 
-static int arm_timer(UdevMonitor *m) {
+static int arm_timer(UeventMonitor *m) {
         uint64_t due = debounce_next_due(&m->debounce);
         if (due == UINT64_MAX)
                 return m->timer ? sd_event_source_set_enabled(m->timer, SD_EVENT_OFF) : 0;
@@ -118,7 +118,7 @@ static int arm_timer(UdevMonitor *m) {
 }
 
 static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        UdevMonitor *m = userdata;
+        UeventMonitor *m = userdata;
         int r;
 
         for (;;) {
@@ -134,7 +134,7 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
                         DeviceAction a = streq(action, "remove") ? DEVICE_ACTION_REMOVE :
                                          streq(action, "add") ? DEVICE_ACTION_ADD : DEVICE_ACTION_CHANGE;
                         r = debounce_add(&m->debounce, name, a, now);
-                        log_device_debug(name, "uevent %s (%s source)%s", action, udev_monitor_source(m),
+                        log_device_debug(name, "uevent %s (%s source)%s", action, uevent_monitor_source(m),
                                          r == DEBOUNCE_MERGED ? ", merged into the next evaluation" : "");
                         if (r == DEBOUNCE_NOW)
                                 act(m, a, name);
@@ -150,8 +150,8 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
         return 0;
 }
 
-int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb, void *userdata, UdevMonitor **ret) {
-        _cleanup_(udev_monitor_freep) UdevMonitor *m = calloc(1, sizeof(UdevMonitor));
+int uevent_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb, void *userdata, UeventMonitor **ret) {
+        _cleanup_(uevent_monitor_freep) UeventMonitor *m = calloc(1, sizeof(UeventMonitor));
         int r;
 
         if (!m)
@@ -181,7 +181,7 @@ int udev_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb
         return 0;
 }
 
-UdevMonitor *udev_monitor_free(UdevMonitor *m) {
+UeventMonitor *uevent_monitor_free(UeventMonitor *m) {
         if (!m)
                 return NULL;
         sd_event_source_disable_unref(m->source);
@@ -194,7 +194,7 @@ UdevMonitor *udev_monitor_free(UdevMonitor *m) {
         return NULL;
 }
 
-int udev_monitor_coldplug(UdevMonitor *m) {
+int uevent_monitor_coldplug(UeventMonitor *m) {
         struct udev_enumerate *e = udev_enumerate_new(m->udev);
         struct udev_list_entry *item;
         int r, n = 0;
@@ -233,6 +233,6 @@ int udev_monitor_coldplug(UdevMonitor *m) {
         return n;
 }
 
-const char *udev_monitor_source(const UdevMonitor *m) {
+const char *uevent_monitor_source(const UeventMonitor *m) {
         return m->udev_source ? "udev" : "kernel";
 }
