@@ -1586,6 +1586,46 @@ static int gather_elevators_available(HostFs *h, DiskFacts *f, GatherCache *c) {
         return 0;
 }
 
+int device_elevators_offered(HostFs *h, ModuleTreeCache *tree, char ***ret) {
+        _cleanup_(gather_cache_done) GatherCache c = { .module_tree = tree };
+        _cleanup_strv_free_ char **out = NULL, **disks = NULL;
+        _cleanup_free_ char *release = NULL;
+        int r;
+
+        (void) hostfs_kernel_release(h, &release);
+        r = gather_elevator_modules(h, release, &c);
+        if (r < 0)
+                return r;
+        /* a blocked module is still this kernel's: only modprobe.d keeps it from loading */
+        STRV_FOREACH(e, c.elevators_blocked) {
+                _cleanup_free_ char *name = strndup(*e, strcspn(*e, ":"));
+                if (!name || (!strv_contains(out, name) && strv_extend(&out, name) < 0))
+                        return -ENOMEM;
+        }
+        char **lists[] = { c.elevators_builtin, c.elevators_loadable };
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+                STRV_FOREACH(e, lists[i])
+                        if (!strv_contains(out, *e) && strv_extend(&out, *e) < 0)
+                                return -ENOMEM;
+        /* and what is registered now (block/elevator.c elv_iosched_show() lists only those) */
+        if (device_list_disks(h, &disks) >= 0)
+                STRV_FOREACH(d, disks) {
+                        _cleanup_free_ char *sched = NULL;
+                        _cleanup_strv_free_ char **names = NULL;
+                        char path[PATH_MAX];
+                        snprintf(path, sizeof(path), "block/%s/queue/scheduler", *d);
+                        if (hostfs_read(h, HOSTFS_SYSFS, path, &sched) < 0 || parse_scheduler(sched, &names, NULL, NULL) < 0)
+                                continue;
+                        STRV_FOREACH(n, names)
+                                if (!strv_contains(out, *n) && strv_extend(&out, *n) < 0)
+                                        return -ENOMEM;
+                }
+        if (!out && !(out = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
 /* block/<d>/<rel> stripped of its newline, or NULL (ENOMEM included: callers treat it as absent). */
 static char *read_attr(HostFs *h, const char *disk, const char *rel) {
         char path[PATH_MAX];

@@ -194,6 +194,15 @@ int device_list_disks(HostFs *h, char ***ret);
 int device_list_lower(HostFs *h, const char *name, char ***ret);
 
 /*
+ * The elevators the running kernel has or can load: every name a disk's queue/scheduler lists
+ * (registered now), the built-in and loadable ones of its module tree (tree: the manager's
+ * cache, or NULL), modprobe.d blacklists included (the module is still there). For refusing a
+ * configured name no kernel has (config_check_elevators()). Returns 0 with a strv (possibly
+ * empty), -ENOMEM.
+ */
+int device_elevators_offered(HostFs *h, ModuleTreeCache *tree, char ***ret);
+
+/*
  * The partitions of disk name: the entries of sysfs block/<name>/ that have a "partition"
  * attribute (block/partitions/core.c add_partition() makes each partition a child device
  * of its disk, with that attribute). Returns 0 with a strv (possibly empty), -ENOENT (no such

@@ -24,6 +24,14 @@ DEFINE_STRING_TABLE_LOOKUP(manager_mode, ManagerMode, mode_table, _MODE_MAX, _MO
 void config_done(Config *c) {
         policy_config_done(&c->policy);
         c->devices = strv_free(c->devices);
+        for (size_t i = 0; i < c->n_elevators; i++) {
+                free(c->elevators[i].name);
+                free(c->elevators[i].where);
+                free(c->elevators[i].section);
+        }
+        free(c->elevators);
+        c->elevators = NULL;
+        c->n_elevators = 0;
 }
 
 int config_init(Config *c) {
@@ -144,7 +152,23 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
  * "mq-deadline,bfq", a quoted name), "auto", and "keep" inside a list or where keep_allowed
  * is false ([Device:] Elevator= takes one elevator).
  */
-static int check_elevator_names(ParseContext *p, const char *v, bool keep_allowed) {
+/* Note name of an Elevator= line of section (cls: its class, _DISK_CLASS_INVALID for a [Device:]
+ * section) for config_check_elevators() and the manager's warnings. 1, or fail()'s 0. */
+static int note_elevator(ParseContext *p, const char *name, DiskClass cls, const char *section) {
+        Config *c = p->config;
+        ConfigElevator *n = realloc(c->elevators, (c->n_elevators + 1) * sizeof(ConfigElevator));
+        if (!n)
+                return fail(p, "out of memory");
+        c->elevators = n;
+        n[c->n_elevators] = (ConfigElevator) { .cls = cls, .name = strdup(name), .section = strdup(section) };
+        c->n_elevators++;
+        if (!n[c->n_elevators - 1].name || !n[c->n_elevators - 1].section ||
+            asprintf(&n[c->n_elevators - 1].where, "%s:%d", p->file, p->line) < 0)
+                return fail(p, "out of memory");
+        return 1;
+}
+
+static int check_elevator_names(ParseContext *p, const char *v, bool keep_allowed, DiskClass cls, const char *section) {
         _cleanup_free_ char *copy = strdup(v);
         char *save = NULL, buf[128];
         size_t n = 0;
@@ -164,8 +188,29 @@ static int check_elevator_names(ParseContext *p, const char *v, bool keep_allowe
                                                    "leave Elevator= out of the section to keep what the class decides");
                 if (streq(t, "keep") && (n > 0 || strtok_r(NULL, " \t", &save)))
                         return fail(p, "Elevator=%s: \"keep\" stands alone, not in a list of elevators", v);
+                if (!streq(t, "keep") && !note_elevator(p, t, cls, section))
+                        return 0;
         }
         return 1;
+}
+
+int config_check_elevators(const Config *c, char * const *offered, char **ret_error) {
+        for (size_t i = 0; i < c->n_elevators; i++) {
+                const ConfigElevator *e = &c->elevators[i];
+                if (elevator_name_in_tree(e->name) || strv_contains(offered, e->name))
+                        continue;
+                const char *meant = elevator_name_suggest(e->name);
+                _cleanup_free_ char *list = strv_join((char **) offered, " ");
+                char hint[64] = "";
+                if (meant)
+                        snprintf(hint, sizeof(hint), "; did you mean \"%s\"?", meant);
+                if (asprintf(ret_error, "%s: %s Elevator=: no kernel has an elevator \"%s\" (mainline has none, mq-deadline, "
+                             "kyber and bfq; this kernel offers %s, and no module for it)%s", e->where, e->section, e->name,
+                             list && *list ? list : "no other", hint) < 0)
+                        *ret_error = NULL;
+                return -EINVAL;
+        }
+        return 0;
 }
 
 /*
@@ -208,7 +253,9 @@ static int parse_class(ParseContext *p, DiskClass cls, const char *key, const ch
                         cp->elevators = strv_free(cp->elevators);
                 if (streq(v, "keep") && !p->continuation)
                         return 1;
-                if (!check_elevator_names(p, v, true))
+                char section[64];
+                snprintf(section, sizeof(section), "[Class:%s]", disk_class_to_string(cls));
+                if (!check_elevator_names(p, v, true, cls, section))
                         return 0;
                 if (append_words(v, &cp->elevators) < 0)
                         return fail(p, "out of memory");
@@ -343,7 +390,7 @@ static int parse_device(ParseContext *p, const char *key, const char *v) {
                 _cleanup_(cpuset_done) CpuSet set = {};
                 if (cpuset_parse(v, &set) < 0 || cpuset_count(&set) == 0)
                         return fail(p, "IrqAffinity=%s: expected hctx, a CPU list or keep", v);
-        } else if (k == KNOB_ELEVATOR && !check_elevator_names(p, v, true))
+        } else if (k == KNOB_ELEVATOR && !check_elevator_names(p, v, true, _DISK_CLASS_INVALID, rule->label + strlen("config ")))
                 return 0;
         else if (k == KNOB_ELEVATOR && strpbrk(v, " \t"))
                 return fail(p, "Elevator=%s: one elevator name", v);

@@ -60,6 +60,15 @@ ManagerMode manager_mode_from_string(const char *s);
  * of vectors blkmqd placed): about 12,000 small reads a minute at 4,096 disks. */
 #define CONFIG_VERIFY_USEC_DEFAULT (UINT64_C(60) * 1000000)
 
+/* One name of an Elevator= line: what config_check_elevators() checks against the running
+ * kernel, and where the manager's warnings point. */
+typedef struct ConfigElevator {
+        char *name;
+        char *where;            /* "file:line" */
+        char *section;          /* "[Class:many-hctx-slow]", "[Device:hba]" */
+        DiskClass cls;          /* the [Class:] section's class; _DISK_CLASS_INVALID for a [Device:] section */
+} ConfigElevator;
+
 typedef struct Config {
         PolicyConfig policy;
         ManagerMode mode;       /* _MODE_INVALID when not set (command line decides) */
@@ -68,6 +77,8 @@ typedef struct Config {
         uint64_t rate_window_usec;    /* RateWindowSec=: the interval rates are computed over (default 1 s) */
         uint64_t verify_usec;         /* VerifySec=: periodic verify interval, 0 = off (default 60 s) */
         bool module_params_write;     /* ModuleParams=write: write modprobe.d and runtime params */
+        ConfigElevator *elevators;    /* every Elevator= name, in file order (also ones a later line replaced) */
+        size_t n_elevators;
 } Config;
 
 void config_done(Config *c);
@@ -85,6 +96,16 @@ int config_load(const char *path, Config *ret, char **ret_error);
  * Returns as config_load(). c must be initialised (config_load's defaults or earlier files).
  */
 int config_parse_text(Config *c, const char *name, const char *text, char **ret_error);
+
+/*
+ * Refuse an Elevator= name no kernel has: one that is not an in-tree elevator
+ * (elevator_name_in_tree()) and not in offered (what the running kernel lists or can load:
+ * an out-of-tree module). An in-tree name the running kernel lacks is no error (another
+ * kernel has it; the manager warns, naming the disks). Returns 0, or -EINVAL with *ret_error
+ * "file:line: [Class:x] Elevator=: no kernel has an elevator \"mq_deadline\" ...; did you mean
+ * \"mq-deadline\"?" (newly allocated).
+ */
+int config_check_elevators(const Config *c, char * const *offered, char **ret_error);
 
 /* Fresh defaults. Returns 0 or -ENOMEM. */
 int config_init(Config *c);

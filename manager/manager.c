@@ -27,6 +27,61 @@
  * well inside TimeoutStopSec= (30 s in units/blkmqd.service.in). */
 #define MANAGER_STOP_BUDGET_USEC (15 * UINT64_C(1000000))
 
+/* What of c only the machine can check: an Elevator= name no kernel has (not in tree, and this
+ * kernel neither lists nor can load it) fails the load. Returns 0, -EINVAL (*ret_error set), -ENOMEM. */
+static int config_check_machine(Manager *m, const Config *c, char **ret_error) {
+        _cleanup_strv_free_ char **offered = NULL;
+        int r = device_elevators_offered(m->hostfs, &m->module_tree, &offered);
+        if (r < 0)
+                return r;
+        return config_check_elevators(c, offered, ret_error);
+}
+
+/*
+ * After a load's evaluation: an Elevator= name another kernel has but this one cannot give to a
+ * disk it applies to (not listed in its queue/scheduler, not built in, no module) is one warning
+ * naming the line and those disks (the policy then takes the next name of the list, or leaves
+ * the elevator alone: explain says so per disk).
+ */
+static void warn_unavailable_elevators(Manager *m) {
+        const Config *c = &m->config;
+        for (size_t i = 0; i < c->n_elevators; i++) {
+                const ConfigElevator *e = &c->elevators[i];
+                const DeviceRule *rule = NULL;
+                bool later = false;
+                /* a later line of the same section replaced this one: only the last counts */
+                for (size_t j = i + 1; j < c->n_elevators && !later; j++)
+                        later = streq(c->elevators[j].section, e->section) && streq(c->elevators[j].name, e->name);
+                if (later)
+                        continue;
+                if (e->cls >= 0 && !strv_contains(c->policy.classes[e->cls].elevators, e->name))
+                        continue;
+                for (size_t k = 0; e->cls < 0 && k < c->policy.n_rules; k++)
+                        if (streq(c->policy.rules[k].label + strlen("config "), e->section))
+                                rule = &c->policy.rules[k];
+                if (e->cls < 0 && (!rule || !streq_ptr(rule->settings.elevator, e->name)))
+                        continue;
+                _cleanup_strv_free_ char **disks = NULL;
+                for (size_t k = 0; k < m->registry.n_devices; k++) {
+                        const Device *d = m->registry.devices[k];
+                        if (!d->facts || !d->facts->elevator_configurable || !d->plan.manage)
+                                continue;
+                        if (e->cls >= 0 ? d->plan.class != e->cls : !device_rule_matches(rule, d->facts))
+                                continue;
+                        if (disk_facts_elevator_source(d->facts, e->name) == ELEVATOR_UNAVAILABLE &&
+                            strv_extend(&disks, d->name) < 0)
+                                return;
+                }
+                if (!disks)
+                        continue;
+                _cleanup_free_ char *list = strv_join(disks, ", ");
+                log_warning("%s: %s Elevator=%s: this kernel cannot give %s to %s (not listed in queue/scheduler, not built "
+                            "in, no module for it)%s", e->where, e->section, e->name, e->name, strna(list),
+                            e->cls >= 0 ? ": the next name of the list applies there, or the elevator is left as it is" :
+                                          ": the class decides there");
+        }
+}
+
 static ManagerMode effective_mode(const Config *c, bool cli_dry_run) {
         if (cli_dry_run)
                 return MODE_DRY_RUN;
@@ -56,6 +111,8 @@ int manager_new(const ManagerOptions *options, Manager **ret) {
         }
 
         r = config_load(m->config_path, &m->config, &error);
+        if (r >= 0)
+                r = config_check_machine(m, &m->config, &error);
         if (r < 0) {
                 log_error_errno(r, "Bad configuration, not starting: %s", error ?: strerror(-r));
                 manager_free(m);
@@ -257,6 +314,8 @@ int manager_reload(Manager *m) {
         Config c;
 
         int r = config_load(m->config_path, &c, &error);
+        if (r >= 0 && (r = config_check_machine(m, &c, &error)) < 0)
+                config_done(&c);
         if (r < 0)
                 return log_error_errno(r, "Reload failed, keeping the last good configuration: %s", error ?: strerror(-r));
         /* a mode set at runtime (the mode file, restore's off) stays until Mode= in the file
@@ -282,6 +341,7 @@ int manager_reload(Manager *m) {
                  access(m->config_path, F_OK) < 0 ? ": the file does not exist, shipped defaults (and drop-ins) in force" : "",
                  manager_mode_to_string(m->mode));
         manager_reevaluate_all(m);
+        warn_unavailable_elevators(m);
         return 0;
 }
 
@@ -499,6 +559,7 @@ int manager_startup(Manager *m) {
         manager_batch_end(m);
         if (r < 0)
                 return log_error_errno(r, "Coldplug failed: %m");
+        warn_unavailable_elevators(m);
 
         m->started = true;
         manager_update_modules(m);

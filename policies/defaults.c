@@ -142,6 +142,71 @@ bool elevator_name_is_legacy(const char *name, const char **ret_instead) {
 
 #define ELV_NAME_MAX 16  /* include/linux/elevator.h: char elevator_name[ELV_NAME_MAX] */
 
+/*
+ * The elevators mainline blk-mq kernels have shipped (block/mq-deadline.c since 4.11,
+ * block/kyber-iosched.c and block/bfq-iosched.c since 4.12; "none" is no elevator at all).
+ * Any other name is an out-of-tree module's or a misspelling.
+ */
+static const char * const in_tree_elevators[] = { "none", "mq-deadline", "kyber", "bfq" };
+
+bool elevator_name_in_tree(const char *name) {
+        for (size_t i = 0; name && i < ELEMENTSOF(in_tree_elevators); i++)
+                if (streq(name, in_tree_elevators[i]))
+                        return true;
+        return false;
+}
+
+/* Levenshtein distance of a and b, capped: anything above cap returns cap + 1. */
+static size_t edit_distance(const char *a, const char *b, size_t cap) {
+        size_t la = strlen(a), lb = strlen(b), row[32];
+        if (la >= ELEMENTSOF(row) || lb >= ELEMENTSOF(row))
+                return cap + 1;
+        for (size_t j = 0; j <= lb; j++)
+                row[j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                size_t diag = row[0], best;
+                row[0] = best = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t up = row[j];
+                        size_t v = MIN(MIN(row[j] + 1, row[j - 1] + 1), diag + (a[i - 1] != b[j - 1]));
+                        row[j] = v;
+                        diag = up;
+                        best = MIN(best, v);
+                }
+                if (best > cap)
+                        return cap + 1;
+        }
+        return MIN(row[lb], cap + 1);
+}
+
+const char *elevator_name_suggest(const char *name) {
+        char norm[ELV_NAME_MAX * 2];
+        size_t l = 0;
+        if (!name)
+                return NULL;
+        /* the module's name ("mq_deadline": kmod takes '-' and '_' alike, elevator_match() does
+         * not) and its alias ("bfq-iosched", what elv_iosched_load_module() requests) */
+        for (const char *c = name; *c && l + 1 < sizeof(norm); c++)
+                norm[l++] = *c == '_' ? '-' : (*c >= 'A' && *c <= 'Z') ? (char) (*c - 'A' + 'a') : *c;
+        norm[l] = 0;
+        if (l > 8 && streq(norm + l - 8, "-iosched"))
+                norm[l - 8] = 0;
+        const char *best = NULL;
+        size_t best_d = 3;
+        for (size_t i = 0; i < ELEMENTSOF(in_tree_elevators); i++) {
+                if (streq(norm, in_tree_elevators[i]))
+                        return streq(name, norm) ? NULL : in_tree_elevators[i];
+                size_t d = edit_distance(norm, in_tree_elevators[i], 2);
+                /* a short name ("bfq") only for a near miss of one letter */
+                if (d < best_d && d * 3 <= strlen(in_tree_elevators[i])) {
+                        best = in_tree_elevators[i];
+                        best_d = d;
+                }
+        }
+        return best;
+}
+
+
 const char *elevator_name_invalid(const char *name, char *buf, size_t size) {
         size_t l = name ? strlen(name) : 0;
         bool upper = false;

@@ -233,6 +233,21 @@ bool elevator_name_is_legacy(const char *name, const char **ret_instead);
  * buf/size: room for the reason (static text otherwise). Pure.
  */
 const char *elevator_name_invalid(const char *name, char *buf, size_t size);
+
+/*
+ * True when name is one of the elevators mainline blk-mq kernels have shipped: none,
+ * mq-deadline, kyber, bfq (block/mq-deadline.c, block/kyber-iosched.c, block/bfq-iosched.c).
+ * Every other name is an out-of-tree module's, or a name no kernel has. Pure.
+ */
+bool elevator_name_in_tree(const char *name);
+
+/*
+ * The in-tree elevator name probably meant by name, or NULL: the module's name
+ * ("mq_deadline", kmod takes '-' and '_' alike, queue/scheduler does not), the alias the kernel
+ * requests ("bfq-iosched"), another case, or a typo of one or two letters ("mq-dedline").
+ * NULL for a name that is in tree already or close to none. Static string. Pure.
+ */
+const char *elevator_name_suggest(const char *name);
 void policy_config_done(PolicyConfig *config);
 
 

@@ -683,6 +683,78 @@ static void test_network(void) {
         BAD("[Device:x]\nXps=all\n", "test.conf:2: Xps=all: expected hctx or keep");
 }
 
+/* config_check_elevators(): a name no kernel has fails the load with its line; an in-tree name
+ * this kernel lacks, or an out-of-tree one it offers, does not. */
+static void check_elev(int line, const char *text, char * const *offered, const char *want) {
+        Config c;
+        _cleanup_free_ char *e = NULL, *pe = NULL;
+        tap_checks++;
+        if (parse(text, &c, &pe) != 0) {
+                TAP_FAIL("line %d: does not parse: %s", line, strna(pe));
+                return;
+        }
+        int r = config_check_elevators(&c, offered, &e);
+        tap_checks++;
+        if (want ? r != -EINVAL || !e || strcmp(e, want) != 0 : r != 0)
+                TAP_FAIL("line %d: rc %d\n     got      \"%s\"\n     expected \"%s\"", line, r, strna(e), strna(want));
+        config_done(&c);
+}
+#define CHECK_ELEV(text, offered, want) check_elev(__LINE__, text, offered, want)
+
+static void test_elevator_names(void) {
+        char *here[] = { "none", "mq-deadline", "bfq", "ssg", NULL };      /* this kernel: no kyber, an out-of-tree ssg */
+        char *nothing[] = { NULL };
+
+        CHECK_ELEV("[Class:many-hctx-slow]\nElevator=mq_deadline\n", here,
+                   "test.conf:2: [Class:many-hctx-slow] Elevator=: no kernel has an elevator \"mq_deadline\" (mainline has none, "
+                   "mq-deadline, kyber and bfq; this kernel offers none mq-deadline bfq ssg, and no module for it); did you mean "
+                   "\"mq-deadline\"?");
+        CHECK_ELEV("[Manager]\nMode=auto\n\n[Class:many-hctx-slow]\nElevator=nosuchelevator\n", here,
+                   "test.conf:5: [Class:many-hctx-slow] Elevator=: no kernel has an elevator \"nosuchelevator\" (mainline has "
+                   "none, mq-deadline, kyber and bfq; this kernel offers none mq-deadline bfq ssg, and no module for it)");
+        /* the second name of a list, a [Device:] section, the alias the kernel requests, a typo */
+        CHECK_ELEV("[Class:shared-tags]\nElevator=mq-deadline bfq-iosched\n", nothing,
+                   "test.conf:2: [Class:shared-tags] Elevator=: no kernel has an elevator \"bfq-iosched\" (mainline has none, "
+                   "mq-deadline, kyber and bfq; this kernel offers no other, and no module for it); did you mean \"bfq\"?");
+        CHECK_ELEV("[Device:hba]\nMatchDriver=megaraid_sas\nElevator=kyber_iosched\n", nothing,
+                   "test.conf:3: [Device:hba] Elevator=: no kernel has an elevator \"kyber_iosched\" (mainline has none, "
+                   "mq-deadline, kyber and bfq; this kernel offers no other, and no module for it); did you mean \"kyber\"?");
+        CHECK_ELEV("[Class:stacked]\nElevator=mq-dedline\n", here, "test.conf:2: [Class:stacked] Elevator=: no kernel has an "
+                   "elevator \"mq-dedline\" (mainline has none, mq-deadline, kyber and bfq; this kernel offers none mq-deadline bfq "
+                   "ssg, and no module for it); did you mean \"mq-deadline\"?");
+        /* in tree though this kernel lacks it (the manager warns, naming the disks); out of tree and offered */
+        CHECK_ELEV("[Class:fast-multiqueue]\nElevator=kyber none\n", here, NULL);
+        CHECK_ELEV("[Class:fast-multiqueue]\nElevator=ssg\n[Device:x]\nElevator=ssg\n", here, NULL);
+        CHECK_ELEV("[Class:fast-multiqueue]\nElevator=ssg\n", nothing,
+                   "test.conf:2: [Class:fast-multiqueue] Elevator=: no kernel has an elevator \"ssg\" (mainline has none, "
+                   "mq-deadline, kyber and bfq; this kernel offers no other, and no module for it)");
+        CHECK_ELEV("[Class:stacked]\nElevator=keep\n", nothing, NULL);
+
+        /* where each name was, for the warnings */
+        Config c;
+        OK("[Class:many-hctx-slow]\nElevator=kyber mq-deadline\n[Device:x]\nElevator=bfq\n", &c);
+        CHECK_INT(c.n_elevators, 3);
+        if (c.n_elevators == 3) {
+                CHECK_STR(c.elevators[0].name, "kyber");
+                CHECK_STR(c.elevators[0].where, "test.conf:2");
+                CHECK_STR(c.elevators[0].section, "[Class:many-hctx-slow]");
+                CHECK_INT(c.elevators[0].cls, DISK_CLASS_MANY_HCTX_SLOW);
+                CHECK_STR(c.elevators[2].where, "test.conf:4");
+                CHECK_STR(c.elevators[2].section, "[Device:x]");
+                CHECK_INT(c.elevators[2].cls, _DISK_CLASS_INVALID);
+        }
+        config_done(&c);
+
+        CHECK_STR(elevator_name_suggest("mq_deadline"), "mq-deadline");
+        CHECK_STR(elevator_name_suggest("BFQ"), "bfq");
+        CHECK_STR(elevator_name_suggest("kybr"), "kyber");
+        CHECK_STR(elevator_name_suggest("bfw"), "bfq");
+        CHECK_NULL(elevator_name_suggest("bfq"));
+        CHECK_NULL(elevator_name_suggest("nosuchelevator"));
+        CHECK_NULL(elevator_name_suggest("ssg"));
+        CHECK(elevator_name_in_tree("kyber") && elevator_name_in_tree("none") && !elevator_name_in_tree("mq_deadline"));
+}
+
 int main(int argc, char *argv[]) {
         if (argc > 1 && streq(argv[1], "--known-bugs")) {
                 test_known_bugs();
@@ -698,5 +770,6 @@ int main(int argc, char *argv[]) {
         test_line_numbers();
         test_load();
         test_matches();
+        test_elevator_names();
         return tap_finish("test-conf");
 }
