@@ -1158,6 +1158,19 @@ bool apply_forget_original(Device *d, Knob k, const char *why) {
         return true;
 }
 
+int apply_forget_gone_originals(Device *d, const Sources *now) {
+        static const char why[] = "which no longer sets it (tuned off, its profile switched, the rule removed)";
+        int n = 0;
+        assert(d);
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (d->applied[k].original && !policy_original_still_right(now, d->applied[k].original_source))
+                        n += apply_forget_original(d, k, why);
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                if (d->iosched[t].original && !policy_original_still_right(now, d->iosched[t].original_source))
+                        n += apply_forget_iosched_original(d, t, why);
+        return n;
+}
+
 bool apply_has_originals(const Device *d) {
         for (Knob k = 0; k < _KNOB_MAX; k++)
                 if (d->applied[k].original)
@@ -1469,9 +1482,25 @@ static const char *tunable_label(IoschedTunable t, char *buf, size_t size) {
 /* Nothing of blkmqd's is left of tunable t. */
 static void iosched_forget(Device *d, IoschedTunable t) {
         d->iosched[t].original = mfree_str(d->iosched[t].original);
+        d->iosched[t].original_source = mfree_str(d->iosched[t].original_source);
         d->iosched[t].value = mfree_str(d->iosched[t].value);
         d->iosched_read[t] = mfree_str(d->iosched_read[t]);
         d->iosched_ino[t] = 0;
+}
+
+bool apply_forget_iosched_original(Device *d, IoschedTunable t, const char *why) {
+        assert(d);
+        Applied *a = &d->iosched[t];
+        if (!a->original || !a->value)
+                return false;   /* recorded only for blkmqd's elevator switch: the elevator's decides */
+        char lbl[96];
+        _cleanup_free_ char *source = TAKE_PTR(a->original_source);
+        log_knob(d, tunable_label(t, lbl, sizeof(lbl)), LOG_NOTICE, 0, NULL,
+                 "iosched %s: %s, recorded before blkmqd's first write, came from %s, %s: not put back", lbl, a->original,
+                 strna(source), why);
+        applied_set(a, APPLY_UNMANAGED, 0, "%s not put back: it came from %s, %s", a->original, strna(source), why);
+        iosched_forget(d, t);
+        return true;
 }
 
 /*
@@ -1766,6 +1795,11 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                         if (!(a->original = strdup(cur)))
                                 return -ENOMEM;
                         ops |= IOSCHED_OP_NEW_ORIGINAL;
+                        /* blkmqd writes over another tool's value: whose it is, for the stop */
+                        Ownership own = d->plan.owner_iosched[t];
+                        if (free_and_strdup(&a->original_source, own == OWNERSHIP_CORRECTED || own == OWNERSHIP_OVERRIDDEN
+                                                                         ? d->plan.owner_source_iosched[t] : NULL) < 0)
+                                return -ENOMEM;
                 }
                 free_and_strdup(&a->value, wanted);
                 if (iosched_add_op(&j, d, t, wanted, cur, true) < 0)

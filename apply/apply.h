@@ -100,6 +100,21 @@ bool apply_has_originals(const Device *d);
 bool apply_forget_original(Device *d, Knob k, const char *why);
 
 /*
+ * The same for elevator tunable t (a value tuned's [sysfs] or a udev rule's
+ * ATTR{queue/iosched/...} set and blkmqd wrote over): its original is forgotten, a stop leaves
+ * the tunable. True when an original was forgotten.
+ */
+bool apply_forget_iosched_original(Device *d, IoschedTunable t, const char *why);
+
+/*
+ * Before d's originals are put back (a stop, a restore): forget each queue knob's and each
+ * tunable's original that was recorded over another tool's value when that tool no longer
+ * sets it in now, the other tools as they are now (facts/agents.c agents_gather();
+ * policies/owners.c policy_original_still_right()). Returns the number forgotten.
+ */
+int apply_forget_gone_originals(Device *d, const Sources *now);
+
+/*
  * What blkmqd wrote, stored next to the originals (manager/persist.c, originals/<identity>):
  * "written.<knob>=", "written.iosched.<elevator>.<tunable>=", "written.irq.<N>=" is the value
  * written; "instance.nr_requests=" and "instance.iosched.<elevator>.<tunable>=" the inode of

@@ -175,10 +175,6 @@ void manager_reevaluate_all(Manager *m);
  * coldplug, and at every reload, before the disks are evaluated again (manager.c). */
 void manager_gather_sources(Manager *m);
 
-/* Before d's originals are put back: forget those recorded over another tool's value when
- * that tool no longer sets it in now (policy_original_still_right(), apply_forget_original()). */
-void manager_check_original_sources(Manager *m, Device *d, const Sources *now);
-
 /* True when disk name has no run in progress, or only one whose write passed its deadline
  * (also when there is no such disk). */
 bool manager_disk_settled(Manager *m, const char *name);

@@ -143,15 +143,6 @@ int manager_new(const ManagerOptions *options, Manager **ret) {
         return 0;
 }
 
-void manager_check_original_sources(Manager *m, Device *d, const Sources *now) {
-        for (Knob k = 0; k < _KNOB_MAX; k++) {
-                const Applied *a = &d->applied[k];
-                if (a->original && !policy_original_still_right(now, a->original_source))
-                        (void) apply_forget_original(d, k, "which no longer sets it (tuned off, its profile switched, "
-                                                           "the rule removed)");
-        }
-}
-
 int manager_restore_all(Manager *m, RestoreCounts *ret) {
         RestoreCounts c = {};
         int ret_r = 0;
@@ -160,7 +151,7 @@ int manager_restore_all(Manager *m, RestoreCounts *ret) {
         if (agents_gather(m->hostfs, &now) < 0)
                 log_warning("Failed to read the other tools' configuration at stop: the originals they set are put back as recorded");
         for (size_t i = 0; i < m->registry.n_devices; i++) {
-                manager_check_original_sources(m, m->registry.devices[i], &now);
+                (void) apply_forget_gone_originals(m->registry.devices[i], &now);
                 int r = apply_restore(m->hostfs, m->registry.devices[i], &c);
                 manager_persist_originals(m, m->registry.devices[i]);
                 if (r < 0 && ret_r >= 0)

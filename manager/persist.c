@@ -300,9 +300,10 @@ void manager_load_overrides(Manager *m, Device *d) {
  */
 #define ORIGINALS_NR_BEFORE_OVERRIDE_KEY "nr_requests.before_override"
 /*
- * "source.<knob>=": the other tool whose value the original is (Applied.original_source), so
- * that a blkmqd started again after a crash still puts it back only while that tool sets it.
- * An older blkmqd logs the key as unknown and ignores it.
+ * "source.<knob>=", "source.iosched.<elevator>.<tunable>=": the other tool whose value the
+ * original is (Applied.original_source), so that a blkmqd started again after a crash still
+ * puts it back only while that tool sets it. An older blkmqd logs the key as unknown and
+ * ignores it.
  */
 #define ORIGINALS_SOURCE_PREFIX "source."
 
@@ -344,6 +345,7 @@ static int written_to_kv(const Device *d, char ***kv) {
                         continue;
                 snprintf(key, sizeof(key), "iosched.%s.%s", i->elevator, i->name);
                 if (kv_add(kv, APPLY_WRITTEN_PREFIX, key, a->value) < 0 ||
+                    (a->original_source && kv_add(kv, ORIGINALS_SOURCE_PREFIX, key, a->original_source) < 0) ||
                     (d->iosched_ino[t] && kv_add_u64(kv, APPLY_INSTANCE_PREFIX, key, d->iosched_ino[t]) < 0) ||
                     (d->iosched_read[t] && !streq(d->iosched_read[t], a->value) &&
                      kv_add(kv, APPLY_READBACK_PREFIX, key, d->iosched_read[t]) < 0))
@@ -546,8 +548,12 @@ void manager_load_originals(Manager *m, Device *d) {
                 const char *of = startswith(kv[i], ORIGINALS_SOURCE_PREFIX);
                 if (of) {
                         Knob sk = knob_from_string(of);
+                        const char *of_dotted = startswith(of, "iosched.");
+                        IoschedTunable st = of_dotted ? iosched_tunable_from_dotted(of_dotted) : _IOSCHED_TUNABLE_INVALID;
                         if (sk >= 0)
                                 (void) free_and_strdup(&d->applied[sk].original_source, kv[i + 1]);
+                        else if (st >= 0)
+                                (void) free_and_strdup(&d->iosched[st].original_source, kv[i + 1]);
                         continue;
                 }
                 if (streq(kv[i], ORIGINALS_NR_BEFORE_OVERRIDE_KEY)) {

@@ -132,7 +132,7 @@ void manager_restore_device(Manager *m, Device *d) {
         else if (apply_has_originals(d)) {
                 _cleanup_(sources_done) Sources now = {};
                 if (agents_gather(m->hostfs, &now) >= 0)
-                        manager_check_original_sources(m, d, &now);
+                        (void) apply_forget_gone_originals(d, &now);
                 if (apply_has_originals(d))
                         (void) apply_restore_start(&m->applier, d);
                 else

@@ -360,9 +360,12 @@ int policy_owner_tunables(const DiskFacts *f, const PolicyConfig *config, const 
         const char *origin;
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
                 plan->owner_iosched[t] = OWNERSHIP_NONE;
+                plan->owner_source_iosched[t] = mfree_str(plan->owner_source_iosched[t]);
                 const Source *src = sources_find_tunable(f->sources, f, t);
                 if (!src)
                         continue;
+                if (!(plan->owner_source_iosched[t] = strdup(source_describe(src, desc, sizeof(desc)))))
+                        return -ENOMEM;
                 const char *wanted = plan->iosched[t];
                 plan->owner_iosched[t] = OWNERSHIP_AGREES;
                 if (!wanted || (src->value && streq(src->value, wanted)))

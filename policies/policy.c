@@ -202,8 +202,10 @@ void plan_done(Plan *p) {
         free(p->xps);
         free(p->nr_io_queues);
         free(p->net_alignment);
-        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
                 free(p->iosched[t]);
+                free(p->owner_source_iosched[t]);
+        }
         module_wishes_free(p->modules, p->n_modules);
         for (Knob k = 0; k < _KNOB_MAX; k++)
                 free(p->owner_source[k]);

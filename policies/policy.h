@@ -349,6 +349,7 @@ typedef struct Plan {
         Ownership owner[_KNOB_MAX];
         char *owner_source[_KNOB_MAX];
         Ownership owner_iosched[_IOSCHED_TUNABLE_MAX];
+        char *owner_source_iosched[_IOSCHED_TUNABLE_MAX];      /* as owner_source, per tunable */
         PlanEntry *entries;     /* the decisions in the order made: explain shows one line each */
         size_t n_entries;
 } Plan;
