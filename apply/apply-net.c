@@ -265,7 +265,8 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                 const char *how = a->external_kept ? "blkmqd's plan kept" : "blkmqd wrote";
                 _cleanup_free_ char *was = a->original ? strdup(a->original) : NULL;
                 if (transition)
-                        log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s changed externally to %s (%s %s); leaving it (Reassert=no)",
+                        apply_log_knob(d, knob, KNOB_RECORD_EXTERNAL, LOG_NOTICE, 0, wanted, current,
+                                       "%s changed externally to %s (%s %s); leaving it (Reassert=no)",
                                           knob, current, how, wanted);
                 applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (%s %s; what changed is no longer blkmqd's to restore)",
                           current, how, wanted);
@@ -368,7 +369,8 @@ int apply_net_restore_decide(HostFs *h, Device *d, Knob k, WriteJob **ret_job) {
                 n_todo++;
         }
         if (theirs)
-                log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s: changed externally since blkmqd wrote it, not restored over: %s",
+                apply_log_knob(d, knob_to_string(k), KNOB_RECORD_EXTERNAL, LOG_NOTICE, 0, NULL, theirs,
+                               "%s: changed externally since blkmqd wrote it, not restored over: %s",
                                 knob_to_string(k), theirs);
         if (n_todo == 0) {
                 a->original = mfree_str(a->original);
@@ -426,14 +428,16 @@ int apply_net_finish(HostFs *h, Device *d, Knob k, const WriteJob *j, bool resto
 
         if (restore) {
                 if (first_error) {
-                        log_device_warning_errno(d->name, first_error, "Failed to restore %s %s: %s", knob, strna(a->original), strna(failed));
+                        apply_log_knob(d, knob, KNOB_RECORD_FAILED, LOG_WARNING, first_error, a->value, a->original,
+                                       "Failed to restore %s %s: %s", knob, strna(a->original), strna(failed));
                         applied_set(a, APPLY_ERROR, first_error, "restoring %s: %s", strna(a->original), strna(failed));
                         if (d->run.error >= 0)
                                 d->run.error = first_error;
                         d->run.failed++;
                         return 0;
                 }
-                log_device_info(d->name, "%s restored to %s", knob, strna(a->original));
+                apply_log_knob(d, knob, KNOB_RECORD_RESTORE, LOG_NOTICE, 0, a->value, a->original, "%s restored to %s", knob,
+                               strna(a->original));
                 a->original = mfree_str(a->original);
                 a->value = mfree_str(a->value);
                 applied_set(a, APPLY_UNMANAGED, 0, d->run.restore ? NULL : "put back: the value before blkmqd changed it");
@@ -449,11 +453,13 @@ int apply_net_finish(HostFs *h, Device *d, Knob k, const WriteJob *j, bool resto
                 applied_set(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, first_error, "%s%s", strna(failed),
                           k == KNOB_NIC_IRQ_AFFINITY && (first_error == -EIO || first_error == -EPERM) ?
                           " (a kernel-managed vector refuses user affinity)" : "");
-                log_device_warning_errno(d->name, first_error, "Failed to set %s %s: %s%s", knob, strna(a->value), strna(failed),
+                apply_log_knob(d, knob, KNOB_RECORD_FAILED, LOG_WARNING, first_error, a->original, a->value,
+                               "Failed to set %s %s: %s%s", knob, strna(a->value), strna(failed),
                                          c == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : ", will retry");
                 return written || dropped;
         }
         applied_set(a, APPLY_OK, 0, NULL);
-        log_device_info(d->name, "%s -> %s (was %s)", knob, strna(a->value), strna(a->original));
+        apply_log_knob(d, knob, KNOB_RECORD_WRITE, LOG_NOTICE, 0, a->original, a->value, "%s -> %s (was %s)", knob, strna(a->value),
+                       strna(a->original));
         return written ? written : 1;
 }

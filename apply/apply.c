@@ -189,25 +189,65 @@ static bool queue_unregistered(HostFs *h, Device *d, Knob k, int r) {
         return true;
 }
 
-/* One line about knob of d, with BLKMQD_KNOB=<knob> (journal fields: log_full()). */
-static void log_knob(const Device *d, const char *knob, int level, int error, const char *message_id, const char *fmt, ...)
-        _printf_(6, 7);
-static void log_knob(const Device *d, const char *knob, int level, int error, const char *message_id, const char *fmt, ...) {
-        char f_knob[64];
+static const char * const knob_record_message_id[_KNOB_RECORD_MAX] = {
+        [KNOB_RECORD_WRITE]    = BLKMQD_MESSAGE_WRITE,
+        [KNOB_RECORD_RESTORE]  = BLKMQD_MESSAGE_RESTORE,
+        [KNOB_RECORD_EXTERNAL] = BLKMQD_MESSAGE_EXTERNAL_CHANGE,
+        [KNOB_RECORD_FAILED]   = BLKMQD_MESSAGE_WRITE_FAILED,
+};
+
+/* Written and read on the loop thread only (the finish steps run there: host/writer.h). */
+static uint64_t knob_records[_KNOB_RECORD_MAX];
+
+uint64_t apply_knob_records(KnobRecord what) {
+        return what >= 0 && what < KNOB_RECORD_NOTE ? knob_records[what] : 0;
+}
+
+void apply_log_knob(const Device *d, const char *knob, KnobRecord what, int level, int error, const char *old,
+                    const char *new, const char *fmt, ...) {
+        _cleanup_free_ char *f_knob = NULL, *f_old = NULL, *f_new = NULL, *f_rule = NULL;
+        const char *fields[5] = {};
+        char msg[2048];
+        size_t n = 0;
         va_list ap;
-        snprintf(f_knob, sizeof(f_knob), "BLKMQD_KNOB=%s", knob);
-        const char *fields[] = { f_knob, NULL };
+
+        assert(d);
+        assert(knob);
+        assert(what >= 0 && what < _KNOB_RECORD_MAX);
+        if (what != KNOB_RECORD_NOTE)
+                knob_records[what]++;
+        /* a field that cannot be had (ENOMEM) is left out; the message still says it all */
+        if (asprintf(&f_knob, "BLKMQD_KNOB=%s", knob) >= 0)
+                fields[n++] = f_knob;
+        if (old && asprintf(&f_old, "BLKMQD_OLD_VALUE=%s", old) >= 0)
+                fields[n++] = f_old;
+        if (new && asprintf(&f_new, "BLKMQD_NEW_VALUE=%s", new) >= 0)
+                fields[n++] = f_new;
+        /* a write says which rule decided it (the decision lines are debug at a first evaluation) */
+        Knob k = knob_from_string(knob);
+        const PlanEntry *e = what == KNOB_RECORD_WRITE && k >= 0 ? plan_decision(&d->plan, k) : NULL;
+        if (e && e->rule && asprintf(&f_rule, "BLKMQD_RULE=%s", e->rule) >= 0)
+                fields[n++] = f_rule;
+        int saved = errno;
+        errno = error < 0 ? -error : error;     /* %m is the record's error */
         va_start(ap, fmt);
-        log_fullv(level, error, d->name, message_id, fields, __FILE__, __LINE__, __func__, fmt, ap);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        errno = saved;
+        log_full(level, error, d->name, knob_record_message_id[what], fields, __FILE__, __LINE__, __func__, "%s%s%s%s", msg,
+                 f_rule ? " (rule " : "", f_rule ? e->rule : "", f_rule ? ")" : "");
 }
 
 /* A write of knob failed with r, of class c (fmt: what was written). */
-#define log_write_failed(d, knob, r, c, fmt, ...)                                                        \
-        log_knob(d, knob, LOG_WARNING, r, BLKMQD_MESSAGE_WRITE_FAILED, fmt ": %m%s", __VA_ARGS__,       \
-                 (c) == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : ", will retry with backoff")
-/* Someone else changed knob. */
-#define log_external(d, knob, level, ...) log_knob(d, knob, level, 0, BLKMQD_MESSAGE_EXTERNAL_CHANGE, __VA_ARGS__)
+#define log_write_failed(d, knob, r, c, old, new, fmt, ...)                                              \
+        apply_log_knob(d, knob, KNOB_RECORD_FAILED, LOG_WARNING, r, old, new, fmt ": %m%s", __VA_ARGS__, \
+                       (c) == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : ", will retry with backoff")
+/* Someone else changed knob from old (what blkmqd wrote or kept) to new. */
+#define log_external(d, knob, level, old, new, ...) \
+        apply_log_knob(d, knob, KNOB_RECORD_EXTERNAL, level, 0, old, new, __VA_ARGS__)
+/* blkmqd wrote new over old / put back new (the original) over old. */
+#define log_write(d, knob, old, new, ...) apply_log_knob(d, knob, KNOB_RECORD_WRITE, LOG_NOTICE, 0, old, new, __VA_ARGS__)
+#define log_restore(d, knob, old, new, ...) apply_log_knob(d, knob, KNOB_RECORD_RESTORE, LOG_NOTICE, 0, old, new, __VA_ARGS__)
 
 bool apply_restore_may_write(Applied *a, const ApplyOptions *o) {
         if (o->verify_only)
@@ -416,7 +456,7 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                         /* Report once, do not fight. */
                         bool transition = a->state != APPLY_EXTERNAL;
                         if (transition)
-                                log_external(d, knob, LOG_NOTICE, "%s changed externally to %s (%s %s); leaving it (Reassert=no)",
+                                log_external(d, knob, LOG_NOTICE, wanted, current, "%s changed externally to %s (%s %s); leaving it (Reassert=no)",
                                              knob, current, how, wanted);
                         applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (%s %s; it is no longer blkmqd's to restore)",
                                     current, how, wanted);
@@ -480,7 +520,8 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 if (k == KNOB_NR_REQUESTS)
                         d->nr_requests_ino = nr_requests_instance(h, d->name);
                 if (war_held(&a->war, now))
-                        log_external(d, knob, LOG_INFO, "%s %s held since blkmqd's last rewrite: write war over", knob, wanted);
+                        apply_log_knob(d, knob, KNOB_RECORD_NOTE, LOG_INFO, 0, NULL, wanted, "%s %s held since blkmqd's last rewrite: write war over",
+                                       knob, wanted);
                 return dropped;
         }
 
@@ -604,7 +645,8 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                 if (run->knob_prev_error == r)  /* said at the first failure; the state did not change */
                         log_device_debug(d->name, "Failed to set %s %s again: %s", knob, wanted, strerrorname_np(-r) ?: "error");
                 else
-                        log_write_failed(d, knob, r, c, "Failed to set %s %s (now %s)%s", knob, wanted, after ?: strna(current), strempty(late));
+                        log_write_failed(d, knob, r, c, after ?: current, wanted, "Failed to set %s %s (now %s)%s", knob, wanted,
+                                         after ?: strna(current), strempty(late));
                 return written || dropped;      /* originals changed: the caller persists them */
         }
 
@@ -615,10 +657,10 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
         if (run->knob_reassert) {
                 backoff_bump(&a->war, now);
                 if (a->war.level == 1)
-                        log_external(d, knob, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); rewritten (Reassert=yes)%s",
+                        log_external(d, knob, LOG_NOTICE, current, wanted, "%s changed externally to %s (blkmqd wrote %s); rewritten (Reassert=yes)%s",
                                      knob, strna(current), wanted, strempty(late));
                 else if (a->war.level == 2)
-                        log_external(d, knob, LOG_WARNING,
+                        log_external(d, knob, LOG_WARNING, current, wanted,
                                      "%s changed externally to %s again after blkmqd rewrote %s: write war; rewritten, further rewrites "
                                      "back off from %u s doubling up to %u s (Reassert=yes)", knob, strna(current), wanted,
                                      (unsigned) (apply_backoff_delay(2) / 1000000), (unsigned) (APPLY_BACKOFF_MAX_USEC / 1000000));
@@ -626,10 +668,10 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                         log_device_debug(d->name, "%s changed externally to %s again, rewritten (write war, level %u)",
                                          knob, strna(current), a->war.level);
         } else if (run->knob_reapply)
-                log_device_info(d->name, "%s %s -> %s: written again, an elevator switch since blkmqd wrote it reset it%s", knob,
-                                strna(current), wanted, strempty(late));
+                log_write(d, knob, current, wanted, "%s %s -> %s: written again, an elevator switch since blkmqd wrote it reset it%s",
+                          knob, strna(current), wanted, strempty(late));
         else
-                log_device_info(d->name, "%s %s -> %s%s", knob, strna(current), wanted, strempty(late));
+                log_write(d, knob, current, wanted, "%s %s -> %s%s", knob, strna(current), wanted, strempty(late));
 
         /* the switch reset nr_requests (the write returned: the disk's attributes may be read) */
         _cleanup_free_ char *nr_after = NULL;
@@ -747,6 +789,17 @@ static char *irq_signature(const Device *d) {
         return s;
 }
 
+/* "<irq>:<cpulist> ..." of d's vectors with an original (the originals), into buf; NULL for none. */
+static const char *irq_originals(const Device *d, char *buf, size_t size) {
+        size_t len = 0;
+        buf[0] = 0;
+        for (size_t i = 0; i < d->n_irq_applied && len < size; i++)
+                if (d->irq_applied[i].original)
+                        len += snprintf(buf + len, size - len, "%s%u:%s", len ? " " : "", d->irq_applied[i].irq,
+                                        d->irq_applied[i].original);
+        return buf[0] ? buf : NULL;
+}
+
 /*
  * The summary of irq_affinity once every vector was decided (and written): applied/irq_affinity
  * with counts that add up to the total, and one log line for the disk when its state changed.
@@ -758,6 +811,7 @@ static void irq_affinity_summarize(Device *d) {
         size_t n[IRQ_WAR_REWRITE + 1] = {}, total = 0;
         _cleanup_free_ char *ext_new = NULL, *failed = NULL, *reasserted = NULL, *war = NULL, *how = NULL;
         size_t n_ext_new = 0, n_failed = 0, n_reasserted = 0, n_war = 0, n_how = 0;
+        char sv_old[1024];
         int first_error = 0;
         uint64_t now = run_now_usec(d);
         bool ours = false;
@@ -867,10 +921,12 @@ static void irq_affinity_summarize(Device *d) {
                 ADD(", %zu failed: %s", failed_n, strempty(failed));
 #undef ADD
         if (failed_n)
-                log_knob(d, "irq_affinity", LOG_WARNING, first_error, BLKMQD_MESSAGE_WRITE_FAILED,
-                         "%s%s", line, failed_writes ? " (failed writes are retried with backoff)" : "");
+                apply_log_knob(d, "irq_affinity", KNOB_RECORD_FAILED, LOG_WARNING, first_error, irq_originals(d, sv_old, sizeof(sv_old)),
+                               want, "%s%s", line, failed_writes ? " (failed writes are retried with backoff)" : "");
         else if (ext_new || war || reasserted)
-                log_external(d, "irq_affinity", war ? LOG_WARNING : LOG_NOTICE, "%s", line);
+                log_external(d, "irq_affinity", war ? LOG_WARNING : LOG_NOTICE, irq_originals(d, sv_old, sizeof(sv_old)), want, "%s", line);
+        else if (placed)
+                log_write(d, "irq_affinity", irq_originals(d, sv_old, sizeof(sv_old)), want, "%s", line);
         else
                 log_device_info(d->name, "%s", line);
 }
@@ -1139,8 +1195,9 @@ bool apply_forget_original(Device *d, Knob k, const char *why) {
         if (k == KNOB_IRQ_AFFINITY || apply_net_knob(k) || !a->original)
                 return false;
         _cleanup_free_ char *was = TAKE_PTR(a->original);
-        log_knob(d, knob_to_string(k), LOG_NOTICE, 0, NULL, "%s: %s, recorded before blkmqd's first write, came from %s, %s: "
-                 "not put back", knob_to_string(k), was, strna(a->original_source), why);
+        apply_log_knob(d, knob_to_string(k), KNOB_RECORD_NOTE, LOG_NOTICE, 0, was, NULL,
+                       "%s: %s, recorded before blkmqd's first write, came from %s, %s: not put back", knob_to_string(k), was,
+                       strna(a->original_source), why);
         applied_set(a, APPLY_UNMANAGED, 0, "%s not put back: it came from %s, %s", was, strna(a->original_source), why);
         a->original_source = mfree_str(a->original_source);
         a->value = mfree_str(a->value);
@@ -1205,7 +1262,8 @@ static void restore_check_external(HostFs *h, Device *d) {
                         continue;
                 if (read_knob(h, d->name, k, &now) < 0 || streq(now, a->value) || streq(now, a->original))
                         continue;
-                log_external(d, knob_to_string(k), LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); not restoring %s over it",
+                log_external(d, knob_to_string(k), LOG_NOTICE, a->value, now,
+                             "%s changed externally to %s (blkmqd wrote %s); not restoring %s over it",
                              knob_to_string(k), now, a->value, a->original);
                 d->run.left++;
                 a->original = mfree_str(a->original);
@@ -1256,14 +1314,15 @@ static int restore_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) 
                 return 0;
         }
         if (r < 0) {
-                log_device_warning_errno(d->name, r, "Failed to restore %s %s: %m", knob_to_string(k), a->original);
+                apply_log_knob(d, knob_to_string(k), KNOB_RECORD_FAILED, LOG_WARNING, r, a->value, a->original,
+                               "Failed to restore %s %s: %m", knob_to_string(k), a->original);
                 applied_set(a, APPLY_ERROR, r, "%s restoring %s", strerrorname_np(-r) ?: "error", strna(a->original));
                 if (d->run.error >= 0)
                         d->run.error = r;
                 d->run.failed++;
                 return 0;
         }
-        log_device_info(d->name, "%s restored to %s", knob_to_string(k), a->original);
+        log_restore(d, knob_to_string(k), a->value, a->original, "%s restored to %s", knob_to_string(k), a->original);
         forget_applied(a);
         return 1;
 }
@@ -1300,7 +1359,7 @@ static int irq_restore_decide(HostFs *h, Device *d, WriteJob **ret_job) {
                 j->tag = KNOB_IRQ_AFFINITY;
         }
         if (n_left)
-                log_external(d, "irq_affinity", LOG_NOTICE, "irq_affinity: %zu vector(s) changed externally, not restored over: %s",
+                log_external(d, "irq_affinity", LOG_NOTICE, NULL, NULL, "irq_affinity: %zu vector(s) changed externally, not restored over: %s",
                              n_left, left);
         if (j)
                 *ret_job = TAKE_PTR(j);
@@ -1338,9 +1397,10 @@ static int irq_restore_finish(HostFs *h, Device *d, const WriteJob *j) {
                 return k;
         /* one line for the disk, not one per vector */
         if (n_restored)
-                log_device_info(d->name, "irq_affinity: %zu vector(s) restored: %s", n_restored, restored);
+                log_restore(d, "irq_affinity", NULL, restored, "irq_affinity: %zu vector(s) restored: %s", n_restored, restored);
         if (n_failed)
-                log_device_warning_errno(d->name, first_error, "irq_affinity: %zu vector(s) failed to restore: %s", n_failed, failed);
+                apply_log_knob(d, "irq_affinity", KNOB_RECORD_FAILED, LOG_WARNING, first_error, NULL, failed,
+                               "irq_affinity: %zu vector(s) failed to restore: %s", n_failed, failed);
         d->irq_logged = mfree_str(d->irq_logged);
         if (!(j->tag & TAG_RESTORE) && d->applied[KNOB_IRQ_AFFINITY].state != APPLY_MANAGED) {
                 d->applied[KNOB_IRQ_AFFINITY].value = mfree_str(d->applied[KNOB_IRQ_AFFINITY].value);
@@ -1385,7 +1445,8 @@ static int nr_before_override_finish(Device *d, const WriteJob *j) {
         int r = j->ops[0].result;
 
         if (r < 0) {
-                log_device_warning_errno(d->name, r, "Failed to put nr_requests back to %s: %m", j->ops[0].value);
+                apply_log_knob(d, "nr_requests", KNOB_RECORD_FAILED, LOG_WARNING, r, j->ops[0].before, j->ops[0].value,
+                               "Failed to put nr_requests back to %s: %m", j->ops[0].value);
                 applied_set(a, APPLY_ERROR, r, "%s putting back %s, the value before the override", strerrorname_np(-r) ?: "error",
                             j->ops[0].value);
                 if (d->run.error >= 0)
@@ -1393,7 +1454,7 @@ static int nr_before_override_finish(Device *d, const WriteJob *j) {
                 d->run.failed++;
                 return 0;
         }
-        log_device_info(d->name, "nr_requests %s -> %s: put back, %s's value before the override (%s comes back with the elevator "
+        log_restore(d, "nr_requests", j->ops[0].before, j->ops[0].value, "nr_requests %s -> %s: put back, %s's value before the override (%s comes back with the elevator "
                         "before blkmqd's switch)", strna(j->ops[0].before), j->ops[0].value, strna(elevator), strna(a->original));
         applied_set(a, APPLY_UNMANAGED, 0, "put back to %s, %s's value before the override; %s belongs to the elevator before "
                     "blkmqd's switch and comes back with it", j->ops[0].value, strna(elevator), strna(a->original));
@@ -1495,9 +1556,9 @@ bool apply_forget_iosched_original(Device *d, IoschedTunable t, const char *why)
                 return false;   /* recorded only for blkmqd's elevator switch: the elevator's decides */
         char lbl[96];
         _cleanup_free_ char *source = TAKE_PTR(a->original_source);
-        log_knob(d, tunable_label(t, lbl, sizeof(lbl)), LOG_NOTICE, 0, NULL,
-                 "iosched %s: %s, recorded before blkmqd's first write, came from %s, %s: not put back", lbl, a->original,
-                 strna(source), why);
+        apply_log_knob(d, tunable_label(t, lbl, sizeof(lbl)), KNOB_RECORD_NOTE, LOG_NOTICE, 0, a->original, NULL,
+                       "iosched %s: %s, recorded before blkmqd's first write, came from %s, %s: not put back", lbl,
+                       a->original, strna(source), why);
         applied_set(a, APPLY_UNMANAGED, 0, "%s not put back: it came from %s, %s", a->original, strna(source), why);
         iosched_forget(d, t);
         return true;
@@ -1736,7 +1797,8 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                         free_and_strdup(&a->value, wanted);
                         d->iosched_ino[t] = ino;
                         if (war_held(&a->war, now))
-                                log_external(d, lbl, LOG_INFO, "%s %s held since blkmqd's last rewrite: write war over", lbl, wanted);
+                                apply_log_knob(d, lbl, KNOB_RECORD_NOTE, LOG_INFO, 0, NULL, wanted, "%s %s held since blkmqd's last rewrite: write war over",
+                                               lbl, wanted);
                         continue;
                 }
                 unsigned char ops = IOSCHED_OP_WRITE;
@@ -1757,8 +1819,8 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                         } else if (!o->reassert) {
                                 bool transition = a->state != APPLY_EXTERNAL, had = a->original;
                                 if (transition)
-                                        log_external(d, lbl, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)",
-                                                     lbl, cur, wanted);
+                                        log_external(d, lbl, LOG_NOTICE, wanted, cur,
+                                                     "%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)", lbl, cur, wanted);
                                 applied_set(a, APPLY_EXTERNAL, 0, "changed externally to %s (blkmqd wrote %s; it is no longer blkmqd's to restore)",
                                             cur, wanted);
                                 a->original = mfree_str(a->original);
@@ -1831,11 +1893,13 @@ static int iosched_finish(HostFs *h, Device *d, const WriteJob *j) {
                         if (r < 0 && disk_vanished(h, d, r))
                                 continue;
                         if (r < 0) {
-                                log_device_warning_errno(d->name, r, "Failed to put back %s %s: %m", label, op->value);
+                                apply_log_knob(d, label, KNOB_RECORD_FAILED, LOG_WARNING, r, op->before, op->value,
+                                               "Failed to put back %s %s: %m", label, op->value);
                                 applied_set(a, APPLY_ERROR, r, "%s putting back %s", strerrorname_np(-r) ?: "error", op->value);
                                 continue;
                         }
-                        log_device_info(d->name, "%s put back to %s, the value before blkmqd changed it", label, op->value);
+                        log_restore(d, label, op->before, op->value, "%s put back to %s, the value before blkmqd changed it", label,
+                                    op->value);
                         iosched_forget(d, t);
                         applied_set(a, APPLY_UNMANAGED, 0, "put back to %s, the value before blkmqd changed it", op->value);
                         n++;
@@ -1875,7 +1939,8 @@ static int iosched_finish(HostFs *h, Device *d, const WriteJob *j) {
                         if (again)
                                 log_device_debug(d->name, "Failed to set %s %s again: %s", label, op->value, strerrorname_np(-r) ?: "error");
                         else
-                                log_write_failed(d, label, r, c, "Failed to set %s %s (now %s)", label, op->value, after ?: strna(op->before));
+                                log_write_failed(d, label, r, c, after ?: op->before, op->value, "Failed to set %s %s (now %s)", label, op->value,
+                                                 after ?: strna(op->before));
                         n += written;
                         continue;
                 }
@@ -1892,17 +1957,17 @@ static int iosched_finish(HostFs *h, Device *d, const WriteJob *j) {
                 if (ops & IOSCHED_OP_REASSERT) {
                         backoff_bump(&a->war, now);
                         if (a->war.level == 1)
-                                log_external(d, label, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); rewritten (Reassert=yes)",
+                                log_external(d, label, LOG_NOTICE, op->before, op->value, "%s changed externally to %s (blkmqd wrote %s); rewritten (Reassert=yes)",
                                              label, strna(op->before), op->value);
                         else if (a->war.level == 2)
-                                log_external(d, label, LOG_WARNING, "%s changed externally to %s again after blkmqd rewrote %s: write war; "
+                                log_external(d, label, LOG_WARNING, op->before, op->value, "%s changed externally to %s again after blkmqd rewrote %s: write war; "
                                              "further rewrites back off (Reassert=yes)", label, strna(op->before), op->value);
                 } else if (ops & IOSCHED_OP_REAPPLY)
-                        log_device_info(d->name, "%s %s -> %s: written again, %s reset it", label, strna(op->before), op->value,
+                        log_write(d, label, op->before, op->value, "%s %s -> %s: written again, %s reset it", label, strna(op->before), op->value,
                                         ops & IOSCHED_OP_DERIVED ? "blkmqd's nr_requests write (the kernel derives it from nr_requests)" :
                                         "an elevator switch since blkmqd wrote it");
                 else
-                        log_device_info(d->name, "%s %s -> %s", label, strna(op->before), op->value);
+                        log_write(d, label, op->before, op->value, "%s %s -> %s", label, strna(op->before), op->value);
                 n++;
         }
         return n;
@@ -1951,7 +2016,7 @@ static int iosched_restore_decide(HostFs *h, Device *d, WriteJob **ret_job) {
                         continue;
                 }
                 if (a->value && !streq(cur, eff)) {
-                        log_external(d, lbl, LOG_NOTICE, "%s changed externally to %s (blkmqd wrote %s); not restoring %s over it",
+                        log_external(d, lbl, LOG_NOTICE, a->value, cur, "%s changed externally to %s (blkmqd wrote %s); not restoring %s over it",
                                      lbl, cur, a->value, a->original);
                         d->run.left++;
                         iosched_forget(d, t);
@@ -1979,14 +2044,15 @@ static int iosched_restore_finish(HostFs *h, Device *d, const WriteJob *j) {
                         continue;
                 }
                 if (op->result < 0) {
-                        log_device_warning_errno(d->name, op->result, "Failed to restore %s %s: %m", lbl, op->value);
+                        apply_log_knob(d, lbl, KNOB_RECORD_FAILED, LOG_WARNING, op->result, op->before, op->value,
+                                       "Failed to restore %s %s: %m", lbl, op->value);
                         applied_set(a, APPLY_ERROR, op->result, "%s restoring %s", strerrorname_np(-op->result) ?: "error", op->value);
                         if (d->run.error >= 0)
                                 d->run.error = op->result;
                         d->run.failed++;
                         continue;
                 }
-                log_device_info(d->name, "%s restored to %s", lbl, op->value);
+                log_restore(d, lbl, op->before, op->value, "%s restored to %s", lbl, op->value);
                 iosched_forget(d, t);
                 applied_set(a, APPLY_UNMANAGED, 0, NULL);
                 n++;
@@ -2070,7 +2136,7 @@ static void on_job_timeout(WriteJob *j, void *userdata) {
         else
                 snprintf(what_s, sizeof(what_s), "%s %zu vector(s): %s after %g s", what, j->n_ops, why, sec);
         step_set(d, k, APPLY_TIMEOUT, 0, what_s);
-        log_device_full(LOG_WARNING, ETIMEDOUT, d->name, BLKMQD_MESSAGE_WRITE_FAILED, NULL,
+        apply_log_knob(d, step_name(k), KNOB_RECORD_FAILED, LOG_WARNING, ETIMEDOUT, NULL, j->ops[0].value,
                         "%s: the write of \"%s\" to \"%s\" has not returned after %g s; the rest is served, "
                         "its outcome is recorded when it returns", step_name(k), j->ops[0].value, j->ops[0].path, sec);
         if (a->on_timeout)

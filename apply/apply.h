@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "hostfs.h"
+#include "macro.h"
 #include "registry.h"
 #include "writer.h"
 
@@ -40,6 +41,32 @@ WriteErrorClass apply_classify_error(int error);
  * <current> -> <wanted>" when that is news (another state or value before).
  */
 void apply_dry_run(const Device *d, Applied *a, const char *label, const char *current, const char *wanted);
+
+/*
+ * What a journal record about one knob of one disk says happened (apply_log_knob()). Each kind
+ * has its MESSAGE_ID (host/log.h; units/blkmqd.catalog explains them) and a process-wide
+ * counter, the metrics' blkmqd_*_total families (docs/METRICS.md): one record, one count.
+ */
+typedef enum KnobRecord {
+        KNOB_RECORD_WRITE,      /* blkmqd wrote new over old: BLKMQD_MESSAGE_WRITE, notice */
+        KNOB_RECORD_RESTORE,    /* blkmqd put back new, the value before it changed old: BLKMQD_MESSAGE_RESTORE, notice */
+        KNOB_RECORD_EXTERNAL,   /* someone else changed what blkmqd wrote or kept: BLKMQD_MESSAGE_EXTERNAL_CHANGE */
+        KNOB_RECORD_FAILED,     /* a write or a restore failed: BLKMQD_MESSAGE_WRITE_FAILED, warning */
+        KNOB_RECORD_NOTE,       /* about the knob, nothing happened to it (a write war over): no MESSAGE_ID, not counted */
+        _KNOB_RECORD_MAX,
+} KnobRecord;
+
+/*
+ * One journal record about knob (a Knob's name, "iosched.<elevator>.<tunable>", ...) of d, at
+ * level, with DEVICE=, BLKMQD_KNOB=knob, the MESSAGE_ID of what, BLKMQD_OLD_VALUE=old and
+ * BLKMQD_NEW_VALUE=new (each left out when NULL); error: a -errno or errno for ERRNO= and %m,
+ * 0 for none. Counted in apply_knob_records() whatever the log level.
+ */
+void apply_log_knob(const Device *d, const char *knob, KnobRecord what, int level, int error, const char *old,
+                    const char *new, const char *fmt, ...) _printf_(8, 9);
+
+/* How many records of what this process logged (KNOB_RECORD_NOTE: 0). */
+uint64_t apply_knob_records(KnobRecord what);
 
 /* Pacing of rewrites in a write war and of retries after a failed write: 10 s, 20 s, ... 1 h. */
 #define APPLY_BACKOFF_FIRST_USEC (UINT64_C(10) * 1000000)

@@ -72,6 +72,10 @@ def main():
     ap.add_argument("--disks", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--no-idle", action="store_true", help="skip the idle window (scrape only)")
+    ap.add_argument("--no-scrape", action="store_true", help="skip the scrape window (idle only)")
+    ap.add_argument("--textfile", type=float, default=None, metavar="SECONDS",
+                    help="write the metrics file (TextfileDirectory= a temp dir, MetricsIntervalSec=SECONDS; "
+                         "60 is the default a service has); the idle window then counts its writes")
     ap.add_argument("--debugfs", action="store_true",
                     help="mount debugfs at /sys/kernel/debug in the bench's private mount namespace when it is not "
                          "mounted (the per-hctx debugfs values of a scrape; the host's mounts are not touched)")
@@ -124,8 +128,13 @@ def main():
         for k in ("NOTIFY_SOCKET", "JOURNAL_STREAM"):
             env.pop(k, None)
         log = open(os.path.join(tmp, "blkmqd.log"), "w")
-        cmd = [a.blkmqd, "-m", mnt, "-s", state,
-               *bt.virtual_args(["--devices", names, "-c", os.path.join(tmp, "none.conf")], tmp)]
+        conf = os.path.join(tmp, "none.conf")
+        textfile = os.path.join(tmp, "textfile", "blkmqd.prom")
+        if a.textfile is not None:      # the service's default is this file every 60 s; -s STATE turns it off otherwise
+            os.makedirs(os.path.dirname(textfile))
+            with open(conf, "w") as f:
+                f.write(f"[Manager]\nTextfileDirectory={os.path.dirname(textfile)}\nMetricsIntervalSec={a.textfile:g}\n")
+        cmd = [a.blkmqd, "-m", mnt, "-s", state, *bt.virtual_args(["--devices", names, "-c", conf], tmp)]
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         t = time.monotonic()
         while len(glob.glob(f"{mnt}/devices/*")) < len(attached):
@@ -138,7 +147,8 @@ def main():
         print(f"kernel:  {os.uname().release} ({os.uname().version})")
         print(f"machine: {os.cpu_count()} CPUs, load {' '.join(open('/proc/loadavg').read().split()[:3])}")
         print(f"blkmqd:  {a.blkmqd} -m MNT --devices {attached[0]}..{attached[-1]} ({len(attached)} loop "
-              f"disks) -s STATE -c /nonexistent")
+              f"disks) -s STATE -c " + (f"CONF (TextfileDirectory=TMP, MetricsIntervalSec={a.textfile:g})"
+                                        if a.textfile is not None else "/nonexistent (no metrics file)"))
         src = [ln for ln in open(os.path.join(tmp, "blkmqd.log")) if "Watching block devices" in ln]
         print(f"source:  {src[0].strip() if src else '?'}")
         print(f"threads: {len(os.listdir(f'/proc/{proc.pid}/task'))}")
@@ -163,20 +173,35 @@ def main():
             print("\nidle: skipped (--no-idle)")
         else:
             c0, k0, t0 = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic()
+            ns_idle0 = bt.cpu_ns(proc.pid)
+            mtimes = set()
             block_events = 0
             while time.monotonic() - t0 < a.seconds:
-                select.select([ue], [], [], max(0.0, a.seconds - (time.monotonic() - t0)))
+                select.select([ue], [], [], max(0.0, min(0.5, a.seconds - (time.monotonic() - t0))))
                 block_events += drain()
+                if a.textfile is not None and os.path.exists(textfile):
+                    mtimes.add(os.stat(textfile).st_mtime_ns)      # a stat from here wakes nobody in blkmqd
             c1, k1, el = thread_counters(proc.pid), bt.cpu_ticks(proc.pid), time.monotonic() - t0
+            ns_idle = bt.cpu_ns(proc.pid) - ns_idle0
             vol, nonvol, runs = (c1[i] - c0[i] for i in range(3))
             print()
             print(f"idle, no readers, {el:.1f} s:")
             print(f"  context switches: {vol} voluntary + {nonvol} involuntary = {(vol + nonvol) / el:.3f}/s")
             print(f"  schedstat run count delta: {runs} = {runs / el:.3f} wake-ups/s")
             print(f"  CPU: {(k1 - k0) / tck:.2f} s = {100 * (k1 - k0) / tck / el:.3f} % of a core")
+            print(f"  CPU (schedstat run time, all threads): {ns_idle / 1e6:.2f} ms")
             print(f"  block uevents on the host meanwhile (other devices): {block_events}")
+            if a.textfile is not None:
+                writes = max(0, len(mtimes) - 1)
+                size = os.path.getsize(textfile) if os.path.exists(textfile) else 0
+                print(f"  metrics file writes in the window: {writes} (file {size} bytes)"
+                      + (f", {ns_idle / 1e6 / writes:.2f} ms of CPU and {(vol + nonvol) / writes:.1f} context switches each"
+                         if writes else ""))
 
         # ---- scrape -----------------------------------------------------------------------
+        if a.no_scrape:
+            print("\nscrape: skipped (--no-scrape)")
+            return 0
         metrics = os.path.join(mnt, "metrics")
         if os.path.exists(metrics):
             targets, what = [metrics], "metrics"

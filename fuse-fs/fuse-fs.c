@@ -449,7 +449,7 @@ static mode_t node_mode(const Node *n) {
  * Times: a live file (node_is_live()) and applied/<knob> (verified against the kernel at
  * render) are rendered from what the kernel has at the moment they are read, so their
  * mtime/ctime is now, like /proc's; a monitor of file ages (node_exporter's
- * node_textfile_mtime_seconds on prometheus/blkmqd.prom) then sees them fresh. Every other
+ * the age of a metrics scrape) then sees them fresh. Every other
  * file has the mount time.
  */
 static int node_stat(FuseFs *fs, Node *n, struct stat *st) {
@@ -1128,9 +1128,6 @@ static int build_static(FuseFs *fs) {
             !node_new(fs, fs->root, NODE_METRICS, FUSE_FS_METRICS, NULL, 0, 0) ||
             !node_new(fs, fs->root, NODE_BLOCK_SOFTIRQS, FUSE_FS_BLOCK_SOFTIRQS, NULL, 0, 0) ||
             !(fs->not_listed = node_new(fs, fs->root, NODE_NOT_LISTED, FUSE_FS_NOT_LISTED, NULL, 0, 0)))
-                return -ENOMEM;
-        Node *prom = node_new(fs, fs->root, NODE_PROM_DIR, FUSE_FS_PROM_DIR, NULL, 0, 0);
-        if (!prom || !node_new(fs, prom, NODE_PROM_FILE, FUSE_FS_PROM_FILE, NULL, 0, 0))
                 return -ENOMEM;
         return 0;
 }

@@ -46,6 +46,17 @@ typedef struct FuseFsWrite FuseFsWrite;
 void fuse_fs_write_done(FuseFsWrite *w, int r);
 
 /* What the tree shows besides the registry; supplied by the manager. */
+/* What the daemon itself counts, for /metrics (docs/METRICS.md); times are CLOCK_REALTIME seconds. */
+typedef struct DaemonCounters {
+        uint64_t reloads;               /* configuration reloads that succeeded (the load at start not counted) */
+        uint64_t reload_failures;       /* ... that failed (the last good configuration stayed) */
+        bool last_reload_success;       /* the last load or reload succeeded */
+        int64_t last_reload_time;       /* when it was tried (the start's load: the start) */
+        int64_t start_time;
+        int64_t last_verify_time;       /* the last periodic verify (VerifySec=); 0: none yet */
+        uint64_t metrics_interval_usec; /* MetricsIntervalSec=: the textfile's write interval, 0 = on change only */
+} DaemonCounters;
+
 typedef struct FuseFsContext {
         const Registry *registry;
         const Modules *modules;
@@ -99,6 +110,8 @@ typedef struct FuseFsContext {
         /* Kernel release and statistics providers, for /metrics' blkmqd_info. */
         const char *(*kernel_release)(void *userdata);
         const char *(*providers)(void *userdata);
+        /* The daemon's own counters for /metrics. NULL: those families are left out. */
+        void (*daemon_counters)(void *userdata, DaemonCounters *ret);
         /* Read scsi_host <host>'s host_busy now. Returns 0 or -errno. */
         int (*read_host_busy)(void *userdata, const char *host, uint64_t *ret);
         void *userdata;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * /metrics and /prometheus/blkmqd.prom: Prometheus text exposition format 0.0.4.
+ * /metrics (and the metrics file manager/textfile.c writes for node_exporter's textfile
+ * collector): Prometheus text exposition format 0.0.4.
  * One HELP/TYPE block per family; counters end in _total. A value the kernel cannot
  * give is left out (Prometheus' way of saying "no data"), never exported as 0.
  */
@@ -11,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apply.h"
 #include "config.h"
+#include "log.h"
 #include "macro.h"
 #include "render.h"
 
@@ -541,6 +544,54 @@ static void bpf_missed_family(const FuseFsContext *ctx, FILE *f) {
         fprintf(f, "blkmqd_bpf_missed_events_total{event=\"any\",reason=\"map_full\"} %" PRIu64 "\n", m.map_full);
 }
 
+/* blkmqd's build, its own counters and times (DaemonCounters, apply_knob_records()). */
+static void daemon_families(const FuseFsContext *ctx, FILE *f) {
+        static const struct {
+                KnobRecord what;
+                const char *name, *help;
+        } rec[] = {
+                { KNOB_RECORD_WRITE,    "blkmqd_writes_total",            "values blkmqd wrote (journal MESSAGE_ID " BLKMQD_MESSAGE_WRITE ")" },
+                { KNOB_RECORD_RESTORE,  "blkmqd_restores_total",          "original values blkmqd put back (MESSAGE_ID " BLKMQD_MESSAGE_RESTORE ")" },
+                { KNOB_RECORD_EXTERNAL, "blkmqd_external_changes_total",  "values blkmqd wrote or kept that someone else changed "
+                                                                          "(MESSAGE_ID " BLKMQD_MESSAGE_EXTERNAL_CHANGE ")" },
+                { KNOB_RECORD_FAILED,   "blkmqd_write_failures_total",    "writes and restores that failed or passed their deadline "
+                                                                          "(MESSAGE_ID " BLKMQD_MESSAGE_WRITE_FAILED ")" },
+        };
+        DaemonCounters dc = {};
+
+        family(f, "blkmqd_build_info", "gauge", "1: blkmqd's version and the optional parts it was built with");
+        fputs("blkmqd_build_info{", f);
+        put_label(f, "version", BLKMQD_VERSION, true);
+        put_label(f, "bpf", HAVE_BPF ? "yes" : "no", false);
+        put_label(f, "libnl", HAVE_LIBNL ? "yes" : "no", false);
+        fputs("} 1\n", f);
+        for (size_t i = 0; i < ELEMENTSOF(rec); i++) {
+                family(f, rec[i].name, "counter", rec[i].help);
+                fprintf(f, "%s %" PRIu64 "\n", rec[i].name, apply_knob_records(rec[i].what));
+        }
+        if (!ctx->daemon_counters)
+                return;
+        ctx->daemon_counters(ctx->userdata, &dc);
+        family(f, "blkmqd_reloads_total", "counter", "configuration reloads (SIGHUP, systemctl reload, the reload file), by result");
+        fprintf(f, "blkmqd_reloads_total{result=\"success\"} %" PRIu64 "\n"
+                   "blkmqd_reloads_total{result=\"failure\"} %" PRIu64 "\n", dc.reloads, dc.reload_failures);
+        family(f, "blkmqd_last_reload_success", "gauge", "1 when the last configuration load succeeded, 0 when it was refused "
+               "(the configuration before it stays in force)");
+        fprintf(f, "blkmqd_last_reload_success %d\n", dc.last_reload_success);
+        family(f, "blkmqd_last_reload_timestamp_seconds", "gauge", "when the configuration was last loaded or a reload was tried");
+        fprintf(f, "blkmqd_last_reload_timestamp_seconds %" PRIi64 "\n", dc.last_reload_time);
+        family(f, "blkmqd_start_time_seconds", "gauge", "when blkmqd started");
+        fprintf(f, "blkmqd_start_time_seconds %" PRIi64 "\n", dc.start_time);
+        if (dc.last_verify_time > 0) {
+                family(f, "blkmqd_last_verify_timestamp_seconds", "gauge",
+                       "when the periodic verify (VerifySec=) last read every managed disk's values back");
+                fprintf(f, "blkmqd_last_verify_timestamp_seconds %" PRIi64 "\n", dc.last_verify_time);
+        }
+        family(f, "blkmqd_textfile_interval_seconds", "gauge", "MetricsIntervalSec=: the metrics file is written at least this "
+               "often (0: only when something changed)");
+        fprintf(f, "blkmqd_textfile_interval_seconds %" PRIu64 "\n", dc.metrics_interval_usec / 1000000);
+}
+
 int render_metrics(const FuseFsContext *ctx, char **ret) {
         const Registry *reg = ctx->registry;
         _cleanup_(metrics_cache_freep) MetricsCache *own = NULL;
@@ -574,6 +625,7 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
         put_label(f, "kernel", ctx->kernel_release ? ctx->kernel_release(ctx->userdata) : NULL, false);
         put_label(f, "providers", ctx->providers ? ctx->providers(ctx->userdata) : NULL, false);
         fputs("} 1\n", f);
+        daemon_families(ctx, f);
         bpf_missed_family(ctx, f);
 
         for (DiskFamily k = 0; k < _DISK_FAMILY_MAX; k++)

@@ -26,8 +26,6 @@
 #define FUSE_FS_MODULES   "modules"
 #define FUSE_FS_HOSTS     "hosts"
 #define FUSE_FS_METRICS   "metrics"
-#define FUSE_FS_PROM_DIR  "prometheus"
-#define FUSE_FS_PROM_FILE "blkmqd.prom"
 #define FUSE_FS_STAT      "stat"
 #define FUSE_FS_COMPLETIONS "completions"
 #define FUSE_FS_STATS_SOURCE "stats_source"
@@ -47,8 +45,6 @@ typedef enum NodeType {
         NODE_RESTORE,           /* /restore   rw  1 -> restore every original value, then mode off */
         NODE_METRICS,           /* /metrics   Prometheus text exposition 0.0.4 */
         NODE_BLOCK_SOFTIRQS,    /* /block_softirqs: BLOCK softirqs per CPU (/proc/softirqs) */
-        NODE_PROM_DIR,          /* /prometheus/ (point node_exporter's textfile collector here) */
-        NODE_PROM_FILE,         /* /prometheus/blkmqd.prom, the same content as /metrics */
         NODE_NOT_LISTED,        /* /not_listed: "<name>: <reason>" per block device seen and not under devices/ */
         NODE_HOSTS,             /* /hosts/ */
         NODE_HOST,              /* /hosts/<scsi_host>/ */
@@ -177,7 +173,7 @@ static inline bool node_is_dir(const Node *n) {
         case NODE_ROOT: case NODE_DEVICES: case NODE_DEVICE: case NODE_FACTS:
         case NODE_PLAN: case NODE_APPLIED: case NODE_HCTX: case NODE_HCTX_N: case NODE_POLICY:
         case NODE_OWNER: case NODE_MODULES: case NODE_MODULE: case NODE_MODULE_PARAM:
-        case NODE_PROM_DIR: case NODE_HOSTS: case NODE_HOST: case NODE_IOSCHED:
+        case NODE_HOSTS: case NODE_HOST: case NODE_IOSCHED:
         case NODE_NETWORK: case NODE_NICS: case NODE_NIC:
         case NODE_POLICY_IOSCHED: case NODE_POLICY_IOSCHED_ELEVATOR:
                 return true;
@@ -209,7 +205,7 @@ static inline bool node_is_writable(const Node *n) {
  */
 static inline bool node_is_live(const Node *n) {
         switch (n->type) {
-        case NODE_METRICS: case NODE_PROM_FILE: case NODE_STAT: case NODE_COMPLETIONS:
+        case NODE_METRICS: case NODE_STAT: case NODE_COMPLETIONS:
         case NODE_BLOCK_SOFTIRQS:
                 return true;
         case NODE_HCTX_ATTR:

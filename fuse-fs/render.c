@@ -37,7 +37,6 @@ int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
         case NODE_BLOCK_SOFTIRQS:
                 return render_block_softirqs(ctx, ret);
         case NODE_METRICS:
-        case NODE_PROM_FILE:
                 return render_metrics(ctx, ret);
         case NODE_MODULE_ATTR:
                 return render_module(ctx, n, ret);

@@ -862,6 +862,42 @@ int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char
         return r;
 }
 
+int hostfs_textfile_replace(const char *path, const char *content) {
+        _cleanup_free_ char *dir = NULL, *tmp = NULL;
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        int r = 0;
+
+        if (!path || path[0] != '/' || !slash[1])
+                return -EINVAL;
+        dir = slash == path ? strdup("/") : strndup(path, slash - path);
+        if (!dir || asprintf(&tmp, ".%s.tmp", slash + 1) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return negative_errno();
+        _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return negative_errno();
+        if (fchmod(fd, 0644) < 0)               /* node_exporter reads it as another user; not the umask's */
+                r = negative_errno();
+        for (size_t done = 0, l = strlen(content); r >= 0 && done < l;) {
+                ssize_t k = write(fd, content + done, l - done);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        r = k < 0 ? negative_errno() : -EIO;
+                else
+                        done += (size_t) k;
+        }
+        if (r >= 0 && close(TAKE_FD(fd)) < 0)
+                r = negative_errno();
+        if (r >= 0 && renameat(dfd, tmp, dfd, slash + 1) < 0)
+                r = negative_errno();
+        if (r < 0)
+                (void) unlinkat(dfd, tmp, 0);
+        return r;
+}
+
 /* The directory fd an unlink of name in kind may use: only modprobe.d, only a plain name. */
 static int unlink_dir_fd(HostFs *h, HostFsKind kind, const char *name) {
         if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))

@@ -252,6 +252,19 @@ void hostfs_replace_file_record(HostFs *h, HostFsKind kind, const char *name, co
 int hostfs_unlink_raw(HostFs *h, HostFsKind kind, const char *name);
 
 /*
+ * Replace path, a file in node_exporter's textfile directory (an absolute path the admin
+ * chose, outside the root like the state directory), by content the way node_exporter's
+ * textfile collector expects (its README.textfile): written to ".<name>.tmp" in the same
+ * directory (a name the collector skips: it reads only *.prom), mode 0644, then renamed over
+ * path, so a scrape reads the old file or the new one, never a part; the file's mtime is the
+ * time of the write. No fsync: after a crash the file is the last one written or the new one,
+ * and the next write replaces it. Thread-safe (a writer worker calls it); it may block as long
+ * as the file system takes. Never creates the directory. Returns 0, -EINVAL (not an absolute
+ * path to a file), -ENOENT (no such directory), -errno.
+ */
+int hostfs_textfile_replace(const char *path, const char *content);
+
+/*
  * Test seam: a hook consulted by hostfs_write() before it writes. Return 0 to let the
  * write proceed, > 0 when the hook did the write itself (e.g. a fixture test emulating
  * the kernel's queue/scheduler brackets), < 0 to fail the write with that errno (a

@@ -15,11 +15,18 @@
 #include <stdbool.h>
 #include <syslog.h>
 
-/* Stable MESSAGE_IDs (journalctl MESSAGE_ID=...). */
+/*
+ * Stable MESSAGE_IDs (journalctl MESSAGE_ID=...); units/blkmqd.catalog explains each one
+ * (journalctl -x). A record about one knob of one disk (apply/apply.c log_knob()) also has
+ * DEVICE=, BLKMQD_KNOB= and, where there are values, BLKMQD_OLD_VALUE= and BLKMQD_NEW_VALUE=.
+ */
 #define BLKMQD_MESSAGE_START           "8f30db4a3bdf402d801d5850f0a3f47d"
 #define BLKMQD_MESSAGE_DECISION        "4857cd2c47454447b8702c80b5468310"
+#define BLKMQD_MESSAGE_WRITE           "fc294015e7e541848f4f80885a4f974e"  /* blkmqd wrote a value (notice) */
+#define BLKMQD_MESSAGE_RESTORE         "53fd543c75c74a848bae6888d5d6b7c9"  /* blkmqd put an original back (notice) */
 #define BLKMQD_MESSAGE_WRITE_FAILED    "0ac495871da64d7993b376d97a3b39c3"
 #define BLKMQD_MESSAGE_EXTERNAL_CHANGE "1a6e7eeba9564d58bfb5cd08ccf7907b"
+#define BLKMQD_MESSAGE_RELOAD          "f3df3babde7244f3aeadcfdd08a9a1a3"  /* a configuration reload, done or refused */
 #define BLKMQD_MESSAGE_STOP            "8cf0e9055a284ea299a480094054eb5a"
 
 /* Set the maximum level logged (LOG_INFO by default, LOG_DEBUG with -v). */

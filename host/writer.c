@@ -84,6 +84,16 @@ int write_job_add_file(WriteJob *j, HostFsKind kind, const char *name, const cha
         return 0;
 }
 
+int write_job_add_textfile(WriteJob *j, const char *path, const char *content) {
+        WriteOp op = { .type = WRITE_OP_TEXTFILE, .kind = _HOSTFS_KIND_INVALID, .path = strdup(path), .value = strdup(content) };
+        if (!op.path || !op.value || job_append(j, op) < 0) {
+                free(op.path);
+                free(op.value);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 int write_job_add_state(WriteJob *j, State *s, StateSection section, const char *identity, const char *text) {
         WriteOp op = { .type = WRITE_OP_STATE, .kind = _HOSTFS_KIND_INVALID, .state = s, .section = section,
                        .path = strdup(identity), .value = strdup(text) };
@@ -156,6 +166,9 @@ static void run_ops(HostFs *h, WriteJob *j, bool record) {
                         break;
                 case WRITE_OP_STATE:
                         op->result = state_save_text(op->state, op->section, op->path, op->value);
+                        break;
+                case WRITE_OP_TEXTFILE:
+                        op->result = hostfs_textfile_replace(op->path, op->value);
                         break;
                 default:
                         op->result = -EINVAL;

@@ -49,13 +49,16 @@ typedef struct WriteJob WriteJob;
  *   WRITE_OP_UNLINK   hostfs_unlink_raw() of path (modprobe.d);
  *   WRITE_OP_STATE    state_save_text(): the state directory's file of identity path in section
  *                     set to value, which state_format() made ("" removes it); not recorded in
- *                     hostfs (the state directory is blkmqd's own, not the machine's).
+ *                     hostfs (the state directory is blkmqd's own, not the machine's);
+ *   WRITE_OP_TEXTFILE hostfs_textfile_replace(): the file path (absolute, in node_exporter's
+ *                     textfile directory) replaced by value; not recorded (blkmqd's own output).
  */
 typedef enum WriteOpType {
         WRITE_OP_WRITE,
         WRITE_OP_REPLACE,
         WRITE_OP_UNLINK,
         WRITE_OP_STATE,
+        WRITE_OP_TEXTFILE,
         _WRITE_OP_TYPE_MAX,
 } WriteOpType;
 
@@ -109,6 +112,8 @@ int write_job_add(WriteJob *j, HostFsKind kind, const char *path, const char *va
 int write_job_add_file(WriteJob *j, HostFsKind kind, const char *name, const char *content);
 /* Append a WRITE_OP_STATE: text (state_format()) stored as identity's file of section in s. Returns 0, -ENOMEM. */
 int write_job_add_state(WriteJob *j, State *s, StateSection section, const char *identity, const char *text);
+/* Append a WRITE_OP_TEXTFILE: path (absolute) replaced by content. Returns 0, -ENOMEM. */
+int write_job_add_textfile(WriteJob *j, const char *path, const char *content);
 WriteJob *write_job_free(WriteJob *j);
 
 /*

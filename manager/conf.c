@@ -32,10 +32,12 @@ void config_done(Config *c) {
         free(c->elevators);
         c->elevators = NULL;
         c->n_elevators = 0;
+        c->textfile_dir = mfree_str(c->textfile_dir);
 }
 
 int config_init(Config *c) {
-        *c = (Config) { .mode = _MODE_INVALID, .rate_window_usec = 1000000, .verify_usec = CONFIG_VERIFY_USEC_DEFAULT };
+        *c = (Config) { .mode = _MODE_INVALID, .rate_window_usec = 1000000, .verify_usec = CONFIG_VERIFY_USEC_DEFAULT,
+                        .metrics_interval_usec = CONFIG_METRICS_INTERVAL_USEC_DEFAULT };
         return policy_config_init_defaults(&c->policy);
 }
 
@@ -129,6 +131,20 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
                 if (d < 0)
                         return fail(p, "DeferTo=%s: expected admin, all or none", v);
                 c->policy.defer_to = d;
+        } else if (streq(key, "MetricsIntervalSec")) {
+                char *e;
+                double sec = strtod(v, &e);
+                if (streq(v, "off") || streq(v, "no"))
+                        sec = 0;
+                else if (e == v || *e || !(sec == 0 || (sec >= 1 && sec <= 86400)))      /* NaN fails both */
+                        return fail(p, "MetricsIntervalSec=%s: expected 0 (on change only) or seconds from 1 to 86400", v);
+                c->metrics_interval_usec = (uint64_t) (sec * 1e6);
+        } else if (streq(key, "TextfileDirectory")) {
+                bool off = streq(v, "off") || streq(v, "no") || isempty(v);
+                if (!off && (v[0] != '/' || strstr(v, "/../") || (strlen(v) >= 3 && streq(v + strlen(v) - 3, "/.."))))
+                        return fail(p, "TextfileDirectory=%s: expected an absolute directory or off", v);
+                if (free_and_strdup(&c->textfile_dir, off ? "" : v) < 0)
+                        return fail(p, "out of memory");
         } else if (streq(key, "ModuleParams")) {
                 bool propose = false;
                 if (!parse_choice(p, key, v, "propose", "write", &propose))

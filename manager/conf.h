@@ -14,6 +14,11 @@
  *                                 uevent when someone else writes a queue attribute
  *   VirtualDevices=list|manage    loop, zram, brd, null_blk, scsi_debug, ublk disks: listed and
  *                                 explained only (default list), or tuned like hardware (manage)
+ *   TextfileDirectory=DIR|off     where the metrics file blkmqd.prom is written for node_exporter's
+ *                                 textfile collector (default: /var/lib/prometheus/node-exporter,
+ *                                 for the blkmqd that owns the default state directory only)
+ *   MetricsIntervalSec=SECONDS|0  write it also every SECONDS (default 60, 1 to 86400); 0: only
+ *                                 when something blkmqd shows changed (no timer)
  *
  *   [Class:<class>]               one of many-hctx-slow, fast-multiqueue, shared-tags,
  *                                 single-queue-rotational, single-queue-fast, stacked
@@ -68,6 +73,11 @@ typedef struct ConfigElevator {
         char *section;          /* "[Class:many-hctx-slow]", "[Device:hba]" */
         DiskClass cls;          /* the [Class:] section's class; _DISK_CLASS_INVALID for a [Device:] section */
 } ConfigElevator;
+/* TextfileDirectory= default: Debian's prometheus-node-exporter reads this directory
+ * (--collector.textfile.directory in its /lib/systemd/system/prometheus-node-exporter.service). */
+#define CONFIG_TEXTFILE_DIR_DEFAULT "/var/lib/prometheus/node-exporter"
+/* MetricsIntervalSec= default: a standard staleness alert (monitoring/) waits 5 minutes. */
+#define CONFIG_METRICS_INTERVAL_USEC_DEFAULT (UINT64_C(60) * 1000000)
 
 typedef struct Config {
         PolicyConfig policy;
@@ -79,6 +89,8 @@ typedef struct Config {
         bool module_params_write;     /* ModuleParams=write: write modprobe.d and runtime params */
         ConfigElevator *elevators;    /* every Elevator= name, in file order (also ones a later line replaced) */
         size_t n_elevators;
+        char *textfile_dir;           /* TextfileDirectory=: NULL not set (the default applies), "" off */
+        uint64_t metrics_interval_usec; /* MetricsIntervalSec=: 0 = on change only (default 60 s) */
 } Config;
 
 void config_done(Config *c);

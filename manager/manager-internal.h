@@ -14,6 +14,7 @@
  *   readers.c   statistics the tree reads on demand (hctx, disk stat, host_busy, softirqs, BPF)
  *   verify.c    the verify: a look at the kernel without writing (periodic, VerifySec=, or an
  *               applied/ read)
+ *   textfile.c  the metrics file for node_exporter's textfile collector (TextfileDirectory=)
  *
  * Everything here runs on the sd-event loop thread. Not installed, not for the other layers.
  */
@@ -47,6 +48,12 @@ struct Manager {
         Sources sources;
         char *config_path;
         unsigned reloads;               /* successful config (re)loads */
+        unsigned reload_failures;       /* refused reloads */
+        bool reload_ok;                 /* the last load or reload succeeded */
+        int64_t reload_time;            /* CLOCK_REALTIME s of the last load or reload attempt */
+        int64_t start_time;             /* ... of the start */
+        int64_t verify_time;            /* ... of the last periodic verify, 0 none */
+        bool default_state;             /* the state directory is the default one (no --state-dir) */
         unsigned restored;              /* values put back by the last restore */
         State *state;
         Stats *stats;
@@ -93,6 +100,15 @@ struct Manager {
         bool restore_logging;           /* a restore's summary line waits for everything to settle */
         sd_event_source *stop_timer;
         sd_event_source *verify_timer;  /* VerifySec=: NULL when off (no wake-ups at all) */
+        /* the metrics file (textfile.c) */
+        char *textfile_path;            /* <TextfileDirectory=>/blkmqd.prom; NULL: none written */
+        MetricsCache *textfile_cache;   /* its per-disk blocks, kept between writes */
+        sd_event_source *textfile_timer;        /* a change's write, coalesced */
+        sd_event_source *metrics_interval;      /* MetricsIntervalSec=: NULL when 0 or no file */
+        bool textfile_busy;             /* a write submitted, not returned */
+        bool textfile_dirty;            /* ... and something changed since it was rendered */
+        int textfile_error;             /* the last write's -errno (said once), 0 */
+        uint64_t textfile_writes;       /* files written */
 };
 
 /* ---- manager.c: lifecycle ------------------------------------------------------------- */
@@ -291,6 +307,22 @@ void manager_scrape(void *userdata, bool begin);
 /* .kernel_release, .providers: for blkmqd_info (never NULL for providers; release may be). */
 const char *manager_kernel_release(void *userdata);
 const char *manager_stats_providers(void *userdata);
+
+/* The FuseFsContext of m's tree (callbacks into this layer), also for rendering without a
+ * mount (textfile.c); metrics_cache NULL. */
+void manager_fuse_context(Manager *m, FuseFsContext *ret);
+
+/* ---- textfile.c: the metrics file ------------------------------------------------------- */
+
+/* Something /metrics shows changed: the file is written within a second (no-op without one). */
+void manager_metrics_changed(Manager *m);
+/* After the start's coldplug and each (re)load: pick the file (TextfileDirectory=), arm or
+ * remove the interval timer (MetricsIntervalSec=), write the file now. */
+void manager_textfile_update(Manager *m);
+/* Stop writing; free. The file stays. */
+void manager_textfile_done(Manager *m);
+/* FuseFsContext.daemon_counters. */
+void manager_daemon_counters(void *userdata, DaemonCounters *ret);
 
 /* ---- verify.c: a look at the kernel, no writes ---------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agents.h"
@@ -119,9 +120,12 @@ int manager_new(const ManagerOptions *options, Manager **ret) {
                 return r;
         }
         m->reloads = 1;
+        m->reload_ok = true;
+        m->start_time = m->reload_time = time(NULL);
         m->mode = effective_mode(&m->config, m->cli_dry_run);
 
         const char *dir = options->state_dir ?: getenv("STATE_DIRECTORY") ?: BLKMQD_DEFAULT_STATEDIR;
+        m->default_state = !options->state_dir;
         if (strchr(dir, ':'))           /* StateDirectory= with several entries: the first */
                 dir = strndupa(dir, strchr(dir, ':') - dir);
         r = state_open(dir, &m->state);
@@ -194,6 +198,27 @@ static void manager_log_fuse_requests(Manager *m) {
         log_info("FUSE: %" PRIu64 " request(s) answered since the mount%s%s", total, total ? ": " : "", buf);
 }
 
+void manager_fuse_context(Manager *m, FuseFsContext *ret) {
+        *ret = (FuseFsContext) {
+                .registry = &m->registry,
+                .modules = &m->modules,
+                .render_control = manager_render_control,
+                .write = manager_fuse_write,
+                .load_hctx_details = manager_load_hctx_details,
+                .read_hctx = manager_read_hctx,
+                .read_disk_stat = manager_read_disk_stat,
+                .read_host_busy = manager_read_host_busy,
+                .verify = manager_verify_disk,
+                .read_block_softirqs = manager_read_block_softirqs,
+                .read_bpf_missed = manager_read_bpf_missed,
+                .scrape = manager_scrape,
+                .kernel_release = manager_kernel_release,
+                .providers = manager_stats_providers,
+                .daemon_counters = manager_daemon_counters,
+                .userdata = m,
+        };
+}
+
 static State *abandoned_state;
 
 Manager *manager_free(Manager *m) {
@@ -222,6 +247,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->stop_timer);
         sd_event_source_disable_unref(m->verify_timer);
         sd_event_source_disable_unref(m->mounts_source);
+        manager_textfile_done(m);
         /* a write that never returns is abandoned; its worker still uses hostfs (or the state
          * directory): keep them */
         bool keep_hostfs = writer_running(m->writer);
@@ -307,8 +333,14 @@ int manager_reload(Manager *m) {
         int r = config_load(m->config_path, &c, &error);
         if (r >= 0 && (r = config_check_machine(m, &c, &error)) < 0)
                 config_done(&c);
-        if (r < 0)
-                return log_error_errno(r, "Reload failed, keeping the last good configuration: %s", error ?: strerror(-r));
+        m->reload_time = time(NULL);
+        m->reload_ok = r >= 0;
+        if (r < 0) {
+                m->reload_failures++;
+                manager_metrics_changed(m);
+                return log_full(LOG_ERR, r, NULL, BLKMQD_MESSAGE_RELOAD, NULL, __FILE__, __LINE__, __func__,
+                                "Reload failed, keeping the last good configuration: %s", error ?: strerror(-r));
+        }
         /* a mode set at runtime (the mode file, restore's off) stays until Mode= in the file
          * itself changes: a reload for another key must not turn a restored machine back on */
         ManagerMode was = effective_mode(&m->config, m->cli_dry_run), now = effective_mode(&c, m->cli_dry_run);
@@ -328,11 +360,15 @@ int manager_reload(Manager *m) {
         if (m->started)
                 manager_update_verify_timer(m);
         manager_gather_sources(m);
-        log_info("Configuration reloaded from \"%s\"%s (mode %s)", m->config_path,
+        if (m->started && !m->ready_pending)
+                manager_textfile_update(m);
+        log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_RELOAD, NULL, __FILE__, __LINE__, __func__,
+                 "Configuration reloaded from \"%s\"%s (mode %s)", m->config_path,
                  access(m->config_path, F_OK) < 0 ? ": the file does not exist, shipped defaults (and drop-ins) in force" : "",
                  manager_mode_to_string(m->mode));
         manager_reevaluate_all(m);
         warn_unavailable_elevators(m);
+        manager_metrics_changed(m);
         return 0;
 }
 
@@ -504,23 +540,8 @@ int manager_startup(Manager *m) {
                 log_info("Root is \"%s\": fixture mode, no udev monitor", hostfs_root(m->hostfs));
 
         if (m->mountpoint) {
-                FuseFsContext ctx = {
-                        .registry = &m->registry,
-                        .modules = &m->modules,
-                        .render_control = manager_render_control,
-                        .write = manager_fuse_write,
-                        .load_hctx_details = manager_load_hctx_details,
-                        .read_hctx = manager_read_hctx,
-                        .read_disk_stat = manager_read_disk_stat,
-                        .read_host_busy = manager_read_host_busy,
-                        .verify = manager_verify_disk,
-                        .read_block_softirqs = manager_read_block_softirqs,
-                        .read_bpf_missed = manager_read_bpf_missed,
-                        .scrape = manager_scrape,
-                        .kernel_release = manager_kernel_release,
-                        .providers = manager_stats_providers,
-                        .userdata = m,
-                };
+                FuseFsContext ctx;
+                manager_fuse_context(m, &ctx);
                 /* mounted by manager_ready_check(), once coldplug is done */
                 r = fuse_fs_new(m->mountpoint, &ctx, &m->fuse);
                 if (r == -EBUSY)
@@ -593,6 +614,7 @@ int manager_ready_check(Manager *m) {
                  m->state ? state_dir(m->state) : "(none)", verify);
         manager_update_status(m);
         (void) sd_notify(false, "READY=1");
+        manager_textfile_update(m);
         return 0;
 }
 

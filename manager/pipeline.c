@@ -98,6 +98,7 @@ void manager_remove_device(Manager *m, const char *name) {
         Device *d = registry_get(&m->registry, name);
         if (m->fuse)
                 fuse_fs_device_removed(m->fuse, name);
+        manager_metrics_changed(m);
         if (m->stats && d->facts)
                 stats_forget_disk(m->stats, d->facts->major, d->facts->minor);
         char prefix[300];
@@ -159,6 +160,7 @@ void manager_on_apply_finished(Device *d, void *userdata) {
         if (d->run.written > 0 && d->facts)
                 manager_refresh(m, d, d->run.written_knobs & ((1u << KNOB_IRQ_AFFINITY) | (1u << KNOB_NIC_IRQ_AFFINITY) | (1u << KNOB_XPS)), true); /* facts/, explain: what the kernel has now */
         fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/: the outcomes */
+        manager_metrics_changed(m);
         if (m->started && !m->batch)
                 manager_update_status(m);
 
@@ -186,6 +188,7 @@ void manager_on_apply_submit(Device *d, void *userdata) {
 void manager_on_apply_timeout(Device *d, void *userdata) {
         Manager *m = userdata;
         fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/<knob>: timeout */
+        manager_metrics_changed(m);
         if (m->started)
                 manager_update_status(m);
         manager_waiters_check(m);
@@ -257,7 +260,7 @@ void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate) {
  * by someone else) come before them.
  */
 void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
-        _cleanup_strv_free_ char **lines = NULL;        /* body, rule, knob, source; ... ("" for none) */
+        _cleanup_strv_free_ char **lines = NULL;        /* body, rule, knob, source, "i"nfo or "d"ebug; ... ("" for none) */
         _cleanup_free_ char *name = NULL, *f_class = NULL;
         Plan plan;
         int r = evaluate_policy(m, d, &plan);
@@ -277,7 +280,8 @@ void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
                                         source = strempty(plan.owner_source[k]);
                                 }
                 if (strv_extend(&lines, e->body) < 0 || strv_extend(&lines, strempty(e->rule)) < 0 ||
-                    strv_extend(&lines, knob) < 0 || strv_extend(&lines, source) < 0)
+                    strv_extend(&lines, knob) < 0 || strv_extend(&lines, source) < 0 ||
+                    strv_extend(&lines, log_decisions && e != plan.entries ? "d" : "i") < 0)
                         log_device_warning_errno(d->name, ENOMEM, "Failed to keep a decision line for the journal, ignoring: %m");
         }
         name = strdup(d->name);
@@ -297,19 +301,24 @@ void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
                 if (r < 0)
                         log_device_warning_errno(d->name, r, "Failed to update FUSE tree, ignoring: %m");
         }
+        manager_metrics_changed(m);
 
-        for (char **l = lines; l && l[0] && l[1] && l[2] && l[3]; l += 4) {
+        /* At a disk's first evaluation (and a reload) its class line is logged at info and the
+         * others at debug: a disk where nothing is written costs one line; what is written has
+         * a record of its own, naming the deciding rule (apply_log_knob()), and blkmqctl explain
+         * has every line. A decision that changed later (an override, a change uevent) is info;
+         * leaving a knob to another tool is a notice: the admin should see it. */
+        for (char **l = lines; l && l[0] && l[1] && l[2] && l[3] && l[4]; l += 5) {
                 _cleanup_free_ char *f_rule = NULL, *f_knob = NULL, *f_source = NULL;
                 if (asprintf(&f_rule, "BLKMQD_RULE=%s", l[1]) < 0)
                         f_rule = NULL;
                 if (*l[2] && (asprintf(&f_knob, "BLKMQD_KNOB=%s", l[2]) < 0 || asprintf(&f_source, "BLKMQD_SOURCE=%s", l[3]) < 0))
                         f_knob = f_source = NULL;
                 const char *fields[] = { f_class, f_rule, f_knob, f_source, NULL };
-                /* DEVICE= for journalctl; log_full() prefixes the name, so the body goes without it.
-                 * Leaving a knob to another tool is a notice: the admin should see it */
+                /* DEVICE= for journalctl; log_full() prefixes the name, so the body goes without it */
                 bool deferred = streq(l[1], "owner-admin") || streq(l[1], "owner-defer-all");
-                log_full(deferred ? LOG_NOTICE : LOG_INFO, 0, name, BLKMQD_MESSAGE_DECISION, fields, __FILE__, __LINE__, __func__,
-                         "%s", l[0]);
+                log_full(deferred ? LOG_NOTICE : l[4][0] == 'i' ? LOG_INFO : LOG_DEBUG, 0, name, BLKMQD_MESSAGE_DECISION, fields,
+                         __FILE__, __LINE__, __func__, "%s", l[0]);
         }
 }
 
@@ -543,6 +552,7 @@ static void modules_job_finish(Manager *m, WriteJob *j) {
                 modules_finish(&m->modules, j);
         manager_persist_module_originals(m);
         r = m->fuse ? fuse_fs_modules_updated(m->fuse) : 0;
+        manager_metrics_changed(m);
         if (r < 0)
                 log_warning_errno(r, "Failed to update module parameters, ignoring: %m");
 }
@@ -571,6 +581,7 @@ static void on_modules_timeout(WriteJob *j, void *userdata) {
         modules_timeout(&m->modules, j, writer_timeout_usec(m->writer));
         if (m->fuse)
                 (void) fuse_fs_modules_updated(m->fuse);
+        manager_metrics_changed(m);
         manager_waiters_check(m);
         (void) manager_ready_check(m);
 }
@@ -614,6 +625,7 @@ void manager_update_modules(Manager *m) {
         manager_persist_module_originals(m);    /* the originals decide recorded: saved before j (same lane) */
         if (r >= 0 && m->fuse)
                 r = fuse_fs_modules_updated(m->fuse);
+        manager_metrics_changed(m);
         if (r < 0)
                 log_warning_errno(r, "Failed to update module parameters, ignoring: %m");
         if (j)

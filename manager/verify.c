@@ -7,6 +7,7 @@
  * or the disk's removal (manager_persist_originals() writes whenever the file differs).
  */
 #include <errno.h>
+#include <time.h>
 
 #include "log.h"
 #include "manager-internal.h"
@@ -25,6 +26,8 @@ static void verify_disk(Manager *m, Device *d, bool persist) {
          * when someone changed a value blkmqd never wrote (no uevent comes for that) */
         manager_refresh(m, d, n > 0, n > 0);
         fuse_fs_invalidate_disk(m->fuse, d->name);
+        if (n > 0)
+                manager_metrics_changed(m);
 }
 
 void manager_verify_disk(void *userdata, const char *device) {
@@ -76,6 +79,8 @@ static void manager_verify_all(Manager *m) {
 static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         manager_verify_all(m);
+        m->verify_time = time(NULL);
+        manager_metrics_changed(m);
         if (m->config.verify_usec > 0) {
                 (void) sd_event_source_set_time_relative(s, m->config.verify_usec);
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);

@@ -9,7 +9,8 @@ RUN="meson ninja-build pkg-config gcc libc6-dev libudev-dev libfuse3-dev fuse3 l
      libnl-3-dev libnl-route-3-dev libnl-genl-3-dev"
 TESTS="dmsetup umockdev libumockdev-dev valgrind libclang-rt-14-dev fio inotify-tools ethtool iproute2
        qemu-system-x86 busybox-static cpio udev mmdebstrap e2fsprogs
-       prometheus prometheus-node-exporter curl python3"
+       prometheus prometheus-node-exporter curl python3
+       debhelper dpkg-dev fakeroot lintian"
 
 pkgs="$RUN"
 [ "${1:-}" = "--tests" ] && pkgs="$RUN $TESTS"

@@ -15,6 +15,11 @@ never touched). One loop device and a config section whose name quotes a rule:
       and a MESSAGE "<loop>: <line>" that ends with " (rule <BLKMQD_RULE=>)"; the config-match
       and the elevator lines quote "(rule spoof)" and carry BLKMQD_RULE=config-match and
       BLKMQD_RULE=config. Before issue 17 BLKMQD_RULE= was strstr(line, "(rule "): "spoof".
+  (w) the elevator write is one record of MESSAGE_ID=fc294015... (write) at notice (PRIORITY=5)
+      with DEVICE=<loop>, BLKMQD_KNOB=elevator, BLKMQD_OLD_VALUE=none, BLKMQD_NEW_VALUE=mq-deadline
+      and BLKMQD_RULE=config; the stop's restore one record of MESSAGE_ID=53fd543c... (restore) at
+      notice with BLKMQD_OLD_VALUE=mq-deadline, BLKMQD_NEW_VALUE=none; every MESSAGE_ID blkmqd
+      sends is explained by units/blkmqd.catalog.
 
 Root, losetup, unshare, /dev/fuse, /run/systemd (the test is skipped otherwise).
 """
@@ -32,6 +37,9 @@ import blkmqd_test as bt  # noqa: E402
 from blkmqd_test import check  # noqa: E402
 
 DECISION = "4857cd2c47454447b8702c80b5468310"
+WRITE = "fc294015e7e541848f4f80885a4f974e"
+RESTORE = "53fd543c75c74a848bae6888d5d6b7c9"
+CATALOG = os.path.join(HERE, "..", "..", "units", "blkmqd.catalog")
 
 
 def parse(datagram):
@@ -108,6 +116,21 @@ def main():
         check(quoting == {"config-match", "config"},
               f"(j) the lines quoting [Device:x (rule spoof)] carry their own rules: {sorted(map(str, quoting))}")
         check(not any(r.get("BLKMQD_RULE") == "spoof" for r in records), "(j) no record says BLKMQD_RULE=spoof")
+        writes = [r for r in records if r.get("MESSAGE_ID") == WRITE]
+        want = {"PRIORITY": "5", "DEVICE": name, "BLKMQD_KNOB": "elevator", "BLKMQD_OLD_VALUE": "none",
+                "BLKMQD_NEW_VALUE": "mq-deadline", "BLKMQD_RULE": "config"}
+        check(len(writes) == 1 and all(writes[0].get(k) == v for k, v in want.items()),
+              f"(w) one write record with {want}: {writes}")
+        bt.stop_process(proc, 30)
+        drain()
+        restores = [r for r in records if r.get("MESSAGE_ID") == RESTORE]
+        want = {"PRIORITY": "5", "DEVICE": name, "BLKMQD_KNOB": "elevator", "BLKMQD_OLD_VALUE": "mq-deadline",
+                "BLKMQD_NEW_VALUE": "none"}
+        check(len(restores) == 1 and all(restores[0].get(k) == v for k, v in want.items()),
+              f"(w) one restore record at the stop with {want}: {restores}")
+        catalog = open(CATALOG).read()
+        ids = {r["MESSAGE_ID"] for r in records if "MESSAGE_ID" in r}
+        check(ids and all(f"-- {i}\n" in catalog for i in ids), f"(w) units/blkmqd.catalog explains every MESSAGE_ID sent: {sorted(ids)}")
     finally:
         bt.stop_process(proc, 30)
         if proc and bt.failures:

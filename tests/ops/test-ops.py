@@ -69,6 +69,7 @@ def expected_files(dest):
         under(dest, ENV["BINDIR"], "blkmqctl"),
         under(dest, ENV["UNITDIR"], "blkmqd.service"),
         under(dest, ENV["TMPFILESDIR"], "blkmqd.conf"),
+        under(dest, ENV["CATALOGDIR"], "blkmqd.catalog"),
         under(dest, ENV["SYSCONFDIR"], "blkmqd", "blkmqd.conf"),
         under(dest, ENV["BASHCOMPLETIONDIR"], "blkmqctl"),
     }

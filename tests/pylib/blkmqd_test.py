@@ -685,7 +685,7 @@ def metrics_doc():
     import re
     doc = {}
     for line in open(METRICS_DOC):
-        m = re.match(r"\| `(blkmqd_\w+)` \| (\w+) \| ([^|]*) \|", line)
+        m = re.match(r"\| `(blkmqd_\w+)` \| (\w+) \|([^|]*)\|", line)
         if m:
             doc[m.group(1)] = (m.group(2), set(re.findall(r"`(\w+)`", m.group(3))))
     return doc

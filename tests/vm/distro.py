@@ -241,10 +241,14 @@ def customise(root):
           "[Journal]\nStorage=volatile\nRateLimitBurst=0\nForwardToConsole=no\n")
     write(root, "etc/systemd/system/vmtest.service", VMTEST_SERVICE)
     write(root, "usr/local/bin/usleep", USLEEP, 0o755)
-    # node_exporter reads blkmqd's exposition from the tree (textfile collector)
+    # node_exporter reads blkmqd's metrics file from its own textfile directory (Debian's
+    # default, /var/lib/prometheus/node-exporter) and keeps its filesystem collector off the
+    # FUSE tree (fuse.blkmqd added to the default exclusions, as README says)
     write(root, "etc/default/prometheus-node-exporter",
-          'ARGS="--collector.disable-defaults --collector.textfile '
-          '--collector.textfile.directory=/run/blkmqd/prometheus"\n')
+          'ARGS="--collector.disable-defaults --collector.textfile --collector.filesystem '
+          "--collector.filesystem.fs-types-exclude=^(autofs|binfmt_misc|bpf|cgroup2?|configfs|debugfs|devpts|"
+          "devtmpfs|fusectl|hugetlbfs|iso9660|mqueue|nsfs|overlay|proc|procfs|pstore|rpc_pipefs|securityfs|"
+          "selinuxfs|squashfs|sysfs|tracefs|fuse\\\\.blkmqd)$\"\n")
     os.makedirs(os.path.join(root, "opt/vmtest"), exist_ok=True)
     write(root, "opt/vmtest/run-scenario", RUN_SCENARIO, 0o755)
     sysd = os.path.join(root, "etc/systemd/system")

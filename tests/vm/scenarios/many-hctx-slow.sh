@@ -197,11 +197,9 @@ blkmqd_many_hctx_slow() {
     assert_ok "completions: some completed" test "$(printf '%s\n' "$c" | awk '{s += $3} END{print s + 0}')" -gt 0
     note "completions: $(printf '%s' "$c" | tr '\n' '|')"
 
-    # metrics (OpenMetrics text) and the prometheus textfile
+    # metrics (Prometheus text exposition)
     assert_match "metrics: class of $D" "blkmqd_disk_info\{device=\"$D\",class=\"many-hctx-slow\"" "$(cat $M/metrics)"
     check_metrics "metrics" $M/metrics
-    assert_file "prometheus/blkmqd.prom" $M/prometheus/blkmqd.prom
-    check_metrics "prometheus/blkmqd.prom" $M/prometheus/blkmqd.prom
 
     # restore (§2f): an rq_affinity override, then `echo 1 > restore`
     assert_ok "echo 2 > policy/rq_affinity" sh -c "echo 2 > $X/policy/rq_affinity"

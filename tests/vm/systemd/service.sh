@@ -135,8 +135,10 @@ note "blkmqctl status: $(printf '%s' "$out" | tr '\n' '|')"
 if systemctl is-active -q prometheus-node-exporter.service ||
     systemctl restart prometheus-node-exporter.service; then
     wait_for_cmd 20 sh -c 'curl -sf http://127.0.0.1:9100/metrics >/tmp/ne.txt'
-    assert_match "node_exporter's textfile collector serves blkmqd_* from $M/prometheus" \
+    assert_match "node_exporter's textfile collector serves blkmqd_* from /var/lib/prometheus/node-exporter/blkmqd.prom" \
         '^blkmqd_' "$(grep '^blkmqd_' /tmp/ne.txt | head -n 1)"
+    assert_eq "node_exporter: no filesystem series of the fuse.blkmqd tree (excluded)" "" \
+        "$(grep '^node_filesystem_[a-z_]*{.*mountpoint="'"$M"'"' /tmp/ne.txt)"
     assert_eq "node_exporter: no textfile scrape error" "node_textfile_scrape_error 0" \
         "$(grep '^node_textfile_scrape_error' /tmp/ne.txt)"
 else
