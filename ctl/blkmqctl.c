@@ -26,25 +26,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blkmqctl.h"
 #include "config.h"
 
 #define FUSE_SUPER_MAGIC 0x65735546
 
-enum {
-        EXIT_OK = 0,
-        EXIT_USAGE = 1,
-        EXIT_FAILED = 2,
-        EXIT_NOT_RUNNING = 3,
-};
-
-static const char *arg_mountpoint = BLKMQD_DEFAULT_MOUNTPOINT;
+const char *arg_mountpoint = BLKMQD_DEFAULT_MOUNTPOINT;
 static bool arg_json = false;
+static bool arg_wide = false;
 static long arg_iterations = -1;
 
-#define FREE_STRV(v, n) do { for (size_t _i = 0; _i < (n); _i++) free((v)[_i]); free(v); } while (0)
-
-static void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void err(const char *fmt, ...) {
+void err(const char *fmt, ...) {
         va_list ap;
         fputs("blkmqctl: ", stderr);
         va_start(ap, fmt);
@@ -53,9 +45,7 @@ static void err(const char *fmt, ...) {
         fputc('\n', stderr);
 }
 
-/* mountpoint/a/b/... (NULL-terminated list of components). */
-static char *path_join(const char *first, ...) __attribute__((sentinel));
-static char *path_join(const char *first, ...) {
+char *path_join(const char *first, ...) {
         size_t len = strlen(arg_mountpoint) + 1;
         va_list ap;
         va_start(ap, first);
@@ -75,9 +65,7 @@ static char *path_join(const char *first, ...) {
         return p;
 }
 
-/* Reads a whole file. Returns 0 and a NUL-terminated buffer with the trailing newline stripped,
- * or -errno. */
-static int read_text(const char *path, char **ret) {
+int read_text(const char *path, char **ret) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -119,8 +107,7 @@ static int read_text(const char *path, char **ret) {
         return 0;
 }
 
-/* Reads devices/<disk>/a[/b[/c]]; NULL when the file does not exist or cannot be read. */
-static char *read_dev(const char *disk, const char *a, const char *b, const char *c) {
+char *read_dev(const char *disk, const char *a, const char *b, const char *c) {
         char *p = path_join("devices", disk, a, b, c, NULL), *v = NULL;
         if (!p)
                 return NULL;
@@ -201,8 +188,7 @@ static int cmp_natural(const void *a, const void *b) {
         return strcmp(x, y);
 }
 
-/* Lists the entries of a directory (no dot files), sorted (numbers numerically). */
-static int list_dir(const char *path, char ***ret, size_t *ret_n) {
+int list_dir(const char *path, char ***ret, size_t *ret_n) {
         DIR *d = opendir(path);
         if (!d)
                 return -errno;
@@ -236,7 +222,7 @@ static int list_dir(const char *path, char ***ret, size_t *ret_n) {
         return 0;
 }
 
-static int list_dev_dir(const char *disk, const char *sub, char ***ret, size_t *ret_n) {
+int list_dev_dir(const char *disk, const char *sub, char ***ret, size_t *ret_n) {
         char *p = path_join("devices", disk, sub, NULL);
         if (!p)
                 return -ENOMEM;
@@ -245,8 +231,7 @@ static int list_dev_dir(const char *disk, const char *sub, char ***ret, size_t *
         return r;
 }
 
-/* Exit code 3 unless the mount point is a live FUSE mount. */
-static int check_running(void) {
+int check_running(void) {
         struct statfs sfs;
         if (statfs(arg_mountpoint, &sfs) < 0) {
                 if (errno == ENOTCONN)
@@ -305,7 +290,7 @@ static int not_listed_reason(const char *disk, char **ret) {
         return r;
 }
 
-static int check_disk(char *disk) {
+int check_disk(char *disk) {
         normalize_disk(disk);
         if (!*disk || strcmp(disk, ".") == 0 || strcmp(disk, "..") == 0) {
                 err("Invalid disk name \"%s\"", disk);
@@ -380,10 +365,8 @@ typedef struct Row {
 } Row;
 
 /* "changed externally" (someone else's value over blkmqd's, applied/ "changed externally to X
- * (...)") ranks above ok: an admin must see another tool at work on a disk whose other knobs
- * are unmanaged. A trial user never saw it in STATE when it ranked last. */
-#define STATE_EXTERNAL "changed externally"
-
+ * (...)", STATE_EXTERNAL) ranks above ok: an admin must see another tool at work on a disk whose
+ * other knobs are unmanaged. A trial user never saw it in STATE when it ranked last. */
 static int state_rank(const char *s) {
         static const char *const order[] = {
                 "error", "timeout (still pending)", "pending-reboot", "unsupported", "dry-run", "pending", STATE_EXTERNAL,
@@ -395,8 +378,7 @@ static int state_rank(const char *s) {
         return 50;
 }
 
-/* The state word(s) of an applied/ line: up to the ':', "changed externally" without its detail. */
-static void state_word(char *v) {
+void state_word(char *v) {
         if (strncmp(v, STATE_EXTERNAL, strlen(STATE_EXTERNAL)) == 0)
                 v[strlen(STATE_EXTERNAL)] = '\0';
         else
@@ -663,27 +645,67 @@ static int cmd_status(int argc, char **argv) {
                 printf("]}\n");
                 free(version);
         } else {
-                int wd = 4, wc = 5, we = 8, wp = 7, ws = 5, wo = 5;
+                /* Columns to the terminal's width (80 when not a terminal): when the widest row
+                 * does not fit, PLANNED goes first, then ROT, then HCTX, then OWNER (--wide keeps them all). */
+                enum { C_DISK, C_CLASS, C_HCTX, C_ROT, C_ELEV, C_PLAN, C_STATE, C_OWNER, C_REMOTE, _C_MAX };
+                static const char *const head[_C_MAX] = { "DISK", "CLASS", "HCTX", "ROT", "ELEVATOR", "PLANNED", "STATE", "OWNER",
+                                                   "REMOTE" };
+                static const bool right[_C_MAX] = { [C_HCTX] = true, [C_ROT] = true, [C_REMOTE] = true };
+                int w[_C_MAX];
+                bool on[_C_MAX];
+                for (int k = 0; k < _C_MAX; k++) {
+                        w[k] = (int) strlen(head[k]);
+                        on[k] = true;
+                }
                 for (size_t i = 0; i < n; i++) {
-#define WIDEN(w, s) do { int _l = (int) strlen(show(s)); if (_l > (w)) (w) = _l; } while (0)
-                        WIDEN(wd, rows[i].disk);
-                        WIDEN(wc, rows[i].class);
-                        WIDEN(we, rows[i].elev);
-                        WIDEN(wp, rows[i].plan);
-                        WIDEN(ws, rows[i].state);
-                        WIDEN(wo, rows[i].owner);
-#undef WIDEN
+                        const char *cell[_C_MAX] = { show(rows[i].disk), show(rows[i].class), show(rows[i].hwq), show(rows[i].rot),
+                                                     show(rows[i].elev), show(rows[i].plan), show(rows[i].state), show(rows[i].owner),
+                                                     rows[i].remote };
+                        for (int k = 0; k < _C_MAX; k++)
+                                if (cell[k] && (int) strlen(cell[k]) > w[k])
+                                        w[k] = (int) strlen(cell[k]);
+                }
+                unsigned cols = 80;
+                struct winsize ws;
+                if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+                        cols = ws.ws_col;
+                static const int drop[] = { C_PLAN, C_ROT, C_HCTX, C_OWNER };
+                for (size_t d = 0; !arg_wide && d < sizeof(drop) / sizeof(drop[0]); d++) {
+                        int total = 0;
+                        for (int k = 0; k < _C_MAX; k++)
+                                total += on[k] ? w[k] + (total ? 2 : 0) : 0;
+                        if (total <= (int) cols)
+                                break;
+                        on[drop[d]] = false;
                 }
                 printf("mode: %s%s\n", show(mode), mode && strcmp(mode, "off") == 0 ?
-                       " (nothing is written; blkmqd's values were put back: echo auto > mode to manage again)" :
+                       " (nothing is written: echo auto > mode to manage again)" :
                        mode && strcmp(mode, "dry-run") == 0 ? " (nothing is written; applied/ says what would be)" : "");
-                printf("%-*s  %-*s  %5s  %3s  %-*s  %-*s  %-*s  %-*s  %7s\n", wd, "DISK", wc, "CLASS", "HCTX", "ROT",
-                       we, "ELEVATOR", wp, "PLANNED", ws, "STATE", wo, "OWNER", "REMOTE");
-                for (size_t i = 0; i < n; i++) {
-                        Row *w = &rows[i];
-                        printf("%-*s  %-*s  %5s  %3s  %-*s  %-*s  %-*s  %-*s  %7s\n", wd, show(w->disk), wc, show(w->class),
-                               show(w->hwq), show(w->rot), we, show(w->elev), wp, show(w->plan), ws, show(w->state),
-                               wo, show(w->owner), w->remote);
+                for (size_t i = 0; i <= n; i++) {
+                        const Row *x = i ? &rows[i - 1] : NULL;
+                        const char *cell[_C_MAX];
+                        for (int k = 0; k < _C_MAX; k++)
+                                cell[k] = head[k];
+                        if (x) {
+                                const char *c[_C_MAX] = { show(x->disk), show(x->class), show(x->hwq), show(x->rot),
+                                                          show(x->elev), show(x->plan), show(x->state), show(x->owner),
+                                                          x->remote ?: "-" };
+                                memcpy(cell, c, sizeof(cell));
+                        }
+                        bool first = true;
+                        int last = _C_MAX - 1;
+                        while (last > 0 && !on[last])
+                                last--;
+                        for (int k = 0; k < _C_MAX; k++) {
+                                if (!on[k])
+                                        continue;
+                                printf("%s%*s%s", first ? "" : "  ", right[k] ? w[k] : 0, right[k] ? cell[k] : "",
+                                       right[k] ? "" : cell[k]);
+                                if (!right[k] && k != last)
+                                        printf("%*s", w[k] - (int) strlen(cell[k]), "");
+                                first = false;
+                        }
+                        putchar('\n');
                 }
                 if (n == 0)
                         printf("(no disks managed)\n");
@@ -1424,6 +1446,8 @@ static void help(void) {
                "Usage: blkmqctl [OPTIONS] COMMAND [ARGS]\n\n"
                "Commands:\n"
                "  status [DISK...]        the mode, then one line per disk: class, hctx, elevator, state, remote %%\n"
+               "                          (to the terminal's width, 80 columns in a pipe; --wide: every column)\n"
+               "  verify [DISK...]        exit 0 when every disk is as planned, else 1 and one line per difference\n"
                "  explain DISK            why blkmqd decided what it did for DISK (or why it does not list DISK)\n"
                "  watch DISK              per-hctx rates, refreshed every second (q to quit)\n"
                "  set DISK KNOB VALUE     override a policy knob (writes devices/DISK/policy/KNOB)\n"
@@ -1432,10 +1456,11 @@ static void help(void) {
                "Options:\n"
                "  -m, --mountpoint DIR    blkmqd tree (default $BLKMQD_MOUNTPOINT or %s)\n"
                "  -j, --json              JSON output (status, explain)\n"
+               "  -w, --wide              status: every column, whatever the width\n"
                "  -n, --iterations N      watch: stop after N refreshes\n"
                "  -h, --help              this help\n"
                "      --version           print the version\n\n"
-               "Exit status: 0 ok, 1 usage error, 2 operation failed, 3 blkmqd not running.\n",
+               "Exit status: 0 ok, 1 usage error (verify: not as planned), 2 operation failed, 3 blkmqd not running.\n",
                BLKMQD_VERSION, BLKMQD_DEFAULT_MOUNTPOINT);
 }
 
@@ -1457,6 +1482,7 @@ int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "mountpoint", required_argument, NULL, 'm' },
                 { "json",       no_argument,       NULL, 'j' },
+                { "wide",       no_argument,       NULL, 'w' },
                 { "iterations", required_argument, NULL, 'n' },
                 { "help",       no_argument,       NULL, 'h' },
                 { "version",    no_argument,       NULL, ARG_VERSION },
@@ -1472,6 +1498,7 @@ int main(int argc, char *argv[]) {
                 { "set",     cmd_set },
                 { "reset",   cmd_reset },
                 { "restore", cmd_restore },
+                { "verify",  cmd_verify },
         };
         const char *e = getenv("BLKMQD_MOUNTPOINT");
         int c;
@@ -1479,13 +1506,16 @@ int main(int argc, char *argv[]) {
         if (e && *e)
                 arg_mountpoint = e;
 
-        while ((c = getopt_long(argc, argv, "+m:jn:h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "+m:jwn:h", options, NULL)) >= 0)
                 switch (c) {
                 case 'm':
                         arg_mountpoint = optarg;
                         break;
                 case 'j':
                         arg_json = true;
+                        break;
+                case 'w':
+                        arg_wide = true;
                         break;
                 case 'n':
                         if (parse_iterations(optarg) < 0)
@@ -1512,10 +1542,11 @@ int main(int argc, char *argv[]) {
                         int sub_argc = argc - optind;
                         char **sub_argv = argv + optind;
                         optind = 0;
-                        while ((c = getopt_long(sub_argc, sub_argv, "m:jn:h", options, NULL)) >= 0)
+                        while ((c = getopt_long(sub_argc, sub_argv, "m:jwn:h", options, NULL)) >= 0)
                                 switch (c) {
                                 case 'm': arg_mountpoint = optarg; break;
                                 case 'j': arg_json = true; break;
+                                case 'w': arg_wide = true; break;
                                 case 'n':
                                         if (parse_iterations(optarg) < 0)
                                                 return EXIT_USAGE;

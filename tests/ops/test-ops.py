@@ -336,6 +336,33 @@ def watch_in_pty(mp, disk, stop, size=None, env=None):
     return out.decode(errors="replace"), raw, status, canon, time.monotonic() - t0
 
 
+def ctl_in_pty(mp, cols, *args):
+    """blkmqctl ARGS in a pseudo terminal of 24 rows and cols columns: its output (CRLF as LF)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        fcntl.ioctl(sys.stdout.fileno(), termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+        os.execv(ENV["BLKMQCTL"], ["blkmqctl", "--mountpoint", mp, *args])
+    out = b""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if not select.select([fd], [], [], 0.1)[0]:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                pid = None
+                break
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    if pid:
+        os.waitpid(pid, 0)
+    os.close(fd)
+    return out.decode(errors="replace").replace("\r\n", "\n")
+
+
 def test_ctl():
     if os.geteuid() != 0:
         skip("needs root (loop device, FUSE mount)")
@@ -407,6 +434,11 @@ def ctl_checks(mp, disk, log, outside=None):
     except (ValueError, KeyError, IndexError) as e:
         check(False, "status --json parses: %s: %r" % (e, r.stdout[:200]))
 
+    # verify: nothing differs yet
+    r = ctl(mp, "verify")
+    check(r.returncode == 0 and r.stdout == "1 disk(s) as planned\n",
+          "verify: exit 0, '1 disk(s) as planned' (%d, %r)" % (r.returncode, r.stdout))
+
     # another tool's scheduler over the one blkmqd's plan kept: STATE says so, above ok and kept
     # (a new user never saw "changed externally" when it ranked below unmanaged)
     sched = "/sys/block/%s/queue/scheduler" % disk
@@ -423,6 +455,22 @@ def ctl_checks(mp, disk, log, outside=None):
     r = ctl(mp, "status")
     check(any(l.split()[:1] == [disk] and "changed externally" in l for l in r.stdout.splitlines()),
           "status: the row of %s says changed externally" % disk)
+    check(max(map(len, r.stdout.splitlines())) <= 80,
+          "status in a pipe fits 80 columns: %r" % max(r.stdout.splitlines(), key=len))
+    out = ctl_in_pty(mp, 60, "status")
+    check(out.count("\n") >= 3 and max(map(len, out.splitlines())) <= 60 and "PLANNED" not in out and "STATE" in out,
+          "status in a 60-column terminal fits it, PLANNED left out first: %r" % out.splitlines()[:3])
+    out = ctl_in_pty(mp, 60, "status", "--wide")
+    check("PLANNED" in out and " ROT " in out and max(map(len, out.splitlines())) > 60,
+          "status --wide in a 60-column terminal has every column: %r" % out.splitlines()[1:2])
+    out = ctl_in_pty(mp, 200, "status")
+    check("PLANNED" in out, "status in a 200-column terminal has every column")
+    r = ctl(mp, "verify")
+    diff = [l for l in r.stdout.splitlines()]
+    check(r.returncode == 1 and len(diff) == 1 and diff[0].startswith("%s elevator: changed externally to %s" % (disk, other)),
+          "verify: exit 1 and one line saying what differs (%d, %r)" % (r.returncode, r.stdout))
+    r = ctl(mp, "verify", disk)
+    check(r.returncode == 1 and r.stdout == "\n".join(diff) + "\n", "verify %s: the same line" % disk)
     with open(sched, "w") as f:
         f.write(cur)
     check(bt.wait_for(lambda: not open(applied).read().startswith("changed externally"), 5.0, 0.1)[0],
