@@ -126,29 +126,13 @@ int cmd_verify(int argc, char **argv) {
         r = check_running();
         if (r < 0)
                 return -r;
-        if (argc > 1) {
-                disks = calloc(argc - 1, sizeof(char *));
-                if (!disks)
-                        return EXIT_FAILED;
-                for (int i = 1; i < argc; i++) {
-                        r = check_disk(argv[i]);
-                        if (r < 0) {
-                                FREE_STRV(disks, n);
-                                return -r;
-                        }
-                        if (!(disks[n++] = strdup(argv[i]))) {
-                                FREE_STRV(disks, n);
-                                return EXIT_FAILED;
-                        }
-                }
-        } else {
-                mp = path_join("devices", NULL);
-                r = mp ? list_dir(mp, &disks, &n) : -ENOMEM;
-                free(mp);
-                if (r < 0) {
-                        err("Failed to list %s/devices: %s", arg_mountpoint, strerror(-r));
-                        return EXIT_FAILED;
-                }
+        int missing;
+        r = disk_arguments_or_all(argc, argv, &disks, &n, &missing);
+        if (r != EXIT_OK)
+                return r;
+        if (missing > 0) {              /* said by check_disk(): not a difference, a failure */
+                FREE_STRV(disks, n);
+                return EXIT_FAILED;
         }
 
         /* in dry-run and off nothing is applied: the plan is not in effect, whatever applied/ says */

@@ -320,6 +320,48 @@ int check_disk(char *disk) {
         return -EXIT_FAILED;
 }
 
+int disk_arguments_or_all(int argc, char **argv, char ***ret, size_t *ret_n, int *ret_missing) {
+        char **disks = NULL;
+        size_t n = 0;
+        int r, missing = 0;
+
+        if (argc <= 1) {
+                char *p = path_join("devices", NULL);
+                r = p ? list_dir(p, ret, ret_n) : -ENOMEM;
+                free(p);
+                if (r < 0) {
+                        err("Failed to list %s/devices: %s", arg_mountpoint, strerror(-r));
+                        return EXIT_FAILED;
+                }
+                *ret_missing = 0;
+                return EXIT_OK;
+        }
+        disks = calloc(argc - 1, sizeof(char *));
+        if (!disks)
+                return EXIT_FAILED;
+        for (int i = 1; i < argc; i++) {
+                r = check_disk(argv[i]);
+                if (r == -EXIT_USAGE) {
+                        FREE_STRV(disks, n);
+                        return EXIT_USAGE;
+                }
+                if (r < 0)
+                        missing++;
+                else if (!(disks[n++] = strdup(argv[i]))) {
+                        FREE_STRV(disks, n);
+                        return EXIT_FAILED;
+                }
+        }
+        if (n == 0) {
+                FREE_STRV(disks, n);
+                return EXIT_FAILED;
+        }
+        *ret = disks;
+        *ret_n = n;
+        *ret_missing = missing;
+        return EXIT_OK;
+}
+
 /* ---- JSON output ---- */
 
 static void json_string(FILE *f, const char *s) {
@@ -553,37 +595,10 @@ static int cmd_status(int argc, char **argv) {
         r = check_running();
         if (r < 0)
                 return -r;
-        if (argc > 1) {
-                /* status DISK...: those disks' rows; one not listed says why (check_disk()) */
-                disks = calloc(argc - 1, sizeof(char *));
-                if (!disks)
-                        return EXIT_FAILED;
-                for (int i = 1; i < argc; i++) {
-                        r = check_disk(argv[i]);
-                        if (r == -EXIT_USAGE) {
-                                FREE_STRV(disks, n);
-                                return EXIT_USAGE;
-                        }
-                        if (r < 0)
-                                missing++;
-                        else if (!(disks[n++] = strdup(argv[i]))) {
-                                FREE_STRV(disks, n);
-                                return EXIT_FAILED;
-                        }
-                }
-                if (n == 0) {
-                        FREE_STRV(disks, n);
-                        return EXIT_FAILED;
-                }
-        } else {
-                char *p = path_join("devices", NULL);
-                r = p ? list_dir(p, &disks, &n) : -ENOMEM;
-                free(p);
-                if (r < 0) {
-                        err("Failed to list %s/devices: %s", arg_mountpoint, strerror(-r));
-                        return EXIT_FAILED;
-                }
-        }
+        /* status DISK...: those disks' rows; one not listed says why (check_disk()) */
+        r = disk_arguments_or_all(argc, argv, &disks, &n, &missing);
+        if (r != EXIT_OK)
+                return r;
 
         Row *rows = calloc(n ? n : 1, sizeof(Row));
         if (!rows) {

@@ -40,6 +40,14 @@ int check_running(void);
  * -EXIT_USAGE (an invalid name) or -EXIT_FAILED, with blkmqd's reason on stderr. */
 int check_disk(char *disk);
 
+/*
+ * The disks a verb works on: argv[1..] (each checked with check_disk(): *ret_missing counts
+ * those not listed, said on stderr), or every disk under devices/ without arguments. Returns
+ * EXIT_OK with *ret (free with FREE_STRV), EXIT_USAGE for an invalid name, EXIT_FAILED when
+ * none is left or on an error (said).
+ */
+int disk_arguments_or_all(int argc, char **argv, char ***ret, size_t *ret_n, int *ret_missing);
+
 /* An applied/ line's state, in place: up to the ':', STATE_EXTERNAL without its detail. */
 #define STATE_EXTERNAL "changed externally"
 void state_word(char *v);

@@ -94,6 +94,19 @@ static int parse_choice(ParseContext *p, const char *key, const char *v, const c
         return 1;
 }
 
+/* Key=SECONDS|0|off|no of a periodic job: 1 to 86400 s, or 0 for none (no timer at all); zero
+ * says what 0 means in the error. 1 with *ret_usec, or fail()'s 0. */
+static int parse_period(ParseContext *p, const char *key, const char *v, const char *zero, uint64_t *ret_usec) {
+        char *e;
+        double sec = strtod(v, &e);
+        if (streq(v, "off") || streq(v, "no"))
+                sec = 0;
+        else if (e == v || *e || !(sec == 0 || (sec >= 1 && sec <= 86400)))      /* NaN fails both */
+                return fail(p, "%s=%s: expected %s or seconds from 1 to 86400", key, v, zero);
+        *ret_usec = (uint64_t) (sec * 1e6);
+        return 1;
+}
+
 static int parse_manager(ParseContext *p, const char *key, const char *v) {
         Config *c = p->config;
         int b;
@@ -119,26 +132,14 @@ static int parse_manager(ParseContext *p, const char *key, const char *v) {
                         return fail(p, "RateWindowSec=%s: expected seconds from 0.2 to 3600", v);
                 c->rate_window_usec = (uint64_t) (sec * 1e6);
         } else if (streq(key, "VerifySec")) {
-                char *e;
-                double sec = strtod(v, &e);
-                if (streq(v, "off") || streq(v, "no"))
-                        sec = 0;
-                else if (e == v || *e || !(sec == 0 || (sec >= 1 && sec <= 86400)))      /* NaN fails both */
-                        return fail(p, "VerifySec=%s: expected 0 (off) or seconds from 1 to 86400", v);
-                c->verify_usec = (uint64_t) (sec * 1e6);
+                return parse_period(p, key, v, "0 (off)", &c->verify_usec);
         } else if (streq(key, "DeferTo")) {
                 DeferTo d = defer_to_from_string(v);
                 if (d < 0)
                         return fail(p, "DeferTo=%s: expected admin, all or none", v);
                 c->policy.defer_to = d;
         } else if (streq(key, "MetricsIntervalSec")) {
-                char *e;
-                double sec = strtod(v, &e);
-                if (streq(v, "off") || streq(v, "no"))
-                        sec = 0;
-                else if (e == v || *e || !(sec == 0 || (sec >= 1 && sec <= 86400)))      /* NaN fails both */
-                        return fail(p, "MetricsIntervalSec=%s: expected 0 (on change only) or seconds from 1 to 86400", v);
-                c->metrics_interval_usec = (uint64_t) (sec * 1e6);
+                return parse_period(p, key, v, "0 (on change only)", &c->metrics_interval_usec);
         } else if (streq(key, "TextfileDirectory")) {
                 bool off = streq(v, "off") || streq(v, "no") || isempty(v);
                 if (!off && (v[0] != '/' || strstr(v, "/../") || (strlen(v) >= 3 && streq(v + strlen(v) - 3, "/.."))))

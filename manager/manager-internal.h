@@ -308,6 +308,13 @@ void manager_scrape(void *userdata, bool begin);
 const char *manager_kernel_release(void *userdata);
 const char *manager_stats_providers(void *userdata);
 
+/*
+ * A one-shot CLOCK_MONOTONIC timer *s firing in usec (> 0) with handler (userdata m), created or
+ * re-armed; accuracy a tenth of usec, so that sd-event can coalesce the wake-up with the other
+ * periodic ones (the verify's, the metrics file's). The handler re-arms it. Returns 0 or -errno.
+ */
+int manager_arm_period(Manager *m, sd_event_source **s, uint64_t usec, sd_event_time_handler_t handler);
+
 /* The FuseFsContext of m's tree (callbacks into this layer), also for rendering without a
  * mount (textfile.c); metrics_cache NULL. */
 void manager_fuse_context(Manager *m, FuseFsContext *ret);

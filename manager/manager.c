@@ -5,6 +5,7 @@
  * free; and sd_notify STATUS=. The jobs it starts live in their own files
  * (manager-internal.h): pipeline.c, persist.c, control.c, readers.c, verify.c.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -196,6 +197,22 @@ static void manager_log_fuse_requests(Manager *m) {
                 total += c;
         }
         log_info("FUSE: %" PRIu64 " request(s) answered since the mount%s%s", total, total ? ": " : "", buf);
+}
+
+int manager_arm_period(Manager *m, sd_event_source **s, uint64_t usec, sd_event_time_handler_t handler) {
+        int r;
+
+        assert(m);
+        assert(s);
+        assert(usec > 0);
+        if (!*s)
+                return sd_event_add_time_relative(m->event, s, CLOCK_MONOTONIC, usec, usec / 10, handler, m);
+        r = sd_event_source_set_time_relative(*s, usec);
+        if (r >= 0)
+                r = sd_event_source_set_time_accuracy(*s, usec / 10);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(*s, SD_EVENT_ONESHOT);
+        return r;
 }
 
 void manager_fuse_context(Manager *m, FuseFsContext *ret) {

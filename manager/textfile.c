@@ -148,17 +148,8 @@ void manager_textfile_update(Manager *m) {
 
         if (!m->textfile_path || usec == 0)
                 m->metrics_interval = sd_event_source_disable_unref(m->metrics_interval);
-        else if (!m->metrics_interval)
-                /* accuracy: a tenth of the interval, so the wake-up can be coalesced with the verify's */
-                r = sd_event_add_time_relative(m->event, &m->metrics_interval, CLOCK_MONOTONIC, usec, usec / 10,
-                                               on_metrics_interval, m);
-        else {
-                r = sd_event_source_set_time_relative(m->metrics_interval, usec);
-                if (r >= 0)
-                        r = sd_event_source_set_time_accuracy(m->metrics_interval, usec / 10);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(m->metrics_interval, SD_EVENT_ONESHOT);
-        }
+        else
+                r = manager_arm_period(m, &m->metrics_interval, usec, on_metrics_interval);
         if (r < 0)
                 log_warning_errno(r, "Failed to arm the metrics file's interval timer, ignoring: %m");
         textfile_write(m);

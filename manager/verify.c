@@ -97,16 +97,7 @@ void manager_update_verify_timer(Manager *m) {
                 m->verify_timer = sd_event_source_disable_unref(m->verify_timer);
                 return;
         }
-        /* accuracy: a tenth of the interval, so the wake-up can be coalesced with others */
-        if (!m->verify_timer)
-                r = sd_event_add_time_relative(m->event, &m->verify_timer, CLOCK_MONOTONIC, usec, usec / 10, on_verify_timer, m);
-        else {
-                r = sd_event_source_set_time_relative(m->verify_timer, usec);
-                if (r >= 0)
-                        r = sd_event_source_set_time_accuracy(m->verify_timer, usec / 10);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(m->verify_timer, SD_EVENT_ONESHOT);
-        }
+        r = manager_arm_period(m, &m->verify_timer, usec, on_verify_timer);
         if (r < 0)
                 log_warning_errno(r, "Cannot set up the periodic verify (VerifySec=), changes by others are noticed "
                                   "only when applied/ is read: %m");

@@ -158,6 +158,30 @@ static void test_manager(void) {
         BAD("[Manager]\nVerifySec=\n", "test.conf:2: VerifySec=: expected 0 (off) or seconds from 1 to 86400");
         BAD("[Manager]\nVerifySec=nan\n", "test.conf:2: VerifySec=nan: expected 0 (off) or seconds from 1 to 86400");
         BAD("[Manager]\nVerifySec=-1\n", "test.conf:2: VerifySec=-1: expected 0 (off) or seconds from 1 to 86400");
+        /* the metrics file: MetricsIntervalSec= default 60 s, 0/off: on change only;
+         * TextfileDirectory= unset (the default applies), an absolute path, or off ("") */
+        OK("", &c);
+        CHECK_U64(c.metrics_interval_usec, 60000000ULL);
+        CHECK(c.textfile_dir == NULL);
+        config_done(&c);
+        OK("[Manager]\nMetricsIntervalSec=off\nTextfileDirectory=/var/lib/node-exporter/\n", &c);
+        CHECK_U64(c.metrics_interval_usec, 0);
+        CHECK(streq_ptr(c.textfile_dir, "/var/lib/node-exporter/"));
+        config_done(&c);
+        OK("[Manager]\nMetricsIntervalSec=15\nTextfileDirectory=off\n", &c);
+        CHECK_U64(c.metrics_interval_usec, 15000000ULL);
+        CHECK(streq_ptr(c.textfile_dir, ""));
+        config_done(&c);
+        OK("[Manager]\nTextfileDirectory=/a\nTextfileDirectory=\n", &c);
+        CHECK(streq_ptr(c.textfile_dir, ""));
+        config_done(&c);
+        BAD("[Manager]\nMetricsIntervalSec=0.5\n",
+            "test.conf:2: MetricsIntervalSec=0.5: expected 0 (on change only) or seconds from 1 to 86400");
+        BAD("[Manager]\nMetricsIntervalSec=1h\n",
+            "test.conf:2: MetricsIntervalSec=1h: expected 0 (on change only) or seconds from 1 to 86400");
+        BAD("[Manager]\nTextfileDirectory=var/lib\n", "test.conf:2: TextfileDirectory=var/lib: expected an absolute directory or off");
+        BAD("[Manager]\nTextfileDirectory=/a/../etc\n", "test.conf:2: TextfileDirectory=/a/../etc: expected an absolute directory or off");
+        BAD("[Manager]\nTextfileDirectory=/a/..\n", "test.conf:2: TextfileDirectory=/a/..: expected an absolute directory or off");
         BAD("[Manager]\nColour=blue\n", "test.conf:2: unknown key \"Colour\" in [Manager]");
         BAD("[Manager]\nmode=auto\n", "test.conf:2: unknown key \"mode\" in [Manager]");    /* keys are case-sensitive */
 }
