@@ -402,6 +402,9 @@ static void json_value(FILE *f, const char *v) {
 typedef struct Row {
         char *disk, *class, *hwq, *rot, *elev, *plan, *state, *owner, *remote;
         char *applied_elevator;
+        char *speed;            /* facts/speed: "fast: p50 84 µs, ..." */
+        char *speed_word;       /* its first word: unmeasured, fast, slow */
+        char *hint;             /* facts/rotational_hint */
         double remote_pct;
         bool have_remote;
 } Row;
@@ -526,6 +529,9 @@ static void row_free(Row *r) {
         free(r->owner);
         free(r->remote);
         free(r->applied_elevator);
+        free(r->speed);
+        free(r->speed_word);
+        free(r->hint);
 }
 
 /*
@@ -574,6 +580,9 @@ static int row_fill(Row *row, const char *disk) {
         row->elev = read_dev(disk, "facts", "elevator", NULL);
         row->plan = read_dev(disk, "plan", "elevator", NULL);
         row->applied_elevator = read_dev(disk, "applied", "elevator", NULL);
+        row->speed = read_dev(disk, "facts", "speed", NULL);
+        row->hint = read_dev(disk, "facts", "rotational_hint", NULL);
+        row->speed_word = row->speed ? strndup(row->speed, strcspn(row->speed, ":, (")) : NULL;
         row->state = applied_state(disk);
         row->owner = owner_summary(disk);
         int r = remote_pct(disk, &pct);
@@ -640,6 +649,12 @@ static int cmd_status(int argc, char **argv) {
                         json_value(stdout, w->hwq);
                         printf(",\"rotational\":");
                         json_value(stdout, w->rot);
+                        printf(",\"rotational_hint\":");
+                        json_string(stdout, w->hint);
+                        printf(",\"speed\":");
+                        json_string(stdout, w->speed_word);
+                        printf(",\"speed_evidence\":");
+                        json_string(stdout, w->speed);
                         printf(",\"elevator\":");
                         json_string(stdout, value_unavailable(w->elev) ? NULL : w->elev);
                         printf(",\"planned_elevator\":");
@@ -661,10 +676,11 @@ static int cmd_status(int argc, char **argv) {
                 free(version);
         } else {
                 /* Columns to the terminal's width (80 when not a terminal): when the widest row
-                 * does not fit, PLANNED goes first, then ROT, then HCTX, then OWNER (--wide keeps them all). */
-                enum { C_DISK, C_CLASS, C_HCTX, C_ROT, C_ELEV, C_PLAN, C_STATE, C_OWNER, C_REMOTE, _C_MAX };
-                static const char *const head[_C_MAX] = { "DISK", "CLASS", "HCTX", "ROT", "ELEVATOR", "PLANNED", "STATE", "OWNER",
-                                                   "REMOTE" };
+                 * does not fit, PLANNED goes first, then ROT, then HCTX, then OWNER, then SPEED (--wide
+                 * keeps them all). */
+                enum { C_DISK, C_CLASS, C_HCTX, C_ROT, C_SPEED, C_ELEV, C_PLAN, C_STATE, C_OWNER, C_REMOTE, _C_MAX };
+                static const char *const head[_C_MAX] = { "DISK", "CLASS", "HCTX", "ROT", "SPEED", "ELEVATOR", "PLANNED", "STATE",
+                                                   "OWNER", "REMOTE" };
                 static const bool right[_C_MAX] = { [C_HCTX] = true, [C_ROT] = true, [C_REMOTE] = true };
                 int w[_C_MAX];
                 bool on[_C_MAX];
@@ -674,7 +690,7 @@ static int cmd_status(int argc, char **argv) {
                 }
                 for (size_t i = 0; i < n; i++) {
                         const char *cell[_C_MAX] = { show(rows[i].disk), show(rows[i].class), show(rows[i].hwq), show(rows[i].rot),
-                                                     show(rows[i].elev), show(rows[i].plan), show(rows[i].state), show(rows[i].owner),
+                                                     show(rows[i].speed_word), show(rows[i].elev), show(rows[i].plan), show(rows[i].state), show(rows[i].owner),
                                                      rows[i].remote };
                         for (int k = 0; k < _C_MAX; k++)
                                 if (cell[k] && (int) strlen(cell[k]) > w[k])
@@ -684,7 +700,7 @@ static int cmd_status(int argc, char **argv) {
                 struct winsize ws;
                 if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
                         cols = ws.ws_col;
-                static const int drop[] = { C_PLAN, C_ROT, C_HCTX, C_OWNER };
+                static const int drop[] = { C_PLAN, C_ROT, C_HCTX, C_OWNER, C_SPEED };
                 for (size_t d = 0; !arg_wide && d < sizeof(drop) / sizeof(drop[0]); d++) {
                         int total = 0;
                         for (int k = 0; k < _C_MAX; k++)
@@ -703,7 +719,7 @@ static int cmd_status(int argc, char **argv) {
                                 cell[k] = head[k];
                         if (x) {
                                 const char *c[_C_MAX] = { show(x->disk), show(x->class), show(x->hwq), show(x->rot),
-                                                          show(x->elev), show(x->plan), show(x->state), show(x->owner),
+                                                          show(x->speed_word), show(x->elev), show(x->plan), show(x->state), show(x->owner),
                                                           x->remote ?: "-" };
                                 memcpy(cell, c, sizeof(cell));
                         }
@@ -811,6 +827,13 @@ static int cmd_explain(int argc, char **argv) {
                 char **knobs = NULL;
                 size_t n = 0;
                 printf("%s\n", explain);
+                /* what the disk's own I/O measured, and how far its rotational flag is trusted */
+                char *speed = read_dev(disk, "facts", "speed", NULL), *source = read_dev(disk, "facts", "speed_source", NULL);
+                char *hint = read_dev(disk, "facts", "rotational_hint", NULL);
+                printf("\nspeed:           %s\nmeasured by:     %s\nrotational flag: %s\n", show(speed), show(source), show(hint));
+                free(speed);
+                free(source);
+                free(hint);
                 if (list_dev_dir(disk, "plan", &knobs, &n) >= 0 && n > 0) {
                         int w = 14;     /* the knob column fits the longest name (nic_irq_affinity) */
                         for (size_t i = 0; i < n; i++)

@@ -671,6 +671,42 @@ static const char *parentless_driver(HostFs *h, const DiskFacts *f, GatherCache 
         return NULL;
 }
 
+/*
+ * The SCSI disk's MEDIUM ROTATION RATE (VPD page B1h, bytes 4-5 big endian, SBC-4 "Block
+ * Device Characteristics"), which sd reads to set queue/rotational (drivers/scsi/sd.c
+ * sd_read_block_characteristics(): non-rotational only for rate 1). The SCSI midlayer shows
+ * the cached page as device/vpd_pgb1 (drivers/scsi/scsi_sysfs.c, 5.19+: "scsi: core: Add
+ * vpd_pgb0/b1/b2 attributes"); absent when the device has no such page or the kernel is older.
+ */
+static int gather_rotation_rate(HostFs *h, DiskFacts *f) {
+        uint8_t page[64];
+        size_t n = 0;
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "block/%s/device/vpd_pgb1", f->name);
+        int r = hostfs_read_bytes(h, HOSTFS_SYSFS, path, page, sizeof(page), &n);
+        if (r < 0)
+                return disk_facts_set_unknown(f, FACT_MEDIUM_ROTATION, r == -ENOENT ?
+                                              "%s absent: no VPD page B1h (the device has none, or the kernel is before 5.19)" :
+                                              "%s: %s", path, errno_reason(r));
+        if (n < 6 || page[1] != 0xb1)
+                return disk_facts_set_unknown(f, FACT_MEDIUM_ROTATION, "%s: not a VPD page B1h (%zu bytes, page code 0x%02x)",
+                                              path, n, n > 1 ? page[1] : 0);
+        f->rotation_rate = (page[4] << 8) | page[5];
+        return 0;
+}
+
+/* H:C:T:L of the SCSI device at devpath (its directory's name, drivers/scsi/scsi_sysfs.c
+ * scsi_sysfs_device_initialize(): "%d:%d:%llu:%llu"): the channel, -1 when not such a name. */
+static int scsi_channel_of(const char *devpath) {
+        const char *b = devpath ? strrchr(devpath, '/') : NULL;
+        unsigned host, channel, target, lun;
+        char c;
+        if (!b || sscanf(b + 1, "%u:%u:%u:%u%c", &host, &channel, &target, &lun, &c) != 4)
+                return -1;
+        return (int) channel;
+}
+
 static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **ret_devpath) {
         char path[PATH_MAX];
         _cleanup_free_ char *devpath = NULL;
@@ -688,6 +724,7 @@ static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **
                 if (hostfs_exists(h, HOSTFS_SYSFS, path)) {
                         f->stacked = true;
                         disk_facts_set_unknown(f, FACT_SCSI_HOST, "not a SCSI device");
+                        disk_facts_set_unknown(f, FACT_MEDIUM_ROTATION, "not a SCSI disk (VPD pages are SCSI's)");
                         disk_facts_set_unknown(f, FACT_HOST_NR_HW_QUEUES, "not a SCSI device");
                         disk_facts_set_unknown(f, FACT_HOST_CAN_QUEUE, "not a SCSI device");
                         if (free_and_strdup(&f->transport, stacked[i].transport) < 0 ||
@@ -710,6 +747,7 @@ static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **
                         disk_facts_set_unknown(f, FACT_DRIVER, "virtual device without a parent device");
                 }
                 disk_facts_set_unknown(f, FACT_SCSI_HOST, "not a SCSI device");
+                disk_facts_set_unknown(f, FACT_MEDIUM_ROTATION, "not a SCSI disk (VPD pages are SCSI's)");
                 disk_facts_set_unknown(f, FACT_HOST_NR_HW_QUEUES, "not a SCSI device");
                 disk_facts_set_unknown(f, FACT_HOST_CAN_QUEUE, "not a SCSI device");
                 *ret_devpath = NULL;
@@ -741,7 +779,17 @@ static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **
                 if (b && !(f->scsi_host = strdup(b + 1)))
                         return -ENOMEM;
                 snprintf(why, sizeof(why), "no scsi_host directory above %s", devpath);
-        }
+                f->scsi_channel = scsi_channel_of(devpath);
+                /* A SCSI host on a USB interface (uas, usb-storage: drivers/usb/storage/) has the
+                 * USB device for its transport: the interface directory ("2-1:1.0") is the one
+                 * with bInterfaceClass (drivers/usb/core/sysfs.c). */
+                _cleanup_free_ char *usb = host ? device_ancestor_with(h, host, "bInterfaceClass") : NULL;
+                if (usb && free_and_strdup(&f->transport, "usb") < 0)
+                        return -ENOMEM;
+                if ((r = gather_rotation_rate(h, f)) < 0)
+                        return r;
+        } else
+                disk_facts_set_unknown(f, FACT_MEDIUM_ROTATION, "not a SCSI disk (VPD pages are SCSI's)");
         if (f->scsi_host) {
                 r = gather_scsi_host(h, f, cache);
                 if (r < 0)

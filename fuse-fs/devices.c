@@ -72,6 +72,20 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
                 return memstream_close(&m, ret);
         }
         case NODE_FACT:
+                if (n->arg == FACT_SPEED && !d->speed_text) {
+                        SpeedConfig c;
+                        char buf[256];
+                        speed_config_defaults(&c);
+                        return asprintf(ret, "%s\n", speed_state_format(&d->speed, &c, buf, sizeof(buf))) < 0 ? -ENOMEM : 0;
+                }
+                if (n->arg == FACT_ROTATIONAL_HINT && d->plan.rotational_hint.row)       /* with TrustRotational= */
+                        return asprintf(ret, "%s: %s\n", hint_trust_to_string(d->plan.rotational_hint.trust),
+                                        d->plan.rotational_hint.why) < 0 ? -ENOMEM : 0;
+                if (n->arg == FACT_SPEED)
+                        return asprintf(ret, "%s\n", d->speed_text) < 0 ? -ENOMEM : 0;
+                if (n->arg == FACT_SPEED_SOURCE)
+                        return asprintf(ret, "%s\n", d->speed_source ?: "not measured: the daemon has not sampled it yet") < 0 ?
+                                -ENOMEM : 0;
                 return disk_facts_render(d->facts, n->arg, ret);
         case NODE_PLAN_KNOB:
                 return render_plan(d, n->arg, ret);

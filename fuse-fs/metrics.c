@@ -527,6 +527,82 @@ finish:
         free(ok);
 }
 
+/* "%.6f" of a duration in µs as seconds. */
+static void put_seconds(FILE *f, double usec) {
+        fprintf(f, "%.6f", usec / 1e6);
+}
+
+/*
+ * The measured speed (Device.speed, policies/speed.h) and the rotational flag's trust, live:
+ * what they show moves with the disks' I/O, so they are not part of the cached blocks.
+ */
+static void speed_families(FILE *f, const FuseFsContext *ctx, const MetricsCache *c) {
+        const Registry *reg = ctx->registry;
+        static const struct {
+                const char *name, *type, *help;
+        } fam[] = {
+                { "blkmqd_disk_speed", "gauge", "1 per disk: the class its own I/O measured (unmeasured, fast, slow)" },
+                { "blkmqd_disk_rotational_hint", "gauge", "1 per disk: how far queue/rotational describes the medium "
+                                                           "(trusted, untrusted, unreadable)" },
+                { "blkmqd_disk_speed_service_seconds", "gauge", "device service time of the last measured window, by quantile" },
+                { "blkmqd_disk_speed_busy_per_io_seconds", "gauge", "busy time per I/O of the last measured window (without BPF)" },
+                { "blkmqd_disk_speed_window_ios", "gauge", "I/Os in the last measured window" },
+                { "blkmqd_disk_speed_measured_ios_total", "counter", "I/Os measured since blkmqd watched the disk" },
+                { "blkmqd_disk_speed_changes_total", "counter", "changes of the measured class" },
+        };
+        for (size_t k = 0; k < ELEMENTSOF(fam); k++) {
+                bool any = false;
+                for (size_t i = 0; i < c->n && i < reg->n_devices; i++) {
+                        const Device *d = reg->devices[i];
+                        const SpeedState *s = &d->speed;
+                        const SpeedEvidence *e = &s->evidence;
+                        const char *label = c->blocks[i].label;
+                        if (!d->facts)
+                                continue;
+                        bool service = s->have_evidence && e->signal == SPEED_SIGNAL_SERVICE_TIME;
+                        if ((k == 2 && !service) || (k == 3 && (!s->have_evidence || service)) || (k == 4 && !s->have_evidence))
+                                continue;
+                        if (!any) {
+                                family(f, fam[k].name, fam[k].type, fam[k].help);
+                                any = true;
+                        }
+                        switch (k) {
+                        case 0:
+                                fprintf(f, "%s{%s,speed=\"%s\"} 1\n", fam[k].name, label, measured_speed_to_string(s->measured));
+                                break;
+                        case 1: {
+                                RotationalHint h = d->plan.rotational_hint;
+                                if (!h.row)             /* not evaluated yet: the table alone */
+                                        policy_rotational_hint(d->facts, NULL, &h);
+                                fprintf(f, "%s{%s,trust=\"%s\"} 1\n", fam[k].name, label, hint_trust_to_string(h.trust));
+                                break;
+                        }
+                        case 2:
+                                fprintf(f, "%s{%s,quantile=\"0.5\"} ", fam[k].name, label);
+                                put_seconds(f, e->p50_usec);
+                                fprintf(f, "\n%s{%s,quantile=\"0.99\"} ", fam[k].name, label);
+                                put_seconds(f, e->p99_usec);
+                                fputc('\n', f);
+                                break;
+                        case 3:
+                                fprintf(f, "%s{%s} ", fam[k].name, label);
+                                put_seconds(f, e->value_usec);
+                                fputc('\n', f);
+                                break;
+                        case 4:
+                                fprintf(f, "%s{%s} %" PRIu64 "\n", fam[k].name, label, e->ios);
+                                break;
+                        case 5:
+                                fprintf(f, "%s{%s} %" PRIu64 "\n", fam[k].name, label, s->seen);
+                                break;
+                        case 6:
+                                fprintf(f, "%s{%s} %u\n", fam[k].name, label, s->changes);
+                                break;
+                        }
+                }
+        }
+}
+
 /* Events the BPF counters lack (stats-bpf.h StatsBpfMissed); left out when the provider is not
  * loaded, and the recursion series when the kernel does not count them (before 5.12). */
 static void bpf_missed_family(const FuseFsContext *ctx, FILE *f) {
@@ -638,6 +714,7 @@ int render_metrics(const FuseFsContext *ctx, char **ret) {
         o->f = f;
         o->n = 0;
         disk_stats(f, o, ctx, c);
+        speed_families(f, ctx, c);
 
         /* per hctx: read each once (BPF counters: one copy of the map), then one family per counter */
         if (ctx->scrape)

@@ -308,17 +308,42 @@ uint64_t hostfs_read_count(const HostFs *h, HostFsKind kind) {
         return kind >= 0 && kind < _HOSTFS_KIND_MAX ? h->read_count[kind] : 0;
 }
 
-int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+/* path of kind opened for reading, counted: an fd, or -errno. */
+static int open_read(HostFs *h, HostFsKind kind, const char *path) {
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;
         h->read_count[kind]++;
+        int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? negative_errno() : fd;
+}
 
-        _cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        _cleanup_close_ int fd = open_read(h, kind, path);
         if (fd < 0)
-                return negative_errno();
+                return fd;
         /* modules.dep of a distribution kernel is ~1 MiB (6,000 modules) */
         return read_fd_max(fd, kind == HOSTFS_SYSFS, kind == HOSTFS_MODULES ? HOSTFS_MODULES_READ_MAX : HOSTFS_READ_MAX, ret);
+}
+
+int hostfs_read_bytes(HostFs *h, HostFsKind kind, const char *path, void *buf, size_t size, size_t *ret_n) {
+        _cleanup_close_ int fd = open_read(h, kind, path);
+        if (fd < 0)
+                return fd;
+        size_t n = 0;
+        while (n < size) {
+                ssize_t k = pread(fd, (char *) buf + n, size - n, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                n += k;
+        }
+        *ret_n = n;
+        return 0;
 }
 
 /* ---- files kept open for statistics ---------------------------------------------------------- */

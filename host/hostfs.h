@@ -73,6 +73,13 @@ bool hostfs_debugfs_available(HostFs *h, const char **ret_reason);
 int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret);
 
 /*
+ * Read at most size bytes of a binary file (a sysfs bin_attribute such as a SCSI device's
+ * vpd_pgb1, drivers/scsi/scsi_sysfs.c) from offset 0 into buf; *ret_n is the number read.
+ * Returns 0 or -errno from open/read (-ENOENT, -EACCES, ...), -ENODEV for an unavailable kind.
+ */
+int hostfs_read_bytes(HostFs *h, HostFsKind kind, const char *path, void *buf, size_t size, size_t *ret_n);
+
+/*
  * As hostfs_read(), for a file read again and again (statistics at every scrape): on the
  * live machine the file stays open and is re-read from offset 0, where sysfs and seq_file
  * render it anew (fs/seq_file.c seq_read_iter() resets its iterator at offset 0). That

@@ -49,6 +49,7 @@ typedef struct ParseContext {
         int error_line;         /* line of error (the first one a handler reported) */
         bool continuation;      /* this Key= is a further piece of a physical line too long for libinih */
         DeviceRule *rule;       /* the current [Device:] section */
+        int speed_line;         /* the last line setting FastMs= or SlowMs=, 0 none */
 } ParseContext;
 
 static int parse_bool(const char *v) {
@@ -426,6 +427,55 @@ static int parse_network(ParseContext *p, const char *key, const char *v) {
         return fail(p, "unknown key \"%s\" in [Network]", key);
 }
 
+/* A decimal number of v's unit scaled to µs (ms: 1000, s: 1000000) within [min, max] µs into *ret. */
+static bool parse_scaled_usec(const char *v, double scale, double min, double max, uint64_t *ret) {
+        char *e;
+        double x = strtod(v, &e);
+        if (e == v || *e || !(x * scale >= min && x * scale <= max))     /* NaN fails both */
+                return false;
+        *ret = (uint64_t) (x * scale + 0.5);
+        return true;
+}
+
+/* [Speed]: the measured speed's thresholds and hysteresis, the drivers whose rotational flag is
+ * trusted (policies/speed.h). */
+static int parse_speed(ParseContext *p, const char *key, const char *v) {
+        SpeedConfig *c = &p->config->policy.speed;
+        uint64_t x;
+        int b;
+
+        if (streq(key, "FastMs") || streq(key, "SlowMs")) {
+                if (!parse_scaled_usec(v, 1000, 1, 60e6, &x))
+                        return fail(p, "%s=%s: expected milliseconds from 0.001 to 60000", key, v);
+                *(streq(key, "FastMs") ? &c->fast_usec : &c->slow_usec) = x;
+        } else if (streq(key, "MinIOs")) {
+                if (parse_u64_range(v, 16, UINT64_C(100000000), &x) < 0)
+                        return fail(p, "MinIOs=%s: expected a number of I/Os from 16 to 100000000", v);
+                c->min_ios = x;
+        } else if (streq(key, "WindowSec")) {
+                if (!parse_scaled_usec(v, 1e6, 0, 86400e6, &x))
+                        return fail(p, "WindowSec=%s: expected seconds from 0 to 86400", v);
+                c->window_usec = x;
+        } else if (streq(key, "MinChangeSec")) {
+                if (!parse_scaled_usec(v, 1e6, 0, 86400e6 * 7, &x))
+                        return fail(p, "MinChangeSec=%s: expected seconds from 0 to 604800", v);
+                c->min_change_usec = x;
+        } else if (streq(key, "Measure")) {
+                if ((b = parse_bool(v)) < 0)
+                        return fail(p, "Measure=%s: expected yes or no", v);
+                c->measure = b;
+        } else if (streq(key, "TrustRotational")) {
+                if (!p->continuation)
+                        c->trust_rotational = strv_free(c->trust_rotational);
+                if (append_words(v, &c->trust_rotational) < 0)
+                        return fail(p, "out of memory");
+        } else
+                return fail(p, "unknown key \"%s\" in [Speed]", key);
+        if (streq(key, "FastMs") || streq(key, "SlowMs"))
+                p->speed_line = p->line;        /* the file's last bound: a bad pair is reported there */
+        return 1;
+}
+
 static int on_ini(void *userdata, const char *section, const char *key, const char *value, int line) {
         ParseContext *p = userdata;
         const char *s;
@@ -437,6 +487,8 @@ static int on_ini(void *userdata, const char *section, const char *key, const ch
                 return parse_manager(p, key, value);
         if (streq(section, "Network"))
                 return parse_network(p, key, value);
+        if (streq(section, "Speed"))
+                return parse_speed(p, key, value);
         if ((s = startswith(section, "Class:"))) {
                 DiskClass c = disk_class_from_string(s);
                 if (c < 0 || c == DISK_CLASS_NO_MQ || c == DISK_CLASS_UNKNOWN)
@@ -568,7 +620,8 @@ typedef struct Handler {
 static int on_ini_line(void *userdata, const char *section, const char *key, const char *value) {
         Handler *h = userdata;
         h->ctx->continuation = h->reader->continuation;
-        if (h->ctx->continuation && key && !streq(key, "Devices") && !streq(key, "Elevator")) {
+        if (h->ctx->continuation && key && !streq(key, "Devices") && !streq(key, "Elevator") &&
+            !streq(key, "TrustRotational")) {
                 h->ctx->line = h->reader->line;
                 return fail(h->ctx, "%s=: value too long (one line holds at most %d bytes; only Devices= and Elevator= lists may be longer)",
                             key, INI_MAX_LINE - 1);
@@ -592,6 +645,12 @@ int config_parse_text(Config *c, const char *name, const char *text, char **ret_
                 free(p.error);
                 if (asprintf(&p.error, "%s:%d: syntax error (expected [Section] or Key=Value)", name, first) < 0)
                         p.error = NULL;
+        }
+        const SpeedConfig *sc = &c->policy.speed;
+        if (e == 0 && !p.error && p.speed_line > 0 && sc->fast_usec >= sc->slow_usec) {
+                p.line = p.speed_line;
+                fail(&p, "[Speed] FastMs= (%g ms) must stay below SlowMs= (%g ms): the margin between them keeps a "
+                     "disk from switching back and forth", (double) sc->fast_usec / 1000, (double) sc->slow_usec / 1000);
         }
         if (e != 0 || p.error) {
                 if (!p.error && asprintf(&p.error, "%s: read error", name) < 0)

@@ -33,6 +33,15 @@
  *   Xps=hctx|keep                 XPS of each TX queue = its hctx's CPUs (default hctx)
  *   NrIoQueues=propose|keep       propose nr_io_queues = NIC queues for the next connect (default propose)
  *
+ *   [Speed]                       slow or fast (policies/speed.h; defaults: policies/defaults.c)
+ *   FastMs=MS                     a measured p50 at or below: fast (default 2)
+ *   SlowMs=MS                     at or above: slow (default 5); between them the class stays
+ *   MinIOs=N                      I/Os a measurement needs (default 1024)
+ *   WindowSec=SECONDS             ... and the time it covers at least (default 10)
+ *   MinChangeSec=SECONDS          at least this long between two class changes of a disk (600)
+ *   Measure=yes|no                no: nothing is measured, the rotational flag alone decides
+ *   TrustRotational=GLOB...       drivers whose queue/rotational describes the medium
+ *
  *   [Module:<module>]             known queue-layout params only (policies/module-params.c)
  *   <param>=<number>              e.g. [Module:virtio_blk] num_request_queues=1
  *

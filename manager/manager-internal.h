@@ -15,6 +15,7 @@
  *   verify.c    the verify: a look at the kernel without writing (periodic, VerifySec=, or an
  *               applied/ read)
  *   textfile.c  the metrics file for node_exporter's textfile collector (TextfileDirectory=)
+ *   speed.c     the measured speed: samples of the disks' I/O fed into their SpeedState
  *
  * Everything here runs on the sd-event loop thread. Not installed, not for the other layers.
  */
@@ -109,6 +110,9 @@ struct Manager {
         bool textfile_dirty;            /* ... and something changed since it was rendered */
         int textfile_error;             /* the last write's -errno (said once), 0 */
         uint64_t textfile_writes;       /* files written */
+        sd_event_source *speed_events;  /* the BPF provider's service-time ring buffer; NULL: not measured so */
+        sd_event_source *speed_tail;    /* one sample of the disks below after their last event (speed.c) */
+        char **speed_tail_disks;
 };
 
 /* ---- manager.c: lifecycle ------------------------------------------------------------- */
@@ -343,3 +347,19 @@ void manager_verify_disk(void *userdata, const char *device);
 /* Arm, re-arm or remove the periodic verify (VerifySec=) after a (re)load of the configuration.
  * A failure is logged. */
 void manager_update_verify_timer(Manager *m);
+
+/* ---- speed.c: the measured speed ------------------------------------------------------------- */
+
+/* A disk just listed: its measurement starts afresh (the baseline sample). */
+void manager_speed_watch(Manager *m, Device *d);
+
+/* Sample d's counters and feed them into d->speed (policies/speed.h): a class change by
+ * measurement is logged and d evaluated and applied again, new evidence renews explain. */
+void manager_speed_sample(Manager *m, Device *d);
+
+/* After the configuration was (re)loaded and at startup: the BPF programs on or off
+ * ([Speed] Measure=), the event source, every disk's facts/speed text. */
+void manager_speed_config_changed(Manager *m);
+
+/* The periodic verify: without BPF service times, sample every disk's stat. */
+void manager_speed_verify_tick(Manager *m);

@@ -263,6 +263,9 @@ Manager *manager_free(Manager *m) {
         manager_waiters_release_all(m);
         sd_event_source_disable_unref(m->stop_timer);
         sd_event_source_disable_unref(m->verify_timer);
+        sd_event_source_disable_unref(m->speed_events);
+        sd_event_source_disable_unref(m->speed_tail);
+        strv_free(m->speed_tail_disks);
         sd_event_source_disable_unref(m->mounts_source);
         manager_textfile_done(m);
         /* a write that never returns is abandoned; its worker still uses hostfs (or the state
@@ -377,6 +380,8 @@ int manager_reload(Manager *m) {
         if (m->started)
                 manager_update_verify_timer(m);
         manager_gather_sources(m);
+        if (m->stats)
+                manager_speed_config_changed(m);
         if (m->started && !m->ready_pending)
                 manager_textfile_update(m);
         log_full(LOG_INFO, 0, NULL, BLKMQD_MESSAGE_RELOAD, NULL, __FILE__, __LINE__, __func__,
@@ -578,6 +583,7 @@ int manager_startup(Manager *m) {
         r = stats_new(m->hostfs, &m->stats);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up statistics: %m");
+        manager_speed_config_changed(m);
         m->rate_window_usec = m->config.rate_window_usec;
         modules_init(m->hostfs, &m->modules);
         manager_gather_sources(m);      /* before the first evaluation: whose settings they are */

@@ -219,7 +219,7 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
         d->facts->irq_written = 0;
         for (size_t i = 0; i < d->n_irq_applied; i++)
                 d->facts->irq_written += d->irq_applied[i].original && !d->irq_applied[i].external;
-        r = policy_evaluate(d->facts, &m->config.policy, &d->overrides, ret);
+        r = policy_evaluate_measured(d->facts, &m->config.policy, &d->overrides, &d->speed, ret);
         if (r >= 0 && (r = net_arbitrate(&m->registry, d, ret)) < 0)    /* one disk places a NIC */
                 plan_done(ret);
         return r;
@@ -428,6 +428,8 @@ static void device_event_one(Manager *m, const char *name, bool removed) {
         disk_facts_free(d->facts);
         d->facts = TAKE_PTR(facts);
         d->generation++;
+        if (added)
+                manager_speed_watch(m, d);
         if (added && m->batch) {
                 /* stored settings wait for the batch's end: a disk later in it may have the same
                  * identity, and then neither may get them */

@@ -79,6 +79,7 @@ static void manager_verify_all(Manager *m) {
 static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         manager_verify_all(m);
+        manager_speed_verify_tick(m);
         m->verify_time = time(NULL);
         manager_metrics_changed(m);
         if (m->config.verify_usec > 0) {

@@ -68,6 +68,7 @@ static Device *device_free(Device *d) {
                 free(d->irq_applied[i].current);
         }
         free(d->irq_logged);
+        free(d->speed_text);
         free(d->irq_applied);
         free(d->history);
         free(d->disk_history);

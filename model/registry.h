@@ -167,6 +167,11 @@ typedef struct Device {
                                  * added: nothing stored is applied to it, its overrides are
                                  * not persisted, its originals go to "<identity>#<name>" */
         char *irq_logged;       /* irq_affinity state last logged (one line per change of state) */
+        /* What the disk's own I/O measured (policies/speed.h; fed by manager/speed.c from the BPF
+         * provider's events or the stat at the verify); a policy input of its own, not a fact */
+        SpeedState speed;
+        char *speed_text;       /* facts/speed as of the last sample (speed_state_format()); NULL: not yet */
+        const char *speed_source;       /* facts/speed_source: what measures it (static); NULL: not yet */
         char *originals_saved;  /* "<key>\n<k>=<v>..." as last written to or read from the state
                                  * directory (persist.c manager_persist_originals()): an unchanged save
                                  * is skipped, so no fsync() waits in front of a kernel write */

@@ -67,6 +67,7 @@
 #include "macro.h"
 #include "policy.h"
 #include "strv.h"
+#include "policy-internal.h"
 
 static const char * const default_elevators[_DISK_CLASS_MAX][4] = {
         [DISK_CLASS_MANY_HCTX_SLOW]          = { "mq-deadline" },
@@ -261,6 +262,117 @@ const VirtualDriver *policy_virtual_driver(const char *driver) {
         return NULL;
 }
 
+/*
+ * queue/rotational as a hint (policies/speed.c policy_rotational_hint()): the first row that
+ * matches the disk says whether the flag describes its medium. A trusted rotational=1 decides
+ * slow against any measurement (the medium seeks; a rotating disk reading sequentially, or from
+ * its cache, measures fast); a trusted rotational=0 decides fast until a window measures slow
+ * (a non-rotating medium is not a fast one: a throttled cloud volume behind an NVMe front end,
+ * a USB stick). An untrusted flag is no evidence at all: without a measurement the disk's speed
+ * is unknown and the kernel's default stays. No row: untrusted.
+ */
+const TrustRow rotational_trust[] = {
+        /* emulators: no medium, the flag is what they were set up to claim */
+        { "null_blk", "null_blk", NULL, 0, RATE_ANY, HINT_TRUSTED,
+          "null_blk has no medium: its flag is its own rotational setting, what the emulator was set up to claim "
+          "(drivers/block/null_blk/main.c; non-rotational before the setting came, November 2024)" },
+        { "scsi_debug", "scsi_debug", NULL, 0, RATE_ANY, HINT_TRUSTED,
+          "scsi_debug has no medium: its VPD page B1h says what the emulator was set up to claim "
+          "(drivers/scsi/scsi_debug.c inquiry_vpd_b1())" },
+        { "ram", "brd", NULL, 0, RATE_ANY, HINT_TRUSTED,
+          "RAM, no rotating medium: brd marks its disks non-rotational (drivers/block/brd.c)" },
+        { "ram", "zram", NULL, 0, RATE_ANY, HINT_TRUSTED,
+          "compressed RAM, no rotating medium: zram marks its disks non-rotational (drivers/block/zram/zram_drv.c)" },
+        /* the flag is the bridge's, the hypervisor's, the server's or the controller's */
+        { "usb", NULL, "usb", 0, RATE_ANY, HINT_UNTRUSTED,
+          "a USB bridge translates for the disk behind it and reports what it likes: sd keeps rotational=1 unless the "
+          "bridge passes a VPD page B1h rotation rate of 1 (drivers/scsi/sd.c sd_read_block_characteristics(), "
+          "drivers/usb/storage/)" },
+        { "virtio_blk", "virtio_blk", NULL, 0, RATE_ANY, HINT_UNTRUSTED,
+          "virtio_blk cannot report the medium: the virtio block device has no feature bit for it "
+          "(include/uapi/linux/virtio_blk.h), so every disk keeps the rotational default (drivers/block/virtio_blk.c; "
+          "an explicit opt-in since bd4a633b6f7c, 6.11)" },
+        { "xen-blkfront", NULL, "xen", 0, RATE_ANY, HINT_UNTRUSTED,
+          "Xen's blkfront marks every disk non-rotational whatever the backend stores it on (drivers/block/xen-blkfront.c: "
+          "QUEUE_FLAG_VIRT, an alias of QUEUE_FLAG_NONROT, before 6.11; the non-rotational default since, bd4a633b6f7c)" },
+        { "virtio_scsi", "virtio_scsi", NULL, 0, RATE_ANY, HINT_UNTRUSTED,
+          "a paravirtual SCSI front end (drivers/scsi/virtio_scsi.c): the hypervisor's emulated disk answers VPD page B1h "
+          "as it is configured (QEMU scsi-hd rotation_rate=, 0 = not reported by default), whatever stores the data" },
+        { "hyper-v", "storvsc", NULL, 0, RATE_ANY, HINT_UNTRUSTED,
+          "Hyper-V's paravirtual SCSI front end (drivers/scsi/storvsc_drv.c): the host's virtual disk answers INQUIRY "
+          "and VPD, whatever stores the data" },
+        { "vmware", "vmw_pvscsi", NULL, 0, RATE_ANY, HINT_UNTRUSTED,
+          "VMware's paravirtual SCSI front end (drivers/scsi/vmw_pvscsi.c): the virtual disk answers INQUIRY and VPD, "
+          "whatever stores the data" },
+        { "raid-volume", "megaraid_sas", NULL, CHANNEL(2) | CHANNEL(3), RATE_ANY, HINT_UNTRUSTED,
+          "a MegaRAID logical drive (SCSI channel 2 or 3; physical disks are on 0 and 1: MEGASAS_MAX_PD_CHANNELS, "
+          "drivers/scsi/megaraid/megaraid_sas.h): the controller answers for the volume" },
+        { "raid-volume", "mpt3sas", NULL, CHANNEL(1), RATE_ANY, HINT_UNTRUSTED,
+          "an mpt3sas Integrated RAID volume (SCSI channel 1: RAID_CHANNEL, drivers/scsi/mpt3sas/mpt3sas_scsih.c): "
+          "the controller answers for the volume" },
+        { "raid-volume", "hpsa", NULL, CHANNEL(1) | CHANNEL(2), RATE_ANY, HINT_UNTRUSTED,
+          "a Smart Array logical drive (SCSI channel 1 or 2: HPSA_RAID_VOLUME_BUS, HPSA_EXTERNAL_RAID_VOLUME_BUS, "
+          "drivers/scsi/hpsa.h): the controller answers for the volume" },
+        { "raid-volume", "smartpqi", NULL, CHANNEL(1) | CHANNEL(3), RATE_ANY, HINT_UNTRUSTED,
+          "a smartpqi logical drive (SCSI channel 1 or 3: PQI_RAID_VOLUME_BUS, PQI_EXTERNAL_RAID_VOLUME_BUS, "
+          "drivers/scsi/smartpqi/smartpqi.h): the controller answers for the volume" },
+        { "raid-volume", "aacraid", NULL, CHANNEL(0), RATE_ANY, HINT_UNTRUSTED,
+          "an aacraid container (SCSI channel 0: CONTAINER_CHANNEL, drivers/scsi/aacraid/aacraid.h): the controller "
+          "answers for the array" },
+        { "iscsi", "iscsi_tcp", NULL, 0, RATE_ANY, HINT_UNTRUSTED,
+          "an iSCSI LUN (drivers/scsi/iscsi_tcp.c): the target answers for a volume of its own" },
+        /* the flag comes from the device itself */
+        { "nvme", NULL, "nvme", 0, RATE_ANY, HINT_TRUSTED,
+          "NVMe: the kernel marks a namespace rotational only when the controller reports rotational media, flash "
+          "otherwise (drivers/nvme/host/core.c)" },
+        { "mmc", NULL, "mmc", 0, RATE_ANY, HINT_TRUSTED,
+          "MMC/SD: flash, never rotational (drivers/mmc/core/queue.c)" },
+        { "scsi-rotation-rate", NULL, "scsi", 0, RATE_REPORTED, HINT_TRUSTED,
+          "the disk reports its medium rotation rate in VPD page B1h, which sd turns into the flag "
+          "(drivers/scsi/sd.c sd_read_block_characteristics(); SBC-4)" },
+        { "scsi-no-rotation-rate", NULL, "scsi", 0, RATE_NOT_REPORTED, HINT_UNTRUSTED,
+          "the disk reports no medium rotation rate (no VPD page B1h, or 0): rotational=1 is sd's default for a disk "
+          "that does not say (drivers/scsi/sd.c sd_read_block_characteristics())" },
+};
+const size_t n_rotational_trust = ELEMENTSOF(rotational_trust);
+
+/*
+ * The speed thresholds ([Speed] FastMs=, SlowMs=, MinIOs=, MinChangeSec=) and their evidence:
+ * what the p50 device service time of small (<= 64 KiB) requests is on each kind of disk.
+ *   rotating disks    a random access waits for the seek and half a revolution: 4.2 ms of
+ *                     rotational latency at 7,200 rpm (60 s / 7,200 / 2), 2 ms at 15,000 rpm,
+ *                     plus a 3-9 ms average seek (SBC-4 nominal rotation rates; vendor data
+ *                     sheets): 5-15 ms. Sequential reads served from the drive's cache take
+ *                     tens of µs, which is why a trusted rotational flag is not overruled.
+ *   SATA/SAS SSDs     80-200 µs for a 4 KiB read at low queue depth, under 1 ms at QD 32.
+ *   NVMe              10-100 µs.
+ *   network volumes   cloud block storage: "single-digit millisecond" latency for gp3/st1-class
+ *                     volumes and sub-millisecond for io2-class (AWS EBS documentation); most
+ *                     measure 0.5-2 ms, a throttled one far more (a queue of requests waits
+ *                     inside the device for its IOPS budget).
+ *   measured here     a loop device on tmpfs (this machine, 6.18): ~10 µs; a RAM-backed
+ *                     virtio-blk disk and a QEMU disk throttled to 200 IOPS in the 6.1/6.12
+ *                     guests under TCG: docs/DESIGN-NOTES.md "Measured speed" has the figures.
+ * So: fast at or below 2 ms (every SSD, NVMe and a healthy network volume), slow at or above
+ * 5 ms (a rotating disk seeking, a throttled volume), and in between the class stays what it
+ * was (the margin). A window needs 1,024 I/Os and 10 s (a steady p50, one evaluation per 10 s
+ * of a busy disk at the most); the p50 is known within its histogram bucket (a factor of 1.25).
+ * A class change waits 10 minutes after the last one, so a load that swings around the bounds
+ * moves the elevator at most six times an hour.
+ */
+static const SpeedConfig speed_defaults = {
+        .fast_usec = 2000,
+        .slow_usec = 5000,
+        .min_ios = 1024,
+        .window_usec = UINT64_C(10) * 1000000,
+        .min_change_usec = UINT64_C(600) * 1000000,
+        .measure = true,
+};
+
+void speed_config_defaults(SpeedConfig *c) {
+        *c = speed_defaults;
+}
+
 /* Vectors follow their hctx where blk-mq spreads queues over CPUs. */
 static const bool default_irq_follow_hctx[_DISK_CLASS_MAX] = {
         [DISK_CLASS_MANY_HCTX_SLOW]  = true,
@@ -270,6 +382,7 @@ static const bool default_irq_follow_hctx[_DISK_CLASS_MAX] = {
 
 int policy_config_init_defaults(PolicyConfig *config) {
         *config = (PolicyConfig) { .net = NET_POLICY_DEFAULTS };
+        speed_config_defaults(&config->speed);
         for (size_t c = 0; c < _DISK_CLASS_MAX; c++) {
                 config->classes[c].rq_affinity = -1;    /* keep the kernel default (1) */
                 config->classes[c].irq_follow_hctx = default_irq_follow_hctx[c];

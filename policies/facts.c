@@ -38,6 +38,10 @@ static const char * const fact_table[_FACT_MAX] = {
         [FACT_ELEVATORS_LOADABLE] = "elevators_loadable",
         [FACT_MULTIPATH]         = "multipath",
         [FACT_VIRTUAL]           = "virtual",
+        [FACT_MEDIUM_ROTATION]   = "medium_rotation",
+        [FACT_ROTATIONAL_HINT]   = "rotational_hint",
+        [FACT_SPEED]             = "speed",
+        [FACT_SPEED_SOURCE]      = "speed_source",
 };
 
 static const char * const zoned_table[_ZONED_MAX] = {
@@ -88,6 +92,7 @@ DiskFacts *disk_facts_new(const char *name) {
         f->rq_affinity = f->rq_affinity_before = -1;
         f->nr_requests = f->nr_requests_before = f->queue_depth = f->host_nr_hw_queues = f->host_can_queue = -1;
         f->numa_node = -1;
+        f->scsi_channel = f->rotation_rate = -1;
         return f;
 }
 
@@ -285,6 +290,20 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                 case FACT_VIRTUAL:
                         fputs(policy_virtual_driver(f->driver) ? "1" : "0", out);
                         break;
+                case FACT_MEDIUM_ROTATION:
+                        fprintf(out, "%d", f->rotation_rate);
+                        break;
+                case FACT_SPEED:
+                case FACT_SPEED_SOURCE:
+                        /* not a gathered fact: the manager's measurement (fuse-fs/devices.c) */
+                        fputs("unknown: not measured here (the daemon measures it)", out);
+                        break;
+                case FACT_ROTATIONAL_HINT: {   /* the table alone; the daemon renders its evaluated plan's, with TrustRotational= */
+                        RotationalHint hint;
+                        policy_rotational_hint(f, NULL, &hint);
+                        fprintf(out, "%s: %s", hint_trust_to_string(hint.trust), hint.why);
+                        break;
+                }
                 case FACT_MULTIPATH:
                         switch (f->multipath) {
                         case MULTIPATH_LEG:

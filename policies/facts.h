@@ -51,6 +51,11 @@ typedef enum Fact {
         FACT_ELEVATORS_LOADABLE,  /* elevators not listed in queue/scheduler that the kernel can load or has built in */
         FACT_MULTIPATH,           /* dm-multipath leg or map, NVMe multipath path device, or none */
         FACT_VIRTUAL,             /* 1: not hardware (loop, zram, brd, null_blk, scsi_debug, ublk: policy_virtual_driver()) */
+        FACT_MEDIUM_ROTATION,     /* SCSI VPD page B1h MEDIUM ROTATION RATE: 0 not reported, 1 non-rotating, else rpm */
+        FACT_ROTATIONAL_HINT,     /* how far queue/rotational can be trusted, and why (policy_rotational_hint()) */
+        FACT_SPEED,               /* what the disk's I/O measured: unmeasured, fast, slow with evidence (policies/speed.h);
+                                   * history the manager keeps (Device.speed), not gathered: fuse-fs renders it */
+        FACT_SPEED_SOURCE,        /* what measures it: BPF service times, the stat's busy time, or why nothing */
         _FACT_MAX,
         _FACT_INVALID = -EINVAL,
 } Fact;
@@ -210,8 +215,18 @@ typedef struct DiskFacts {
         int64_t queue_depth;            /* -1 unknown */
 
         char *driver;
-        char *transport;
+        char *transport;                /* "usb" for a disk whose SCSI host sits on a USB interface (uas,
+                                         * usb-storage): the USB device above the host is the transport */
         char *scsi_host;
+        int scsi_channel;               /* the C of the SCSI device's H:C:T:L, -1 unknown or not SCSI: RAID
+                                         * HBAs put logical drives on channels of their own (policies/defaults.c) */
+        /*
+         * MEDIUM ROTATION RATE of the SCSI disk's VPD page B1h (SBC-4; device/vpd_pgb1, read by
+         * sd for queue/rotational: drivers/scsi/sd.c sd_read_block_characteristics()): 0 not
+         * reported, 1 non-rotating medium, 0x401-0xfffe nominal rpm; -1 unknown (not SCSI, no
+         * such page: unknown[FACT_MEDIUM_ROTATION] says why).
+         */
+        int rotation_rate;
         int64_t host_nr_hw_queues;      /* -1 unknown */
         int64_t host_can_queue;         /* -1 unknown */
 

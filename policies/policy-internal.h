@@ -76,3 +76,28 @@ int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverri
 
 /* Module parameters (policies/module-params.c). 0 or -ENOMEM. */
 int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp, Plan *plan);
+
+/* ---- the rotational hint's table (policies/defaults.c rotational_trust[], policies/speed.c) ---- */
+
+#include "speed.h"
+
+#define CHANNEL(c) (1u << (c))
+
+typedef enum TrustRate {
+        RATE_ANY,
+        RATE_REPORTED,          /* VPD page B1h rotation rate 1 (non-rotating) or 0x401-0xfffe rpm */
+        RATE_NOT_REPORTED,      /* anything else: no page, 0, a reserved value */
+} TrustRate;
+
+typedef struct TrustRow {
+        const char *row;        /* the row's name (RotationalHint.row) */
+        const char *driver;     /* the driver fact, exactly; NULL: any */
+        const char *transport;  /* the transport fact, exactly; NULL: any */
+        unsigned channels;      /* CHANNEL() bits of the SCSI channel; 0: any */
+        TrustRate rate;
+        HintTrust trust;
+        const char *why;        /* the reason and its source */
+} TrustRow;
+
+extern const TrustRow rotational_trust[];
+extern const size_t n_rotational_trust;

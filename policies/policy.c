@@ -48,6 +48,7 @@ void policy_config_done(PolicyConfig *config) {
         free(config->rules);
         config->rules = NULL;
         config->n_rules = 0;
+        speed_config_done(&config->speed);
 }
 
 static bool glob_matches(const char *glob, const char *value) {
@@ -350,26 +351,28 @@ const PlanEntry *plan_decision(const Plan *p, Knob k) {
  *   stacked                  loop (and a dm map that is not a request-based multipath map):
  *                            the lower device's queue does the scheduling; a request-based
  *                            dm-multipath map is classified by its own queue below, like a disk
- *   unknown                  rotational or the hctx count unknown
- *   many-hctx-slow           rotational and (nr_hw_queues > 1 or shared tags)
- *   shared-tags              non-rotational on a host-wide shared tagset
- *   unknown                  non-rotational, nr_hw_queues > 1, shared tags unknown (no debugfs,
+ *   unknown                  slow or fast unknown (an untrusted rotational flag and no measurement
+ *                            yet: policies/speed.c), or the hctx count unknown
+ *   many-hctx-slow           slow and (nr_hw_queues > 1 or shared tags)
+ *   shared-tags              fast on a host-wide shared tagset
+ *   unknown                  fast, nr_hw_queues > 1, shared tags unknown (no debugfs,
  *                            driver unknown): fast-multiqueue and shared-tags want
  *                            different elevators, so nothing is done
- *   fast-multiqueue          non-rotational, nr_hw_queues > 1, no shared tags
- *   single-queue-rotational  rotational, one hctx
- *   single-queue-fast        non-rotational, one hctx
+ *   fast-multiqueue          fast, nr_hw_queues > 1, no shared tags
+ *   single-queue-rotational  slow, one hctx
+ *   single-queue-fast        fast, one hctx
+ * Slow or fast is the trusted rotational flag, else the measurement (policy_speed_verdict()).
  */
-static DiskClass classify(const DiskFacts *f) {
+static DiskClass classify(const DiskFacts *f, Tristate slow) {
         if (!f->has_mq)
                 return DISK_CLASS_NO_MQ;
         if (f->multipath == MULTIPATH_LEG)
                 return DISK_CLASS_MULTIPATH_LEG;
         if (f->stacked && f->multipath != MULTIPATH_MAP)
                 return DISK_CLASS_STACKED;
-        if (f->rotational == TRISTATE_UNKNOWN || f->n_hctx == 0)
+        if (slow == TRISTATE_UNKNOWN || f->n_hctx == 0)
                 return DISK_CLASS_UNKNOWN;
-        if (f->rotational == TRISTATE_YES)
+        if (slow == TRISTATE_YES)
                 return f->n_hctx > 1 || f->shared_tags == TRISTATE_YES ?
                         DISK_CLASS_MANY_HCTX_SLOW : DISK_CLASS_SINGLE_QUEUE_ROTATIONAL;
         if (f->shared_tags == TRISTATE_YES)
@@ -379,14 +382,18 @@ static DiskClass classify(const DiskFacts *f) {
         return f->n_hctx > 1 ? DISK_CLASS_FAST_MULTIQUEUE : DISK_CLASS_SINGLE_QUEUE_FAST;
 }
 
-/* The class line: what the class was decided from. 0 or -ENOMEM. */
-static int explain_class(const DiskFacts *f, DiskClass c, Plan *plan) {
+/* The class line: what the class was decided from (speed= where it is not the flag's reading:
+ * policy_speed_verdict()). 0 or -ENOMEM. */
+static int explain_class(const DiskFacts *f, const SpeedVerdict *v, DiskClass c, Plan *plan) {
         if (c == DISK_CLASS_NO_MQ)
                 return plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, disk_class_to_string(c),
                                     "mq=0 -> class %s, never written", disk_class_to_string(c));
+        const char *speed = v->from_flag ? "" :
+                            v->slow == TRISTATE_YES ? " speed=slow" :
+                            v->slow == TRISTATE_NO ? " speed=fast" : " speed=unknown";
         return plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, disk_class_to_string(c),
-                            "nr_hw_queues=%zu rotational=%s shared_tags=%s%s%s%s stacked=%d transport=%s driver=%s -> class %s",
-                            f->n_hctx, tristate_to_string(f->rotational),
+                            "nr_hw_queues=%zu rotational=%s%s shared_tags=%s%s%s%s stacked=%d transport=%s driver=%s -> class %s",
+                            f->n_hctx, tristate_to_string(f->rotational), speed,
                             tristate_to_string(f->shared_tags),
                             f->shared_tags_source ? " (" : "", f->shared_tags_source ?: "", f->shared_tags_source ? ")" : "",
                             f->stacked,
@@ -395,13 +402,20 @@ static int explain_class(const DiskFacts *f, DiskClass c, Plan *plan) {
 }
 
 DiskClass policy_classify(const DiskFacts *f, char **ret_reason) {
-        DiskClass c = classify(f);
+        SpeedVerdict v;
+        policy_speed_verdict(f, NULL, NULL, &v);
+        DiskClass c = classify(f, v.slow);
 
         if (ret_reason) {
                 _cleanup_(plan_done) Plan p = {};
-                *ret_reason = explain_class(f, c, &p) >= 0 ? TAKE_PTR(p.entries[0].text) : NULL;
+                *ret_reason = explain_class(f, &v, c, &p) >= 0 ? TAKE_PTR(p.entries[0].text) : NULL;
         }
         return c;
+}
+
+/* The class depends on slow or fast only where speed decides (not no-mq, multipath legs, stacked). */
+static bool class_needs_speed(const DiskFacts *f) {
+        return f->has_mq && f->multipath != MULTIPATH_LEG && !(f->stacked && f->multipath != MULTIPATH_MAP);
 }
 
 /* What the disk is in a multipath set-up, and whether it is zoned: one line each, when so. */
@@ -501,16 +515,27 @@ static int owners_unmanaged(const DiskFacts *f, const PolicyConfig *config, cons
 
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret) {
+        return policy_evaluate_measured(facts, config, overrides, NULL, ret);
+}
+
+int policy_evaluate_measured(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
+                             const SpeedState *speed, Plan *ret) {
         _cleanup_(plan_done) Plan plan = {};
         static const PolicyOverrides no_overrides = {};
+        SpeedVerdict verdict;
         int r;
 
         if (!overrides)
                 overrides = &no_overrides;
 
-        plan.class = policy_classify(facts, NULL);
-        r = explain_class(facts, plan.class, &plan);
+        policy_speed_verdict(facts, config, speed, &verdict);
+        plan.rotational_hint = verdict.hint;
+        plan.class = classify(facts, verdict.slow);
+        r = explain_class(facts, &verdict, plan.class, &plan);
         if (r < 0)
+                return r;
+        if (class_needs_speed(facts) && facts->n_hctx > 0 &&
+            (r = policy_explain_speed(facts, config, speed, &verdict, &plan)) < 0)
                 return r;
         r = explain_role(facts, &plan);
         if (r < 0)
@@ -527,10 +552,17 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                                          virt->source);
                 if (r < 0)
                         return r;
-                if (plan.class == DISK_CLASS_UNKNOWN && facts->rotational == TRISTATE_NO)
+                if (plan.class == DISK_CLASS_UNKNOWN && verdict.slow == TRISTATE_NO)
                         r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_LEFT_ALONE, "unknown",
-                                         "rotational=0 nr_hw_queues=%zu shared_tags=unknown (%s) -> left alone: fast-multiqueue and shared-tags want different elevators; mount debugfs to tell",
+                                         "%s nr_hw_queues=%zu shared_tags=unknown (%s) -> left alone: fast-multiqueue and shared-tags want different elevators; mount debugfs to tell",
+                                         verdict.from_flag ? "rotational=0" : "speed=fast",
                                          facts->n_hctx, facts->unknown[FACT_SHARED_TAGS] ?: "no source");
+                else if (plan.class == DISK_CLASS_UNKNOWN && verdict.slow == TRISTATE_UNKNOWN &&
+                         verdict.hint.trust == HINT_UNTRUSTED && facts->n_hctx > 0)
+                        r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_LEFT_ALONE, "unknown",
+                                         "rotational=%s (untrusted) speed=unknown -> left alone: slow or fast is not known until "
+                                         "the disk's I/O is measured, the kernel's default stays",
+                                         tristate_to_string(facts->rotational));
                 else if (plan.class == DISK_CLASS_UNKNOWN)
                         r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_LEFT_ALONE, "unknown",
                                          "rotational=%s nr_hw_queues=%zu -> left alone, facts incomplete",

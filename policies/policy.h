@@ -19,6 +19,7 @@
 #include "facts.h"
 #include "iosched.h"
 #include "owners.h"
+#include "speed.h"
 
 /* What kind of set-up a disk is. Order matters only for display. */
 typedef enum DiskClass {
@@ -185,6 +186,7 @@ typedef struct NetPolicy {
 
 typedef struct PolicyConfig {
         NetPolicy net;
+        SpeedConfig speed;              /* [Speed]: thresholds, hysteresis, trusted drivers */
         bool manage_virtual;            /* [Manager] VirtualDevices=manage: write to virtual devices too */
         DeferTo defer_to;               /* [Manager] DeferTo= (policies/owners.h); DEFER_TO_ADMIN by default */
         ClassPolicy classes[_DISK_CLASS_MAX];
@@ -350,6 +352,9 @@ typedef struct Plan {
         char *owner_source[_KNOB_MAX];
         Ownership owner_iosched[_IOSCHED_TUNABLE_MAX];
         char *owner_source_iosched[_IOSCHED_TUNABLE_MAX];      /* as owner_source, per tunable */
+        /* how far queue/rotational was trusted, under the config's TrustRotational= (policies/speed.c
+         * policy_rotational_hint(); static strings; row NULL: not evaluated) */
+        RotationalHint rotational_hint;
         PlanEntry *entries;     /* the decisions in the order made: explain shows one line each */
         size_t n_entries;
 } Plan;
@@ -379,9 +384,9 @@ const PlanEntry *plan_decision(const Plan *p, Knob k);
         for (const PlanEntry *e = (p)->entries; e && e < (p)->entries + (p)->n_entries; e++)
 
 /*
- * Classify a disk. Pure function of the facts (the rules: policy_classify() in policies/policy.c).
- * If ret_reason is non-NULL it receives the rule's explanation line (newly allocated,
- * may be NULL on ENOMEM).
+ * Classify a disk without a measurement, under the shipped trust table (the rules:
+ * classify() in policies/policy.c). If ret_reason is non-NULL it receives the rule's
+ * explanation line (newly allocated, may be NULL on ENOMEM).
  */
 DiskClass policy_classify(const DiskFacts *f, char **ret_reason);
 
@@ -390,12 +395,34 @@ DiskClass policy_classify(const DiskFacts *f, char **ret_reason);
  *   facts:     gathered facts (must not be NULL)
  *   config:    class policies (must not be NULL)
  *   overrides: admin overrides, or NULL for none
+ *   speed:     what the disk's I/O measured so far (history: the manager keeps it, speed_feed()),
+ *              NULL for nothing (policy_evaluate())
  *   ret:       the plan; call plan_done() on it
  * Returns 0 or -ENOMEM. An override the device cannot take is not an error: the plan
  * leaves the knob alone and the explanation says why.
  */
+int policy_evaluate_measured(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
+                             const SpeedState *speed, Plan *ret);
+/* policy_evaluate_measured() without a measurement (a disk idle since blkmqd started). */
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret);
+
+/* Slow or fast for the class: a trusted rotational=1 (a seeking medium, whatever a window
+ * measured), a trusted rotational=0 unless measured slow, else the measurement. */
+typedef struct SpeedVerdict {
+        Tristate slow;                  /* TRISTATE_YES slow, TRISTATE_NO fast, TRISTATE_UNKNOWN */
+        bool from_flag;                 /* decided by the (trusted) flag as it reads */
+        RotationalHint hint;
+        const char *rule;               /* "speed-hint", "speed-measured", "speed-unknown" */
+} SpeedVerdict;
+
+/* The verdict for f with measurement s (NULL: none) under config (NULL: shipped defaults). Pure. */
+void policy_speed_verdict(const DiskFacts *f, const PolicyConfig *config, const SpeedState *s, SpeedVerdict *ret);
+
+/* Append the explain line of verdict v (the flag, its trust, the measurement, the bounds and the
+ * last change) to plan. 0 or -ENOMEM. Pure. */
+int policy_explain_speed(const DiskFacts *f, const PolicyConfig *config, const SpeedState *s, const SpeedVerdict *v,
+                         Plan *plan);
 
 /*
  * True when every hctx has its own kernel-managed vector: at least nr_hw_queues queue

@@ -35,6 +35,13 @@ static void *log_userdata = NULL;
 struct StatsBpf {
         struct hctx_stats *skel;
         int map_fd;
+        /* service times (the measured speed) */
+        bool has_service;           /* the programs loaded */
+        bool service_on;            /* ... and are attached */
+        char *service_reason;       /* NULL iff has_service */
+        struct ring_buffer *rb;
+        StatsBpfServiceFunc on_disk;
+        void *on_disk_userdata;
         int n_cpus;                 /* libbpf_num_possible_cpus(): per-CPU value count */
         bool has_runs;
         const char *runs_attach;    /* "fentry", "kprobe"; NULL iff !has_runs */
@@ -125,10 +132,11 @@ static int errno_from_load(int r) {
 }
 
 /*
- * Open the skeleton, choose which run program may load (none, fentry or kprobe), load it.
+ * Open the skeleton, choose which run program may load (none, fentry or kprobe) and whether the
+ * service-time programs do (with their maps), load it.
  * @run_prog: 0 none, 1 fentry, 2 kprobe.
  */
-static int open_and_load(bool single_arg, int run_prog, struct hctx_stats **ret) {
+static int open_and_load(bool single_arg, int run_prog, bool svc, struct hctx_stats **ret) {
         _cleanup_(hctx_stats__destroyp) struct hctx_stats *skel = NULL;
         int r;
 
@@ -139,6 +147,12 @@ static int open_and_load(bool single_arg, int run_prog, struct hctx_stats **ret)
         skel->rodata->rq_issue_single_arg = single_arg;
         (void) bpf_program__set_autoload(skel->progs.on_dispatch_fentry, run_prog == 1);
         (void) bpf_program__set_autoload(skel->progs.on_dispatch_kprobe, run_prog == 2);
+        (void) bpf_program__set_autoload(skel->progs.on_svc_issue, svc);
+        (void) bpf_program__set_autoload(skel->progs.on_svc_complete, svc);
+        (void) bpf_map__set_autocreate(skel->maps.svc_start, svc);
+        (void) bpf_map__set_autocreate(skel->maps.svc_hist, svc);
+        (void) bpf_map__set_autocreate(skel->maps.svc_events, svc);
+        (void) bpf_map__set_autocreate(skel->maps.svc_watch, svc);
 
         r = hctx_stats__load(skel);
         if (r < 0)
@@ -166,12 +180,23 @@ static void attach_runs(StatsBpf *s, struct bpf_program *prog, struct bpf_link *
                 *why = NULL;
 }
 
+static int on_ring_event(void *ctx, void *data, size_t size) {
+        StatsBpf *s = ctx;
+        uint32_t kdev;
+        if (size < sizeof(kdev) || !s->on_disk)
+                return 0;
+        memcpy(&kdev, data, sizeof(kdev));
+        s->on_disk(makedev(kdev >> HCTX_STATS_MINORBITS, kdev & HCTX_STATS_MINORMASK), s->on_disk_userdata);
+        return 0;
+}
+
 int blkmqd_stats_bpf_new(StatsBpf **ret) {
         _cleanup_(btf__freep) struct btf *vmlinux = NULL;
         _cleanup_(hctx_stats__destroyp) struct hctx_stats *skel = NULL;
         _cleanup_free_ char *fentry_why = NULL, *kprobe_why = NULL;
         _cleanup_(blkmqd_stats_bpf_freep) StatsBpf *s = NULL;
-        bool single_arg, have_func, fentry_ok;
+        _cleanup_free_ char *svc_why = NULL;
+        bool single_arg, have_func, fentry_ok, svc;
         int r, run_prog;
 
         if (!ret)
@@ -204,8 +229,20 @@ int blkmqd_stats_bpf_new(StatsBpf **ret) {
         }
         log_debug("stats-bpf: block_rq_issue %s, run counter via %s", single_arg ? "(rq)" : "(q, rq)",
                   run_prog == 1 ? "fentry" : run_prog == 2 ? "kprobe" : "nothing");
+        /* 1: supported; 0: not (< 5.8); < 0: could not tell -> try and see */
+        svc = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 0;
+        if (!svc)
+                svc_why = strdup("the kernel has no BPF ring buffers (Linux 5.8+)");
 
-        r = open_and_load(single_arg, run_prog, &skel);
+        r = open_and_load(single_arg, run_prog, svc, &skel);
+        if (r < 0 && svc) {
+                /* Maybe only the service-time programs failed: retry without them. */
+                if (asprintf(&svc_why, "loading the service-time programs failed: %s", strerror(-r)) < 0)
+                        svc_why = NULL;
+                log_debug("stats-bpf: load with the service-time programs failed (%s), retrying without", strerror(-r));
+                svc = false;
+                r = open_and_load(single_arg, run_prog, svc, &skel);
+        }
         if (r < 0 && run_prog != 0) {
                 /* Maybe only the optional program failed: retry without it. */
                 if (run_prog == 1) {
@@ -217,7 +254,7 @@ int blkmqd_stats_bpf_new(StatsBpf **ret) {
                 log_debug("stats-bpf: load with run program failed (%s), retrying without",
                           strerror(-r));
                 run_prog = 0;
-                r = open_and_load(single_arg, run_prog, &skel);
+                r = open_and_load(single_arg, run_prog, svc, &skel);
         }
         if (r < 0) {
                 log_debug("stats-bpf: loading hctx-stats failed: %s", strerror(-r));
@@ -256,11 +293,29 @@ int blkmqd_stats_bpf_new(StatsBpf **ret) {
                 log_debug("stats-bpf: runs unavailable: %s", s->runs_reason);
         }
 
+        s->has_service = svc;
+        s->service_reason = TAKE_PTR(svc_why);
         s->map_fd = bpf_map__fd(skel->maps.hctx_stats);
         s->n_cpus = libbpf_num_possible_cpus();
         if (s->n_cpus <= 0)
                 return s->n_cpus < 0 ? s->n_cpus : -EIO;
         s->skel = TAKE_PTR(skel);
+        if (s->has_service) {
+                r = blkmqd_stats_bpf_service_enable(s, true);
+                if (r >= 0) {
+                        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.svc_events), on_ring_event, s, NULL);
+                        if (!s->rb)
+                                r = -errno;
+                }
+                if (r < 0) {
+                        (void) blkmqd_stats_bpf_service_enable(s, false);
+                        s->has_service = false;
+                        if (asprintf(&s->service_reason, "attaching the service-time programs failed: %s", strerror(-r)) < 0)
+                                return -ENOMEM;
+                }
+        }
+        if (!s->has_service && !s->service_reason && !(s->service_reason = strdup("not loaded")))
+                return -ENOMEM;
 
         log_debug("stats-bpf: attached (%d possible CPUs, runs %s%s)", s->n_cpus,
                   s->has_runs ? "counted through " : "not counted", s->runs_attach ?: "");
@@ -271,8 +326,10 @@ int blkmqd_stats_bpf_new(StatsBpf **ret) {
 StatsBpf *blkmqd_stats_bpf_free(StatsBpf *s) {
         if (!s)
                 return NULL;
+        ring_buffer__free(s->rb);
         hctx_stats__destroy(s->skel);
         free(s->runs_reason);
+        free(s->service_reason);
         free(s->snap_keys);
         free(s->snap_values);
         free(s);
@@ -479,6 +536,8 @@ int blkmqd_stats_bpf_forget(StatsBpf *s, dev_t devnum) {
         r = devnum_to_kdev(devnum, &kdev);
         if (r < 0)
                 return r;
+        if (s->has_service && bpf_map_delete_elem(bpf_map__fd(s->skel->maps.svc_hist), &kdev) < 0 && errno != ENOENT)
+                return -errno;
 
         /* Collect first, delete after: deleting the cursor key would restart the walk. */
         for (;;) {
@@ -515,6 +574,102 @@ int blkmqd_stats_bpf_forget(StatsBpf *s, dev_t devnum) {
         log_debug("stats-bpf: forgot %d hctx entries of %u:%u", removed, major(devnum),
                   minor(devnum));
         return removed;
+}
+
+bool blkmqd_stats_bpf_has_service(StatsBpf *s) {
+        return s && s->has_service && s->service_on;
+}
+
+const char *blkmqd_stats_bpf_service_unavailable_reason(StatsBpf *s) {
+        if (!s)
+                return "BPF statistics not loaded";
+        if (s->has_service && !s->service_on)
+                return "switched off ([Speed] Measure=no)";
+        return s->service_reason;
+}
+
+int blkmqd_stats_bpf_service_enable(StatsBpf *s, bool on) {
+        if (!s || !s->has_service)
+                return -EOPNOTSUPP;
+        struct bpf_link **issue = &s->skel->links.on_svc_issue, **complete = &s->skel->links.on_svc_complete;
+        if (!on) {
+                bpf_link__destroy(*issue);
+                bpf_link__destroy(*complete);
+                *issue = *complete = NULL;
+                s->service_on = false;
+                return 0;
+        }
+        if (!*issue && !(*issue = bpf_program__attach(s->skel->progs.on_svc_issue)))
+                return -errno;
+        if (!*complete && !(*complete = bpf_program__attach(s->skel->progs.on_svc_complete))) {
+                int r = -errno;
+                bpf_link__destroy(*issue);
+                *issue = NULL;
+                return r;
+        }
+        s->service_on = true;
+        return 0;
+}
+
+int blkmqd_stats_bpf_read_service(StatsBpf *s, dev_t devnum, SpeedHistogram *ret) {
+        _Static_assert(SVC_BUCKETS == SPEED_BUCKETS, "the BPF buckets are policies/speed.h's");
+        struct svc_hist v;
+        uint32_t kdev;
+        int r;
+
+        if (!s || !ret)
+                return -EINVAL;
+        if (!s->has_service)
+                return -EOPNOTSUPP;
+        r = devnum_to_kdev(devnum, &kdev);
+        if (r < 0)
+                return r;
+        if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.svc_hist), &kdev, &v) < 0)
+                return -errno;
+        /* the buckets are added to one by one: sum them rather than trust count to match */
+        SpeedHistogram h = { .sum_usec = v.sum_usec };
+        for (unsigned i = 0; i < SVC_BUCKETS; i++) {
+                h.buckets[i] = v.buckets[i];
+                h.count += v.buckets[i];
+        }
+        *ret = h;
+        return 0;
+}
+
+int blkmqd_stats_bpf_service_watch(StatsBpf *s, dev_t devnum, bool on) {
+        uint32_t kdev;
+        uint8_t one = 1;
+        int fd, r;
+
+        if (!s)
+                return -EINVAL;
+        if (!s->has_service)
+                return -EOPNOTSUPP;
+        r = devnum_to_kdev(devnum, &kdev);
+        if (r < 0)
+                return r;
+        fd = bpf_map__fd(s->skel->maps.svc_watch);
+        if (on)
+                return bpf_map_update_elem(fd, &kdev, &one, BPF_ANY) < 0 ? -errno : 0;
+        r = bpf_map_delete_elem(fd, &kdev);
+        (void) bpf_map_delete_elem(bpf_map__fd(s->skel->maps.svc_hist), &kdev);
+        return r < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int blkmqd_stats_bpf_service_fd(StatsBpf *s) {
+        if (!s || !s->rb)
+                return -EOPNOTSUPP;
+        return ring_buffer__epoll_fd(s->rb);
+}
+
+int blkmqd_stats_bpf_service_consume(StatsBpf *s, StatsBpfServiceFunc on_disk, void *userdata) {
+        if (!s || !s->rb)
+                return -EOPNOTSUPP;
+        s->on_disk = on_disk;
+        s->on_disk_userdata = userdata;
+        int n = ring_buffer__consume(s->rb);
+        s->on_disk = NULL;
+        return n;
 }
 
 #else /* !HAVE_BPF */
@@ -563,4 +718,34 @@ int blkmqd_stats_bpf_forget(StatsBpf *s, dev_t devnum) {
         return -EOPNOTSUPP;
 }
 
+#endif
+
+#if !HAVE_BPF
+bool blkmqd_stats_bpf_has_service(StatsBpf *s) {
+        return false;
+}
+
+const char *blkmqd_stats_bpf_service_unavailable_reason(StatsBpf *s) {
+        return "blkmqd was built without BPF support";
+}
+
+int blkmqd_stats_bpf_service_enable(StatsBpf *s, bool on) {
+        return -EOPNOTSUPP;
+}
+
+int blkmqd_stats_bpf_read_service(StatsBpf *s, dev_t devnum, SpeedHistogram *ret) {
+        return -EOPNOTSUPP;
+}
+
+int blkmqd_stats_bpf_service_watch(StatsBpf *s, dev_t devnum, bool on) {
+        return -EOPNOTSUPP;
+}
+
+int blkmqd_stats_bpf_service_fd(StatsBpf *s) {
+        return -EOPNOTSUPP;
+}
+
+int blkmqd_stats_bpf_service_consume(StatsBpf *s, StatsBpfServiceFunc on_disk, void *userdata) {
+        return -EOPNOTSUPP;
+}
 #endif

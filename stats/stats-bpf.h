@@ -43,6 +43,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "speed.h"
+
 typedef struct StatsBpf StatsBpf;
 
 typedef struct HctxBpfCounters {
@@ -179,3 +181,32 @@ const char *blkmqd_stats_bpf_runs_unavailable_reason(StatsBpf *s);
  * an entry; call again after the disk is gone from the block layer.
  */
 int blkmqd_stats_bpf_forget(StatsBpf *s, dev_t devnum);
+
+/*
+ * Device service time of each disk (the measured speed, policies/speed.h): the programs
+ * on_svc_issue/on_svc_complete of hctx-stats.bpf.c time every read and write of at most 64 KiB
+ * from block_rq_issue (blk_mq_start_request(): the driver's ->queue_rq() took it, so time in
+ * the elevator and waiting for a tag is not counted) to the block_rq_complete that finishes it,
+ * into a histogram per disk (SPEED_BUCKETS), and send the disk's number through a ring buffer
+ * after every 256 requests, at most once a second per disk: nothing while no disk does I/O.
+ * Needs BPF ring buffers (5.8+); without them the rest of the provider loads alone.
+ */
+
+/* True when service times are measured (the programs loaded and attached, and enabled). */
+bool blkmqd_stats_bpf_has_service(StatsBpf *s);
+/* Why not (static or owned by s), NULL when they are. */
+const char *blkmqd_stats_bpf_service_unavailable_reason(StatsBpf *s);
+/* Attach (on) or detach the two programs: [Speed] Measure=no costs nothing. 0 or -errno. */
+int blkmqd_stats_bpf_service_enable(StatsBpf *s, bool on);
+/* The histogram of devnum (userspace encoding) since attach: 0, -ENOENT (nothing measured),
+ * -EINVAL, -EOPNOTSUPP, -errno. ret->count and the buckets agree. */
+int blkmqd_stats_bpf_read_service(StatsBpf *s, dev_t devnum, SpeedHistogram *ret);
+/* Time devnum's requests (on) or stop and forget its histogram (off): only watched disks are
+ * measured and send events. 0, -EINVAL, -EOPNOTSUPP, -errno. */
+int blkmqd_stats_bpf_service_watch(StatsBpf *s, dev_t devnum, bool on);
+/* The ring buffer's epoll fd: readable when events wait; -EOPNOTSUPP without service times. */
+int blkmqd_stats_bpf_service_fd(StatsBpf *s);
+/* Call on_disk(devnum, userdata) for every event waiting (a disk may come more than once).
+ * Returns the number of events, or -errno. */
+typedef void (*StatsBpfServiceFunc)(dev_t devnum, void *userdata);
+int blkmqd_stats_bpf_service_consume(StatsBpf *s, StatsBpfServiceFunc on_disk, void *userdata);

@@ -136,10 +136,13 @@ int stats_new(HostFs *h, Stats **ret) {
                                 s->bpf_unavailable = NULL;
                         log_info("Statistics: %s", strna(s->bpf_unavailable));
                 } else
-                        log_info("Statistics: BPF provider loaded (dispatch and completion locality per hctx; queue runs %s%s)",
+                        log_info("Statistics: BPF provider loaded (dispatch and completion locality per hctx; queue runs %s%s; "
+                                 "device service times %s%s)",
                                  blkmqd_stats_bpf_has_runs(s->bpf) ? "through " : "not counted: ",
                                  blkmqd_stats_bpf_has_runs(s->bpf) ? blkmqd_stats_bpf_runs_attach(s->bpf) :
-                                                                     strna(blkmqd_stats_bpf_runs_unavailable_reason(s->bpf)));
+                                                                     strna(blkmqd_stats_bpf_runs_unavailable_reason(s->bpf)),
+                                 blkmqd_stats_bpf_has_service(s->bpf) ? "measured" : "not measured: ",
+                                 strempty(blkmqd_stats_bpf_service_unavailable_reason(s->bpf)));
         } else
                 s->bpf_unavailable = strdup("BPF provider not loaded: fixture root");
         *ret = s;
@@ -180,6 +183,14 @@ void stats_scrape(Stats *s, bool begin) {
                 blkmqd_stats_bpf_snapshot_drop(s->bpf);
 }
 
+StatsBpf *stats_bpf(Stats *s) {
+        return s ? s->bpf : NULL;
+}
+
+const char *stats_bpf_unavailable(Stats *s) {
+        return s ? s->bpf_unavailable : "no statistics";
+}
+
 int stats_bpf_missed(Stats *s, StatsBpfMissed *ret) {
         if (!s->bpf)
                 return -EOPNOTSUPP;
@@ -187,8 +198,10 @@ int stats_bpf_missed(Stats *s, StatsBpfMissed *ret) {
 }
 
 void stats_forget_disk(Stats *s, unsigned major, unsigned minor) {
-        if (s->bpf)
+        if (s->bpf) {
                 (void) blkmqd_stats_bpf_forget(s->bpf, makedev(major, minor));
+                (void) blkmqd_stats_bpf_service_watch(s->bpf, makedev(major, minor), false);
+        }
 }
 
 static void set_value(StatValue *v, uint64_t value, const char *source) {

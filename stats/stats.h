@@ -155,6 +155,10 @@ int stats_read_hctx(Stats *s, const DiskFacts *f, size_t pos, HctxStatsFiles *fi
  */
 int stats_bpf_missed(Stats *s, StatsBpfMissed *ret);
 
+/* The BPF provider (stats/stats-bpf.h), NULL when it is not loaded; then why (never NULL). */
+StatsBpf *stats_bpf(Stats *s);
+const char *stats_bpf_unavailable(Stats *s);
+
 /* A metrics scrape begins (the BPF map is copied once, blkmqd_stats_bpf_snapshot(); tagset-wide
  * values are read once per disk, see stats_read_hctx()) or ends (reads go to the map and to every
  * hctx's files again). */

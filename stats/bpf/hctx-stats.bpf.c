@@ -11,6 +11,9 @@
  *   raw_tp/block_rq_complete  -> completed_local / completed_remote (blk_update_request())
  *   fentry|kprobe/blk_mq_sched_dispatch_requests -> runs  (the old debugfs "run" increment site,
  *                                                    block/blk-mq-sched.c, <= 6.7)
+ *   raw_tp/block_rq_issue + block_rq_complete (on_svc_*) -> per-disk device service time
+ *                             histogram (svc_hist) and a ring buffer event per disk now and then
+ *                             (svc_events): the measured speed (policies/speed.h)
  *
  * Userspace (stats/stats-bpf.c) decides at load time which of the alternatives load.
  */
@@ -193,4 +196,129 @@ int BPF_PROG(on_dispatch_fentry, struct blk_mq_hw_ctx *hctx) {
 SEC("kprobe/blk_mq_sched_dispatch_requests")
 int BPF_KPROBE(on_dispatch_kprobe, struct blk_mq_hw_ctx *hctx) {
         return count_run(hctx);
+}
+
+/* ---- device service time (the measured speed, policies/speed.h) ------------------------------- */
+
+/* include/linux/blk_types.h: the op is the low REQ_OP_BITS (8) bits of cmd_flags since 4.10
+ * (ef295ecf090d); REQ_OP_READ 0, REQ_OP_WRITE 1 (enum req_op). Macros are not in vmlinux.h. */
+#define SVC_REQ_OP_MASK 0xffu
+
+/* Issue time of each request in flight, by its address (a requeued request issued again is
+ * timed from the new issue; LRU: an entry whose completion was never seen is dropped). */
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, SVC_MAX_INFLIGHT);
+        __type(key, __u64);
+        __type(value, __u64);
+} svc_start SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, SVC_MAX_DISKS);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, __u32);
+        __type(value, struct svc_hist);
+} svc_hist SEC(".maps");
+
+/* The disks userspace measures (kdev -> 1): the others are not timed into svc_hist and send no
+ * events, so a disk blkmqd does not list wakes nobody. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, SVC_MAX_DISKS);
+        __type(key, __u32);
+        __type(value, __u8);
+} svc_watch SEC(".maps");
+
+/* kdev (__u32) of a disk whose histogram grew: userspace reads it then (no timer of its own). */
+struct {
+        __uint(type, BPF_MAP_TYPE_RINGBUF);
+        __uint(max_entries, 4096);
+} svc_events SEC(".maps");
+
+static const struct svc_hist svc_zero = {};
+
+/* The bucket of v µs (policies/speed.c speed_bucket_of()). */
+static __always_inline __u32 svc_bucket(__u64 v) {
+        __u32 k = 0;
+        __u64 x = v;
+
+        if (v == 0)
+                return 0;
+        if (x >> 32) { x >>= 32; k += 32; }
+        if (x >> 16) { x >>= 16; k += 16; }
+        if (x >> 8) { x >>= 8; k += 8; }
+        if (x >> 4) { x >>= 4; k += 4; }
+        if (x >> 2) { x >>= 2; k += 2; }
+        if (x >> 1) { k += 1; }
+        if (k > 30)
+                return SVC_BUCKETS - 1;
+        if (k >= 2)
+                return 1 + 4 * k + ((__u32) (v >> (k - 2)) & 3);
+        return 1 + 4 * k + (k == 1 ? ((__u32) v & 1) << 1 : 0);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(on_svc_issue) {
+        struct request *rq;
+        __u64 key, now;
+        __u32 op, len;
+
+        if (rq_issue_single_arg)
+                rq = (struct request *) ctx[0];
+        else
+                rq = (struct request *) ctx[1];
+        op = BPF_CORE_READ(rq, cmd_flags) & SVC_REQ_OP_MASK;
+        if (op > 1)                     /* not a read or a write: a flush, discard, zone op, passthrough */
+                return 0;
+        len = BPF_CORE_READ(rq, __data_len);
+        if (len == 0 || len > SVC_MAX_BYTES)
+                return 0;
+        key = (__u64) rq;
+        now = bpf_ktime_get_ns();
+        (void) bpf_map_update_elem(&svc_start, &key, &now, BPF_ANY);
+        return 0;
+}
+
+/* TP_PROTO(struct request *rq, blk_status_t error, unsigned int nr_bytes) */
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(on_svc_complete) {
+        struct request *rq = (struct request *) ctx[0];
+        unsigned int nr_bytes = (unsigned int) ctx[2];
+        struct svc_hist *h;
+        __u64 key = (__u64) rq, *start, now, usec;
+        __u32 kdev, b;
+
+        /* the call of blk_update_request() that finishes the request (see on_block_rq_complete) */
+        if (nr_bytes < BPF_CORE_READ(rq, __data_len))
+                return 0;
+        start = bpf_map_lookup_elem(&svc_start, &key);
+        if (!start)
+                return 0;
+        now = bpf_ktime_get_ns();
+        usec = now > *start ? (now - *start) / 1000 : 0;
+        (void) bpf_map_delete_elem(&svc_start, &key);
+        if (!disk_to_kdev(rq_disk(rq), &kdev) || !bpf_map_lookup_elem(&svc_watch, &kdev))
+                return 0;
+
+        h = bpf_map_lookup_elem(&svc_hist, &kdev);
+        if (!h) {
+                (void) bpf_map_update_elem(&svc_hist, &kdev, &svc_zero, BPF_NOEXIST);
+                h = bpf_map_lookup_elem(&svc_hist, &kdev);
+                if (!h)
+                        return 0;
+        }
+        b = svc_bucket(usec);
+        if (b >= SVC_BUCKETS)
+                b = SVC_BUCKETS - 1;
+        __sync_fetch_and_add(&h->buckets[b], 1);
+        __sync_fetch_and_add(&h->sum_usec, usec);
+        __sync_fetch_and_add(&h->count, 1);
+        /* a plain read after the add: two CPUs may both see a multiple, or none; either only
+         * moves an event by SVC_EVENT_EVERY requests */
+        if (h->count % SVC_EVENT_EVERY == 0 && now - h->last_event_ns >= SVC_EVENT_GAP_NS) {
+                h->last_event_ns = now;
+                (void) bpf_ringbuf_output(&svc_events, &kdev, sizeof(kdev), 0);
+        }
+        return 0;
 }

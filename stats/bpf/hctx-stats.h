@@ -34,6 +34,25 @@ struct hctx_stats_value {
 
 #define HCTX_STATS_MAX_ENTRIES 8192
 
+/*
+ * Device service time per disk (on_svc_issue/on_svc_complete): reads and writes of at most
+ * SVC_MAX_BYTES, issue -> final completion, in the buckets of policies/speed.h (SPEED_BUCKETS:
+ * bucket 0 below 1 µs, 1 + 4k + q for the q-th quarter of 2^k <= v < 2^(k+1) µs, 127 from 2^31 µs).
+ */
+#define SVC_BUCKETS 128
+#define SVC_MAX_BYTES 65536
+#define SVC_MAX_DISKS 4096
+#define SVC_MAX_INFLIGHT 16384          /* requests between issue and completion, all disks */
+#define SVC_EVENT_EVERY 256             /* a disk's ring buffer event: every 256 requests ... */
+#define SVC_EVENT_GAP_NS 1000000000ULL  /* ... and at most one a second: no event while it is idle */
+
+struct svc_hist {
+        hs_u64 count;                   /* requests measured */
+        hs_u64 sum_usec;                /* their service times added up */
+        hs_u64 last_event_ns;           /* bpf_ktime_get_ns() of the last event sent */
+        hs_u64 buckets[SVC_BUCKETS];
+};
+
 /* Kernel-internal dev_t encoding (include/linux/kdev_t.h). */
 #define HCTX_STATS_MINORBITS 20
 #define HCTX_STATS_MINORMASK ((1U << HCTX_STATS_MINORBITS) - 1)

@@ -212,6 +212,11 @@ static void print_counters(const char *what, const HctxBpfCounters *c) {
                what, c->dispatched, c->completed_local, c->completed_remote, c->runs);
 }
 
+static void on_service_event(dev_t devnum, void *userdata) {
+        unsigned *n = userdata;
+        (*n)++;
+}
+
 static void on_signal(int sig) {
 }
 
@@ -233,6 +238,11 @@ static int hold(const char *disk) {
                 printf("SKIP: BPF stats provider cannot load here: %s\n", strerror(-r));
                 return EXIT_SKIP;
         }
+        /* time the disk's requests too (the measured speed's programs, as the daemon watches a
+         * disk it lists): bench/bpf-overhead.sh then costs the whole provider */
+        r = blkmqd_stats_bpf_service_watch(s, st.st_rdev, true);
+        if (r < 0 && r != -EOPNOTSUPP)
+                fprintf(stderr, "service times not watched: %s\n", strerror(-r));
         /* Block the signals and poll stdin: SIGINT/SIGTERM (delivered only inside ppoll(), to a
          * no-op handler, so it returns EINTR) or EOF end the wait. */
         sigaction(SIGINT, &(struct sigaction) { .sa_handler = on_signal }, NULL);
@@ -324,6 +334,17 @@ int main(int argc, char *argv[]) {
         print_counters("before", &before);
         r = blkmqd_stats_bpf_missed(s, &missed_before);
         CHECK_MSG(r == 0, "missed before: %s", strerror(-r));
+        SpeedHistogram svc_before = {}, svc_after = {};
+        bool svc = blkmqd_stats_bpf_has_service(s);
+        printf("service times: %s\n", svc ? "measured" : blkmqd_stats_bpf_service_unavailable_reason(s));
+        CHECK_MSG(svc == !blkmqd_stats_bpf_service_unavailable_reason(s), "service: has() and the reason agree");
+        if (svc) {
+                /* only watched disks are timed */
+                CHECK_MSG(blkmqd_stats_bpf_service_watch(s, loop.devnum, true) == 0, "service: watch the loop device");
+                r = blkmqd_stats_bpf_read_service(s, loop.devnum, &svc_before);
+                CHECK_MSG(r == 0 || r == -ENOENT, "service before: %s", strerror(-r));
+                CHECK_MSG(blkmqd_stats_bpf_service_fd(s) >= 0, "the ring buffer has an epoll fd");
+        }
 
         {
                 char path[32];
@@ -407,8 +428,42 @@ int main(int argc, char *argv[]) {
                       "snapshot counters not between the lookups before and after it");
         }
 
+        /* Service times: every one of our 4 KiB reads timed (udev's probe may add a few), the
+         * buckets add up to the count, a loop device on a file answers in well under a second,
+         * and the 256th request of the disk sent one event through the ring buffer. */
+        if (svc) {
+                r = blkmqd_stats_bpf_read_service(s, loop.devnum, &svc_after);
+                CHECK_MSG(r == 0, "service after: %s", strerror(-r));
+                uint64_t n = svc_after.count - svc_before.count, sum = 0;
+                for (unsigned i = 0; i < SPEED_BUCKETS; i++)
+                        sum += svc_after.buckets[i];
+                double p50 = speed_histogram_quantile(&svc_after, 0.5), p99 = speed_histogram_quantile(&svc_after, 0.99);
+                printf("service: %" PRIu64 " requests timed, p50 %.0f us, p99 %.0f us, mean %.0f us\n", n, p50, p99,
+                       svc_after.count ? (double) svc_after.sum_usec / (double) svc_after.count : 0.0);
+                CHECK_MSG(n + UNEXPLAINED_LOSS >= N_BLOCKS && n <= d_disp + m_issue, "service: %" PRIu64 " timed for %d reads", n,
+                          N_BLOCKS);
+                CHECK_MSG(sum == svc_after.count, "service: buckets add up to %" PRIu64 ", count %" PRIu64, sum, svc_after.count);
+                CHECK_MSG(p50 > 0 && p50 < 1e6 && p99 >= p50, "service: p50 %.0f us, p99 %.0f us", p50, p99);
+                unsigned events = 0;
+                r = blkmqd_stats_bpf_service_consume(s, on_service_event, &events);
+                CHECK_MSG(r >= 1 && events >= 1, "service: %d ring buffer event(s) for %u request(s) (one per 256)", r,
+                          (unsigned) svc_after.count);
+                /* Measure=no: the programs detach, nothing is timed any more */
+                CHECK_MSG(blkmqd_stats_bpf_service_enable(s, false) == 0 && !blkmqd_stats_bpf_has_service(s),
+                          "service: switched off");
+                for (int i = 0; i < 32; i++)
+                        (void) !pread(fd, buf, IO_SIZE, (off_t) i * IO_SIZE);
+                SpeedHistogram off = {};
+                r = blkmqd_stats_bpf_read_service(s, loop.devnum, &off);
+                CHECK_MSG(r == 0 && off.count == svc_after.count, "service: nothing timed while off (%" PRIu64 " -> %" PRIu64 ")",
+                          svc_after.count, off.count);
+                CHECK_MSG(blkmqd_stats_bpf_service_enable(s, true) == 0 && blkmqd_stats_bpf_has_service(s), "service: on again");
+        }
+
         r = blkmqd_stats_bpf_forget(s, loop.devnum);
         CHECK_MSG(r >= 1, "forget returned %d", r);
+        if (svc)
+                CHECK_MSG(blkmqd_stats_bpf_read_service(s, loop.devnum, &svc_after) == -ENOENT, "service: forgotten");
         r = blkmqd_stats_bpf_read(s, loop.devnum, 0, &other);
         CHECK_MSG(r == -ENOENT, "read after forget: %s", strerror(-r));
 

@@ -5,6 +5,7 @@
  * Plan checks shared by the unit and fixture tests (header only, like tap.h):
  *
  *   test_check_plan_entries(disk, plan)   every entry's fields agree with its line and the plan
+ *   test_policy_config_init(c, virt, trust)  the shipped defaults as the suites run them
  */
 
 #include <stdio.h>
@@ -13,7 +14,30 @@
 
 #include "macro.h"
 #include "policy.h"
+#include "strv.h"
 #include "tap.h"
+
+/*
+ * policy_config_init_defaults(), then what the suites opt in (docs/TESTING.md "Virtual devices
+ * in the suites", "Speed in the suites"): virtual devices when manage_virtual, and the
+ * rotational flag of the drivers in trust (space-separated globs, as [Speed] TrustRotational=
+ * takes them; "*" every disk, NULL none). Returns 0 or -ENOMEM.
+ */
+static inline int test_policy_config_init(PolicyConfig *c, bool manage_virtual, const char *trust) {
+        int r = policy_config_init_defaults(c);
+        if (r < 0)
+                return r;
+        c->manage_virtual = manage_virtual;
+        for (const char *p = trust; p && *p;) {
+                size_t l = strcspn(p, " ");
+                char word[64];
+                snprintf(word, sizeof(word), "%.*s", (int) l, p);
+                if (l > 0 && strv_extend(&c->speed.trust_rotational, word) < 0)
+                        return -ENOMEM;
+                p += l + (p[l] == ' ');
+        }
+        return 0;
+}
 
 /*
  * The fields of every plan entry agree with its line and with the plan: the line is

@@ -21,10 +21,12 @@ tests/reliability/ through rel.py, tests/ops/) and by the bench/ scripts. Import
   the reliability suite). Both are detached in cleanup whatever happened (call it in finally).
 - Daemon: the built blkmqd on a temp mount point, always with a state directory of the
   test's own (never the machine's /var/lib/blkmqd); ready when the version file of a live
-  mount reads. Virtual devices (loop, zram, null_blk, ...) are opted in by default
-  (virtual_args(): [Manager] VirtualDevices=manage as a drop-in of the run's config), since
-  the suites use loop devices as the disks blkmqd manages; Daemon(manage_virtual=False) runs
-  blkmqd's shipped default (listed, not written).
+  mount reads. The suites' opt-ins are on by default (virtual_args(): a drop-in of the run's
+  config): virtual devices (loop, zram, null_blk, ...) are managed ([Manager]
+  VirtualDevices=manage), since the suites use loop devices as the disks blkmqd manages, and
+  the rotational flag of QEMU's disks in the fixture trees is trusted ([Speed]
+  TrustRotational=virtio_blk virtio_scsi device-mapper); Daemon(manage_virtual=False) runs
+  blkmqd's shipped defaults.
 - run_cases(): the integration suite's loop over cases, each cleaned up after.
 """
 
@@ -490,16 +492,20 @@ class PrivateLoops:
 
 # ---- the daemon -----------------------------------------------------------------------------
 
-VIRTUAL_DROPIN = "00-blkmqd-test-virtual-devices.conf"
+SUITE_DROPIN = "00-blkmqd-test-suite.conf"
+SUITE_DROPIN_TEXT = ("# tests/pylib/blkmqd_test.py: the suites manage the loop devices they attach, and QEMU's\n"
+                     "# disks in the fixture trees stand in for the media their rotational flags say\n"
+                     "[Manager]\nVirtualDevices=manage\n"
+                     "[Speed]\nTrustRotational=virtio_blk virtio_scsi device-mapper\n")
 
 
 def virtual_args(args, workdir, manage=True):
-    """args for a blkmqd command line that opts virtual devices in (manage) or leaves blkmqd's
-    default (not manage): the drop-in <config>.d/VIRTUAL_DROPIN with [Manager]
-    VirtualDevices=manage next to the config the arguments name (-c/--config), else next to
-    workdir/blkmqd-test.conf, made empty and added as --config (a test never reads the
-    machine's /etc/blkmqd). Without manage the drop-in is removed. A later drop-in or reload
-    keeps it; the config's own VirtualDevices= loses to it. Returns the new argument list."""
+    """args for a blkmqd command line with the suites' opt-ins (manage) or blkmqd's shipped
+    defaults (not manage): the drop-in <config>.d/SUITE_DROPIN (SUITE_DROPIN_TEXT) next to the
+    config the arguments name (-c/--config), else next to workdir/blkmqd-test.conf, made empty
+    and added as --config (a test never reads the machine's /etc/blkmqd). Without manage the
+    drop-in is removed. A later drop-in or reload keeps it; the config's own VirtualDevices= or
+    TrustRotational= loses to it. Returns the new argument list."""
     args = list(args)
     conf = None
     for i, a in enumerate(args):
@@ -512,12 +518,11 @@ def virtual_args(args, workdir, manage=True):
         if not os.path.exists(conf):
             open(conf, "w").close()
         args += ["--config", conf]
-    dropin = os.path.join(conf + ".d", VIRTUAL_DROPIN)
+    dropin = os.path.join(conf + ".d", SUITE_DROPIN)
     if manage:
         os.makedirs(conf + ".d", exist_ok=True)
         with open(dropin, "w") as f:
-            f.write("# tests/pylib/blkmqd_test.py: the suites manage the loop devices they attach\n"
-                    "[Manager]\nVirtualDevices=manage\n")
+            f.write(SUITE_DROPIN_TEXT)
     elif os.path.exists(dropin):
         os.unlink(dropin)
     return args

@@ -130,6 +130,40 @@ static void test_manager(void) {
         config_done(&c);
         BAD("[Manager]\nVirtualDevices=yes\n", "test.conf:2: VirtualDevices=yes: expected list or manage");
         BAD("[Class:stacked]\nVirtualDevices=manage\n", "test.conf:2: unknown key \"VirtualDevices\" in a [Class:] section");
+
+        /* [Speed]: the measured speed's bounds, window and hysteresis, trusted drivers */
+        OK("", &c);
+        CHECK_U64(c.policy.speed.fast_usec, 2000);
+        CHECK_U64(c.policy.speed.slow_usec, 5000);
+        CHECK_U64(c.policy.speed.min_ios, 1024);
+        CHECK_U64(c.policy.speed.window_usec, 10000000);
+        CHECK_U64(c.policy.speed.min_change_usec, 600000000);
+        CHECK(c.policy.speed.measure && !c.policy.speed.trust_rotational);
+        config_done(&c);
+        OK("[Speed]\nSlowMs=20\nFastMs=0.5\nMinIOs=256\nWindowSec=2.5\nMinChangeSec=0\nMeasure=no\n"
+           "TrustRotational=virtio_blk vmw_*\nTrustRotational=virtio_scsi\n", &c);
+        CHECK_U64(c.policy.speed.fast_usec, 500);
+        CHECK_U64(c.policy.speed.slow_usec, 20000);
+        CHECK_U64(c.policy.speed.min_ios, 256);
+        CHECK_U64(c.policy.speed.window_usec, 2500000);
+        CHECK_U64(c.policy.speed.min_change_usec, 0);
+        CHECK(!c.policy.speed.measure);
+        CHECK(strv_length(c.policy.speed.trust_rotational) == 1 && streq(c.policy.speed.trust_rotational[0], "virtio_scsi"));
+        config_done(&c);
+        /* the bounds are checked as a pair at the end, whatever their order */
+        OK("[Speed]\nFastMs=6\nSlowMs=9\n", &c);
+        config_done(&c);
+        BAD("[Speed]\nFastMs=5\n", "test.conf:2: [Speed] FastMs= (5 ms) must stay below SlowMs= (5 ms): the margin between "
+            "them keeps a disk from switching back and forth");
+        BAD("[Speed]\nSlowMs=1\n# x\n", "test.conf:2: [Speed] FastMs= (2 ms) must stay below SlowMs= (1 ms): the margin between "
+            "them keeps a disk from switching back and forth");
+        BAD("[Speed]\nFastMs=0\n", "test.conf:2: FastMs=0: expected milliseconds from 0.001 to 60000");
+        BAD("[Speed]\nSlowMs=fast\n", "test.conf:2: SlowMs=fast: expected milliseconds from 0.001 to 60000");
+        BAD("[Speed]\nMinIOs=8\n", "test.conf:2: MinIOs=8: expected a number of I/Os from 16 to 100000000");
+        BAD("[Speed]\nMinChangeSec=-1\n", "test.conf:2: MinChangeSec=-1: expected seconds from 0 to 604800");
+        BAD("[Speed]\nWindowSec=nan\n", "test.conf:2: WindowSec=nan: expected seconds from 0 to 86400");
+        BAD("[Speed]\nMeasure=maybe\n", "test.conf:2: Measure=maybe: expected yes or no");
+        BAD("[Speed]\nThreshold=3\n", "test.conf:2: unknown key \"Threshold\" in [Speed]");
         BAD("[Manager]\nRateWindowSec=0.1\n", "test.conf:2: RateWindowSec=0.1: expected seconds from 0.2 to 3600");
         BAD("[Manager]\nRateWindowSec=3601\n", "test.conf:2: RateWindowSec=3601: expected seconds from 0.2 to 3600");
         BAD("[Manager]\nRateWindowSec=1s\n", "test.conf:2: RateWindowSec=1s: expected seconds from 0.2 to 3600");
@@ -577,6 +611,9 @@ static DiskFacts *disk(const char *name, const char *driver, const char *transpo
         f->driver = driver ? strdup(driver) : NULL;
         f->transport = transport ? strdup(transport) : NULL;
         f->identity = identity ? strdup(identity) : NULL;
+        /* a physical disk that reports its rotation rate (VPD page B1h), on channel 0: its flag is trusted */
+        f->rotation_rate = rot == TRISTATE_YES ? 7200 : 1;
+        f->scsi_channel = 0;
         (void) parse_scheduler("[mq-deadline] kyber bfq none\n", &f->elevators, &f->elevator, &f->elevator_configurable);
         return f;
 }

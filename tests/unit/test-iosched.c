@@ -13,6 +13,7 @@
 #include "policy.h"
 #include "strv.h"
 #include "tap.h"
+#include "test-plan.h"
 
 static void t(int line, IoschedTunable k, const char *input, int rc, const char *want) {
         char *out = (char *) "untouched";
@@ -129,7 +130,7 @@ int main(void) {
         DiskFacts *f = disk_facts_new("sdx");
         PolicyConfig cfg = {};
         Plan p = {};
-        CHECK(f && policy_config_init_defaults(&cfg) >= 0);
+        CHECK(f && test_policy_config_init(&cfg, false, "*") >= 0);
         f->has_mq = true;
         f->rotational = TRISTATE_YES;
         f->n_hctx = 1;

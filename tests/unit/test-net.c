@@ -16,6 +16,7 @@
 #include "policy.h"
 #include "strv.h"
 #include "tap.h"
+#include "test-plan.h"
 
 static void test_names(void) {
         static const struct {
@@ -144,7 +145,7 @@ static bool has_line(const Plan *p, const char *needle) {
 static void test_rule(void) {
         PolicyConfig config;
         Plan p = {};
-        CHECK_INT(policy_config_init_defaults(&config), 0);
+        CHECK_INT(test_policy_config_init(&config, false, "*"), 0);
 
         /* the example: 4 hctx over 2 channels, IRQ 40 -> cpu0, 41 -> cpu1, 4 I/O queues */
         DiskFacts *f = make(4, 2, (const unsigned[]) { 0, 1 }, 4, false);

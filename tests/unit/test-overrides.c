@@ -14,6 +14,7 @@
 #include "policy.h"
 #include "strv.h"
 #include "tap.h"
+#include "test-plan.h"
 
 /* A SCSI disk: scheduler text as the kernel prints it, one hctx with nr_tags/reserved. */
 static DiskFacts *make_disk(const char *scheduler, int64_t nr_tags, int64_t reserved) {
@@ -303,7 +304,7 @@ static void dump_explain(const Plan *p) {
 
 static void test_module_params(void) {
         PolicyConfig c = {};
-        CHECK_INT(policy_config_init_defaults(&c), 0);
+        CHECK_INT(test_policy_config_init(&c, false, "*"), 0);
 
         /* megaraid_sas, 64 hctx HDD on 5.10 (no sq-elevator fix) -> host_tagset_enable=0 */
         {
@@ -426,7 +427,7 @@ static void test_module_params(void) {
  * not a network disk) is named in the explain line that leaves its knob alone. */
 static void test_idle_overrides(void) {
         PolicyConfig c = {};
-        CHECK_INT(policy_config_init_defaults(&c), 0);
+        CHECK_INT(test_policy_config_init(&c, false, "*"), 0);
         PolicyOverrides o = {};
         CHECK_INT(policy_overrides_set(&o, KNOB_IRQ_AFFINITY, "0"), 0);
         CHECK_INT(policy_overrides_set(&o, KNOB_XPS, "hctx"), 0);
@@ -485,7 +486,7 @@ static void test_idle_overrides(void) {
 /* An override's explain line gives the value before blkmqd wrote it, like the class lines. */
 static void test_override_before(void) {
         PolicyConfig c = {};
-        CHECK_INT(policy_config_init_defaults(&c), 0);
+        CHECK_INT(test_policy_config_init(&c, false, "*"), 0);
         PolicyOverrides o = {};
         CHECK_INT(policy_overrides_set(&o, KNOB_RQ_AFFINITY, "2"), 0);
         CHECK_INT(policy_overrides_set(&o, KNOB_NR_REQUESTS, "64"), 0);
@@ -528,7 +529,7 @@ static void test_keep(void) {
 
         /* the class wants mq-deadline, rq_affinity 2 and the IRQs on their hctx */
         PolicyConfig c = {};
-        CHECK_INT(policy_config_init_defaults(&c), 0);
+        CHECK_INT(test_policy_config_init(&c, false, "*"), 0);
         c.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].rq_affinity = 2;
         c.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].irq_follow_hctx = true;
         {

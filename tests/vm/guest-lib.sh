@@ -25,11 +25,12 @@
 #   hmp CMD...                            ask the host to run a QEMU monitor command; 0 if it
 #                                         reported success; output lines in $HMP_OUT
 #   start_blkmqd ARGS...                  start $BLKMQD in the background, wait for
-#                                         $BLKMQD_MOUNT/version (30 s); virtual devices
-#                                         (scsi_debug, null_blk, loop) opted in by the drop-in
-#                                         <config>.d/00-vmtest-virtual-devices.conf (the
-#                                         --config given, else /etc/blkmqd/blkmqd.conf) unless
-#                                         BLKMQD_VIRTUAL=list (blkmqd's shipped default)
+#                                         $BLKMQD_MOUNT/version (30 s); the suites' opt-ins
+#                                         in the drop-in <config>.d/00-vmtest-suite.conf (the
+#                                         --config given, else /etc/blkmqd/blkmqd.conf):
+#                                         virtual devices (scsi_debug, null_blk, loop) managed,
+#                                         QEMU's disks' rotational flags trusted; unless
+#                                         BLKMQD_VIRTUAL=list (blkmqd's shipped defaults)
 #   stop_blkmqd                           SIGTERM, wait for exit and unmount (10 s)
 #   have_blkmqd                           0 when the blkmqd binary was packed
 #   blkmqd_checks FUNC                    run FUNC if blkmqd is present; otherwise remember
@@ -224,9 +225,9 @@ hmp() {
 # ---- blkmqd ------------------------------------------------------------------------------
 have_blkmqd() { [ -x "$BLKMQD" ]; }
 
-# The drop-in that opts virtual devices in, next to the config blkmqd ARGS... reads
-# (the scenarios stand in for hardware with scsi_debug and null_blk); removed with
-# BLKMQD_VIRTUAL=list.
+# The drop-in with the suites' opt-ins, next to the config blkmqd ARGS... reads: the
+# scenarios stand in for hardware with scsi_debug and null_blk, and QEMU's disks for the media
+# their rotational flags say (rotation_rate=); removed with BLKMQD_VIRTUAL=list.
 vt_virtual_dropin() {
     _vd_conf=/etc/blkmqd/blkmqd.conf
     while [ $# -gt 0 ]; do
@@ -237,11 +238,12 @@ vt_virtual_dropin() {
         shift
     done
     if [ "${BLKMQD_VIRTUAL:-manage}" = list ]; then
-        rm -f "$_vd_conf.d/00-vmtest-virtual-devices.conf"
+        rm -f "$_vd_conf.d/00-vmtest-suite.conf"
     else
         mkdir -p "$_vd_conf.d"
-        printf '# tests/vm/guest-lib.sh: scsi_debug and null_blk stand in for hardware\n[Manager]\nVirtualDevices=manage\n' \
-            >"$_vd_conf.d/00-vmtest-virtual-devices.conf"
+        printf '%s\n' '# tests/vm/guest-lib.sh: scsi_debug and null_blk stand in for hardware, QEMU disks' \
+            '# for the media their rotational flags say' '[Manager]' 'VirtualDevices=manage' \
+            '[Speed]' 'TrustRotational=virtio_blk virtio_scsi device-mapper' >"$_vd_conf.d/00-vmtest-suite.conf"
     fi
 }
 

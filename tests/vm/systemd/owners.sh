@@ -22,6 +22,11 @@
 
 M=$BLKMQD_MOUNT
 UNIT=blkmqd.service
+# QEMU's disks stand in for the media their flags say (rotation_rate=7200, the root disk's
+# rotational=1): trusted, as the suites do (docs/TESTING.md "Speed in the suites"); the shipped
+# defaults leave a virtio_blk or virtio_scsi disk's flag untrusted (policies/defaults.c)
+mkdir -p /etc/blkmqd/blkmqd.conf.d
+printf '[Speed]\nTrustRotational=virtio_blk virtio_scsi\n' >/etc/blkmqd/blkmqd.conf.d/00-vmtest-trust.conf
 DECISION=4857cd2c47454447b8702c80b5468310
 note "kernel $(uname -r), $(nproc) CPUs, systemd $(systemctl --version | head -n1 | cut -d' ' -f2), tuned $(dpkg-query -W -f '${Version}' tuned 2>/dev/null)"
 

@@ -92,6 +92,12 @@ for d in sda sdb; do
     assert_eq "udev's 60-block-scheduler.rules set bfq on $d at boot" bfq "$(elevator $d)"
 done
 
+# QEMU's disks stand in for the media their flags say (rotation_rate=, the root disk's
+# rotational=1): trusted, as the suites do (docs/TESTING.md "Speed in the suites"); the shipped
+# defaults leave a virtio_blk or virtio_scsi disk's flag untrusted (policies/defaults.c)
+mkdir -p /etc/blkmqd/blkmqd.conf.d
+printf '[Speed]\nTrustRotational=virtio_blk virtio_scsi\n' >/etc/blkmqd/blkmqd.conf.d/00-vmtest-trust.conf
+
 # ---- systemctl enable --now: returns when the tree is complete ----------------------------
 if systemctl enable --now "$UNIT" 2>/tmp/enable.err; then pass "systemctl enable --now $UNIT"
 else fail "systemctl enable --now $UNIT" "$(tr '\n' '|' </tmp/enable.err)"; fi

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""
+test-speed.py [BLKMQD]   (default: $BLKMQD, else ./build/blkmqd)
+
+Slow or fast by what the disk does (policies/speed.h, manager/speed.c), the built daemon with
+blkmqd's shipped defaults (Daemon(manage_virtual=False): no suite opt-ins).
+
+(s) stat snapshots: a copy of vm-6.12-virtio-blk-4q (--root: no BPF, so the stat signal, busy
+    time per I/O, sampled at the periodic verify, VerifySec=1): the disk's rotational=1 is
+    virtio-blk's and untrusted, so it starts unknown, nothing written, explain waiting for a
+    measurement, facts/speed "unmeasured (0 I/Os seen, 200 needed)", facts/speed_source the
+    stat. The test rewrites block/vda/stat as the kernel would after 5,000 reads in 50 ms of
+    busy time (10 us each): measured fast, one journal line "Measured fast (was unmeasured)",
+    the class fast-multiqueue, none kept; then 400 reads taking 8 s (20 ms each, a throttled
+    volume): within MinChangeSec the class stays and facts/speed says the slow window is held;
+    blkmqctl status and explain, the metrics families (docs/METRICS.md), nothing written.
+(t) the same copy with MinChangeSec=0 and a slow disk from the start: measured slow, class
+    many-hctx-slow, mq-deadline written into the copy's queue/scheduler; stop puts none back.
+(c) the same copy with [Speed] TrustRotational=virtio_blk: many-hctx-slow from the flag at once,
+    mq-deadline written; facts/rotational_hint and blkmqd_disk_rotational_hint say trusted (by
+    the config; they showed the table's untrusted before).
+(b) a live loop device with BPF service times (this machine's kernel; skipped without the BPF
+    provider): O_DIRECT 4 KiB reads make facts/speed "fast: p50 ... over N I/Os" with BPF as
+    its source, the journal line, the metrics; with no I/O for 4 s the daemon is not woken
+    once (its voluntary context switches do not move; VerifySec=0, no other timer).
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+from blkmqd_test import check, wait_for  # noqa: E402
+
+STAT = "sys/block/vda/stat"
+
+
+def ctl(d, *args):
+    exe = os.path.join(os.path.dirname(os.path.abspath(bt.exe_arg())), "ctl", "blkmqctl")
+    return subprocess.run([exe, "--mountpoint", d.mnt, *args], capture_output=True, text=True)
+
+
+def write_stat(root, reads, io_ticks_ms):
+    """block/vda/stat in the kernel's format (block/genhd.c diskstats_show(): 17 fields) with
+    reads completed and io_ticks set, the rest 0."""
+    f = [0] * 17
+    f[0], f[9] = reads, io_ticks_ms
+    with open(os.path.join(root, STAT), "w") as out:
+        out.write(" ".join(f"{v:8d}" for v in f) + "\n")
+
+
+def speed_daemon(tmp, tag, min_change):
+    root = bt.copy_fixture("vm-6.12-virtio-blk-4q", os.path.join(tmp, "root-" + tag))
+    write_stat(root, 1000, 100)
+    d = bt.config_daemon(tmp, tag, f"[Manager]\nVerifySec=1\n[Speed]\nMinIOs=200\nWindowSec=0\nMinChangeSec={min_change}\n")
+    d.manage_virtual = False            # blkmqd's shipped defaults: virtio_blk's flag untrusted
+    return root, d
+
+
+def scheduler(root):
+    return bt.read_text(os.path.join(root, "sys/block/vda/queue/scheduler")).strip()
+
+
+def case_s_stat(tmp):
+    """(s) stat snapshots: unknown until measured, fast by measurement, a slow window held by MinChangeSec"""
+    root, d = speed_daemon(tmp, "s", 3600)
+    d.start("--root", root, "--devices", "vda")
+    try:
+        check(d.read("devices", "vda", "class") == "unknown\n", f"(s) unknown at start ({d.read('devices', 'vda', 'class')!r})")
+        check(d.read("devices", "vda", "facts", "speed") == "unmeasured (0 I/Os seen, 200 needed)\n",
+              f"(s) facts/speed {d.read('devices', 'vda', 'facts', 'speed')!r}")
+        src = d.read("devices", "vda", "facts", "speed_source")
+        check(src.startswith("busy per I/O: block/<disk>/stat io_ticks") and "fixture root" in src,
+              f"(s) facts/speed_source: the stat, BPF not loaded ({src!r})")
+        hint = d.read("devices", "vda", "facts", "rotational_hint")
+        check(hint.startswith("untrusted: virtio_blk cannot report the medium"), f"(s) facts/rotational_hint {hint!r}")
+        explain = d.read("devices", "vda", "explain")
+        check("-> slow or fast unknown: waiting for a measurement (rule speed-unknown)" in explain,
+              f"(s) explain waits for a measurement: {explain!r}")
+        before = scheduler(root)
+
+        write_stat(root, 6000, 150)     # 5,000 reads, 50 ms busy: 10 us per I/O
+        ok, _ = wait_for(lambda: d.read("devices", "vda", "class") == "fast-multiqueue\n", 10.0, 0.05)
+        check(ok, f"(s) fast-multiqueue by measurement ({d.read('devices', 'vda', 'class')!r})")
+        speed = d.read("devices", "vda", "facts", "speed")
+        check(speed == "fast: 10 µs busy per I/O over 5,000 I/Os in 1 s\n" or
+              re.fullmatch(r"fast: 10 µs busy per I/O over 5,000 I/Os in \d+ s\n", speed) is not None,
+              f"(s) facts/speed {speed!r}")
+        explain = d.read("devices", "vda", "explain")
+        check("speed=fast" in explain and "(rule speed-measured)" in explain and "fast <= 2.0 ms, slow >= 5.0 ms" in explain
+              and "1 change" in explain, f"(s) explain names the measurement, bounds and change: {explain!r}")
+        ok, _ = wait_for(lambda: "Measured fast (was unmeasured)" in d.tail(200), 5.0)
+        check(ok, "(s) one journal line says the class changed by measurement")
+        line = [x for x in d.tail(200).splitlines() if "Measured fast" in x]
+        check(len(line) == 1 and "-> class fast-multiqueue, was unknown" in line[0], f"(s) the line: {line}")
+
+        write_stat(root, 6400, 8150)    # 400 reads, 8 s busy: 20 ms per I/O
+        ok, _ = wait_for(lambda: "fast, held: the last window measured slow (20 ms busy per I/O" in d.read("devices", "vda", "facts", "speed"), 10.0, 0.05)
+        check(ok, f"(s) the slow window is held ({d.read('devices', 'vda', 'facts', 'speed')!r})")
+        check(d.read("devices", "vda", "class") == "fast-multiqueue\n", "(s) ... and the class stays fast-multiqueue")
+        check(d.tail(400).count("Measured ") == 1, "(s) no second journal line")
+        check(scheduler(root) == before, f"(s) nothing written: {scheduler(root)!r}")
+
+        r = ctl(d, "status", "vda")
+        cols = r.stdout.splitlines()[1].split() if len(r.stdout.splitlines()) > 1 else []
+        check(r.returncode == 0 and "SPEED" in cols, f"(s) blkmqctl status has SPEED ({r.stdout!r})")
+        row = r.stdout.splitlines()[2].split() if len(r.stdout.splitlines()) > 2 else []
+        check(len(row) > cols.index("SPEED") and row[cols.index("SPEED")] == "fast" if "SPEED" in cols else False,
+              f"(s) blkmqctl status vda: fast ({row})")
+        r = ctl(d, "explain", "vda")
+        check(r.returncode == 0 and re.search(r"^speed: +fast, held: ", r.stdout, re.M) and "rotational flag: untrusted" in r.stdout,
+              f"(s) blkmqctl explain shows the speed ({r.stdout[-500:]!r})")
+        r = ctl(d, "--json", "status", "vda")
+        check(r.returncode == 0 and '"speed":"fast"' in r.stdout, f"(s) blkmqctl --json status: speed ({r.stdout!r})")
+        m = d.read("metrics")
+        check('blkmqd_disk_speed{device="vda",speed="fast"} 1' in m and
+              'blkmqd_disk_rotational_hint{device="vda",trust="untrusted"} 1' in m and
+              'blkmqd_disk_speed_busy_per_io_seconds{device="vda"} 0.020000' in m and
+              'blkmqd_disk_speed_changes_total{device="vda"} 1' in m, "(s) metrics: speed, hint, busy per I/O, changes")
+        problems = bt.metrics_doc_problems(m)
+        check(not problems, f"(s) docs/METRICS.md lists every family and label: {problems}")
+    finally:
+        check(d.stop() == 0, "(s) clean stop")
+
+
+def case_t_slow(tmp):
+    """(t) a slow disk from the start: many-hctx-slow by measurement, mq-deadline written, put back at stop"""
+    root, d = speed_daemon(tmp, "t", 0)
+    d.start("--root", root, "--devices", "vda")
+    try:
+        check(d.read("devices", "vda", "class") == "unknown\n", "(t) unknown at start")
+        write_stat(root, 1400, 8100)    # 400 reads, 8 s busy
+        ok, _ = wait_for(lambda: d.read("devices", "vda", "class") == "many-hctx-slow\n", 10.0, 0.05)
+        check(ok, f"(t) many-hctx-slow by measurement ({d.read('devices', 'vda', 'class')!r})")
+        # (a plain file takes the write as its content: no brackets move)
+        ok, _ = wait_for(lambda: scheduler(root) == "mq-deadline", 10.0, 0.05)
+        check(ok, f"(t) mq-deadline written into the copy ({scheduler(root)!r})")
+        check(d.read("devices", "vda", "facts", "speed").startswith("slow: 20 ms busy per I/O over 400 I/Os"),
+              f"(t) facts/speed {d.read('devices', 'vda', 'facts', 'speed')!r}")
+    finally:
+        check(d.stop() == 0, "(t) clean stop")
+    check(scheduler(root) == "none", f"(t) stop puts none back ({scheduler(root)!r})")
+
+
+def case_c_trust(tmp):
+    """(c) [Speed] TrustRotational=virtio_blk: the flag decides at once (many-hctx-slow, mq-deadline
+    written), and facts/rotational_hint and the metric say trusted by the config, not the table's untrusted"""
+    root = bt.copy_fixture("vm-6.12-virtio-blk-4q", os.path.join(tmp, "root-c"))
+    d = bt.config_daemon(tmp, "c", "[Speed]\nTrustRotational=virtio_blk\n")
+    d.manage_virtual = False
+    d.start("--root", root, "--devices", "vda")
+    try:
+        check(d.read("devices", "vda", "class") == "many-hctx-slow\n", f"(c) class by the trusted flag ({d.read('devices', 'vda', 'class')!r})")
+        hint = d.read("devices", "vda", "facts", "rotational_hint")
+        check(hint.startswith("trusted: [Speed] TrustRotational= names the driver"), f"(c) facts/rotational_hint {hint!r}")
+        check('blkmqd_disk_rotational_hint{device="vda",trust="trusted"} 1' in d.read("metrics"), "(c) the metric says trusted")
+        ok, _ = wait_for(lambda: scheduler(root) == "mq-deadline", 10.0, 0.05)
+        check(ok, f"(c) mq-deadline written ({scheduler(root)!r})")
+    finally:
+        check(d.stop() == 0, "(c) clean stop")
+
+
+def voluntary_switches(pid):
+    """Voluntary context switches of every thread of pid: a thread that wakes up and sleeps
+    again adds one."""
+    n = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        n += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return n
+
+
+def case_b_bpf(d, loops, tmp):
+    """(b) a live loop device: BPF service times, fast by measurement, no wake-up while idle"""
+    name = loops.attach("b")
+    d.manage_virtual = False
+    try:
+        bt.start_with_config(d, tmp, name, "[Manager]\nVerifySec=0\n[Speed]\nMinIOs=512\nWindowSec=0\n")
+        src = d.read("devices", name, "facts", "speed_source")
+        if not src.startswith("service time: BPF"):
+            bt.skip("(b) BPF service times", src.strip())
+            return
+        check(d.read("devices", name, "facts", "speed").startswith("unmeasured (0 I/Os seen, 512 needed)"),
+              f"(b) unmeasured at start: {d.read('devices', name, 'facts', 'speed')!r}")
+        subprocess.run(["dd", f"if=/dev/{name}", "of=/dev/null", "iflag=direct", "bs=4k", "count=3000"], check=True,
+                       capture_output=True)
+        ok, _ = wait_for(lambda: d.read("devices", name, "facts", "speed").startswith("fast: p50 "), 10.0, 0.05)
+        speed = d.read("devices", name, "facts", "speed")
+        check(ok and re.match(r"fast: p50 \d+ µs, p99 [\d.]+ [µm]s over [\d,]+ I/Os in \d+ s\n", speed),
+              f"(b) facts/speed: fast by BPF service times ({speed!r})")
+        ok, _ = wait_for(lambda: "Measured fast (was unmeasured)" in d.tail(200), 5.0)
+        check(ok, "(b) the journal line")
+        m = d.read("metrics")
+        check(f'blkmqd_disk_speed_service_seconds{{device="{name}",quantile="0.5"}}' in m, "(b) metrics: the p50")
+        problems = bt.metrics_doc_problems(m)
+        check(not problems, f"(b) docs/METRICS.md lists every family and label: {problems}")
+
+        # idle: the measurement wakes nothing (BPF events come only with the disk's I/O; VerifySec=0:
+        # no timer). The daemon's other inputs (uevents and mount changes of other processes on
+        # this shared machine) may wake it: its context switches are printed, not asserted.
+        time.sleep(1.0)
+        log_before = d.tail(100000).count("Speed sample")
+        before = voluntary_switches(d.pid)
+        time.sleep(4.0)
+        after = voluntary_switches(d.pid)
+        check(d.tail(100000).count("Speed sample") == log_before, "(b) no speed sample in 4 s without I/O")
+        print(f"# (b) {after - before} voluntary context switches of the daemon in 4 s without I/O on its disk")
+    finally:
+        d.stop()
+        d.manage_virtual = True
+
+
+if __name__ == "__main__":
+    sys.exit(bt.run_suite("blkmqd-speed-", (case_b_bpf,), tmp_cases=(("s", case_s_stat), ("t", case_t_slow), ("c", case_c_trust)),
+                          why="loop devices, FUSE mount, BPF"))
