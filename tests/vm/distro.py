@@ -414,10 +414,7 @@ def run(args):
             out.write(buf.getvalue())
         log("payload packed in %.1f s" % (time.time() - t0))
 
-        disks, sizes = {}, {}
-        for d in header["disk"]:
-            disks[d[0]] = os.path.join(tmp, d[0] + ".img")
-            sizes[d[0]] = H.parse_size(d[1])
+        disks, sizes = H.disk_images(header, tmp)
         mon_path = os.path.join(tmp, "monitor.sock")
         append = ["console=ttyS0", "panic=-1", "quiet", "rdinit=/init", "scsi_mod.scan=sync",
                   "systemd.show_status=false", "systemd.firstboot=off", "net.ifnames=0"] \
@@ -467,6 +464,7 @@ def run(args):
         sys.stderr.write("---- console tail ----\n" + tail + "\n----\n")
         return H.report_hard(reason)
     finally:
+        H.remove_disk_images(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

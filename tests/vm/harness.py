@@ -632,7 +632,7 @@ def parse_size(s):
 
 def parse_header(path):
     """Leading comment block of a scenario: `# key: value` lines.
-    Keys: qemu (repeatable, appended), smp, mem, timeout, disk (repeatable: NAME SIZE [fmt]),
+    Keys: qemu (repeatable, appended), smp, mem, timeout, disk (repeatable: NAME SIZE [ram]),
     needs (fio, udev, share), cmdline (extra kernel args), modules (extra boot modules),
     kernel (6.1 or 6.12: the series booted unless --kernel says otherwise),
     tap (repeatable: NAME [multi_queue]; a tap device in a network namespace the harness
@@ -675,6 +675,31 @@ def parse_header(path):
                     raise ValueError("bad '# file: %s' (HOST:GUEST)" % v)
                 h["file"].append((m.group(1), m.group(2)))
     return h
+
+
+def disk_images(header, tmp):
+    """({name: image path}, {name: size}) of the header's disks: sparse files in tmp, or with
+    the option `ram` (`# disk: NAME SIZE ram`) in tmp/ram, a tmpfs the harness mounts (the
+    disk's data lives in the host's memory: a fast device behind any guest driver). The mount
+    goes when remove_disk_images(tmp) runs."""
+    disks, sizes = {}, {}
+    for d in header["disk"]:
+        where = tmp
+        if "ram" in d[2:]:
+            where = os.path.join(tmp, "ram")
+            if not os.path.ismount(where):
+                os.makedirs(where, exist_ok=True)
+                subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0700", "blkmqd-vm-ram", where], check=True)
+        disks[d[0]] = os.path.join(where, d[0] + ".img")
+        sizes[d[0]] = parse_size(d[1])
+    return disks, sizes
+
+
+def remove_disk_images(tmp):
+    """Unmount disk_images()' tmpfs (the caller removes tmp)."""
+    ram = os.path.join(tmp, "ram")
+    if os.path.ismount(ram):
+        subprocess.run(["umount", "-l", ram], capture_output=True)
 
 
 def substitute(s, disks, tmp):
@@ -982,10 +1007,7 @@ def run(args):
     try:
         if header["tap"]:
             netns = HostNetns(header["tap"])
-        disks, sizes = {}, {}
-        for d in header["disk"]:
-            disks[d[0]] = os.path.join(tmp, d[0] + ".img")
-            sizes[d[0]] = parse_size(d[1])
+        disks, sizes = disk_images(header, tmp)
         initrd = os.path.join(tmp, "initrd.cpio.gz")
         with open(initrd, "wb") as out:
             names = ["base"] + (["fio"] if args.fio else []) + (["udev"] if args.udev else [])
@@ -1052,6 +1074,7 @@ def run(args):
     finally:
         if netns:
             netns.delete()
+        remove_disk_images(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
