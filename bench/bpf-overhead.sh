@@ -89,7 +89,7 @@ run_with() {
         if [[ ${1:-} == bpftool-stats ]]; then
                 bpftool prog show --json | python3 -c '
 import json, sys
-progs = [p for p in json.load(sys.stdin) if p.get("name", "").startswith("on_block_rq")]
+progs = [p for p in json.load(sys.stdin) if p.get("name", "").startswith(("on_block_rq", "on_svc_"))]
 tot_ns = tot_cnt = 0
 for p in progs:
     ns, cnt = p.get("run_time_ns", 0), p.get("run_cnt", 0)
