@@ -309,8 +309,12 @@ int BPF_PROG(on_svc_complete) {
                         return 0;
         }
         b = svc_bucket(usec);
-        if (b >= SVC_BUCKETS)
-                b = SVC_BUCKETS - 1;
+        /* A mask the compiler cannot drop (it knows b < SVC_BUCKETS and removed a compare): 6.1's
+         * verifier loses b's bound through the OR in svc_bucket() and refused the program with "R1
+         * unbounded memory access"; an AND with a constant it does follow. */
+        _Static_assert((SVC_BUCKETS & (SVC_BUCKETS - 1)) == 0, "SVC_BUCKETS is a power of two");
+        asm volatile("" : "+r"(b));
+        b &= SVC_BUCKETS - 1;
         __sync_fetch_and_add(&h->buckets[b], 1);
         __sync_fetch_and_add(&h->sum_usec, usec);
         __sync_fetch_and_add(&h->count, 1);
