@@ -1075,8 +1075,12 @@ static int irq_affinity_decide(HostFs *h, Device *d, const ApplyOptions *o, Writ
                 const IrqFacts *q = &f->irqs[i];
                 if (!q->queue)
                         continue;
-                const char *target = streq(want, "hctx") ?
-                        (q->hctx >= 0 ? f->hctx[q->hctx].cpu_list : NULL) : want;
+                /* its hctx's CPUs (or the list asked for) without the isolated ones; a vector
+                 * with only isolated CPUs stays where it is (policies/irq-affinity.c) */
+                _cleanup_free_ char *target = NULL;
+                int t = irq_affinity_target(f, want, q, &target, NULL);
+                if (t == -ENOMEM)
+                        return t;
                 if (!target)
                         continue;
                 run->irq_total++;

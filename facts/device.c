@@ -11,6 +11,7 @@
 
 #include "device.h"
 #include "interrupts.h"
+#include "kernel.h"
 #include "macro.h"
 #include "memstream.h"
 #include "net.h"
@@ -487,6 +488,10 @@ void gather_cache_done(GatherCache *c) {
         strv_free(c->elevators_loadable);
         strv_free(c->elevators_blocked);
         free(c->proc_devices);
+        kernel_config_facts_done(&c->kernel);
+        for (size_t i = 0; i < ELEMENTSOF(c->kernel_unknown); i++)
+                free(c->kernel_unknown[i]);
+        free(c->builtin_modules);
         *c = (GatherCache) {};
 }
 
@@ -901,6 +906,82 @@ static int gather_shared_tags_fallback(HostFs *h, DiskFacts *f) {
         f->shared_tags = t;
         f->unknown[FACT_SHARED_TAGS] = mfree_str(f->unknown[FACT_SHARED_TAGS]);
         return free_and_strdup(&f->shared_tags_source, src);
+}
+
+/* The kernel's configuration (once per batch) into f's copy, each part with its unknown reason. */
+static int gather_kernel_config(HostFs *h, DiskFacts *f, GatherCache *c) {
+        static const Fact facts[_KERNEL_UNKNOWN_MAX] = {
+                [KERNEL_UNKNOWN_PREEMPT_RT] = FACT_PREEMPT_RT,
+                [KERNEL_UNKNOWN_IRQ_THREADS] = FACT_IRQ_THREADS_FORCED,
+                [KERNEL_UNKNOWN_ISOLATED] = FACT_ISOLATED_CPUS,
+        };
+        _Static_assert(ELEMENTSOF(((GatherCache *) 0)->kernel_unknown) == _KERNEL_UNKNOWN_MAX, "kernel_unknown");
+        if (!c->have_kernel_config) {
+                int r = kernel_config_gather(h, f->kernel_release, &c->kernel, c->kernel_unknown);
+                if (r < 0)
+                        return r;
+                c->have_kernel_config = true;
+        }
+        kernel_config_facts_done(&f->kernel);
+        if (kernel_config_facts_copy(&c->kernel, &f->kernel) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < _KERNEL_UNKNOWN_MAX; i++)
+                if (c->kernel_unknown[i] && disk_facts_set_unknown(f, facts[i], "%s", c->kernel_unknown[i]) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+static char *module_of_path(const char *path, size_t len);
+static bool module_name_eq(const char *a, const char *b);
+
+/* Is module (dashes and underscores alike) listed in modules.builtin's text ("kernel/drivers/nvme/host/nvme.ko")? */
+static bool builtin_lists(const char *text, const char *module) {
+        for (const char *line = text; line && *line;) {
+                const char *nl = strchr(line, '\n');
+                size_t l = nl ? (size_t) (nl - line) : strlen(line);
+                _cleanup_free_ char *m = module_of_path(line, l);
+                if (m && module_name_eq(m, module))
+                        return true;
+                line = nl ? nl + 1 : NULL;
+        }
+        return false;
+}
+
+/*
+ * Whether the disk's driver is built in: listed in lib/modules/<release>/modules.builtin (kbuild
+ * writes every obj-y module there, scripts/Makefile.modinst); a loadable module has
+ * /sys/module/<name>/initstate (kernel/module/sysfs.c, only for modules loaded with
+ * init_module), a built-in one has at most parameters/ there (kernel/params.c
+ * param_sysfs_builtin()).
+ */
+static int gather_driver_module(HostFs *h, DiskFacts *f, GatherCache *c) {
+        char path[PATH_MAX];
+        if (!f->driver)
+                return disk_facts_set_unknown(f, FACT_DRIVER_MODULE, "driver unknown");
+        if (!c->have_builtin_modules) {
+                c->have_builtin_modules = true;
+                int r = f->kernel_release ? (snprintf(path, sizeof(path), "%s/modules.builtin", f->kernel_release),
+                                             hostfs_read(h, HOSTFS_MODULES, path, &c->builtin_modules)) : -ENOENT;
+                if (r == -ENOMEM)
+                        return r;
+                c->builtin_modules_error = r < 0 ? r : 0;
+        }
+        snprintf(path, sizeof(path), "module/%s/initstate", f->driver);
+        bool loaded = hostfs_exists(h, HOSTFS_SYSFS, path);
+        if (c->builtin_modules && builtin_lists(c->builtin_modules, f->driver)) {
+                f->driver_module = DRIVER_MODULE_BUILTIN;
+                return free_and_asprintf(&f->driver_module_source, "/lib/modules/%s/modules.builtin", f->kernel_release);
+        }
+        if (loaded) {
+                f->driver_module = DRIVER_MODULE_LOADABLE;
+                return free_and_asprintf(&f->driver_module_source, "loaded: /sys/module/%s/initstate", f->driver);
+        }
+        if (c->builtin_modules) {
+                f->driver_module = DRIVER_MODULE_LOADABLE;
+                return free_and_asprintf(&f->driver_module_source, "not in /lib/modules/%s/modules.builtin", f->kernel_release);
+        }
+        return disk_facts_set_unknown(f, FACT_DRIVER_MODULE, "/lib/modules/%s/modules.builtin: %s, no /sys/module/%s/initstate",
+                                      strna(f->kernel_release), strerror(-c->builtin_modules_error), f->driver);
 }
 
 static int gather_modparams(HostFs *h, DiskFacts *f) {
@@ -1947,6 +2028,12 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         if (r < 0)
                 return r;
         r = gather_modparams(h, f);
+        if (r < 0)
+                return r;
+        r = gather_driver_module(h, f, cache);
+        if (r < 0)
+                return r;
+        r = gather_kernel_config(h, f, cache);
         if (r < 0)
                 return r;
         if (f->shared_tags != TRISTATE_UNKNOWN && !f->shared_tags_source &&

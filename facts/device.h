@@ -120,6 +120,13 @@ typedef struct GatherCache {
         char **elevators_blocked;       /* "bfq: blacklist bfq in /etc/modprobe.d/x.conf (...)" */
         bool have_proc_devices;
         char *proc_devices;             /* /proc/devices, NULL when unreadable */
+        /* the kernel's boot-time configuration (facts/kernel.c), once per batch */
+        bool have_kernel_config;
+        KernelConfigFacts kernel;
+        char *kernel_unknown[3];        /* KERNEL_UNKNOWN_PREEMPT_RT, _IRQ_THREADS, _ISOLATED */
+        bool have_builtin_modules;
+        char *builtin_modules;          /* lib/modules/<release>/modules.builtin, NULL unreadable */
+        int builtin_modules_error;
         ModuleTreeCache *module_tree;   /* optional, outlives the cache (not freed with it) */
         MachineCache *machine;          /* optional, outlives the cache (not freed with it) */
 } GatherCache;

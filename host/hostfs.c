@@ -44,6 +44,7 @@ static const char * const kind_dir[_HOSTFS_KIND_MAX] = {
         [HOSTFS_ETC]        = "etc",
         [HOSTFS_USR_LIB]    = "usr/lib",
         [HOSTFS_LIB]        = "lib",
+        [HOSTFS_BOOT]       = "boot",
         [HOSTFS_NETLINK]    = "netlink",
 };
 
@@ -57,6 +58,7 @@ static const char * const kind_name[_HOSTFS_KIND_MAX] = {
         [HOSTFS_ETC]        = "etc",
         [HOSTFS_USR_LIB]    = "usr-lib",
         [HOSTFS_LIB]        = "lib",
+        [HOSTFS_BOOT]       = "boot",
         [HOSTFS_NETLINK]    = "netlink",
 };
 
@@ -609,7 +611,7 @@ int hostfs_write_raw_instance(HostFs *h, HostFsKind kind, const char *path, cons
         if (kind == HOSTFS_DEBUGFS)
                 return -EOPNOTSUPP;     /* its dirfd may change under a worker; never written */
         if (kind == HOSTFS_MODULES || kind == HOSTFS_ETC || kind == HOSTFS_USR_LIB || kind == HOSTFS_LIB ||
-            kind == HOSTFS_NETLINK)
+            kind == HOSTFS_BOOT || kind == HOSTFS_NETLINK)
                 return -EPERM;          /* read only: the module tree, other tools' configuration */
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)

@@ -6,6 +6,7 @@
 
 #include "cmdline.h"
 #include "macro.h"
+#include "parse.h"
 
 void kernel_cmdline_done(KernelCmdline *c) {
         for (size_t i = 0; i < c->n_params; i++) {
@@ -100,4 +101,41 @@ const KernelCmdlineParam *kernel_cmdline_find(const KernelCmdline *c, const char
                         return kp;
         }
         return NULL;
+}
+
+int kernel_isolcpus_parse(const char *value, CpuSet *ret, bool *ret_managed_irq) {
+        static const char * const known[] = { "nohz,", "domain,", "managed_irq," };
+        bool managed = false;
+        const char *p = value ?: "";
+
+        /* kernel/sched/isolation.c housekeeping_isolcpus_setup(): flags while a letter leads */
+        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) {
+                const char *rest = NULL;
+                for (size_t i = 0; i < ELEMENTSOF(known) && !rest; i++)
+                        if ((rest = startswith(p, known[i])) && i == 2)
+                                managed = true;
+                if (rest) {
+                        p = rest;
+                        continue;
+                }
+                /* an unknown flag is skipped up to its ','; one with a character that is
+                 * neither a letter nor '_' makes the kernel drop the whole parameter
+                 * (3662daf02350 "sched/isolation: Allow "isolcpus=" to skip unknown sub-parameters") */
+                size_t n = strcspn(p, ",");
+                for (size_t i = 0; i < n; i++)
+                        if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || p[i] == '_'))
+                                return -EINVAL;
+                p += n;
+                if (*p == ',')
+                        p++;
+        }
+        if (!*p)
+                return -EINVAL;         /* no CPU list: housekeeping_setup() refuses it */
+        CpuSet s = {};
+        int r = cpuset_parse(p, &s);
+        if (r < 0)
+                return r;
+        *ret = s;
+        *ret_managed_irq = managed;
+        return 0;
 }

@@ -11,6 +11,7 @@
  * (kernel/params.c parameq(), dash2underscore()): names are stored with underscores. Pure.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct KernelCmdlineParam {
@@ -39,3 +40,15 @@ int kernel_cmdline_parse(const char *text, KernelCmdline *ret);
  * as for the kernel and modprobe), or NULL. param may be spelled with dashes.
  */
 const KernelCmdlineParam *kernel_cmdline_find(const KernelCmdline *c, const char *module, const char *param);
+
+/*
+ * The value of isolcpus= ("managed_irq,domain,1-3", "2,3") as
+ * kernel/sched/isolation.c housekeeping_isolcpus_setup() reads it: leading flags nohz,
+ * domain and managed_irq, each with its ','; an unknown flag of letters and '_' is skipped
+ * (3662daf02350); then a CPU list. No flag means domain. *ret gets the CPUs (a new set),
+ * *ret_managed_irq whether managed_irq is among the flags. Returns 0, -EINVAL when the kernel
+ * isolates nothing (a flag with another character, no CPU list) or the list is no cpulist
+ * cpuset_parse() reads, -ERANGE, -ENOMEM. Pure.
+ */
+typedef struct CpuSet CpuSet;
+int kernel_isolcpus_parse(const char *value, CpuSet *ret, bool *ret_managed_irq);

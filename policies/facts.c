@@ -42,6 +42,10 @@ static const char * const fact_table[_FACT_MAX] = {
         [FACT_ROTATIONAL_HINT]   = "rotational_hint",
         [FACT_SPEED]             = "speed",
         [FACT_SPEED_SOURCE]      = "speed_source",
+        [FACT_DRIVER_MODULE]     = "driver_module",
+        [FACT_PREEMPT_RT]        = "preempt_rt",
+        [FACT_IRQ_THREADS_FORCED] = "irq_threads_forced",
+        [FACT_ISOLATED_CPUS]     = "isolated_cpus",
 };
 
 static const char * const zoned_table[_ZONED_MAX] = {
@@ -93,7 +97,59 @@ DiskFacts *disk_facts_new(const char *name) {
         f->nr_requests = f->nr_requests_before = f->queue_depth = f->host_nr_hw_queues = f->host_can_queue = -1;
         f->numa_node = -1;
         f->scsi_channel = f->rotation_rate = -1;
+        f->kernel.preempt_rt = f->kernel.irq_threads_forced = TRISTATE_UNKNOWN;
         return f;
+}
+
+void kernel_config_facts_done(KernelConfigFacts *k) {
+        free(k->preempt_rt_source);
+        free(k->irq_threads_source);
+        cpuset_done(&k->isolated);
+        free(k->isolated_list);
+        free(k->isolated_source);
+        *k = (KernelConfigFacts) { .preempt_rt = TRISTATE_UNKNOWN, .irq_threads_forced = TRISTATE_UNKNOWN };
+}
+
+static int strdup_or_null(const char *s, char **ret) {
+        *ret = s ? strdup(s) : NULL;
+        return !s || *ret ? 0 : -ENOMEM;
+}
+
+int kernel_config_facts_copy(const KernelConfigFacts *src, KernelConfigFacts *ret) {
+        KernelConfigFacts k = {
+                .preempt_rt = src->preempt_rt,
+                .irq_threads_forced = src->irq_threads_forced,
+                .isolated_known = src->isolated_known,
+                .isolated_managed_irq = src->isolated_managed_irq,
+        };
+        if (strdup_or_null(src->preempt_rt_source, &k.preempt_rt_source) < 0 ||
+            strdup_or_null(src->irq_threads_source, &k.irq_threads_source) < 0 ||
+            strdup_or_null(src->isolated_list, &k.isolated_list) < 0 ||
+            strdup_or_null(src->isolated_source, &k.isolated_source) < 0 ||
+            cpuset_copy(&src->isolated, &k.isolated) < 0) {
+                kernel_config_facts_done(&k);
+                return -ENOMEM;
+        }
+        *ret = k;
+        return 0;
+}
+
+int disk_facts_usable_cpus(const DiskFacts *f, const CpuSet *want, CpuSet *ret) {
+        CpuSet u = {};
+        for (unsigned w = 0; w < want->n_words; w++)
+                for (unsigned b = 0; b < 64; b++) {
+                        unsigned cpu = w * 64 + b;
+                        if (!(want->bits[w] & (UINT64_C(1) << b)))
+                                continue;
+                        if (f->kernel.isolated_known && cpuset_isset(&f->kernel.isolated, cpu))
+                                continue;
+                        if (cpuset_add(&u, cpu) < 0) {
+                                cpuset_done(&u);
+                                return -ENOMEM;
+                        }
+                }
+        *ret = u;
+        return 0;
 }
 
 void irq_facts_free_array(IrqFacts *irqs, size_t n) {
@@ -138,6 +194,8 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         strv_free(f->elevators_blocked);
         free(f->multipath_of);
         free(f->multipath_source);
+        free(f->driver_module_source);
+        kernel_config_facts_done(&f->kernel);
         disk_facts_clear_iosched(f);
         net_facts_free(f->net);
         for (size_t i = 0; i < _FACT_MAX; i++)
@@ -304,6 +362,29 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                         fprintf(out, "%s: %s", hint_trust_to_string(hint.trust), hint.why);
                         break;
                 }
+                case FACT_DRIVER_MODULE:
+                        fputs(f->driver_module == DRIVER_MODULE_BUILTIN ? "builtin" :
+                              f->driver_module == DRIVER_MODULE_LOADABLE ? "module" : "unknown", out);
+                        if (f->driver_module_source)
+                                fprintf(out, " (%s)", f->driver_module_source);
+                        break;
+                case FACT_PREEMPT_RT:
+                case FACT_IRQ_THREADS_FORCED: {
+                        bool rt = fact == FACT_PREEMPT_RT;
+                        const char *src = rt ? f->kernel.preempt_rt_source : f->kernel.irq_threads_source;
+                        fputs(tristate_to_string(rt ? f->kernel.preempt_rt : f->kernel.irq_threads_forced), out);
+                        if (src)
+                                fprintf(out, " (%s)", src);
+                        break;
+                }
+                case FACT_ISOLATED_CPUS:
+                        if (!f->kernel.isolated_known) {
+                                fputs("unknown", out);
+                                break;
+                        }
+                        fprintf(out, "%s (%s)", !isempty(f->kernel.isolated_list) ? f->kernel.isolated_list : "none",
+                                strna(f->kernel.isolated_source));
+                        break;
                 case FACT_MULTIPATH:
                         switch (f->multipath) {
                         case MULTIPATH_LEG:

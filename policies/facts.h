@@ -56,6 +56,10 @@ typedef enum Fact {
         FACT_SPEED,               /* what the disk's I/O measured: unmeasured, fast, slow with evidence (policies/speed.h);
                                    * history the manager keeps (Device.speed), not gathered: fuse-fs renders it */
         FACT_SPEED_SOURCE,        /* what measures it: BPF service times, the stat's busy time, or why nothing */
+        FACT_DRIVER_MODULE,       /* the driver built in or a module: "builtin (...)", "module (...)" */
+        FACT_PREEMPT_RT,          /* the kernel is PREEMPT_RT: "1 (<source>)" / "0 (<source>)" (KernelConfigFacts) */
+        FACT_IRQ_THREADS_FORCED,  /* force_irqthreads(): "1 (<source>)" / "0 (<source>)" */
+        FACT_ISOLATED_CPUS,       /* CPUs no device interrupt may be placed on: "<cpulist> (<sources>)", "none (...)" */
         _FACT_MAX,
         _FACT_INVALID = -EINVAL,
 } Fact;
@@ -158,6 +162,52 @@ typedef struct ModuleParamFacts {
         bool writable;          /* mode has a write bit (0644); 0444 params are load-time only */
 } ModuleParamFacts;
 
+/*
+ * Boot-time configuration of the running kernel that changes what a knob does, the same for
+ * every disk (facts/kernel.c gathers it; every disk's facts hold a copy). Each part is known
+ * (its source says from where) or unknown (DiskFacts.unknown[FACT_...] says why).
+ *
+ *   preempt_rt          CONFIG_PREEMPT_RT: /sys/kernel/realtime "1" (kernel/ksysfs.c of the RT
+ *                       patch set, "sysfs: Add /sys/kernel/realtime entry"), "PREEMPT_RT" in
+ *                       /proc/sys/kernel/version (UTS_VERSION, scripts/mkcompile_h), or
+ *                       /boot/config-<release>; unknown when none of them can be read.
+ *   irq_threads_forced  force_irqthreads() (include/linux/interrupt.h): always true under
+ *                       PREEMPT_RT; otherwise "threadirqs" on the command line
+ *                       (kernel/irq/manage.c setup_forced_irqthreads(), an early_param of
+ *                       CONFIG_IRQ_FORCED_THREADING). Then blk_mq_complete_need_ipi()
+ *                       (block/blk-mq.c) returns false before it looks at rq_affinity:
+ *                       "blk-mq: Don't complete on a remote CPU in force threaded mode"
+ *                       (Sebastian Andrzej Siewior, 5.11-rc1, block-5.11-2020-12-23);
+ *                       policies/rq-affinity.c.
+ *   isolated            CPUs kept free of device interrupts: isolcpus= (any flags:
+ *                       kernel/sched/isolation.c housekeeping_isolcpus_setup()), nohz_full=
+ *                       (/sys/devices/system/cpu/nohz_full), /sys/devices/system/cpu/isolated,
+ *                       and cgroup v2 isolated partitions (/sys/fs/cgroup/cpuset.cpus.isolated,
+ *                       6.7 and later).
+ */
+typedef struct KernelConfigFacts {
+        Tristate preempt_rt;
+        char *preempt_rt_source;
+        Tristate irq_threads_forced;
+        char *irq_threads_source;       /* "PREEMPT_RT kernel", "threadirqs on the kernel command line" */
+        bool isolated_known;
+        CpuSet isolated;                /* empty: none */
+        char *isolated_list;            /* cpuset_format(&isolated); "" none */
+        char *isolated_source;          /* "isolcpus=managed_irq,domain,1 (/proc/cmdline); ..." */
+        bool isolated_managed_irq;      /* isolcpus= has managed_irq: the kernel keeps managed vectors off them where it can */
+} KernelConfigFacts;
+
+void kernel_config_facts_done(KernelConfigFacts *k);
+/* A deep copy of src into *ret (which must be empty). 0 or -ENOMEM. */
+int kernel_config_facts_copy(const KernelConfigFacts *src, KernelConfigFacts *ret);
+
+/* How the disk's driver is there (lib/modules/<release>/modules.builtin, modules.dep). */
+typedef enum DriverModule {
+        DRIVER_MODULE_UNKNOWN,
+        DRIVER_MODULE_BUILTIN,  /* built into the kernel: its parameters come only from the kernel command line */
+        DRIVER_MODULE_LOADABLE, /* a module: modprobe passes modprobe.d options (and the command line's) at load */
+} DriverModule;
+
 typedef struct DiskFacts {
         char *name;                     /* "sda" */
         unsigned major, minor;
@@ -241,6 +291,11 @@ typedef struct DiskFacts {
         int numa_node;
         char *kernel_release;
         bool stacked;
+
+        DriverModule driver_module;     /* valid when unknown[FACT_DRIVER_MODULE] is NULL */
+        char *driver_module_source;     /* "lib/modules/<release>/modules.builtin", ... */
+
+        KernelConfigFacts kernel;       /* the running kernel's configuration (FACT_PREEMPT_RT ... FACT_ISOLATED_CPUS) */
 
         ModuleParamFacts *modparams;    /* known queue-layout params of the driver (see policies/module-params.c) */
         size_t n_modparams;
@@ -381,6 +436,14 @@ bool disk_facts_zoned_needs_deadline(const DiskFacts *f, const char **ret_why);
  * debugfs cannot say). Pure.
  */
 int disk_facts_hctx_maps(const DiskFacts *f, size_t ret[_HCTX_TYPE_MAX]);
+
+/*
+ * The CPUs of want that a device interrupt (an IRQ vector, a NIC queue IRQ, an XPS mask) may
+ * be placed on: want minus the isolated CPUs (KernelConfigFacts.isolated; none when that is
+ * unknown). The one place the IRQ and the network placement take their CPUs from. *ret gets
+ * a new set (possibly empty: nothing of want may be used). 0 or -ENOMEM. Pure.
+ */
+int disk_facts_usable_cpus(const DiskFacts *f, const CpuSet *want, CpuSet *ret);
 
 /* The IRQ facts of irq number, or NULL. */
 const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq);

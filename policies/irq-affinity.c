@@ -7,11 +7,17 @@
  * (IRQD_AFFINITY_MANAGED; virtio, nvme, most HBAs with pci_alloc_irq_vectors_affinity)
  * already are, and user writes fail (-EIO <= 6.11, -EPERM >= 6.12, eb29369fa543):
  * those are reported as "managed by kernel" and never written.
+ *
+ * No vector is placed on an isolated CPU (isolcpus=, nohz_full=, an isolated cpuset partition:
+ * KernelConfigFacts.isolated): those CPUs are taken out of its target, and a vector whose
+ * hctx has only isolated CPUs stays where it is; the explain line names each such vector.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "macro.h"
+#include "memstream.h"
 #include "policy-internal.h"
 
 static size_t managed_queue_vectors(const DiskFacts *f) {
@@ -30,6 +36,76 @@ bool irq_affinity_needs_map(const DiskFacts *f) {
                 if (f->irqs[i].queue && f->irqs[i].managed != TRISTATE_YES)
                         return !irq_affinity_hctx_all_managed(f);
         return false;
+}
+
+int irq_affinity_target(const DiskFacts *f, const char *want, const IrqFacts *q, char **ret, char **ret_wanted) {
+        _cleanup_(cpuset_done) CpuSet parsed = {}, usable = {};
+        const CpuSet *cpus;
+
+        *ret = NULL;
+        if (ret_wanted)
+                *ret_wanted = NULL;
+        if (streq(want, "hctx")) {
+                if (q->hctx < 0 || (size_t) q->hctx >= f->n_hctx || !f->hctx[q->hctx].cpu_list)
+                        return IRQ_TARGET_NONE;
+                cpus = &f->hctx[q->hctx].cpus;
+        } else {
+                int r = cpuset_parse(want, &parsed);
+                if (r < 0)
+                        return r;
+                cpus = &parsed;
+        }
+        if (disk_facts_usable_cpus(f, cpus, &usable) < 0)
+                return -ENOMEM;
+        IrqTarget t = cpuset_count(&usable) == 0 ? IRQ_TARGET_ISOLATED :
+                      cpuset_count(&usable) < cpuset_count(cpus) ? IRQ_TARGET_TRIMMED : IRQ_TARGET_CPUS;
+        if (t != IRQ_TARGET_ISOLATED && !(*ret = cpuset_format(&usable)))
+                return -ENOMEM;
+        if (ret_wanted && !(*ret_wanted = cpuset_format(cpus))) {
+                *ret = mfree_str(*ret);
+                return -ENOMEM;
+        }
+        return t;
+}
+
+/* "; isolated CPUs <list> (<source>) get no vector: IRQ 45 (hctx 1, CPUs 1) left where it is, IRQ 44 on 0 (not 0-1)"
+ * for the vectors want would place that isolated CPUs change; "" when none. Newly allocated; NULL on ENOMEM. */
+static char *isolated_note(const DiskFacts *f, const char *want) {
+        _cleanup_(memstream_done) MemStream m = {};
+        FILE *out = memstream_open(&m);
+        size_t n = 0;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; f->kernel.isolated_known && i < f->n_irqs; i++) {
+                const IrqFacts *q = &f->irqs[i];
+                _cleanup_free_ char *target = NULL, *wanted = NULL;
+                if (!q->queue || q->managed == TRISTATE_YES)
+                        continue;
+                int t = irq_affinity_target(f, want, q, &target, &wanted);
+                if (t == -ENOMEM)
+                        return NULL;
+                if (t != IRQ_TARGET_TRIMMED && t != IRQ_TARGET_ISOLATED)
+                        continue;
+                fprintf(out, "%s", n++ ? ", " : "");
+                if (q->hctx >= 0 && streq(want, "hctx"))
+                        fprintf(out, "IRQ %u (hctx %u, CPUs %s) ", q->irq, f->hctx[q->hctx].index, wanted);
+                else
+                        fprintf(out, "IRQ %u (CPUs %s) ", q->irq, wanted);
+                if (t == IRQ_TARGET_ISOLATED)
+                        fputs("left where it is", out);
+                else
+                        fprintf(out, "on %s", target);
+        }
+        _cleanup_free_ char *list = NULL;
+        if (memstream_close(&m, &list) < 0)
+                return NULL;
+        char *s = NULL;
+        if (n == 0)
+                return strdup("");
+        if (asprintf(&s, "; isolated CPUs %s (%s) get no vector: %s", f->kernel.isolated_list,
+                     strna(f->kernel.isolated_source), list) < 0)
+                return NULL;
+        return s;
 }
 
 int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
@@ -90,12 +166,13 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
                                     "queue vectors=%zu hctx=%zu -> irq_affinity left alone: no vector could be matched to an hctx",
                                     queue, f->n_hctx);
 
+        _cleanup_free_ char *isolated = isolated_note(f, want);
         plan->irq_affinity = strdup(want);
-        if (!plan->irq_affinity)
+        if (!plan->irq_affinity || !isolated)
                 return -ENOMEM;
         return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_PLANNED,
                             !o->irq_affinity ? "irq-affinity-follow-hctx" : RULE_OF_ORIGIN(o, KNOB_IRQ_AFFINITY),
-                            "%s=%s queue vectors=%zu managed=%zu mapping=%s -> irq_affinity=%s, managed vectors skipped",
+                            "%s=%s queue vectors=%zu managed=%zu mapping=%s -> irq_affinity=%s, managed vectors skipped%s",
                             o->irq_affinity ? override_label(o, KNOB_IRQ_AFFINITY) : "class",
-                            o->irq_affinity ?: cls, queue, managed, f->irq_mapping ?: "none", want);
+                            o->irq_affinity ?: cls, queue, managed, f->irq_mapping ?: "none", want, isolated);
 }

@@ -13,6 +13,9 @@
  * When n > Q, several hctx share a queue; nvme-tcp creates one I/O queue per CPU unless
  * nr_io_queues says otherwise (drivers/nvme/host/fabrics.c NVMF_OPT_NR_IO_QUEUES,
  * nvme_tcp_nr_io_queues()), so the count for the next connect is proposed = Q.
+ * No NIC IRQ and no XPS mask goes to an isolated CPU (isolcpus=, nohz_full=, an isolated cpuset
+ * partition: disk_facts_usable_cpus()): a queue gets the rest of its hctx CPUs, and a queue
+ * whose hctx have only isolated CPUs is left as it is; the explain line names them.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -175,7 +178,7 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
 
         /* what is: the IRQ of each queue, which hctx have a NIC queue vector on their CPUs */
         _cleanup_free_ char *channels = NULL, *irqs = NULL, *orphans = NULL, *why = NULL;
-        _cleanup_free_ char *want_irq = NULL, *want_xps = NULL, *notes = NULL;
+        _cleanup_free_ char *want_irq = NULL, *want_xps = NULL, *notes = NULL, *isolated = NULL;
         _cleanup_free_ bool *orphan = calloc(f->n_hctx + 1, sizeof(bool));
         size_t n_orphans = 0, managed = 0, misplaced = 0, xps_off = 0;
         bool hctx_known = true;
@@ -216,14 +219,25 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
 
         /* what should be: per queue the CPUs of its hctx group */
         for (unsigned q = 0; q < queues && hctx_known; q++) {
-                _cleanup_(cpuset_done) CpuSet target = {};
-                r = net_align_target(f, queues, q, &target);
+                _cleanup_(cpuset_done) CpuSet hctx_cpus = {}, target = {};
+                r = net_align_target(f, queues, q, &hctx_cpus);
                 if (r < 0)
                         return r;
-                if (cpuset_count(&target) == 0)
+                if (cpuset_count(&hctx_cpus) == 0)
                         continue;       /* serves no hctx */
-                _cleanup_free_ char *t = cpuset_format(&target);
-                if (!t)
+                if (disk_facts_usable_cpus(f, &hctx_cpus, &target) < 0)
+                        return -ENOMEM;
+                _cleanup_free_ char *t = cpuset_format(&target), *all = cpuset_format(&hctx_cpus);
+                if (!t || !all)
+                        return -ENOMEM;
+                if (cpuset_count(&target) == 0) {
+                        /* only isolated CPUs: its vectors and XPS stay as they are */
+                        if (append(&isolated, "%squeue %u (CPUs %s) left as it is", isolated ? ", " : "", q, all) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                if (cpuset_count(&target) < cpuset_count(&hctx_cpus) &&
+                    append(&isolated, "%squeue %u on %s (not %s)", isolated ? ", " : "", q, t, all) < 0)
                         return -ENOMEM;
                 for (size_t k = 0; k < nic->n_irqs; k++) {
                         const NicIrq *v = &nic->irqs[k];
@@ -292,6 +306,9 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                                       o_xps ? override_label(o, KNOB_XPS) : "Xps=keep") < 0)
                 return -ENOMEM;
         if (!nic->xps && append(&notes, "; XPS unknown (%s)", nic->unknown[NIC_FACT_XPS] ?: "no TX queues") < 0)
+                return -ENOMEM;
+        if (isolated && append(&notes, "; isolated CPUs %s (%s) get no NIC IRQ and no XPS: %s", f->kernel.isolated_list,
+                               strna(f->kernel.isolated_source), isolated) < 0)
                 return -ENOMEM;
         if (plan->manage && do_nr && n->unknown[NET_FACT_NR_IO_QUEUES] == NULL && streq(n->transport, "tcp")) {
                 unsigned want_nr = queues;

@@ -424,6 +424,33 @@ void policy_speed_verdict(const DiskFacts *f, const PolicyConfig *config, const 
 int policy_explain_speed(const DiskFacts *f, const PolicyConfig *config, const SpeedState *s, const SpeedVerdict *v,
                          Plan *plan);
 
+/* What irq_affinity_target() found for one queue vector. */
+typedef enum IrqTarget {
+        IRQ_TARGET_NONE,        /* nothing to place it on: "hctx" and the vector serves no hctx */
+        IRQ_TARGET_CPUS,        /* *ret is the hctx's CPUs (or the cpulist asked for) */
+        IRQ_TARGET_TRIMMED,     /* *ret is those CPUs without the isolated ones */
+        IRQ_TARGET_ISOLATED,    /* every one of those CPUs is isolated: the vector is not placed */
+} IrqTarget;
+
+/*
+ * Where irq_affinity want ("hctx", or a cpulist policy_override_validate() normalised) puts
+ * queue vector q of disk f: its hctx's CPUs, or want, without the isolated CPUs
+ * (KernelConfigFacts.isolated: isolcpus=, nohz_full=, cpuset partitions get no device
+ * interrupt). *ret: a newly allocated cpulist for IRQ_TARGET_CPUS and _TRIMMED, else NULL;
+ * ret_wanted (optional): the CPUs before isolated ones were taken out (newly allocated, NULL
+ * for IRQ_TARGET_NONE). Returns an IrqTarget, -EINVAL (want no cpulist) or -ENOMEM. Pure.
+ */
+int irq_affinity_target(const DiskFacts *f, const char *want, const IrqFacts *q, char **ret, char **ret_wanted);
+
+/*
+ * True when the kernel does not act on rq_affinity: forced IRQ threading
+ * (KernelConfigFacts.irq_threads_forced: PREEMPT_RT or threadirqs) on a kernel where
+ * blk_mq_complete_need_ipi() (block/blk-mq.c) returns false under force_irqthreads() ("blk-mq:
+ * Don't complete on a remote CPU in force threaded mode", 5.11-rc1; PREEMPT_RT kernels before
+ * it by the RT patch set). False when forced threading is unknown. Pure.
+ */
+bool rq_affinity_ignored(const DiskFacts *f);
+
 /*
  * True when every hctx has its own kernel-managed vector: at least nr_hw_queues queue
  * vectors are managed. A driver's vectors are the pre/post vectors (not managed) and the

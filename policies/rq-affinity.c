@@ -7,6 +7,14 @@
  *   2  always complete on the submitting CPU (SAME_FORCE)
  * 2 cured a host hang on one HBA and capped IOPS on another, so it is a per-class,
  * overridable decision; the shipped classes keep the kernel default.
+ *
+ * Under forced IRQ threading (a PREEMPT_RT kernel, or threadirqs) blk_mq_complete_need_ipi()
+ * (block/blk-mq.c) returns false whatever rq_affinity is: no completion is sent to the
+ * submitting CPU ("blk-mq: Don't complete on a remote CPU in force threaded mode", Sebastian
+ * Andrzej Siewior, 5.11-rc1 by block-5.11-2020-12-23; before it the RT patch set's "block/mq:
+ * don't complete requests via IPI" did the same on PREEMPT_RT). The class's rq_affinity is not
+ * written there: it would change nothing the kernel does. An admin's explicit value still is,
+ * and its explain line says the kernel does not act on it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,6 +24,17 @@
 #include "macro.h"
 #include "parse.h"
 #include "policy-internal.h"
+
+bool rq_affinity_ignored(const DiskFacts *f) {
+        if (f->kernel.irq_threads_forced != TRISTATE_YES)
+                return false;
+        return f->kernel.preempt_rt == TRISTATE_YES || kernel_release_at_least(f->kernel_release, 5, 11) != TRISTATE_NO;
+}
+
+#define RQ_AFFINITY_IGNORED_WHY \
+        "the kernel does not act on rq_affinity: forced IRQ threading (%s) makes blk_mq_complete_need_ipi() " \
+        "return false whatever it is (block/blk-mq.c, \"blk-mq: Don't complete on a remote CPU in force threaded mode\", " \
+        "5.11), so completions run where the interrupt thread runs"
 
 int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
         const char *cls = disk_class_to_string(plan->class);
@@ -33,6 +52,19 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
         if (wrote)
                 snprintf(before, sizeof(before), " (%d before blkmqd wrote it)", f->rq_affinity_before);
 
+        bool ignored = rq_affinity_ignored(f);
+        if (ignored && !o->rq_affinity) {
+                char wish[48] = "no class setting";
+                if (cp->rq_affinity >= 0)
+                        snprintf(wish, sizeof(wish), "the class's %d not written", cp->rq_affinity);
+                char undone[80] = "";
+                if (wrote)
+                        snprintf(undone, sizeof(undone), ", blkmqd's write undone: rq_affinity=%d restored", f->rq_affinity_before);
+                return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
+                                    "rq-affinity-forced-threading",
+                                    "class=%s rq_affinity=%d%s -> rq_affinity left alone (%s)%s; " RQ_AFFINITY_IGNORED_WHY,
+                                    cls, f->rq_affinity, before, wish, undone, f->kernel.irq_threads_source);
+        }
         if (override_keeps(o, KNOB_RQ_AFFINITY)) {
                 if (wrote)
                         return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
@@ -47,6 +79,12 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
                 plan->rq_affinity = strdup(o->rq_affinity);
                 if (!plan->rq_affinity)
                         return -ENOMEM;
+                if (ignored)
+                        return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_PLANNED,
+                                            RULE_OF_ORIGIN(o, KNOB_RQ_AFFINITY),
+                                            "%s=%s rq_affinity=%d%s -> rq_affinity=%s, as asked; " RQ_AFFINITY_IGNORED_WHY,
+                                            override_label(o, KNOB_RQ_AFFINITY), o->rq_affinity, f->rq_affinity, before,
+                                            o->rq_affinity, f->kernel.irq_threads_source);
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_PLANNED, RULE_OF_ORIGIN(o, KNOB_RQ_AFFINITY),
                                     "%s=%s rq_affinity=%d%s -> rq_affinity=%s", override_label(o, KNOB_RQ_AFFINITY), o->rq_affinity,
                                     f->rq_affinity, before, o->rq_affinity);

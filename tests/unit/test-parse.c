@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "cmdline.h"
 #include "macro.h"
 #include "parse.h"
 #include "strv.h"
@@ -367,6 +368,39 @@ static void test_proc_devices(void) {
         CHECK_STR(buf, "loop");
 }
 
+/* isolcpus= as kernel/sched/isolation.c housekeeping_isolcpus_setup() reads it. */
+static void test_isolcpus(void) {
+        static const struct {
+                const char *value;
+                int r;
+                const char *cpus;
+                bool managed;
+        } cases[] = {
+                { "1-3", 0, "1-3", false },
+                { "domain,2,3", 0, "2-3", false },
+                { "managed_irq,domain,1", 0, "1", true },
+                { "nohz,managed_irq,0-1,5", 0, "0-1,5", true },
+                { "future_flag,4", 0, "4", false },     /* unknown flags are skipped (3662daf02350) */
+                { "bad!,1", -EINVAL, NULL, false },     /* another character: the kernel drops it */
+                { "managed_irq,", -EINVAL, NULL, false },
+                { "domain", -EINVAL, NULL, false },
+                { "", -EINVAL, NULL, false },
+                { "1-x", -EINVAL, NULL, false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                CpuSet s = {};
+                bool managed = !cases[i].managed;
+                int r = kernel_isolcpus_parse(cases[i].value, &s, &managed);
+                CHECK_INT_CASE(r, cases[i].r, "isolcpus=%s", cases[i].value);
+                if (r == 0) {
+                        _cleanup_free_ char *l = cpuset_format(&s);
+                        CHECK_STR(l, cases[i].cpus);
+                        CHECK_INT_CASE(managed, cases[i].managed, "isolcpus=%s", cases[i].value);
+                }
+                cpuset_done(&s);
+        }
+}
+
 int main(void) {
         test_parse_u64();
         test_parse_int();
@@ -377,6 +411,7 @@ int main(void) {
         test_string_table();
         test_in_set();
         test_keyval_list();
+        test_isolcpus();
         test_proc_devices();
         return tap_finish("test-parse");
 }
