@@ -10,8 +10,14 @@
  * than host_tagset_enable=0). b6e68ee82585 (5.12: run only the current CPU's hctx for
  * non-MQ-aware elevators) and QUEUE_FLAG_SQ_SCHED (4d337cebcb1c, 5.19) soften it, so by
  * default the parameter is proposed only on kernels older than 5.12.
+ *
+ * A driver built into the kernel (DiskFacts.driver_module, modules.builtin) reads its
+ * parameters only at boot, from "<module>.<param>=" on the kernel command line (kernel/params.c
+ * parse_args() over the built-in modules' __param section; modprobe.d is never read for it):
+ * its wishes become an explained proposal for the command line, never a modprobe.d option.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,6 +116,47 @@ static int host_tagset(const DiskFacts *f, const ClassPolicy *cp, Plan *plan) {
                             f->driver, maj, min, f->driver, f->root_disk ? ", rebuild the initramfs: the root filesystem is on this disk" : "");
 }
 
+/* Module names compare with dashes and underscores alike (kernel/params.c parameq()). */
+static bool module_eq(const char *a, const char *b) {
+        for (; *a && *b; a++, b++)
+                if (*a != *b && !((*a == '-' || *a == '_') && (*b == '-' || *b == '_')))
+                        return false;
+        return *a == *b;
+}
+
+/* The wishes for f's driver when it is built in: each one an explain line pointing to the kernel
+ * command line (what it has there now, and what the parameter reads), and no wish left. */
+static int builtin_wishes(const DiskFacts *f, Plan *plan) {
+        if (f->unknown[FACT_DRIVER_MODULE] || f->driver_module != DRIVER_MODULE_BUILTIN || !f->driver)
+                return 0;
+        for (size_t i = 0; i < plan->n_modules;) {
+                const ModuleWish *w = &plan->modules[i];
+                if (!module_eq(w->module, f->driver)) {
+                        i++;
+                        continue;
+                }
+                const Source *src = sources_find_module_param(f->sources, w->module, w->param);
+                const ModuleParamFacts *p = find_param(f, w->module, w->param);
+                char now[256], reads[160] = "";
+                if (src && src->tool == SOURCE_CMDLINE)
+                        snprintf(now, sizeof(now), "now %s.%s=%s there", w->module, w->param, strna(src->value));
+                else
+                        snprintf(now, sizeof(now), "%s", f->sources && f->sources->cmdline_text ? "not set there now" :
+                                 "the command line was not read");
+                if (p && p->value)
+                        snprintf(reads, sizeof(reads), "; the parameter reads %s", p->value);
+                int r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "module-builtin",
+                                     "module %s.%s=%s: %s is built into the kernel (%s) -> no modprobe.d option, a built-in "
+                                     "driver never reads one; put %s.%s=%s on the kernel command line (%s) for the next boot%s",
+                                     w->module, w->param, w->value, f->driver, strna(f->driver_module_source),
+                                     w->module, w->param, w->value, now, reads);
+                if (r < 0)
+                        return r;
+                plan_module_drop(plan, i);
+        }
+        return 0;
+}
+
 int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp, Plan *plan) {
         int r = host_tagset(f, cp, plan);
         if (r < 0)
@@ -129,5 +176,5 @@ int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const C
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return builtin_wishes(f, plan);
 }

@@ -404,6 +404,21 @@ int policy_owner_modules(const DiskFacts *f, const PolicyConfig *config, const P
                 ModuleWish *w = &plan->modules[i];
                 const Source *src = sources_find_module_param(f->sources, w->module, w->param);
                 DeferTo d = defer_to(config, o, &origin);
+                if (src && src->tool == SOURCE_CMDLINE && !(src->value && streq(src->value, w->value)) && !defers(d, src)) {
+                        /* modprobe passes the command line's options after modprobe.d's
+                         * (libkmod/libkmod-config.c kmod_config_new() parses /proc/cmdline last) and
+                         * kernel/params.c parse_args() keeps the last value: an option would lose */
+                        int r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "owner-cmdline-wins",
+                                             "module %s.%s: %s.%s=%s on the kernel command line -> no modprobe.d option "
+                                             "(%s DeferTo=%s): the command line's value wins when the module loads (modprobe "
+                                             "passes it after modprobe.d's); change it there for %s.%s=%s",
+                                             w->module, w->param, w->module, w->param, strna(src->value), origin,
+                                             defer_to_to_string(d), w->module, w->param, w->value);
+                        if (r < 0)
+                                return r;
+                        plan_module_drop(plan, i);
+                        continue;
+                }
                 if (!src || (src->value && streq(src->value, w->value)) || !defers(d, src)) {
                         i++;
                         continue;
@@ -416,11 +431,7 @@ int policy_owner_modules(const DiskFacts *f, const PolicyConfig *config, const P
                                      w->value, turn_around(d, src));
                 if (r < 0)
                         return r;
-                free(w->module);
-                free(w->param);
-                free(w->value);
-                memmove(w, w + 1, (plan->n_modules - i - 1) * sizeof(*w));
-                plan->n_modules--;
+                plan_module_drop(plan, i);
         }
         return 0;
 }

@@ -36,6 +36,8 @@ void nr_requests_limits(const DiskFacts *f, const char *elevator, uint64_t *ret_
 int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* "policy/<knob>" for an admin override, else "config [Device:<name>] <knob>". */
 static inline const char *override_label_buf(const PolicyOverrides *o, Knob k, char *buf, size_t size) {
@@ -73,6 +75,16 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
 
 /* Elevator tunables (policies/iosched.c): plan->iosched for the elevator the disk will run. 0 or -ENOMEM. */
 int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
+
+/* Remove plan->modules[i] (its strings freed, the rest moved down). Pure. */
+static inline void plan_module_drop(Plan *plan, size_t i) {
+        ModuleWish *w = &plan->modules[i];
+        free(w->module);
+        free(w->param);
+        free(w->value);
+        memmove(w, w + 1, (plan->n_modules - i - 1) * sizeof(*w));
+        plan->n_modules--;
+}
 
 /* Module parameters (policies/module-params.c). 0 or -ENOMEM. */
 int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp, Plan *plan);
