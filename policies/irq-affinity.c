@@ -55,6 +55,8 @@ int irq_affinity_target(const DiskFacts *f, const char *want, const IrqFacts *q,
                         return r;
                 cpus = &parsed;
         }
+        if (cpuset_count(cpus) == 0)
+                return IRQ_TARGET_NONE;         /* an hctx without CPUs (mq/N/cpu_list empty) */
         if (disk_facts_usable_cpus(f, cpus, &usable) < 0)
                 return -ENOMEM;
         IrqTarget t = cpuset_count(&usable) == 0 ? IRQ_TARGET_ISOLATED :

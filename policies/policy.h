@@ -426,7 +426,7 @@ int policy_explain_speed(const DiskFacts *f, const PolicyConfig *config, const S
 
 /* What irq_affinity_target() found for one queue vector. */
 typedef enum IrqTarget {
-        IRQ_TARGET_NONE,        /* nothing to place it on: "hctx" and the vector serves no hctx */
+        IRQ_TARGET_NONE,        /* nothing to place it on: "hctx" and the vector serves no hctx, or one without CPUs */
         IRQ_TARGET_CPUS,        /* *ret is the hctx's CPUs (or the cpulist asked for) */
         IRQ_TARGET_TRIMMED,     /* *ret is those CPUs without the isolated ones */
         IRQ_TARGET_ISOLATED,    /* every one of those CPUs is isolated: the vector is not placed */
