@@ -676,7 +676,7 @@ static int cmd_status(int argc, char **argv) {
                 free(version);
         } else {
                 /* Columns to the terminal's width (80 when not a terminal): when the widest row
-                 * does not fit, PLANNED goes first, then ROT, then HCTX, then OWNER, then SPEED (--wide
+                 * does not fit, PLANNED goes first, then ROT, then HCTX, then SPEED, then OWNER (--wide
                  * keeps them all). */
                 enum { C_DISK, C_CLASS, C_HCTX, C_ROT, C_SPEED, C_ELEV, C_PLAN, C_STATE, C_OWNER, C_REMOTE, _C_MAX };
                 static const char *const head[_C_MAX] = { "DISK", "CLASS", "HCTX", "ROT", "SPEED", "ELEVATOR", "PLANNED", "STATE",
@@ -700,7 +700,7 @@ static int cmd_status(int argc, char **argv) {
                 struct winsize ws;
                 if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
                         cols = ws.ws_col;
-                static const int drop[] = { C_PLAN, C_ROT, C_HCTX, C_OWNER, C_SPEED };
+                static const int drop[] = { C_PLAN, C_ROT, C_HCTX, C_SPEED, C_OWNER };
                 for (size_t d = 0; !arg_wide && d < sizeof(drop) / sizeof(drop[0]); d++) {
                         int total = 0;
                         for (int k = 0; k < _C_MAX; k++)
