@@ -4,7 +4,8 @@
 
     distro.py prepare --cache DIR [--kernel 6.1|6.12 ...]
     distro.py run --cache DIR --kernel 6.1|6.12 --scenario tests/vm/systemd/NAME.sh \
-                  --build BUILDDIR [--log FILE] [--timeout S] [-v]
+                  (--deb FILE [--deb-builder SCRIPT --source DIR] | --build BUILDDIR) \
+                  [--log FILE] [--timeout S] [-v]
     distro.py check-packages BINARY...
 
 The root file system is made from Debian packages with mmdebstrap (PACKAGES below), turned
@@ -12,7 +13,9 @@ into an ext4 image and cached (CACHE/distro/rootfs-KEY.img); every boot uses it 
 (QEMU snapshot=on), so a boot never changes the cache.  The kernel (Debian's 6.1 or 6.12
 package, fetched with `apt-get download`, never installed on the host) boots with a small
 busybox initramfs that loads virtio_blk and ext4, mounts the image, copies in the kernel's
-module subset, the `meson install` tree of BUILDDIR (DESTDIR) and the scenario, and
+module subset, the Debian package (--deb: /opt/vmtest/blkmqd.deb, which the scenario installs
+with apt; --deb-builder builds it first, tests/package/build-deb.sh) or the `meson install`
+tree of BUILDDIR (--build, DESTDIR), and the scenario, and
 switch_root's into /lib/systemd/systemd.  systemd-udevd, journald and the rest of a Debian
 boot run as on a real machine; vmtest.service runs the scenario after multi-user.target and
 reports over the serial console with the same markers as harness.py (docs/VM-HARNESS.md).
@@ -389,12 +392,20 @@ def run(args):
         c = H.Cpio()
         c.add_file("init", INIT.replace("@MODULES@", " ".join(INITRD_MODULES)).encode(), 0o755)
         dest = os.path.join(tmp, "dest")
-        if args.build:
+        if args.deb:
+            if args.deb_builder:
+                r = subprocess.run([args.deb_builder, args.source, args.deb], capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise RuntimeError("building the package failed: %s" % (r.stderr or r.stdout)[-2000:])
+                log((r.stdout or "").strip())
+            c.add_host_file(args.deb, "payload/opt/vmtest/blkmqd.deb")
+        elif args.build:
             meson_install(os.path.abspath(args.build), dest)
             add_tree(c, dest, "payload")
         env = {"VMTEST_SCENARIO": name, "VMTEST_FLAVOUR": "systemd",
                "VMTEST_KERNEL_SERIES": args.kernel, "BLKMQD_MOUNT": "/run/blkmqd",
-               "VMTEST_INSTALLED": "1" if args.build else ""}
+               "VMTEST_INSTALLED": "1" if args.build or args.deb else "",
+               "VMTEST_DEB": "/opt/vmtest/blkmqd.deb" if args.deb else ""}
         for kv in args.env:
             k, _, v = kv.partition("=")
             env[k] = v
@@ -565,6 +576,9 @@ def main():
     r.add_argument("--kernel", default=H.DEFAULT_KERNEL, choices=list(H.KERNELS))
     r.add_argument("--scenario", required=True)
     r.add_argument("--build", help="meson build directory: `meson install` into the image")
+    r.add_argument("--deb", help="the Debian package, put in the image as /opt/vmtest/blkmqd.deb (the scenario installs it)")
+    r.add_argument("--deb-builder", help="build --deb first with this script (tests/package/build-deb.sh SOURCE DEB)")
+    r.add_argument("--source", help="the source tree --deb-builder builds from")
     r.add_argument("--smp", type=int)
     r.add_argument("--mem", type=int)
     r.add_argument("--qemu-extra")

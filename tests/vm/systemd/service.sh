@@ -1,10 +1,12 @@
 #!/bin/sh
-# blkmqd as a user runs it: installed with `meson install`, started by systemd (PID 1) next
-# to systemd-udevd and journald, under the shipped unit's sandbox (units/blkmqd.service.in),
+# blkmqd as a user runs it: its Debian package installed with `apt install ./blkmqd.deb`
+# (built by tests/package/build-deb.sh with dpkg-buildpackage), which enables and starts it;
+# run by systemd (PID 1) next to systemd-udevd and journald, under the shipped unit's sandbox
+# (units/blkmqd.service.in); at the end a reinstall (the upgrade path) and `apt purge`,
 # with a Fedora-style 60-block-scheduler.rules (bfq for sd*) where a distribution ships it,
 # /usr/lib/udev/rules.d (a distribution default: blkmqd corrects it, with one warning; tuned,
 # the admin's choice, is tests/vm/systemd/owners.sh).
-# One boot for every service check (docs/VM-HARNESS.md, "Full-distro flavour").
+# One boot for every service and package check (docs/VM-HARNESS.md, "Full-distro flavour").
 # 59-vmtest-slow-sd.rules holds a scsi_debug disk's "add" in udev for 20 s before the
 # scheduler rule writes bfq, so that the last part (a disk appears while blkmqd is stopped,
 # blkmqd starts) has blkmqd's coldplug meet a disk udev has not finished.
@@ -28,6 +30,8 @@
 M=$BLKMQD_MOUNT
 UNIT=blkmqd.service
 DECISION=4857cd2c47454447b8702c80b5468310
+WRITE=fc294015e7e541848f4f80885a4f974e
+PROM=/var/lib/prometheus/node-exporter/blkmqd.prom
 note "kernel $(uname -r), $(nproc) CPUs, systemd $(systemctl --version | head -n1 | cut -d' ' -f2), uptime $(cut -d' ' -f1 /proc/uptime)s"
 
 prop() { systemctl show -P "$1" "$UNIT"; }
@@ -68,16 +72,10 @@ journal_has() {     # MESSAGE_ID FIELD=VALUE-REGEX...: one JSON record of the un
     [ -s /tmp/j.json ]
 }
 
-# ---- installed by meson install ----------------------------------------------------------
-assert_file "meson install: the daemon" /usr/sbin/blkmqd
-assert_file "meson install: blkmqctl" /usr/bin/blkmqctl
-assert_file "meson install: the unit" /lib/systemd/system/blkmqd.service
-assert_file "meson install: tmpfiles.d" /usr/lib/tmpfiles.d/blkmqd.conf
 assert_eq "systemd-udevd is running" active "$(systemctl is-active systemd-udevd.service)"
 assert_eq "journald is running" active "$(systemctl is-active systemd-journald.service)"
-# (the image has no man-db: its Documentation= man: links are the one expected complaint)
-v=$(systemd-analyze verify "$UNIT" 2>&1 | grep -v "Command 'man .*' failed") || true
-assert_eq "systemd-analyze verify $UNIT: no complaints" "" "$v"
+assert_file "the package is in the image" "$VMTEST_DEB"
+assert_eq "not installed before apt install" "" "$(dpkg-query -W -f='${Status}' blkmqd 2>/dev/null)"
 
 # multi-user.target does not wait for udev's coldplug (modules load, disks probe meanwhile)
 udevadm settle --timeout=60 || note "udevadm settle timed out"
@@ -98,13 +96,25 @@ done
 mkdir -p /etc/blkmqd/blkmqd.conf.d
 printf '[Speed]\nTrustRotational=virtio_blk virtio_scsi\n' >/etc/blkmqd/blkmqd.conf.d/00-vmtest-trust.conf
 
-# ---- systemctl enable --now: returns when the tree is complete ----------------------------
-if systemctl enable --now "$UNIT" 2>/tmp/enable.err; then pass "systemctl enable --now $UNIT"
-else fail "systemctl enable --now $UNIT" "$(tr '\n' '|' </tmp/enable.err)"; fi
-missing=$(tree_complete) && pass "right after start every disk has devices/<disk>/class ($(disks | tr '\n' ' '))" ||
-    fail "right after start every disk has devices/<disk>/class" "missing:$missing (READY=1 before the tree was complete)"
-assert_eq "unit active" active "$(systemctl is-active "$UNIT")"
-assert_eq "enabled" enabled "$(systemctl is-enabled "$UNIT")"
+# ---- apt install ./blkmqd.deb: enabled and started, returns when the tree is complete -------
+cd /opt/vmtest
+# (offline: every dependency is in the image, so apt has nothing to download)
+if DEBIAN_FRONTEND=noninteractive apt-get install -y ./blkmqd.deb >/tmp/apt.log 2>&1; then
+    pass "apt install ./blkmqd.deb"
+else fail "apt install ./blkmqd.deb" "$(tail -n 15 /tmp/apt.log | tr '\n' '|')"; fi
+cd /
+sed 's/^/# apt: /' /tmp/apt.log | tail -n 8
+missing=$(tree_complete) && pass "right after apt install every disk has devices/<disk>/class ($(disks | tr '\n' ' '))" ||
+    fail "right after apt install every disk has devices/<disk>/class" "missing:$missing (READY=1 before the tree was complete)"
+assert_eq "the package's postinst started the unit" active "$(systemctl is-active "$UNIT")"
+assert_eq "... and enabled it, like Debian's own daemons" enabled "$(systemctl is-enabled "$UNIT")"
+for f in /usr/sbin/blkmqd /usr/bin/blkmqctl /lib/systemd/system/blkmqd.service /usr/lib/tmpfiles.d/blkmqd.conf \
+         /usr/lib/systemd/catalog/blkmqd.catalog /etc/blkmqd/blkmqd.conf; do
+    assert_file "package: $f" "$f"
+done
+# (the image has no man-db: its Documentation= man: links are the one expected complaint)
+v=$(systemd-analyze verify "$UNIT" 2>&1 | grep -v "Command 'man .*' failed") || true
+assert_eq "systemd-analyze verify $UNIT: no complaints" "" "$v"
 PID=$(main_pid)
 journalctl -u "$UNIT" --no-pager -o cat | sed 's/^/# journal: /' | head -n 40
 
@@ -161,14 +171,28 @@ for d in $(disks); do
         fail "journal: a decision record for $d with DEVICE=$d, BLKMQD_CLASS=, BLKMQD_RULE=, MESSAGE_ID=$DECISION" \
             "$(journalctl -o json -u "$UNIT" --no-pager MESSAGE_ID=$DECISION | head -n 2 | cut -c1-600)"
     fi
+    # at the default level a disk costs one line unless blkmqd writes to it
+    n_info=$(journalctl -u "$UNIT" --no-pager -o cat -p info DEVICE="$d" | wc -l)
+    n_notice=$(journalctl -u "$UNIT" --no-pager -o cat -p notice DEVICE="$d" | wc -l)
+    note "journal: $d: $n_info line(s) at info and above, $n_notice at notice and above"
+    if [ "$n_notice" = 0 ]; then assert_eq "journal: $d, where nothing was written, costs one line" 1 "$n_info"; fi
 done
+# every write is one notice record saying what and from what to what; journalctl -x explains it
+if journal_has $WRITE 'PRIORITY=5' 'DEVICE=[a-z0-9]+' 'BLKMQD_KNOB=[a-z_.-]+' 'BLKMQD_OLD_VALUE=[^"]+' 'BLKMQD_NEW_VALUE=[^"]+'; then
+    pass "journal: a write record (MESSAGE_ID=$WRITE, notice) with DEVICE=, BLKMQD_KNOB=, BLKMQD_OLD_VALUE=, BLKMQD_NEW_VALUE="
+else fail "journal: a write record with DEVICE=, BLKMQD_KNOB=, old and new values at notice" \
+    "$(journalctl -o json -u "$UNIT" --no-pager MESSAGE_ID=$WRITE | head -n 2 | cut -c1-600)"; fi
+assert_match "journalctl -x explains the write record (the package's catalog)" 'Subject: blkmqd wrote [a-z_.-]+ of [a-z0-9]+' \
+    "$(journalctl -x -u "$UNIT" --no-pager MESSAGE_ID=$WRITE | head -n 20)"
+assert_match "journalctl -u blkmqd -p notice lists the writes" ': elevator [a-z-]+ -> [a-z-]+' \
+    "$(journalctl -u "$UNIT" --no-pager -o cat -p notice)"
 
 # ---- udev rules that also set the scheduler (item 5) -----------------------------------
 ROT=$(for d in sda sdb; do [ "$(cat /sys/block/$d/queue/rotational)" = 1 ] && echo $d; done | head -n 1)
 SSD=$(for d in sda sdb; do [ "$(cat /sys/block/$d/queue/rotational)" = 0 ] && echo $d; done | head -n 1)
 note "rotating: $ROT, non-rotating: $SSD (SCSI scan order varies)"
-# scheduler writes blkmqd logged for DISK (apply.c: "<disk>: elevator X -> Y")
-writes() { journalctl -u "$UNIT" --no-pager -o cat DEVICE="$1" | grep -cE ': elevator [^ ]+ -> ' || true; }
+# scheduler writes blkmqd logged for DISK (one record each, apply.c: "<disk>: elevator X -> Y (rule R)")
+writes() { journalctl -u "$UNIT" --no-pager -o cat DEVICE="$1" MESSAGE_ID=$WRITE BLKMQD_KNOB=elevator | grep -cE ': elevator [^ ]+ -> ' || true; }
 check_udev_disk() {     # DISK WHEN: blkmqd saw udev's bfq, says so, wrote at most once
     d=$1; w=$2
     expl=$(grep -E 'elevator=' "$M/devices/$d/explain" | grep -v 'rule config' | head -n 1)
@@ -177,11 +201,11 @@ check_udev_disk() {     # DISK WHEN: blkmqd saw udev's bfq, says so, wrote at mo
     # what udev set is bfq: either the elevator blkmqd found, or named as the one before its switch
     assert_match "$w: $d explain names the elevator udev set (bfq) and what the class wants" \
         '(elevator=bfq|\(bfq before blkmqd switched it\)).*(wanted=[a-z,-]+|any elevator is fine)' "$expl"
-    # blkmqd's very first evaluation of the disk already saw the rule's result (not a state
-    # udev was about to change: that evaluation would have been followed by a fight)
-    first=$(journalctl -u "$UNIT" --no-pager -o cat MESSAGE_ID=$DECISION DEVICE="$d" |
-        grep -E 'elevator=' | grep -v 'rule config' | head -n 1)
-    assert_match "$w: $d blkmqd's first evaluation saw udev's bfq" 'elevator=bfq' "$first"
+    # blkmqd's very first write to the disk's elevator, if any, was over the rule's result
+    # (not a state udev was about to change: that would have been followed by a fight)
+    first=$(journalctl -u "$UNIT" --no-pager -o json MESSAGE_ID=$WRITE DEVICE="$d" BLKMQD_KNOB=elevator | head -n 1)
+    [ -z "$first" ] || assert_match "$w: $d blkmqd's first elevator write was over udev's bfq (BLKMQD_OLD_VALUE=bfq)" \
+        '"BLKMQD_OLD_VALUE":"bfq"' "$first"
     assert_fail "$w: $d applied/elevator: no 'changed externally' (blkmqd did not race the rule)" \
         grep -q 'changed externally' "$M/devices/$d/applied/elevator"
     n=$(writes "$d")
@@ -386,3 +410,24 @@ assert_ok "systemctl stop" systemctl stop "$UNIT"
 assert_eq "stop: every original value back, again" "$BEFORE" "$(snapshot_values $DISKS)"
 journalctl -u "$UNIT" --no-pager -o short-monotonic | tail -n 25 | sed 's/^/# journal: /'
 
+# ---- the package: an upgrade over a running service, then apt purge ----------------------
+BEFORE_ALL=$(snapshot_values $(disks))
+assert_ok "systemctl start" systemctl start "$UNIT"
+wait_for_file "$PROM" 10 || true
+assert_file "the metrics file is in node_exporter's directory" "$PROM"
+# a reinstall runs the maintainer scripts of an upgrade: prerm upgrade, postinst configure (restart)
+pid0=$(main_pid)
+if dpkg -i "$VMTEST_DEB" >/tmp/dpkg.log 2>&1; then pass "dpkg -i over the running service (the upgrade path)"
+else fail "dpkg -i over the running service" "$(tail -n 10 /tmp/dpkg.log | tr '\n' '|')"; fi
+assert_eq "upgrade: the service runs again" active "$(systemctl is-active "$UNIT")"
+assert_ne "upgrade: restarted (a new main PID)" "$pid0" "$(main_pid)"
+missing=$(tree_complete) && pass "upgrade: every disk in the tree again" || fail "upgrade: every disk in the tree again" "missing:$missing"
+if DEBIAN_FRONTEND=noninteractive apt-get purge -y blkmqd >/tmp/apt.log 2>&1; then pass "apt purge blkmqd"
+else fail "apt purge blkmqd" "$(tail -n 10 /tmp/apt.log | tr '\n' '|')"; fi
+assert_ne "purge: the service is stopped" active "$(systemctl is-active "$UNIT" 2>/dev/null)"
+assert_eq "purge: every value blkmqd changed is back" "$BEFORE_ALL" "$(snapshot_values $(disks))"
+assert_fail "purge: $M is not mounted" is_mounted
+for f in /var/lib/blkmqd "$PROM" /usr/sbin/blkmqd /etc/blkmqd/blkmqd.conf /lib/systemd/system/blkmqd.service; do
+    assert_fail "purge: $f is gone" test -e "$f"
+done
+assert_eq "purge: dpkg knows no blkmqd" "" "$(dpkg-query -W -f='${Status}' blkmqd 2>/dev/null | grep -v not-installed)"
