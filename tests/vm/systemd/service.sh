@@ -157,6 +157,24 @@ if systemctl is-active -q prometheus-node-exporter.service ||
         "$(grep '^node_filesystem_[a-z_]*{.*mountpoint="'"$M"'"' /tmp/ne.txt)"
     assert_eq "node_exporter: no textfile scrape error" "node_textfile_scrape_error 0" \
         "$(grep '^node_textfile_scrape_error' /tmp/ne.txt)"
+    # node_exporter's scrape while blkmqd is frozen (SIGSTOP, the unit's WatchdogSec=30s far
+    # off): the metrics file is a regular file, so the scrape neither waits on blkmqd nor loses
+    # its series (through the FUSE tree it waited until the watchdog's kill, then failed:
+    # node_textfile_scrape_error 1, no blkmqd_*)
+    PID=$(main_pid)
+    kill -STOP "$PID"
+    t0=$(date +%s.%N)
+    rc=0; curl -sf --max-time 20 http://127.0.0.1:9100/metrics >/tmp/ne-stop.txt || rc=$?
+    t1=$(date +%s.%N)
+    st=$(awk '{ print $3 }' /proc/"$PID"/stat)
+    kill -CONT "$PID"
+    note "SIGSTOP: node_exporter answered in $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s (curl rc $rc)"
+    assert_eq "SIGSTOP: node_exporter's scrape answers (curl --max-time 20)" 0 "$rc"
+    assert_eq "SIGSTOP: ... while blkmqd is still stopped (state T, the same PID)" "T $PID" "$st $(main_pid)"
+    assert_match "SIGSTOP: ... with blkmqd's series from the metrics file" '^blkmqd_build_info' \
+        "$(grep '^blkmqd_build_info' /tmp/ne-stop.txt)"
+    assert_eq "SIGSTOP: ... and no textfile scrape error" "node_textfile_scrape_error 0" \
+        "$(grep '^node_textfile_scrape_error' /tmp/ne-stop.txt)"
 else
     fail "prometheus-node-exporter.service runs"
 fi
