@@ -1,16 +1,17 @@
 #!/bin/sh
 # Install the Debian 12 packages blkmqd needs.
-#   tools/install-deps.sh          build and run the daemon (with its man pages: scdoc)
+#   tools/install-deps.sh          build and run the daemon (with its man pages: scdoc) and
+#                                  build its Debian package (debhelper, dpkg-dev)
 #   tools/install-deps.sh --tests  also everything the test suites use
 set -eu
 
 RUN="meson ninja-build pkg-config gcc libc6-dev libudev-dev libfuse3-dev fuse3 libsystemd-dev libinih-dev
      clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev kmod util-linux scdoc
-     libnl-3-dev libnl-route-3-dev libnl-genl-3-dev"
+     libnl-3-dev libnl-route-3-dev libnl-genl-3-dev debhelper dpkg-dev"
 TESTS="dmsetup umockdev libumockdev-dev valgrind libclang-rt-14-dev fio inotify-tools ethtool iproute2
        qemu-system-x86 busybox-static cpio udev mmdebstrap e2fsprogs
        prometheus prometheus-node-exporter curl python3
-       debhelper dpkg-dev fakeroot lintian"
+       fakeroot lintian"
 
 pkgs="$RUN"
 [ "${1:-}" = "--tests" ] && pkgs="$RUN $TESTS"
