@@ -8,6 +8,7 @@
 #include "apply-net.h"
 #include "log.h"
 #include "macro.h"
+#include "net-align.h"
 #include "parse.h"
 #include "strv.h"
 
@@ -131,21 +132,24 @@ static int read_composite(HostFs *h, const Item *items, size_t n, char **ret, in
         return *ret ? 0 : -ENOMEM;
 }
 
-/* A job writing, for each item of target that differs from the same item of current, its value. */
-static int composite_job(const Device *d, Knob k, const Item *target, size_t n, const Item *current, WriteJob **ret) {
+/* A job writing, for each item of target that differs from the same item of current, its
+ * value; then the n_back items of back (originals put back: the plan no longer has them). */
+static int composite_job(const Device *d, Knob k, const Item *target, size_t n, const Item *current,
+                         const Item *back, size_t n_back, WriteJob **ret) {
         _cleanup_(write_job_freep) WriteJob *j = write_job_new(d->name);
         if (!j)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                if (current && cpulists_equal(target[i].cpus, current[i].cpus))
+        for (size_t i = 0; i < n + n_back; i++) {
+                const Item *it = i < n ? &target[i] : &back[i - n];
+                if (i < n && current && cpulists_equal(target[i].cpus, current[i].cpus))
                         continue;
                 _cleanup_free_ char *v = NULL;
-                int r = item_value(&target[i], target[i].cpus, &v);
+                int r = item_value(it, it->cpus, &v);
                 if (r < 0)
                         return r;
-                if (write_job_add(j, target[i].kind, target[i].path, v, true) < 0)
+                if (write_job_add(j, it->kind, it->path, v, true) < 0)
                         return -ENOMEM;
-                log_device_debug(d->name, "Writing \"%s\" to \"%s\"", v, target[i].path);
+                log_device_debug(d->name, "Writing \"%s\" to \"%s\"%s", v, it->path, i < n ? "" : " (put back: no longer planned)");
         }
         j->stop_on_error = false;
         j->tag = k;
@@ -176,6 +180,114 @@ static char *items_join(const Item *items, size_t n, const bool *keep) {
         return s;
 }
 
+/* a->original with the items of its own for which keep[] is set (NULL when none). */
+static int originals_keep(Applied *a, const Item *orig, size_t n_orig, const bool *keep) {
+        bool any = false;
+        for (size_t i = 0; i < n_orig; i++)
+                any = any || keep[i];
+        _cleanup_free_ char *kept = any ? items_join(orig, n_orig, keep) : NULL;
+        if (any && !kept)
+                return -ENOMEM;
+        free(a->original);
+        a->original = TAKE_PTR(kept);
+        return 0;
+}
+
+/*
+ * The plan of knob k changed from a->value to wanted (items, n). Per item of the original: the
+ * kernel's value is not what blkmqd left there (a->value's item): someone else's now (a
+ * driver placing its queues again after ethtool -L), dropped and said once; the plan no
+ * longer has it and it is still blkmqd's: put back now (ret_back, dropped from the original
+ * as the job is made). Returns 0 or -ENOMEM.
+ */
+static int rebase_originals(HostFs *h, Device *d, Knob k, const Item *items, size_t n, Item **ret_back, size_t *ret_n_back) {
+        Applied *a = &d->applied[k];
+        _cleanup_free_ Item *orig = NULL, *mine = NULL, *back = NULL;
+        _cleanup_free_ bool *keep = NULL;
+        _cleanup_free_ char *theirs = NULL;
+        size_t n_orig = 0, n_mine = 0, n_back = 0;
+
+        if (items_parse(k, a->original, &orig, &n_orig) < 0) {
+                a->original = mfree_str(a->original);
+                return 0;
+        }
+        if (items_parse(k, a->value, &mine, &n_mine) < 0)
+                n_mine = 0;
+        keep = calloc(n_orig + 1, sizeof(bool));
+        back = calloc(n_orig + 1, sizeof(Item));
+        if (!keep || !back)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_orig; i++) {
+                _cleanup_free_ char *cur = NULL;
+                const char *m = items_find(mine, n_mine, orig[i].id);
+                keep[i] = true;
+                if (item_read(h, &orig[i], &cur) < 0)
+                        continue;       /* unreadable (a vector or queue gone): left as it is */
+                if (m && !cpulists_equal(cur, m)) {
+                        char *t;
+                        if (asprintf(&t, "%s%s%s at %s", strempty(theirs), theirs ? ", " : "", orig[i].id, *cur ? cur : "none") < 0)
+                                return -ENOMEM;
+                        free(theirs);
+                        theirs = t;
+                        keep[i] = false;
+                } else if (!items_find(items, n, orig[i].id)) {
+                        keep[i] = false;
+                        if (!cpulists_equal(cur, orig[i].cpus))
+                                back[n_back++] = orig[i];
+                }
+        }
+        if (theirs)
+                log_device_full(LOG_NOTICE, 0, d->name, NULL, NULL, "%s changed externally since blkmqd wrote it, no longer "
+                                "blkmqd's to put back: %s", knob_to_string(k), theirs);
+        int r = originals_keep(a, orig, n_orig, keep);
+        if (r < 0)
+                return r;
+        *ret_back = TAKE_PTR(back);
+        *ret_n_back = n_back;
+        return 0;
+}
+
+/* Record as original the current value (cur[i]) of every item of items that will be written
+ * (differs) and has no original yet. Returns 0 or -ENOMEM. */
+static int originals_add(Applied *a, Knob k, const Item *items, const Item *cur, size_t n) {
+        _cleanup_free_ Item *orig = NULL;
+        size_t n_orig = 0;
+        char *s = a->original ? strdup(a->original) : strdup("");
+
+        if (!s)
+                return -ENOMEM;
+        if (a->original && items_parse(k, a->original, &orig, &n_orig) < 0)
+                n_orig = 0;
+        for (size_t i = 0; i < n; i++) {
+                char *t;
+                if (cpulists_equal(items[i].cpus, cur[i].cpus) || items_find(orig, n_orig, items[i].id))
+                        continue;
+                if (asprintf(&t, "%s%s%s:%s", s, *s ? " " : "", items[i].id, cur[i].cpus) < 0) {
+                        free(s);
+                        return -ENOMEM;
+                }
+                free(s);
+                s = t;
+        }
+        free(a->original);
+        a->original = *s ? s : (free(s), NULL);
+        return 0;
+}
+
+/* "4 I/O queues: default 2, read 2, poll 0": the controller's I/O queues and, with several
+ * maps, the hctx of each map as the plan counted them. NULL on ENOMEM. */
+static char *in_use(const Device *d, const NetFacts *n) {
+        char *s = NULL;
+        size_t n_maps = 0;
+        for (HctxType t = 0; d->plan.net_maps_known && t < _HCTX_TYPE_MAX; t++)
+                n_maps += d->plan.net_map_hctx[t] > 0;
+        int r = n_maps <= 1 ? asprintf(&s, "%lld I/O queues", (long long) n->nr_io_queues) :
+                asprintf(&s, "%lld I/O queues: default %zu, read %zu, poll %zu", (long long) n->nr_io_queues,
+                         d->plan.net_map_hctx[HCTX_TYPE_DEFAULT], d->plan.net_map_hctx[HCTX_TYPE_READ],
+                         d->plan.net_map_hctx[HCTX_TYPE_POLL]);
+        return r < 0 ? NULL : s;
+}
+
 static int propose_nr_io_queues(Device *d, const ApplyOptions *o) {
         Applied *a = &d->applied[KNOB_NR_IO_QUEUES];
         const char *wanted = d->plan.manage ? d->plan.nr_io_queues : NULL;
@@ -188,18 +300,24 @@ static int propose_nr_io_queues(Device *d, const ApplyOptions *o) {
         }
         if (o->verify_only)
                 return 0;
+        _cleanup_free_ char *cli = net_align_cli_options(wanted), *now = in_use(d, n), *instead = NULL;
+        if (!cli || !now)
+                return -ENOMEM;
+        if (d->plan.net_action == NET_ACTION_NIC_CHANNELS &&
+            asprintf(&instead, "; recommended instead (network/recommended): ethtool -L %s combined %u, no reconnect",
+                     n->nic ? n->nic->ifname : "?", d->plan.net_channels) < 0)
+                return -ENOMEM;
         bool changed = !streq_ptr(a->value, wanted) || a->state != (o->dry_run ? APPLY_DRY_RUN : APPLY_PENDING_RECONNECT);
         free_and_strdup(&a->value, wanted);
         if (changed)
-                log_device_info(d->name, "%snr_io_queues %s for the next connect of %s (now %lld I/O queues): pending-reconnect; "
-                                "a live controller is never disconnected", o->dry_run ? "dry-run: would propose " : "",
-                                wanted, strna(n->controller), (long long) n->nr_io_queues);
+                log_device_info(d->name, "%s%s for the next connect of %s (now %s): pending-reconnect; "
+                                "a live controller is never disconnected%s", o->dry_run ? "dry-run: would propose " : "",
+                                wanted, strna(n->controller), now, strempty(instead));
         applied_set(a, o->dry_run ? APPLY_DRY_RUN : APPLY_PENDING_RECONNECT, 0,
-                  "%snr_io_queues=%s at the next connect of %s (now %lld I/O queues): nvme connect -t %s -a %s -s %s "
-                  "--nr-io-queues=%s, or \"nr-io-queues\" for this port in nvme-cli's /etc/nvme/config.json; "
-                  "blkmqd never disconnects a live controller",
-                  o->dry_run ? "would propose " : "", wanted, strna(n->controller), (long long) n->nr_io_queues,
-                  strna(n->transport), strna(n->traddr), strna(n->trsvcid), wanted);
+                  "%s%s at the next connect of %s (now %s): nvme connect -t %s -a %s -s %s %s, or the same keys "
+                  "(\"%s\") for this port in nvme-cli's /etc/nvme/config.json; blkmqd never disconnects a live controller%s",
+                  o->dry_run ? "would propose " : "", wanted, strna(n->controller), now,
+                  strna(n->transport), strna(n->traddr), strna(n->trsvcid), cli, wanted, strempty(instead));
         return 0;
 }
 
@@ -275,44 +393,61 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                 size_t n_orig = 0;
                 if (a->original && items_parse(k, a->original, &orig, &n_orig) >= 0) {
                         _cleanup_free_ bool *keep = calloc(n_orig + 1, sizeof(bool));
-                        bool any = false;
                         if (!keep)
                                 return -ENOMEM;
                         for (size_t i = 0; i < n_orig; i++) {
                                 const char *c = items_find(cur_items, n_cur, orig[i].id), *w = items_find(items, n, orig[i].id);
                                 keep[i] = c && w && cpulists_equal(c, w);
-                                any = any || keep[i];
                         }
-                        _cleanup_free_ char *kept = any ? items_join(orig, n_orig, keep) : NULL;
-                        if (any && !kept)
-                                return -ENOMEM;
-                        free(a->original);
-                        a->original = TAKE_PTR(kept);
+                        r = originals_keep(a, orig, n_orig, keep);
+                        if (r < 0)
+                                return r;
                 } else
                         a->original = mfree_str(a->original);
                 return transition || !streq_ptr(was, a->original);
         }
         if (o->verify_only && !(a->state == APPLY_EXTERNAL && same))
                 return 0;       /* a value back where blkmqd wants it: said now (as in apply.c) */
-        if (same) {
+
+        /* the plan changed since blkmqd acted (the NIC's facts changed: channels, a bond's
+         * failover): the originals of items someone else changed since are theirs, and items the
+         * plan no longer has are put back now */
+        _cleanup_free_ Item *back = NULL;
+        size_t n_back = 0;
+        bool rebased = false;
+        if (!o->dry_run && a->original && a->value && !streq(a->value, wanted)) {
+                _cleanup_free_ char *before = strdup(a->original);
+                if (!before)
+                        return -ENOMEM;
+                r = rebase_originals(h, d, k, items, n, &back, &n_back);
+                if (r < 0)
+                        return r;
+                rebased = !streq_ptr(before, a->original);
+        }
+        if (same && n_back == 0) {
                 bool dropped = a->original && streq(a->original, wanted);
                 if (dropped)
                         a->original = mfree_str(a->original);
                 applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
                 free_and_strdup(&a->value, wanted);
-                return dropped;
+                return dropped || rebased;      /* the originals changed: stored */
         }
         if (o->dry_run) {
                 apply_dry_run(d, a, knob, current, wanted);
                 return 0;
         }
-        if (!a->original) {
-                if (free_and_strdup(&a->original, current) < 0)
-                        return -ENOMEM;
-                d->run.knob_new_original = true;
-        }
+        /* the original of every item about to be written that has none yet: its value now */
+        d->run.knob_new_original = !a->original;
+        r = originals_add(a, k, items, cur_items, n);
+        if (r < 0)
+                return r;
         free_and_strdup(&a->value, wanted);
-        return composite_job(d, k, items, n, cur_items, ret_job);
+        r = composite_job(d, k, items, n, cur_items, back, n_back, ret_job);
+        if (r >= 0 && !*ret_job) {      /* only restores that were already in place */
+                applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                return 1;
+        }
+        return r;
 }
 
 /*
@@ -387,7 +522,7 @@ int apply_net_restore_decide(HostFs *h, Device *d, Knob k, WriteJob **ret_job) {
         r = items_parse(k, a->original, &back, &n_back);
         if (r < 0)
                 return r;
-        r = composite_job(d, k, back, n_back, NULL, ret_job);
+        r = composite_job(d, k, back, n_back, NULL, NULL, 0, ret_job);
         if (r >= 0 && *ret_job)
                 (*ret_job)->tag |= 0x100;       /* TAG_RESTORE of apply/apply.c */
         return r;

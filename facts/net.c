@@ -122,8 +122,11 @@ static int gather_nvme(HostFs *h, NetFacts *n, const char *ctrl) {
         snprintf(path, sizeof(path), "%s/queue_count", ctrl);
         r = hostfs_read_u64(h, HOSTFS_SYSFS, path, &qc);
         if (r >= 0 && qc >= 1)
-                n->nr_io_queues = (int64_t) qc - 1;     /* the admin queue is one of them */
-        else if (net_facts_set_unknown(n, NET_FACT_NR_IO_QUEUES, "%s: %s", path, r < 0 ? errno_what(r) : "0") < 0)
+                /* the admin queue is one of them; each I/O queue is a connection of its own
+                 * (drivers/nvme/host/tcp.c nvme_tcp_alloc_queue(): a socket per queue) */
+                n->nr_io_queues = n->connections = (int64_t) qc - 1;
+        else if (net_facts_set_unknown(n, NET_FACT_NR_IO_QUEUES, "%s: %s", path, r < 0 ? errno_what(r) : "0") < 0 ||
+                 net_facts_set_unknown(n, NET_FACT_CONNECTIONS, "%s: %s", path, r < 0 ? errno_what(r) : "0") < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -148,18 +151,40 @@ static int gather_iscsi(HostFs *h, NetFacts *n, const char *session) {
                 return -ENOMEM;
         if (net_facts_set_unknown(n, NET_FACT_SRC_ADDR, "not exported for iSCSI connections") < 0 ||
             net_facts_set_unknown(n, NET_FACT_HOST_IFACE, "none known (iscsi_host netdev is for offload HBAs)") < 0 ||
-            net_facts_set_unknown(n, NET_FACT_NR_IO_QUEUES, "not applicable: an iSCSI session is one TCP connection") < 0)
+            net_facts_set_unknown(n, NET_FACT_NR_IO_QUEUES, "not applicable: an iSCSI session sends every command on its "
+                                  "leading connection (drivers/scsi/libiscsi.c iscsi_queuecommand())") < 0)
                 return -ENOMEM;
+        /* the session's connections: class/iscsi_connection/connection<sid>:<cid> */
+        _cleanup_strv_free_ char **conns = NULL;
+        char prefix[32];
+        snprintf(prefix, sizeof(prefix), "connection%u:", sid);
+        r = hostfs_list(h, HOSTFS_SYSFS, "class/iscsi_connection", &conns);
+        if (r == -ENOMEM)
+                return r;
+        n->connections = 0;
+        STRV_FOREACH(c, conns)
+                n->connections += !!startswith(*c, prefix);
+        if (r < 0 || n->connections == 0) {
+                n->connections = -1;
+                return net_facts_set_unknown(n, NET_FACT_CONNECTIONS, "class/iscsi_connection lists no %s*", prefix);
+        }
         return 0;
 }
 
-static int gather_nbd(NetFacts *n, const char *name) {
-        if (!(n->controller = strdup(name)))
+/* NBD: one connection per hctx, hctx i sends on connection i (drivers/block/nbd.c:
+ * nbd_start_device() sets nr_hw_queues to num_connections, nbd_queue_rq() sends on
+ * socks[hctx->queue_num]); the kernel exports no socket address. */
+static int gather_nbd(NetFacts *n, const DiskFacts *f) {
+        if (!(n->controller = strdup(f->name)))
                 return -ENOMEM;
-        for (NetFact f = NET_FACT_TRADDR; f <= NET_FACT_NR_IO_QUEUES; f++)
-                if (net_facts_set_unknown(n, f, "the kernel exports no socket address for NBD (drivers/block/nbd.c: "
+        for (NetFact x = NET_FACT_TRADDR; x <= NET_FACT_NR_IO_QUEUES; x++)
+                if (net_facts_set_unknown(n, x, "the kernel exports no socket address for NBD (drivers/block/nbd.c: "
                                           "user space hands it connected sockets)") < 0)
                         return -ENOMEM;
+        if (f->has_mq && f->n_hctx > 0)
+                n->connections = (int64_t) f->n_hctx;
+        else if (net_facts_set_unknown(n, NET_FACT_CONNECTIONS, "no blk-mq queue: not connected") < 0)
+                return -ENOMEM;
         return 0;
 }
 
@@ -170,12 +195,72 @@ static const NetLink *link_by_index(const NetLink *l, size_t n, int ifindex) {
         return NULL;
 }
 
+/* The first word of class/net/<bond>/bonding/<attr> ("active-backup 1" -> "active-backup"),
+ * NULL when unreadable or empty. */
+static char *bond_attr(HostFs *h, const char *bond, const char *attr) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "class/net/%s/bonding/%s", bond, attr);
+        _cleanup_free_ char *s = read_line(h, path, NULL);
+        if (!s || !*s)
+                return NULL;
+        return strndup(s, strcspn(s, " "));
+}
+
+/*
+ * The port of bond link b (with ports, "eth0 eth2") that carries the disk's flow: the active
+ * port in active-backup mode (drivers/net/bonding: only the active slave transmits and
+ * receives, bond_sysfs.c active_slave); NULL with *ret_why in every other mode, where each
+ * flow's port is the transmit hash's (xmit_hash_policy: balance-xor, 802.3ad, balance-tlb)
+ * or no single one (balance-rr, broadcast, balance-alb's receive balancing). Records the mode,
+ * hash policy and active port in n.
+ */
+static const NetLink *bond_port(HostFs *h, const NetLink *l, size_t nl, const NetLink *b, const char *ports, size_t n_ports,
+                                NetFacts *n, char **ret_why) {
+        free(n->bond);
+        free(n->bond_ports);
+        n->bond = strdup(b->ifname);
+        n->bond_ports = strdup(strempty(ports));
+        free(n->bond_mode);
+        n->bond_mode = bond_attr(h, b->ifname, "mode");
+        if (!n->bond || !n->bond_ports)
+                return NULL;
+        if (!n->bond_mode) {
+                (void) asprintf(ret_why, "%s is a bond with %zu ports (%s) whose mode is unreadable (class/net/%s/bonding/mode)",
+                                b->ifname, n_ports, ports, b->ifname);
+                return NULL;
+        }
+        if (streq(n->bond_mode, "active-backup")) {
+                free(n->bond_active);
+                n->bond_active = bond_attr(h, b->ifname, "active_slave");
+                for (size_t i = 0; n->bond_active && i < nl; i++)
+                        if (l[i].master == b->ifindex && streq(l[i].ifname, n->bond_active))
+                                return &l[i];
+                (void) asprintf(ret_why, "%s is an active-backup bond with %zu ports (%s) and %s", b->ifname, n_ports, ports,
+                                n->bond_active ? "an active port that is none of them" : "no active port (bonding/active_slave empty)");
+                return NULL;
+        }
+        bool hashed = streq(n->bond_mode, "balance-xor") || streq(n->bond_mode, "802.3ad") || streq(n->bond_mode, "balance-tlb");
+        if (hashed) {
+                free(n->bond_hash);
+                n->bond_hash = bond_attr(h, b->ifname, "xmit_hash_policy");
+        }
+        (void) asprintf(ret_why, "%s is a bond in mode %s%s%s%s with %zu ports (%s): %s", b->ifname, n->bond_mode,
+                        hashed ? " (xmit_hash_policy " : "", hashed ? strna(n->bond_hash) : "", hashed ? ")" : "", n_ports, ports,
+                        hashed ? "each flow leaves by the port its hash picks, which blkmqd does not compute" :
+                        streq(n->bond_mode, "balance-rr") ? "the packets of a flow take the ports in turn" :
+                        streq(n->bond_mode, "broadcast") ? "every packet leaves by every port" :
+                        "which port carries a flow is the bond's choice");
+        return NULL;
+}
+
 /*
  * Walk from the egress interface down to the device that has the queues: a VLAN/macvlan/ipvlan
- * to its IFLA_LINK, a bond/team/bridge to its only port (IFLA_MASTER pointing at it). Returns the
- * lower link (into l) and the chain "eth1.100 -> eth1", or NULL with *ret_why.
+ * to its IFLA_LINK, a bond to its only port or its active port (active-backup), a team or
+ * bridge to its only port (IFLA_MASTER pointing at it). Returns the lower link (into l) and
+ * the chain "eth1.100 -> eth1", or NULL with *ret_why. A bond on the way is recorded in n.
  */
-static const NetLink *lower_of(const NetLink *l, size_t n, const NetLink *top, char **ret_chain, char **ret_why) {
+static const NetLink *lower_of(HostFs *h, const NetLink *l, size_t n, const NetLink *top, NetFacts *nf, char **ret_chain,
+                               char **ret_why) {
         const NetLink *cur = top;
         _cleanup_free_ char *chain = strdup(top->ifname);
 
@@ -204,9 +289,22 @@ static const NetLink *lower_of(const NetLink *l, size_t n, const NetLink *top, c
                                         ports = p;
                                         n_ports++;
                                 }
-                        if (n_ports != 1) {
-                                (void) asprintf(ret_why, "%s is a %s with %zu ports (%s): which one carries the flow depends on "
-                                                "its mode and hashing", cur->ifname, cur->kind, n_ports, strna(ports));
+                        if (streq(cur->kind, "bond") && n_ports > 0) {
+                                /* a one-port bond has that port whatever its mode; the mode is recorded */
+                                _cleanup_free_ char *bond_why = NULL;
+                                const NetLink *p = bond_port(h, l, n, cur, ports, n_ports, nf, &bond_why);
+                                if (n_ports > 1 && !p) {
+                                        *ret_why = TAKE_PTR(bond_why);
+                                        return NULL;
+                                }
+                                if (n_ports > 1)
+                                        next = p;
+                        }
+                        if (!next || n_ports == 0 || (n_ports > 1 && !streq(cur->kind, "bond"))) {
+                                (void) asprintf(ret_why, "%s is a %s with %zu ports (%s): which one carries the flow depends "
+                                                "on %s", cur->ifname, cur->kind, n_ports, strna(ports),
+                                                streq(cur->kind, "team") ? "its runner (teamd)" :
+                                                streq(cur->kind, "bridge") ? "its forwarding database" : "its mode");
                                 return NULL;
                         }
                 } else
@@ -403,7 +501,11 @@ static int gather_path(HostFs *h, NetFacts *n, const char *release, bool debugfs
                 return net_facts_set_all_unknown(n, "link list (RTM_GETLINK) failed") < 0 ? -ENOMEM : 0;
         const NetLink *top = link_by_index(links, n_links, n->ifindex);
         _cleanup_free_ char *why = NULL;
-        const NetLink *lower = top ? lower_of(links, n_links, top, &n->lower_chain, &why) : NULL;
+        const NetLink *lower = top ? lower_of(h, links, n_links, top, n, &n->lower_chain, &why) : NULL;
+        if (!n->bond && net_facts_set_unknown(n, NET_FACT_BOND, "none: the route's interface is no bond and sits on none") < 0) {
+                net_links_free(links, n_links);
+                return -ENOMEM;
+        }
         if (!lower) {
                 r = net_facts_set_all_unknown(n, why ?: "the egress interface is not in the link list");
                 net_links_free(links, n_links);
@@ -437,7 +539,7 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
         } else if (!devpath && startswith(f->name, "nbd")) {
                 if (!(n = f->net = net_facts_new("nbd")))
                         return -ENOMEM;
-                r = gather_nbd(n, f->name);
+                r = gather_nbd(n, f);
         } else
                 return 0;
         if (r < 0)
@@ -445,6 +547,14 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
 
         if (!hostfs_net_available(h, &why))
                 return (n->unavailable = strdup(why)) ? 0 : -ENOMEM;
+        if (!n->traddr && streq(n->transport, "nbd")) {
+                _cleanup_free_ char *missing = NULL;
+                if (asprintf(&missing, "the kernel exports no socket address for NBD, so which NIC its %lld connection(s) leave "
+                             "by is unknown (hctx i sends on connection i, drivers/block/nbd.c nbd_queue_rq())",
+                             (long long) n->connections) < 0)
+                        return -ENOMEM;
+                return net_facts_set_all_unknown(n, missing);
+        }
         if (!n->traddr)
                 return net_facts_set_all_unknown(n, "the target address is unknown");
         /* the alignment compares every hctx's cpu_list with the NIC's queues */
@@ -452,6 +562,25 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
         if (r < 0)
                 return r;
         return gather_path(h, n, f->kernel_release, debugfs, cache);
+}
+
+int net_recheck(HostFs *h, const DiskFacts *f, GatherCache *cache) {
+        const NetFacts *old = f->net;
+        if (!old || old->unavailable || !old->traddr)
+                return 0;       /* nothing the network side can change (no route to follow) */
+        NetFacts *fresh = net_facts_new(old->transport);
+        if (!fresh || !(fresh->traddr = strdup(old->traddr)) || (old->host_iface && !(fresh->host_iface = strdup(old->host_iface)))) {
+                net_facts_free(fresh);
+                return -ENOMEM;
+        }
+        int r = gather_path(h, fresh, f->kernel_release, hostfs_debugfs_available(h, NULL), cache);
+        _cleanup_free_ char *a = r >= 0 ? net_facts_signature(old) : NULL, *b = r >= 0 ? net_facts_signature(fresh) : NULL;
+        net_facts_free(fresh);
+        if (r < 0)
+                return r;
+        if (!a || !b)
+                return -ENOMEM;
+        return !streq(a, b);
 }
 
 int net_refresh(HostFs *h, DiskFacts *f) {

@@ -51,6 +51,15 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
 int net_arbitrate(const Registry *reg, const Device *d, Plan *plan);
 
 /*
+ * Has the network side of f changed since its facts were gathered? The route, the links below
+ * it (a bond's active port, a link gone), the NIC's channels, queues, vectors and their
+ * affinity, XPS are read again (as net_gather() does) and compared with f->net
+ * (net_facts_signature()). Returns 1 changed, 0 the same (also for a disk without a route to
+ * follow), or -ENOMEM.
+ */
+int net_recheck(HostFs *h, const DiskFacts *f, GatherCache *cache);
+
+/*
  * Read again what a blkmqd write can change: the NIC vectors' smp_affinity_list and the
  * XPS masks of f->net->nic. Returns 1 when something changed, 0, or -ENOMEM.
  */

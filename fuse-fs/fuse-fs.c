@@ -1427,7 +1427,9 @@ static int build_network(FuseFs *fs, Node *dev, const Device *d) {
         for (NetFact f = 0; f < _NET_FACT_MAX; f++)
                 if (!node_new_static(fs, dir, NODE_NETWORK_ATTR, net_fact_to_string(f), d->name, f, 0))
                         return -ENOMEM;
-        return node_new_static(fs, dir, NODE_NETWORK_ATTR, FUSE_FS_ALIGNMENT, d->name, _NET_FACT_MAX, 0) ? 0 : -ENOMEM;
+        return node_new_static(fs, dir, NODE_NETWORK_ATTR, FUSE_FS_ALIGNMENT, d->name, NET_FILE_ALIGNMENT, 0) &&
+               node_new_static(fs, dir, NODE_NETWORK_ATTR, FUSE_FS_NET_MAPS, d->name, NET_FILE_MAPS, 0) &&
+               node_new_static(fs, dir, NODE_NETWORK_ATTR, FUSE_FS_RECOMMENDED, d->name, NET_FILE_RECOMMENDED, 0) ? 0 : -ENOMEM;
 }
 
 /* plan/iosched, applied/iosched and policy/iosched/<elevator>/<tunable> for every tunable blkmqd knows. */

@@ -13,9 +13,17 @@ int render_network(const FuseFsContext *ctx, const Node *n, char **ret) {
         const Device *d = registry_get(ctx->registry, n->device);
         if (!d || !d->facts || !d->facts->net)
                 return -ENOENT;
-        if (n->arg == _NET_FACT_MAX) {
-                const char *a = d->plan.net_alignment;
-                return asprintf(ret, "%s\n", a ?: "unknown: not evaluated yet") < 0 ? -ENOMEM : 0;
+        if (n->arg >= _NET_FACT_MAX) {
+                const Plan *p = &d->plan;
+                const char *v = n->arg == NET_FILE_ALIGNMENT ? p->net_alignment : n->arg == NET_FILE_MAPS ? p->net_maps :
+                                n->arg == NET_FILE_RECOMMENDED ? p->net_recommended : NULL;
+                if (n->arg >= _NET_FILE_MAX)
+                        return -ENOENT;
+                /* maps and recommended come with a NIC's alignment; before or without one, why not */
+                if (!v && p->net_alignment && n->arg != NET_FILE_ALIGNMENT)
+                        return asprintf(ret, "%s%s\n", n->arg == NET_FILE_RECOMMENDED ? "none: alignment " : "",
+                                        p->net_alignment) < 0 ? -ENOMEM : 0;
+                return asprintf(ret, "%s\n", v ?: "unknown: not evaluated yet") < 0 ? -ENOMEM : 0;
         }
         return net_facts_render(d->facts->net, n->arg, ret);
 }
@@ -93,6 +101,38 @@ void render_net_metrics(FILE *f, const Registry *reg, void (*family)(FILE *, con
                 put_label(f, "device", d->name, true);
                 put_label(f, "controller", n->controller ?: "", false);
                 fprintf(f, "} %lld\n", (long long) n->nr_io_queues);
+        }
+        any = false;
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const Device *d = reg->devices[i];
+                const NetFacts *n = d->facts ? d->facts->net : NULL;
+                if (!n || !d->plan.net_maps_known)
+                        continue;
+                if (!any)
+                        family(f, "blkmqd_net_queue_map_hctx", "gauge",
+                               "hctx of a network disk in each queue map (map: default, read, poll), as the alignment counts them");
+                any = true;
+                for (HctxType t = 0; t < _HCTX_TYPE_MAX; t++) {
+                        fputs("blkmqd_net_queue_map_hctx{", f);
+                        put_label(f, "device", d->name, true);
+                        put_label(f, "map", hctx_type_to_string(t), false);
+                        fprintf(f, "} %zu\n", d->plan.net_map_hctx[t]);
+                }
+        }
+        any = false;
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const Device *d = reg->devices[i];
+                const NetFacts *n = d->facts ? d->facts->net : NULL;
+                if (!n || !d->plan.net_recommended)
+                        continue;
+                if (!any)
+                        family(f, "blkmqd_net_recommended_action", "gauge",
+                               "1 per network disk: what blkmqd recommends for its queue counts (action: none, nic-channels, reconnect)");
+                any = true;
+                fputs("blkmqd_net_recommended_action{", f);
+                put_label(f, "device", d->name, true);
+                put_label(f, "action", net_action_to_string(d->plan.net_action), false);
+                fputs("} 1\n", f);
         }
         /* per NIC, once (the first disk's facts) */
         any = false;

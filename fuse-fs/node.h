@@ -34,6 +34,8 @@
 #define FUSE_FS_NETWORK   "network"
 #define FUSE_FS_NICS      "nics"
 #define FUSE_FS_ALIGNMENT "alignment"
+#define FUSE_FS_NET_MAPS  "maps"
+#define FUSE_FS_RECOMMENDED "recommended"
 #define FUSE_FS_NIC_DISKS "disks"
 #define FUSE_FS_NOT_LISTED "not_listed"
 
@@ -75,7 +77,7 @@ typedef enum NodeType {
         NODE_IOSCHED,           /* /devices/<disk>/iosched/: the running elevator's queue/iosched/ */
         NODE_IOSCHED_ATTR,      /* /devices/<disk>/iosched/<tunable>  read-only, the kernel's value */
         NODE_NETWORK,           /* /devices/<disk>/network/ (network disks only) */
-        NODE_NETWORK_ATTR,      /* /devices/<disk>/network/<fact>     arg = NetFact, _NET_FACT_MAX = alignment */
+        NODE_NETWORK_ATTR,      /* /devices/<disk>/network/<fact>     arg = NetFact or a NetFile (past them) */
         NODE_NICS,              /* /nics/ */
         NODE_NIC,               /* /nics/<if>/ */
         NODE_NIC_ATTR,          /* /nics/<if>/<fact>                   arg = NicFact, _NIC_FACT_MAX = disks */
@@ -88,6 +90,14 @@ typedef enum NodeType {
         NODE_OWNER_KNOB,        /* /devices/<disk>/owner/<knob>: whose value it is (policies/owners.h)  arg = Knob */
         _NODE_TYPE_MAX,
 } NodeType;
+
+/* The files of devices/<disk>/network/ the policy writes (NODE_NETWORK_ATTR arg, after the NetFacts). */
+typedef enum NetFile {
+        NET_FILE_ALIGNMENT = _NET_FACT_MAX,     /* Plan.net_alignment */
+        NET_FILE_MAPS,                          /* Plan.net_maps: the queue maps over the NIC's queues */
+        NET_FILE_RECOMMENDED,                   /* Plan.net_recommended */
+        _NET_FILE_MAX,
+} NetFile;
 
 typedef enum HctxAttr {
         HCTX_ATTR_CPU_LIST,

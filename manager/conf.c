@@ -424,6 +424,8 @@ static int parse_network(ParseContext *p, const char *key, const char *v) {
                 return parse_choice(p, key, v, "hctx", "keep", &np->xps_follow_hctx);
         if (streq(key, "NrIoQueues"))
                 return parse_choice(p, key, v, "propose", "keep", &np->propose_nr_io_queues);
+        if (streq(key, "NicChannels"))
+                return parse_choice(p, key, v, "propose", "keep", &np->propose_nic_channels);
         return fail(p, "unknown key \"%s\" in [Network]", key);
 }
 

@@ -31,6 +31,7 @@
 #include "hostfs.h"
 #include "manager.h"
 #include "modules.h"
+#include "net-monitor.h"
 #include "node.h"
 #include "registry.h"
 #include "state.h"
@@ -65,6 +66,7 @@ struct Manager {
         char *boot_id;                  /* this boot's (stored with originals); NULL: unknown */
         uint64_t rate_window_usec;
         UeventMonitor *monitor;
+        NetMonitor *net_monitor;        /* rtnetlink + ethtool notifications (host/net-monitor.h); NULL: none */
         GatherCache *batch;             /* during coldplug and reload: machine-wide inputs read once */
         ModuleTreeCache module_tree;    /* the module tree's elevators, across gathers while unchanged */
         MachineCache machine;           /* kernel release, the root file system's devices (device.h) */
@@ -144,6 +146,15 @@ const char *manager_restore_counts_tail(const RestoreCounts *c, char *buf, size_
 /* Coldplug found disk name not initialized by udev yet (its add event follows, after udev's
  * rules ran): not listed until then, and not_listed says so. */
 void manager_device_uninitialized(Manager *m, const char *name);
+
+/*
+ * Something changed on the network side (a netlink notification, the periodic verify): every
+ * network disk whose route, lower device, bond, NIC channels, vectors or XPS now differ from
+ * its facts (net_recheck()) is gathered again, evaluated and applied like at a uevent, and so
+ * is every other disk over the same NIC (before or after). why: what was seen, for the log.
+ * Returns the number of disks gathered again.
+ */
+size_t manager_net_changed(Manager *m, const char *why);
 
 /* A partition uevent: name is the disk whose partitions changed (added, changed), or the
  * partition removed (removed). Only not_listed follows it. */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agents.h"
+#include "hostfs-net.h"
 #include "config.h"
 #include "log.h"
 #include "macro.h"
@@ -275,6 +276,7 @@ Manager *manager_free(Manager *m) {
         manager_log_fuse_requests(m);
         fuse_fs_free(m->fuse);
         uevent_monitor_free(m->monitor);
+        net_monitor_free(m->net_monitor);
         registry_done(&m->registry);
         modules_done(&m->modules);
         stats_free(m->stats);
@@ -323,6 +325,12 @@ void manager_update_status(Manager *m) {
         if (n < sizeof(buf))
                 snprintf(buf + n, sizeof(buf) - n, ", %zu error(s)", errors);
         (void) sd_notify(false, buf);
+}
+
+static void on_net_change(void *userdata, const char *what) {
+        Manager *m = userdata;
+        if (m->started)         /* coldplug gathers everything anyway */
+                (void) manager_net_changed(m, what);
 }
 
 static void on_device_event(void *userdata, DeviceAction action, const char *sysname) {
@@ -560,6 +568,17 @@ int manager_startup(Manager *m) {
                          udevd ? "" : ": systemd-udevd is not running, using raw kernel uevents");
         } else
                 log_info("Root is \"%s\": fixture mode, no udev monitor", hostfs_root(m->hostfs));
+
+        /* network disks follow their NIC: netlink notifications on a live machine (a fixture's
+         * netlink answers are a file: the periodic verify looks at it) */
+        if (hostfs_is_live(m->hostfs) && hostfs_net_available(m->hostfs, NULL)) {
+                r = net_monitor_new(m->event, on_net_change, m, &m->net_monitor);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot watch netlink for network changes, network disks follow their NIC only at "
+                                          "the periodic verify (VerifySec=): %m");
+                else
+                        log_debug("Watching netlink: links, routes%s", net_monitor_ethtool(m->net_monitor) ? ", ethtool channels" : "");
+        }
 
         if (m->mountpoint) {
                 FuseFsContext ctx;

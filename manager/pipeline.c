@@ -454,6 +454,48 @@ finish:
         manager_stop_check(m);
 }
 
+/* The NIC name of d's network facts, NULL none. */
+static const char *disk_nic(const Device *d) {
+        return d->facts && d->facts->net && d->facts->net->nic ? d->facts->net->nic->ifname : NULL;
+}
+
+size_t manager_net_changed(Manager *m, const char *why) {
+        _cleanup_strv_free_ char **again = NULL, **nics = NULL;
+        _cleanup_(gather_cache_done) GatherCache single = { .module_tree = &m->module_tree, .machine = &m->machine };
+
+        if (m->stopping)
+                return 0;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *d = m->registry.devices[i];
+                if (!d->facts || !d->facts->net || d->vanished)
+                        continue;
+                int r = net_recheck(m->hostfs, d->facts, &single);
+                if (r < 0)
+                        log_device_warning_errno(d->name, r, "Failed to read the network facts again, ignoring: %m");
+                if (r <= 0)
+                        continue;
+                if (strv_extend(&again, d->name) < 0 || (disk_nic(d) && strv_extend(&nics, disk_nic(d)) < 0)) {
+                        log_warning_errno(ENOMEM, "Failed to follow a network change, ignoring: %m");
+                        return 0;
+                }
+        }
+        /* the other disks over a NIC that changed: their facts (and the owner of the NIC's
+         * placement, net_arbitrate()) follow too */
+        for (size_t i = 0; nics && i < m->registry.n_devices; i++) {
+                const Device *d = m->registry.devices[i];
+                if (disk_nic(d) && strv_contains(nics, disk_nic(d)) && !strv_contains(again, d->name) &&
+                    strv_extend(&again, d->name) < 0) {
+                        log_warning_errno(ENOMEM, "Failed to follow a network change, ignoring: %m");
+                        return 0;
+                }
+        }
+        STRV_FOREACH(name, again) {
+                log_device_info(*name, "Network facts changed (%s): gathering again", why);
+                manager_device_event(m, *name, false);
+        }
+        return strv_length(again);
+}
+
 /*
  * The disks whose facts depend on name as their holder: the legs blkmqd knows as legs of name
  * (facts multipath_of), and, while name exists, the disks in its slaves/. A dm-multipath map

@@ -53,7 +53,7 @@ static bool verify_needs_apply(const Device *d, bool reassert) {
 /*
  * The periodic verify (VerifySec=): the kernel sends no uevent when someone else writes a queue
  * attribute or an IRQ's affinity, so without it a change is only noticed when someone reads
- * applied/. Every disk blkmqd manages is looked at with a verify that writes nothing (a few
+ * applied/. Network disks whose NIC side changed are gathered again first (manager_net_changed()). Every disk blkmqd manages is looked at with a verify that writes nothing (a few
  * reads); only a disk with something to do is applied again (mode auto): a failed write is
  * retried, and with Reassert=yes a changed value rewritten, both with backoff.
  */
@@ -62,6 +62,9 @@ static void manager_verify_all(Manager *m) {
 
         if (m->mode == MODE_OFF || m->stopping)
                 return;
+        /* the NIC side of network disks: what no notification says (a vector's affinity, an
+         * XPS mask, channels on a kernel without the ethtool family, a fixture's netlink file) */
+        size_t again = manager_net_changed(m, "periodic verify");
         for (size_t i = 0; i < m->registry.n_devices; i++) {
                 Device *d = m->registry.devices[i];
                 if (!d->facts || !d->plan.manage || d->run.active)
@@ -73,7 +76,7 @@ static void manager_verify_all(Manager *m) {
                         manager_apply(m, d);
                 }
         }
-        log_debug("Periodic verify: %zu disk(s) looked at, %zu applied again", n, applied);
+        log_debug("Periodic verify: %zu disk(s) looked at, %zu applied again, %zu gathered again (network)", n, applied, again);
 }
 
 static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -25,6 +25,8 @@ static const char * const net_fact_table[_NET_FACT_MAX] = {
         [NET_FACT_CHANNELS]     = "channels",
         [NET_FACT_IRQS]         = "irqs",
         [NET_FACT_XPS]          = "xps",
+        [NET_FACT_BOND]         = "bond",
+        [NET_FACT_CONNECTIONS]  = "connections",
 };
 
 static const char * const nic_fact_table[_NIC_FACT_MAX] = {
@@ -84,7 +86,7 @@ NetFacts *net_facts_new(const char *transport) {
         NetFacts *n = calloc(1, sizeof(NetFacts));
         if (!n || !(n->transport = strdup(transport)))
                 return net_facts_free(n);
-        n->nr_io_queues = -1;
+        n->nr_io_queues = n->connections = -1;
         return n;
 }
 
@@ -99,6 +101,11 @@ NetFacts *net_facts_free(NetFacts *n) {
         free(n->host_iface);
         free(n->interface);
         free(n->lower_chain);
+        free(n->bond);
+        free(n->bond_mode);
+        free(n->bond_active);
+        free(n->bond_hash);
+        free(n->bond_ports);
         free(n->unavailable);
         nic_facts_free(n->nic);
         for (size_t i = 0; i < _NET_FACT_MAX; i++)
@@ -125,6 +132,8 @@ static bool net_fact_has_value(const NetFacts *n, NetFact f) {
         case NET_FACT_CHANNELS:
         case NET_FACT_IRQS:
         case NET_FACT_XPS:          return n->nic;
+        case NET_FACT_BOND:         return n->bond;
+        case NET_FACT_CONNECTIONS:  return n->connections >= 0;
         default:                    return false;
         }
 }
@@ -267,6 +276,15 @@ int net_facts_render(const NetFacts *n, NetFact f, char **ret) {
                 case NET_FACT_SRC_ADDR:     fputs(strna(n->src_addr), out); break;
                 case NET_FACT_HOST_IFACE:   fputs(strna(n->host_iface), out); break;
                 case NET_FACT_NR_IO_QUEUES: fprintf(out, "%lld", (long long) n->nr_io_queues); break;
+                case NET_FACT_CONNECTIONS:  fprintf(out, "%lld", (long long) n->connections); break;
+                case NET_FACT_BOND:
+                        fprintf(out, "%s mode=%s", n->bond, strna(n->bond_mode));
+                        if (n->bond_active)
+                                fprintf(out, " active=%s", n->bond_active);
+                        if (n->bond_hash)
+                                fprintf(out, " xmit_hash_policy=%s", n->bond_hash);
+                        fprintf(out, " ports=%s", strna(n->bond_ports));
+                        break;
                 case NET_FACT_INTERFACE:    fputs(strna(n->interface), out); break;
                 case NET_FACT_LOWER_DEVICE:
                         if (n->nic)
@@ -281,6 +299,29 @@ int net_facts_render(const NetFacts *n, NetFact f, char **ret) {
                 }
         fputc('\n', out);
         return memstream_close(&m, ret);
+}
+
+char *net_facts_signature(const NetFacts *n) {
+        _cleanup_(memstream_done) MemStream m = {};
+        FILE *out = memstream_open(&m);
+        if (!out)
+                return NULL;
+        fprintf(out, "if=%s/%d|lower=%s|bond=%s,%s,%s,%s,%s|", strempty(n->interface), n->ifindex, strempty(n->lower_chain),
+                strempty(n->bond), strempty(n->bond_mode), strempty(n->bond_active), strempty(n->bond_hash), strempty(n->bond_ports));
+        for (NetFact f = NET_FACT_INTERFACE; f < _NET_FACT_MAX; f++)
+                fprintf(out, "%s;", strempty(n->unknown[f]));
+        const NicFacts *c = n->nic;
+        if (c) {
+                fprintf(out, "|nic=%s/%d,%s|ch=%u,%u,%u,%u/%u,%u,%u,%u;%s|q=%u,%u|", c->ifname, c->ifindex, strempty(c->virtual_reason),
+                        c->combined, c->rx, c->tx, c->other, c->max_combined, c->max_rx, c->max_tx, c->max_other,
+                        strempty(c->unknown[NIC_FACT_CHANNELS]), c->n_tx_queues, c->n_rx_queues);
+                for (size_t i = 0; i < c->n_irqs; i++)
+                        fprintf(out, "%u:%d:%s,", c->irqs[i].irq, c->irqs[i].queue, strempty(c->irqs[i].affinity_list));
+                fputc('|', out);
+                for (unsigned t = 0; c->xps && t < c->n_tx_queues; t++)
+                        fprintf(out, "%s,", c->xps[t] ?: "?");
+        }
+        return memstream_close_text(&m);
 }
 
 int nic_irq_queue_from_name(const char *name, NicQueueDir *ret_dir) {

@@ -34,6 +34,9 @@ typedef enum NetFact {
         NET_FACT_CHANNELS,      /* "combined=2 rx=0 tx=0 other=1" of the lower device */
         NET_FACT_IRQS,          /* NIC queue vectors, one line each */
         NET_FACT_XPS,           /* tx-N cpulist, one line each */
+        NET_FACT_BOND,          /* "bond0 mode=active-backup active=eth0 ports=eth0 eth2" (class/net/<bond>/bonding/) */
+        NET_FACT_CONNECTIONS,   /* TCP connections carrying the disk's I/O: nvme-tcp one per I/O queue, an iSCSI
+                                 * session's connections, NBD one per hctx */
         _NET_FACT_MAX,
         _NET_FACT_INVALID = -EINVAL,
 } NetFact;
@@ -105,6 +108,11 @@ typedef struct NetFacts {
         char *interface;
         int ifindex;
         char *lower_chain;              /* "eth1.100 -> eth1"; NULL when lower == interface */
+        /* a bond on the way down (class/net/<bond>/bonding/, drivers/net/bonding/bond_sysfs.c):
+         * its name, mode ("active-backup"), active port (active-backup; NULL none),
+         * xmit_hash_policy ("layer3+4") and ports; bond NULL: none (unknown[NET_FACT_BOND]) */
+        char *bond, *bond_mode, *bond_active, *bond_hash, *bond_ports;
+        int64_t connections;            /* -1 unknown (unknown[NET_FACT_CONNECTIONS]) */
         NicFacts *nic;                  /* the lower device; NULL unknown (unknown[NET_FACT_LOWER_DEVICE]) */
         /* non-NULL: the route and NIC facts (interface .. xps) cannot be read at all on this
          * build or root ("built without libnl"); they read "unavailable: <why>" */
@@ -144,6 +152,13 @@ unsigned nic_facts_channels(const NicFacts *n);
  * no queue number or names a config/control/misc vector. Pure.
  */
 int nic_irq_queue_from_name(const char *name, NicQueueDir *ret_dir);
+
+/*
+ * What the alignment depends on of n, as one string: route, lower chain, bond, the NIC's
+ * channels, queues, vectors with their affinity, XPS (and the reasons of what is unknown).
+ * Two gathers whose signatures are equal give the same alignment. NULL on ENOMEM. Pure.
+ */
+char *net_facts_signature(const NetFacts *n);
 
 /* Copy of a NicFacts (for nics/<if>/). NULL on ENOMEM. */
 NicFacts *nic_facts_copy(const NicFacts *n);

@@ -190,6 +190,14 @@ static const char * const net_alignment_state_table[_NET_ALIGNMENT_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(net_alignment_state, NetAlignmentState, net_alignment_state_table, _NET_ALIGNMENT_MAX);
 
+static const char * const net_action_table[_NET_ACTION_MAX] = {
+        [NET_ACTION_NONE]         = "none",
+        [NET_ACTION_NIC_CHANNELS] = "nic-channels",
+        [NET_ACTION_RECONNECT]    = "reconnect",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(net_action, NetAction, net_action_table, _NET_ACTION_MAX, _NET_ACTION_INVALID);
+
 const char *net_alignment_state_to_label(NetAlignmentState s) {
         return s == NET_ALIGNMENT_NOT_APPLICABLE ? "not-applicable" : net_alignment_state_to_string(s);
 }
@@ -203,6 +211,8 @@ void plan_done(Plan *p) {
         free(p->xps);
         free(p->nr_io_queues);
         free(p->net_alignment);
+        free(p->net_maps);
+        free(p->net_recommended);
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
                 free(p->iosched[t]);
                 free(p->owner_source_iosched[t]);

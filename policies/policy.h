@@ -181,8 +181,10 @@ typedef struct NetPolicy {
         bool nic_irq_follow_hctx;       /* NicIrqAffinity=hctx (default) | keep */
         bool xps_follow_hctx;           /* Xps=hctx (default) | keep */
         bool propose_nr_io_queues;      /* NrIoQueues=propose (default) | keep */
+        bool propose_nic_channels;      /* NicChannels=propose (default) | keep */
 } NetPolicy;
-#define NET_POLICY_DEFAULTS { .nic_irq_follow_hctx = true, .xps_follow_hctx = true, .propose_nr_io_queues = true }
+#define NET_POLICY_DEFAULTS { .nic_irq_follow_hctx = true, .xps_follow_hctx = true, .propose_nr_io_queues = true, \
+                              .propose_nic_channels = true }
 
 typedef struct PolicyConfig {
         NetPolicy net;
@@ -326,6 +328,21 @@ const char *net_alignment_state_to_string(NetAlignmentState s);
 /* As the blkmqd_net_alignment metric labels it: "not-applicable" for "not applicable", else the same. */
 const char *net_alignment_state_to_label(NetAlignmentState s);
 
+/*
+ * What blkmqd recommends for a network disk whose hctx outnumber the NIC's queues in a map
+ * (Plan.net_action; the blkmqd_net_recommended_action metric's action label).
+ */
+typedef enum NetAction {
+        NET_ACTION_NONE,                /* "none": nothing to change, or nothing blkmqd may propose */
+        NET_ACTION_NIC_CHANNELS,        /* "nic-channels": ethtool -L <if> combined N, no reconnect */
+        NET_ACTION_RECONNECT,           /* "reconnect": other queue counts at the next connect (nr_io_queues) */
+        _NET_ACTION_MAX,
+        _NET_ACTION_INVALID = -EINVAL,
+} NetAction;
+
+const char *net_action_to_string(NetAction a);
+NetAction net_action_from_string(const char *s);
+
 /* What the policy wants for one disk. Each knob: wanted value as written to the kernel, NULL = leave. */
 typedef struct Plan {
         DiskClass class;
@@ -336,11 +353,21 @@ typedef struct Plan {
         char *irq_affinity;     /* "hctx": each queue vector on its hctx's CPUs; or a cpulist */
         char *nic_irq_affinity; /* "<irq>:<cpulist> ..." for the NIC's unmanaged queue vectors */
         char *xps;              /* "<if>/tx-<n>:<cpulist> ..." */
-        char *nr_io_queues;     /* proposed for the next connect (pending-reconnect) */
+        /* proposed for the next connect (pending-reconnect): the fabrics options that give every
+         * queue map its count, "nr_io_queues=N[ nr_write_queues=N][ nr_poll_queues=N]" */
+        char *nr_io_queues;
         char *net_alignment;    /* network disks: "<state>: <why>", e.g. "misaligned: hctx 2-3 have no NIC queue ..." */
         NetAlignmentState net_alignment_state;  /* the state net_alignment starts with (when net_alignment is set) */
         int net_hctx_without_queue;     /* hctx with no NIC queue vector on their CPUs; -1 not computed */
         unsigned net_queues;            /* NIC queues the alignment counted (0: not computed) */
+        /* the queue maps as the alignment counted them: hctx per map (net_maps_known), and
+         * network/maps, one line per map with the NIC queues its hctx go to */
+        bool net_maps_known;
+        size_t net_map_hctx[_HCTX_TYPE_MAX];
+        char *net_maps;
+        unsigned net_channels;          /* proposed: ethtool -L <if> combined N (0: none) */
+        NetAction net_action;           /* the recommended one of the proposals */
+        char *net_recommended;          /* network/recommended: the action and why; NULL before an evaluation */
         /* elevator tunables wanted, only of the elevator the disk will run (the planned one,
          * else the current one): written after the elevator (a switch resets them) */
         char *iosched[_IOSCHED_TUNABLE_MAX];

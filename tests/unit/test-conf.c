@@ -727,10 +727,12 @@ static void test_network(void) {
         Config c;
 
         CHECK_INT(config_init(&c), 0);
-        CHECK(c.policy.net.nic_irq_follow_hctx && c.policy.net.xps_follow_hctx && c.policy.net.propose_nr_io_queues);
+        CHECK(c.policy.net.nic_irq_follow_hctx && c.policy.net.xps_follow_hctx && c.policy.net.propose_nr_io_queues &&
+              c.policy.net.propose_nic_channels);
         config_done(&c);
-        OK("[Network]\nNicIrqAffinity=keep\nXps=keep\nNrIoQueues=keep\n", &c);
-        CHECK(!c.policy.net.nic_irq_follow_hctx && !c.policy.net.xps_follow_hctx && !c.policy.net.propose_nr_io_queues);
+        OK("[Network]\nNicIrqAffinity=keep\nXps=keep\nNrIoQueues=keep\nNicChannels=keep\n", &c);
+        CHECK(!c.policy.net.nic_irq_follow_hctx && !c.policy.net.xps_follow_hctx && !c.policy.net.propose_nr_io_queues &&
+              !c.policy.net.propose_nic_channels);
         config_done(&c);
         OK("[Device:tcp]\nMatchName=nvme*\nNicIrqAffinity=keep\nXps=hctx\nNrIoQueues=4\n", &c);
         CHECK_STR(policy_overrides_get(&c.policy.rules[0].settings, KNOB_NIC_IRQ_AFFINITY), "keep");
@@ -739,6 +741,7 @@ static void test_network(void) {
         BAD("[Network]\nXps=0-3\n", "test.conf:2: Xps=0-3: expected hctx or keep");
         BAD("[Network]\nNicIrqAffinity=yes\n", "test.conf:2: NicIrqAffinity=yes: expected hctx or keep");
         BAD("[Network]\nNrIoQueues=2\n", "test.conf:2: NrIoQueues=2: expected propose or keep");
+        BAD("[Network]\nNicChannels=4\n", "test.conf:2: NicChannels=4: expected propose or keep");
         BAD("[Network]\nChannels=2\n", "test.conf:2: unknown key \"Channels\" in [Network]");
         BAD("[Device:x]\nNrIoQueues=0\n", "test.conf:2: NrIoQueues=0: expected keep or a number from 1 to 65535");
         BAD("[Device:x]\nXps=all\n", "test.conf:2: Xps=all: expected hctx or keep");

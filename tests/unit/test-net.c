@@ -154,28 +154,25 @@ static void test_rule(void) {
                            "hctx 2-3 have no NIC queue on their CPUs"));
         CHECK_STR(p.nic_irq_affinity, "40:0-1 41:2-3");
         CHECK_STR(p.xps, "eth1/tx-0:0-1 eth1/tx-1:2-3");
-        CHECK_STR(p.nr_io_queues, "2");
+        CHECK_STR(p.nr_io_queues, "nr_io_queues=2");
         CHECK_INT(p.net_hctx_without_queue, 2);
         CHECK(p.net_alignment && startswith(p.net_alignment, "misaligned: hctx 2-3 have no NIC queue on their CPUs"));
         plan_done(&p);
 
         /* already aligned: nothing wanted but what is (the writes are no-ops), alignment "aligned" */
         disk_facts_free(f);
-        f = make(4, 2, (const unsigned[]) { 0, 2 }, 2, false);
-        cpuset_add(&f->net->nic->irqs[0].affinity, 1);
-        cpuset_add(&f->net->nic->irqs[1].affinity, 3);
-        free(f->net->nic->irqs[0].affinity_list);
-        free(f->net->nic->irqs[1].affinity_list);
-        f->net->nic->irqs[0].affinity_list = strdup("0-1");
-        f->net->nic->irqs[1].affinity_list = strdup("2-3");
-        free(f->net->nic->xps[0]);
-        free(f->net->nic->xps[1]);
-        f->net->nic->xps[0] = strdup("0-1");
-        f->net->nic->xps[1] = strdup("2-3");
+        f = make(4, 4, (const unsigned[]) { 0, 1, 2, 3 }, 4, false);
+        for (unsigned i = 0; i < 4; i++) {
+                free(f->net->nic->xps[i]);
+                f->net->nic->xps[i] = strdup(f->hctx[i].cpu_list);
+        }
         CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
-        CHECK_STR(p.net_alignment, "aligned: 4 hctx over 2 NIC queue(s) of eth1");
+        CHECK_STR(p.net_alignment, "aligned: 4 hctx over 4 NIC queue(s) of eth1");
         CHECK_NULL(p.nr_io_queues);
         CHECK_INT(p.net_hctx_without_queue, 0);
+        CHECK_INT(p.net_action, NET_ACTION_NONE);
+        CHECK_STR(p.net_recommended, "none: aligned");
+        CHECK_STR(p.net_maps, "default 4 hctx (0-3) -> eth1 queues 0-3");
         plan_done(&p);
 
         /* managed NIC vectors are never wished for */
@@ -205,7 +202,7 @@ static void test_rule(void) {
         CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
         CHECK_STR(p.nic_irq_affinity, "40:0-3 41:4-7");
         CHECK_NULL(p.xps);
-        CHECK_STR(p.nr_io_queues, "4");
+        CHECK_STR(p.nr_io_queues, "nr_io_queues=4");
         plan_done(&p);
         policy_overrides_done(&o);
         config.net = (NetPolicy) NET_POLICY_DEFAULTS;
@@ -285,6 +282,166 @@ static void test_rule(void) {
         policy_config_done(&config);
 }
 
+/*
+ * A disk whose hctx i has cpu_list cpus[i] and map type types[i] (NULL: all unknown, with a
+ * reason), over eth1 with q combined channels of max_combined, one vector per queue on irq[q],
+ * XPS of tx-q irq[q] too; io = nr_io_queues.
+ */
+static DiskFacts *make_maps(size_t n_hctx, const char * const *cpus, const HctxType *types, unsigned q, unsigned max_combined,
+                            const char * const *irq, int64_t io) {
+        DiskFacts *f = make(n_hctx, q, (const unsigned[64]) {}, io, false);
+        for (size_t i = 0; i < n_hctx; i++) {
+                cpuset_done(&f->hctx[i].cpus);
+                free(f->hctx[i].cpu_list);
+                CHECK_INT(cpuset_parse(cpus[i], &f->hctx[i].cpus), 0);
+                f->hctx[i].cpu_list = cpuset_format(&f->hctx[i].cpus);
+                f->hctx[i].type = types ? types[i] : _HCTX_TYPE_INVALID;
+        }
+        if (!types)
+                f->hctx_type_unknown = strdup("debugfs not mounted at /sys/kernel/debug (hctxN/type is shown only there)");
+        NicFacts *nic = f->net->nic;
+        nic->max_combined = max_combined;
+        for (unsigned k = 0; k < q; k++) {
+                NicIrq *v = &nic->irqs[k];
+                cpuset_done(&v->affinity);
+                free(v->affinity_list);
+                CHECK_INT(cpuset_parse(irq[k], &v->affinity), 0);
+                v->affinity_list = cpuset_format(&v->affinity);
+                free(nic->xps[k]);
+                nic->xps[k] = strdup(v->affinity_list);
+        }
+        return f;
+}
+
+/* Queue maps laid over the NIC each on its own (issue: write and poll maps were flattened). */
+static void test_maps(void) {
+        PolicyConfig config;
+        Plan p = {};
+        CHECK_INT(policy_config_init_defaults(&config), 0);
+        const HctxType dr[] = { HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_READ, HCTX_TYPE_READ };
+
+        /* nr_io_queues=2,nr_write_queues=2 on 4 CPUs (6.12: "mapped 2/2/0"), virtio-net's own
+         * placement: queue 0 on CPUs 0-1, queue 1 on 2-3: aligned, nothing to change or propose */
+        DiskFacts *f = make_maps(4, (const char *[]) { "0-1", "2-3", "0-1", "2-3" }, dr, 2, 2, (const char *[]) { "0-1", "2-3" }, 4);
+        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_STR(p.net_alignment, "aligned: 4 hctx over 2 NIC queue(s) of eth1");
+        CHECK_STR(p.nic_irq_affinity, "40:0-1 41:2-3");
+        CHECK_STR(p.xps, "eth1/tx-0:0-1 eth1/tx-1:2-3");
+        CHECK_NULL(p.nr_io_queues);
+        CHECK_INT(p.net_channels, 0);
+        CHECK_INT(p.net_action, NET_ACTION_NONE);
+        CHECK(p.net_maps_known && p.net_map_hctx[HCTX_TYPE_DEFAULT] == 2 && p.net_map_hctx[HCTX_TYPE_READ] == 2 &&
+              p.net_map_hctx[HCTX_TYPE_POLL] == 0);
+        CHECK_STR(p.net_maps, "default 2 hctx (0-1) -> eth1 queues 0-1\nread 2 hctx (2-3) -> eth1 queues 0-1");
+        CHECK(has_line(&p, "nvme1n1: 4 hctx (default 2, read 2) over eth1 (2 combined channels; IRQ 40 -> cpu0-1, "
+                           "IRQ 41 -> cpu2-3) -> nic_irq_affinity=40:0-1 41:2-3 xps=eth1/tx-0:0-1 eth1/tx-1:2-3 (rule net-align)"));
+        plan_done(&p);
+
+        /* the same hctx without their types (no debugfs): overlapping cpu_lists are several maps
+         * nobody can tell apart: unknown, nothing wished */
+        disk_facts_free(f);
+        f = make_maps(4, (const char *[]) { "0-1", "2-3", "0-1", "2-3" }, NULL, 2, 2, (const char *[]) { "0-1", "2-3" }, 4);
+        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK(p.net_alignment && startswith(p.net_alignment, "unknown: the hctx cpu_lists overlap (several queue maps)"));
+        CHECK(p.net_alignment && strstr(p.net_alignment, "debugfs not mounted"));
+        CHECK_NULL(p.nic_irq_affinity);
+        CHECK_NULL(p.xps);
+        CHECK_NULL(p.nr_io_queues);
+        CHECK(!p.net_maps_known);
+        plan_done(&p);
+        /* types unknown but cpu_lists apart: one map */
+        disk_facts_free(f);
+        f = make_maps(2, (const char *[]) { "0-1", "2-3" }, NULL, 2, 2, (const char *[]) { "0-1", "2-3" }, 2);
+        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_STR(p.net_alignment, "aligned: 2 hctx over 2 NIC queue(s) of eth1");
+        CHECK(p.net_maps && startswith(p.net_maps, "default 2 hctx (0-1) -> eth1 queues 0-1\n(one map: hctxN/type unread"));
+        plan_done(&p);
+
+        /* 4 write (default) hctx, 2 read hctx over 2 NIC queues: only the default map is over;
+         * the proposal names both options, the read map's count as it is */
+        disk_facts_free(f);
+        const HctxType d4r2[] = { HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT,
+                                  HCTX_TYPE_READ, HCTX_TYPE_READ };
+        f = make_maps(6, (const char *[]) { "0", "1", "2", "3", "0-1", "2-3" }, d4r2, 2, 2, (const char *[]) { "0-1", "2-3" }, 6);
+        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_STR(p.net_alignment, "misaligned: the default map's 4 hctx over 2 NIC queues");
+        CHECK_STR(p.nr_io_queues, "nr_io_queues=2 nr_write_queues=2");
+        CHECK_INT(p.net_action, NET_ACTION_RECONNECT);
+        CHECK(p.net_recommended && startswith(p.net_recommended, "reconnect: nr_io_queues=2 nr_write_queues=2 at the next connect "
+                                                                 "of nvme1 (nvme connect ... --nr-io-queues=2 --nr-write-queues=2)"));
+        CHECK(p.net_recommended && strstr(p.net_recommended, "more channels on eth1 are not proposed: its maximum is lower"));
+        CHECK_STR(p.nic_irq_affinity, "40:0-1 41:2-3");
+        CHECK_STR(p.net_maps, "default 4 hctx (0-3) -> eth1 queues 0-1 (more hctx than NIC queues)\nread 2 hctx (4-5) -> eth1 queues 0-1");
+        plan_done(&p);
+        /* the same NIC able to run 4 channels: no help, the read map's 2 hctx would then not fit
+         * the default map's 4 queues */
+        f->net->nic->max_combined = 4;
+        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(p.net_channels, 0);
+        CHECK(p.net_recommended && strstr(p.net_recommended, "not proposed: the maps would still not fit"));
+        plan_done(&p);
+        /* 4 write and 4 read hctx (one CPU each) over 2 of 4 channels: ethtool -L eth1 combined 4
+         * gives every hctx a queue (recommended); the reconnect stays the alternative */
+        disk_facts_free(f);
+        const HctxType d4r4[] = { HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT,
+                                  HCTX_TYPE_READ, HCTX_TYPE_READ, HCTX_TYPE_READ, HCTX_TYPE_READ };
+        f = make_maps(8, (const char *[]) { "0", "1", "2", "3", "0", "1", "2", "3" }, d4r4, 2, 4, (const char *[]) { "0-1", "2-3" }, 8);
+        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_STR(p.net_alignment, "misaligned: the default map's 4 hctx over 2 NIC queues; the read map's 4 hctx over 2 NIC queues");
+        CHECK_INT(p.net_channels, 4);
+        CHECK_INT(p.net_action, NET_ACTION_NIC_CHANNELS);
+        CHECK_STR(p.nr_io_queues, "nr_io_queues=2 nr_write_queues=2");
+        CHECK(p.net_recommended && startswith(p.net_recommended, "nic-channels: ethtool -L eth1 combined 4: no reconnect"));
+        CHECK(p.net_recommended && strstr(p.net_recommended, "the alternative, nr_io_queues=2 nr_write_queues=2 at the next connect"));
+        CHECK(has_line(&p, "; or ethtool -L eth1 combined 4 (proposed: eth1 runs 2 of its 4 combined channels; no reconnect) "
+                           "(recommended)"));
+        plan_done(&p);
+        config.net.propose_nic_channels = false;        /* NicChannels=keep */
+        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(p.net_channels, 0);
+        CHECK_INT(p.net_action, NET_ACTION_RECONNECT);
+        CHECK(p.net_recommended && strstr(p.net_recommended, "not proposed: NicChannels=keep"));
+        plan_done(&p);
+        config.net.propose_nic_channels = true;
+
+        /* one poll hctx over every CPU cannot share the default map's placement on 2 queues: left
+         * out, and proposed 2 poll queues; the default map's count stays */
+        disk_facts_free(f);
+        const HctxType d2p1[] = { HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_POLL };
+        f = make_maps(3, (const char *[]) { "0-1", "2-3", "0-3" }, d2p1, 2, 2, (const char *[]) { "0-1", "2-3" }, 3);
+        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_STR(p.net_alignment, "misaligned: the poll map's 1 hctx do not fit the placement of the maps before it on 2 NIC queues");
+        CHECK_STR(p.nic_irq_affinity, "40:0-1 41:2-3");
+        CHECK_STR(p.nr_io_queues, "nr_io_queues=2 nr_poll_queues=2");
+        plan_done(&p);
+
+        /* the spare channels of one map: 4 hctx over 2 of 4 channels (GoogleCloudPlatform
+         * guest-configs PR 63's shape) */
+        disk_facts_free(f);
+        f = make(4, 2, (const unsigned[]) { 0, 2 }, 4, false);
+        f->net->nic->max_combined = 4;
+        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_STR(p.nr_io_queues, "nr_io_queues=2");
+        CHECK_INT(p.net_channels, 4);
+        CHECK_INT(p.net_action, NET_ACTION_NIC_CHANNELS);
+        CHECK(p.net_alignment && strstr(p.net_alignment, "4 I/O queues over 2 NIC queues"));
+        plan_done(&p);
+        /* what is in use is never proposed: nr_io_queues 4 asked for (override) with 4 in use */
+        PolicyOverrides o = {};
+        CHECK_INT(policy_overrides_set(&o, KNOB_NR_IO_QUEUES, "4"), 0);
+        CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+        CHECK_NULL(p.nr_io_queues);
+        plan_done(&p);
+        policy_overrides_done(&o);
+
+        char *c = net_align_cli_options("nr_io_queues=2 nr_write_queues=1 nr_poll_queues=3");
+        CHECK_STR(c, "--nr-io-queues=2 --nr-write-queues=1 --nr-poll-queues=3");
+        free(c);
+        CHECK_STR(net_action_to_string(NET_ACTION_NIC_CHANNELS), "nic-channels");
+        disk_facts_free(f);
+        policy_config_done(&config);
+}
+
 static void test_overrides(void) {
         DiskFacts *f = disk_facts_new("nvme1n1");
         char *v = NULL;
@@ -314,6 +471,7 @@ int main(int argc, char **argv) {
         test_masks();
         test_map();
         test_rule();
+        test_maps();
         test_overrides();
         return tap_finish("test-net");
 }

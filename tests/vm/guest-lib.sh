@@ -55,6 +55,8 @@
 #                                         the scenarios with the NET_HEADER below; sets
 #                                         NVME_INI_IF NVME_TGT_IF NVME_CTRL NVME_DISK NVME_PATH
 #   nvme_tcp_connect [OPTS] / nvme_tcp_disconnect   again, e.g. with nr_io_queues=2
+#   nvme_tcp_bond [OPTS]                  the initiator NIC and a third one (MAC ...:03) under an
+#                                         active-backup bond0 with 10.77.0.1; connect again
 #   netlink_facts                         print the netlink facts (route, links, channels) in
 #                                         the <root>/netlink/facts format (iproute2 + ethtool)
 #   finish                                explicit end (optional; the EXIT trap does the same)
@@ -390,6 +392,7 @@ nvme_tcp_setup() {
     [ -x "$IP" ] || skip_all "iproute2's ip not packed (# binary: /usr/sbin/ip)"
     NVME_INI_IF=$(_vt_if_by_mac 52:54:00:12:34:01) || skip_all "no NIC with MAC 52:54:00:12:34:01"
     NVME_TGT_IF=$(_vt_if_by_mac 52:54:00:12:34:02) || skip_all "no NIC with MAC 52:54:00:12:34:02"
+    NVME_INI2_IF=$(_vt_if_by_mac 52:54:00:12:34:03) || NVME_INI2_IF=""   # a bond's second port (optional)
     modprobe null_blk nr_devices=1 submit_queues=1 memory_backed=0 gb=1
     wait_for_file /sys/block/nullb0 10
     $IP netns add tgt
@@ -415,14 +418,19 @@ nvme_tcp_setup() {
         echo $NVME_TCP_ADDR > ports/1/addr_traddr
         echo 4420 > ports/1/addr_trsvcid
         ln -s /sys/kernel/config/nvmet/subsystems/$NVME_TCP_NQN ports/1/subsystems/$NVME_TCP_NQN"
-    # the bridge forwards once both taps carry: poll the path (30 tries, 1 s each at most)
+    # the bridge forwards once both taps carry: poll the path
+    _vt_reach_target "$NVME_INI_IF" || return 1
+    nvme_tcp_connect
+}
+
+# _vt_reach_target VIA: ping $NVME_TCP_ADDR until it answers (30 tries, 1 s each at most)
+_vt_reach_target() {
     _p=0
     until ping -c 1 -W 1 "$NVME_TCP_ADDR" >/dev/null 2>&1; do
         _p=$((_p + 1))
-        [ $_p -lt 30 ] || { fail "$NVME_TCP_ADDR reachable through $NVME_INI_IF"; return 1; }
+        [ $_p -lt 30 ] || { fail "$NVME_TCP_ADDR reachable through $1"; return 1; }
         usleep 200000
     done
-    nvme_tcp_connect
 }
 
 # nvme_tcp_connect [OPTIONS]: connect to the target nvme_tcp_setup made (OPTIONS appended to the
@@ -461,6 +469,26 @@ nvme_tcp_disconnect() {
     wait_for_gone /sys/class/nvme/$NVME_CTRL 30 && wait_for_gone /sys/block/$NVME_DISK 30
 }
 
+# nvme_tcp_bond [OPTIONS]: disconnect, make bond0 (active-backup, miimon 100) of $NVME_INI_IF
+# (the active port: enslaved first) and $NVME_INI2_IF (a third NIC, MAC 52:54:00:12:34:03, on the
+# same host bridge), move 10.77.0.1 to bond0 and connect again (OPTIONS as nvme_tcp_connect).
+# Loading bonding made a bond0 (max_bonds=1, balance-rr): it is made again in the mode wanted.
+nvme_tcp_bond() {
+    [ -n "$NVME_INI2_IF" ] || { fail "a second initiator NIC (MAC 52:54:00:12:34:03) for bond0"; return 1; }
+    nvme_tcp_disconnect || { fail "$NVME_CTRL disconnected before the bond"; return 1; }
+    $IP link del bond0 2>/dev/null
+    $IP addr flush dev "$NVME_INI_IF"
+    $IP link add bond0 type bond mode active-backup miimon 100 || { fail "ip link add bond0 type bond"; return 1; }
+    for _p in "$NVME_INI_IF" "$NVME_INI2_IF"; do
+        $IP link set "$_p" down
+        $IP link set "$_p" master bond0 || { fail "$_p enslaved to bond0"; return 1; }
+    done
+    $IP link set bond0 up
+    $IP addr add 10.77.0.1/24 dev bond0
+    _vt_reach_target bond0 || return 1
+    nvme_tcp_connect "$@"
+}
+
 # The <root>/netlink/facts records blkmqd reads in --root mode (docs/DESIGN-NOTES.md, issue 15):
 # the route to every nvme-tcp target, every link of the initiator's namespace, every link's
 # channels.  Written from iproute2 (ip route get; ifindex/iflink/master from sysfs) and ethtool
@@ -482,6 +510,7 @@ netlink_facts() {
             done
     done
     for _i in /sys/class/net/*; do
+        [ -f "$_i/ifindex" ] || continue        # not an interface: bonding_masters
         _n=${_i##*/}
         _x=$(cat "$_i/ifindex"); _k=$(cat "$_i/iflink")
         [ "$_k" = "$_x" ] && _k=0
@@ -491,6 +520,7 @@ netlink_facts() {
         echo "link ifname=$_n ifindex=$_x kind=${_kind:--} link=$_k master=$_m"
     done
     for _i in /sys/class/net/*; do
+        [ -f "$_i/ifindex" ] || continue
         _n=${_i##*/}
         if ! _o=$(ethtool -l "$_n" 2>&1); then
             case "$_o" in
