@@ -34,6 +34,7 @@
 
 #include "macro.h"
 #include "net-align.h"
+#include "owners.h"
 #include "policy-internal.h"
 
 unsigned net_align_queues(const NicFacts *nic) {
@@ -563,9 +564,20 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         size_t largest = largest_map(maps);
         bool combined_nic = !nic->unknown[NIC_FACT_CHANNELS] && nic->combined > 0 && nic->rx == 0 && nic->tx == 0;
         const char *no_channels = NULL;
+        /* who else sets the NIC's channel count (a .link file's CombinedChannels=, tuned's [net]
+         * channels=): the admin's count is not proposed away, a distribution's is named */
+        const Source *ch_src = sources_find_channels(f->sources, f);
+        char ch_desc[512] = "", ch_why[700];
+        if (ch_src)
+                source_describe(ch_src, ch_desc, sizeof(ch_desc));
         if ((layout.over || layout.conflicts) && hctx_known && m >= 0) {
                 if (!np->propose_nic_channels)
                         no_channels = "NicChannels=keep";
+                else if (ch_src && ch_src->admin) {
+                        snprintf(ch_why, sizeof(ch_why), "its channel count is set by %s; raising it there to %zu would give each "
+                                 "hctx a NIC queue of its own", ch_desc, largest);
+                        no_channels = ch_why;
+                }
                 else if (!combined_nic)
                         no_channels = nic->unknown[NIC_FACT_CHANNELS] ? "its channels are unknown" : "it runs separate rx/tx channels";
                 else if (largest > nic->max_combined)
@@ -621,9 +633,10 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                         return -ENOMEM;
                 r = free_and_asprintf(&plan->net_recommended, "nic-channels: ethtool -L %s combined %u: no reconnect, and each hctx of "
                                       "the largest map (%zu) gets a NIC queue of its own (%s runs %u of its %u combined channels); "
-                                      "make it persistent where %s is configured (a systemd.link file's CombinedChannels=%u)%s",
+                                      "make it persistent where %s is configured (%s%s%s CombinedChannels=%u)%s",
                                       nic->ifname, plan->net_channels, largest, nic->ifname, nic->combined, nic->max_combined,
-                                      nic->ifname, plan->net_channels, strempty(alternative));
+                                      nic->ifname, ch_src ? "it is set now by " : "a systemd.link file's", ch_desc,
+                                      ch_src ? ": there" : "", plan->net_channels, strempty(alternative));
                 if (r >= 0)
                         r = append(&outcome, " (recommended)");
         } else if (plan->nr_io_queues) {
@@ -640,6 +653,8 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                                       !plan->manage ? "the disk is not managed" :
                                       !layout.over && !layout.conflicts ? "the NIC placement (nic_irq_affinity, xps) is all it takes" :
                                       "no queue count blkmqd may propose (NrIoQueues=keep and NicChannels=keep, or not nvme-tcp)");
+        if (r >= 0 && !plan->net_channels && !plan->nr_io_queues && no_channels && plan->manage)
+                r = append(&plan->net_recommended, "; more channels on %s are not proposed: %s", nic->ifname, no_channels);
         if (r < 0)
                 return -ENOMEM;
 

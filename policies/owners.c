@@ -287,9 +287,13 @@ static bool about_channels(const Source *src, const void *arg) {
 
 /* A network disk's NIC whose channel count another tool sets: blkmqd never sets channels; the
  * nr_io_queues it proposes is computed from the channels the NIC has, so it follows theirs. */
+const Source *sources_find_channels(const Sources *s, const DiskFacts *f) {
+        return f->net && f->net->nic ? pick(s, f, about_channels, NULL, NULL) : NULL;
+}
+
 static int owner_channels(const DiskFacts *f, Plan *plan) {
         char desc[512];
-        const Source *src = f->net && f->net->nic ? pick(f->sources, f, about_channels, NULL, NULL) : NULL;
+        const Source *src = sources_find_channels(f->sources, f);
         if (!src)
                 return set_owner(plan, KNOB_NR_IO_QUEUES, OWNERSHIP_NONE, NULL);
         int r = set_owner(plan, KNOB_NR_IO_QUEUES, OWNERSHIP_AGREES, src);

@@ -153,6 +153,9 @@ const char *ownership_to_string(Ownership o);
 const Source *sources_find_knob(const Sources *s, const DiskFacts *f, int k);
 /* The same for elevator tunable t of the elevator the disk runs. Pure. */
 const Source *sources_find_tunable(const Sources *s, const DiskFacts *f, IoschedTunable t);
+/* The source that sets the channel count of the NIC under network disk f (a .link file's
+ * CombinedChannels=, tuned's [net] channels=), or NULL (also for a disk without a NIC). Pure. */
+const Source *sources_find_channels(const Sources *s, const DiskFacts *f);
 /* The kernel command line's module.param, or NULL. Pure. */
 const Source *sources_find_module_param(const Sources *s, const char *module, const char *param);
 /* Whether source src acts on disk f (its name, rotational, NIC); value: the disk's current value
