@@ -37,11 +37,7 @@ CONF = "[Manager]\nVerifySec=1\n"
 ETH0 = "sys/devices/pci0000:00/0000:00:02.0/virtio1/net/eth0"
 
 
-def put(root, rel, text):
-    p = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    with open(p, "w") as f:
-        f.write(text)
+put = bt.put_rel
 
 
 def get(root, rel):

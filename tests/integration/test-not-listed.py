@@ -56,11 +56,7 @@ def consistent(d):
     return size == len(text.encode()), size, len(text.encode())
 
 
-def put(root, rel, text):
-    p = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    with open(p, "w") as f:
-        f.write(text)
+put = bt.put_rel
 
 
 def add_disk(root, name, devnum, size):

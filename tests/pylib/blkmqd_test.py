@@ -294,6 +294,14 @@ def write_file(path, data, offset=0):
         os.close(fd)
 
 
+def put_rel(root, rel, text):
+    """Write text to root/rel (a tree's file), making its directories first."""
+    p = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "w") as f:
+        f.write(text)
+
+
 def current_elevator(disk):
     for tok in read_text(f"/sys/block/{disk}/queue/scheduler").split():
         if tok.startswith("["):
