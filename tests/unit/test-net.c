@@ -415,8 +415,8 @@ static void test_maps(void) {
         CHECK_STR(p.nr_io_queues, "nr_io_queues=2 nr_poll_queues=2");
         plan_done(&p);
 
-        /* the spare channels of one map: 4 hctx over 2 of 4 channels (GoogleCloudPlatform
-         * guest-configs PR 63's shape) */
+        /* the spare channels of one map: 4 hctx over 2 of 4 channels (a NIC run below its
+         * ethtool maximum, tests/fixtures/vm-6.12-nvme-tcp-spare) */
         disk_facts_free(f);
         f = make(4, 2, (const unsigned[]) { 0, 2 }, 4, false);
         f->net->nic->max_combined = 4;
