@@ -53,9 +53,10 @@ static bool verify_needs_apply(const Device *d, bool reassert) {
 /*
  * The periodic verify (VerifySec=): the kernel sends no uevent when someone else writes a queue
  * attribute or an IRQ's affinity, so without it a change is only noticed when someone reads
- * applied/. Network disks whose NIC side changed are gathered again first (manager_net_changed()). Every disk blkmqd manages is looked at with a verify that writes nothing (a few
- * reads); only a disk with something to do is applied again (mode auto): a failed write is
- * retried, and with Reassert=yes a changed value rewritten, both with backoff.
+ * applied/. Network disks whose NIC side changed are gathered again first
+ * (manager_net_changed()). Every disk blkmqd manages is looked at with a verify that writes
+ * nothing (a few reads); only a disk with something to do is applied again (mode auto): a
+ * failed write is retried, and with Reassert=yes a changed value rewritten, both with backoff.
  */
 static void manager_verify_all(Manager *m) {
         size_t n = 0, applied = 0;
