@@ -317,7 +317,7 @@ static DiskFacts *make_maps(size_t n_hctx, const char * const *cpus, const HctxT
 static void test_maps(void) {
         PolicyConfig config;
         Plan p = {};
-        CHECK_INT(policy_config_init_defaults(&config), 0);
+        CHECK_INT(test_policy_config_init(&config, false, "*"), 0);
         const HctxType dr[] = { HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_READ, HCTX_TYPE_READ };
 
         /* nr_io_queues=2,nr_write_queues=2 on 4 CPUs (6.12: "mapped 2/2/0"), virtio-net's own
