@@ -488,7 +488,7 @@ static double attr_timeout(const Node *n) {
         return node_is_cacheable(n) ? FUSE_FS_CACHED_TIMEOUT : FUSE_FS_TIMEOUT;
 }
 
-static int populate(FuseFs *fs, Node *h);
+static int populate(FuseFs *fs, Node *dir);
 static void reap_dying(FuseFs *fs, const char *force);
 static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name);
 
@@ -1313,7 +1313,6 @@ static int build_hctx(FuseFs *fs, Node *hctx, const Device *d) {
                 if (!node_new(fs, hctx, NODE_HCTX_N, name, d->name, i, 0))
                         return -ENOMEM;
         }
-        hctx->arg2 = 1;
         return 0;
 }
 
@@ -1362,20 +1361,6 @@ static Node *hctx_attr_node(FuseFs *fs, Node *h, const char *name) {
                         return node_new_static(fs, h, NODE_HCTX_ATTR, entry, h->device, h->arg, e[i]);
         }
         return NULL;
-}
-
-/*
- * hctx/ gets its <n>/ directories on first use (lookup or readdir): a disk with 64 hctx has
- * some 2,000 files below them, and most are never looked at; thousands of disks would
- * otherwise spend most of the daemon's memory on them. The files themselves exist only
- * while the kernel holds them (hctx_attr_node(), op_forget()). arg2 of a NODE_HCTX node
- * records that it is populated.
- */
-static int populate(FuseFs *fs, Node *h) {
-        if (h->type != NODE_HCTX || h->arg2)
-                return 0;
-        const Device *d = registry_get(fs->ctx.registry, h->device);
-        return d && d->facts ? build_hctx(fs, h, d) : 0;
 }
 
 /* True when the hctx/ children match the device's current hctx numbers. */
@@ -1432,71 +1417,118 @@ static int build_network(FuseFs *fs, Node *dev, const Device *d) {
                node_new_static(fs, dir, NODE_NETWORK_ATTR, FUSE_FS_RECOMMENDED, d->name, NET_FILE_RECOMMENDED, 0) ? 0 : -ENOMEM;
 }
 
-/* plan/iosched, applied/iosched and policy/iosched/<elevator>/<tunable> for every tunable blkmqd knows. */
-static int build_iosched_knobs(FuseFs *fs, Node *dev, const Device *d) {
-        Node *plan = node_child(dev, FUSE_FS_PLAN), *applied = node_child(dev, FUSE_FS_APPLIED),
-             *policy = node_child(dev, FUSE_FS_POLICY), *dir, *elev = NULL;
-        if (!plan || !applied || !policy ||
-            !node_new_static(fs, plan, NODE_PLAN_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0) ||
-            !node_new_static(fs, applied, NODE_APPLIED_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0) ||
-            !(dir = node_new_static(fs, policy, NODE_POLICY_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0)))
-                return -ENOMEM;
+/* plan/<knob>, applied/<knob>, owner/<knob> or policy/<knob>: one file of type per knob. */
+static int build_knob_files(FuseFs *fs, Node *dir, NodeType type) {
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (!node_new_static(fs, dir, type, knob_to_string(k), dir->device, k, 0))
+                        return -ENOMEM;
+        return 0;
+}
+
+/* policy/iosched/<elevator>/<tunable> for every tunable blkmqd knows. */
+static int build_policy_iosched(FuseFs *fs, Node *dir) {
+        Node *elev = NULL;
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
                 const IoschedTunableInfo *i = iosched_tunable_info(t);
                 if ((!elev || !streq(elev->name, i->elevator)) &&
-                    !(elev = node_new_static(fs, dir, NODE_POLICY_IOSCHED_ELEVATOR, i->elevator, d->name, 0, 0)))
+                    !(elev = node_new_static(fs, dir, NODE_POLICY_IOSCHED_ELEVATOR, i->elevator, dir->device, 0, 0)))
                         return -ENOMEM;
-                if (!node_new_static(fs, elev, NODE_POLICY_IOSCHED_TUNABLE, i->name, d->name, t, 0))
+                if (!node_new_static(fs, elev, NODE_POLICY_IOSCHED_TUNABLE, i->name, dir->device, t, 0))
                         return -ENOMEM;
         }
         return 0;
 }
 
+/* The children of dir, a directory of a disk made empty (build_device()). d: the disk, for
+ * the directories whose files follow its facts (hctx/, iosched/). Returns 0 or -ENOMEM. */
+static int build_dir(FuseFs *fs, Node *dir, const Device *d) {
+        switch (dir->type) {
+        case NODE_FACTS:
+                for (Fact f = 0; f < _FACT_MAX; f++)
+                        if (!node_new_static(fs, dir, NODE_FACT, fact_to_string(f), dir->device, f, 0))
+                                return -ENOMEM;
+                return 0;
+        case NODE_PLAN:
+                return build_knob_files(fs, dir, NODE_PLAN_KNOB) < 0 ||
+                       !node_new_static(fs, dir, NODE_PLAN_IOSCHED, FUSE_FS_IOSCHED, dir->device, 0, 0) ? -ENOMEM : 0;
+        case NODE_APPLIED:
+                return build_knob_files(fs, dir, NODE_APPLIED_KNOB) < 0 ||
+                       !node_new_static(fs, dir, NODE_APPLIED_IOSCHED, FUSE_FS_IOSCHED, dir->device, 0, 0) ? -ENOMEM : 0;
+        case NODE_OWNER:
+                return build_knob_files(fs, dir, NODE_OWNER_KNOB);
+        case NODE_POLICY:
+                return build_knob_files(fs, dir, NODE_POLICY_KNOB) < 0 ||
+                       !node_new_static(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, dir->device, POLICY_FILE_ENABLED, 0) ||
+                       !node_new_static(fs, dir, NODE_POLICY_IOSCHED, FUSE_FS_IOSCHED, dir->device, 0, 0) ? -ENOMEM : 0;
+        case NODE_POLICY_IOSCHED:
+                return build_policy_iosched(fs, dir);
+        case NODE_IOSCHED:
+                return iosched_sync(fs, dir, d) < 0 ? -ENOMEM : 0;
+        case NODE_HCTX:
+                return build_hctx(fs, dir, d);
+        default:
+                return 0;
+        }
+}
+
+/*
+ * A disk's directories get their children on first use (a LOOKUP in them or a READDIR):
+ * a disk has some 90 files and directories below facts/, plan/, applied/, owner/, policy/ and
+ * iosched/ and some 2,000 below hctx/, thousands of disks would spend most of the daemon's
+ * memory on nodes nobody looks at, and a disk's invalidation walks only the nodes made. Once
+ * made, they live as long as the disk's node (hctx/<n>/<attr> files only while the kernel
+ * holds them: hctx_attr_node(), op_forget()); hctx/ is emptied again when the disk's hctx
+ * layout changes, iosched/ follows the elevator (fuse_fs_device_updated()). Returns 0, or
+ * -ENOMEM with dir left empty.
+ */
+static int populate(FuseFs *fs, Node *dir) {
+        const Device *d = NULL;
+
+        if (dir->populated || !dir->device || dir->type == NODE_DEVICE || !node_is_dir(dir))
+                return 0;
+        if (dir->type == NODE_HCTX || dir->type == NODE_IOSCHED) {
+                d = registry_get(fs->ctx.registry, dir->device);
+                if (!d || !d->facts)
+                        return 0;       /* a disk being removed: nothing below */
+        }
+        int r = build_dir(fs, dir, d);
+        if (r < 0) {
+                while (dir->children)
+                        node_free(fs, dir->children);
+                return r;
+        }
+        dir->populated = true;
+        return 0;
+}
+
+/* devices/<disk>/ and its files; its directories are filled by populate(). */
 static int build_device(FuseFs *fs, const Device *d) {
-        Node *dev = node_new(fs, fs->devices, NODE_DEVICE, d->name, d->name, 0, 0), *dir;
+        Node *dev = node_new(fs, fs->devices, NODE_DEVICE, d->name, d->name, 0, 0);
         if (!dev)
                 return -ENOMEM;
 
-        if (!node_new_static(fs, dev, NODE_CLASS, FUSE_FS_CLASS, d->name, 0, 0) ||
-            !node_new_static(fs, dev, NODE_EXPLAIN, FUSE_FS_EXPLAIN, d->name, 0, 0) ||
-            !node_new_static(fs, dev, NODE_STAT, FUSE_FS_STAT, d->name, 0, 0) ||
-            !node_new_static(fs, dev, NODE_COMPLETIONS, FUSE_FS_COMPLETIONS, d->name, 0, 0) ||
-            !node_new_static(fs, dev, NODE_STATS_SOURCE, FUSE_FS_STATS_SOURCE, d->name, 0, 0))
-                return -ENOMEM;
-
-        if (!(dir = node_new_static(fs, dev, NODE_FACTS, FUSE_FS_FACTS, d->name, 0, 0)))
-                return -ENOMEM;
-        for (Fact f = 0; f < _FACT_MAX; f++)
-                if (!node_new_static(fs, dir, NODE_FACT, fact_to_string(f), d->name, f, 0))
-                        return -ENOMEM;
-
         static const struct {
-                NodeType dir, file;
+                NodeType type;
                 const char *name;
-        } knob_dirs[] = {
-                { NODE_PLAN,    NODE_PLAN_KNOB,    FUSE_FS_PLAN },
-                { NODE_APPLIED, NODE_APPLIED_KNOB, FUSE_FS_APPLIED },
-                { NODE_OWNER,   NODE_OWNER_KNOB,   FUSE_FS_OWNER },
-                { NODE_POLICY,  NODE_POLICY_KNOB,  FUSE_FS_POLICY },
+        } entries[] = {
+                { NODE_CLASS,        FUSE_FS_CLASS },
+                { NODE_EXPLAIN,      FUSE_FS_EXPLAIN },
+                { NODE_STAT,         FUSE_FS_STAT },
+                { NODE_COMPLETIONS,  FUSE_FS_COMPLETIONS },
+                { NODE_STATS_SOURCE, FUSE_FS_STATS_SOURCE },
+                { NODE_FACTS,        FUSE_FS_FACTS },
+                { NODE_PLAN,         FUSE_FS_PLAN },
+                { NODE_APPLIED,      FUSE_FS_APPLIED },
+                { NODE_OWNER,        FUSE_FS_OWNER },
+                { NODE_POLICY,       FUSE_FS_POLICY },
+                { NODE_IOSCHED,      FUSE_FS_IOSCHED },
         };
-        for (size_t i = 0; i < ELEMENTSOF(knob_dirs); i++) {
-                if (!(dir = node_new_static(fs, dev, knob_dirs[i].dir, knob_dirs[i].name, d->name, 0, 0)))
+        for (size_t i = 0; i < ELEMENTSOF(entries); i++)
+                if (!node_new_static(fs, dev, entries[i].type, entries[i].name, d->name, 0, 0))
                         return -ENOMEM;
-                for (Knob k = 0; k < _KNOB_MAX; k++)
-                        if (!node_new_static(fs, dir, knob_dirs[i].file, knob_to_string(k), d->name, k, 0))
-                                return -ENOMEM;
-        }
-        /* dir is policy/ now */
-        if (!node_new_static(fs, dir, NODE_POLICY_KNOB, FUSE_FS_ENABLED, d->name, POLICY_FILE_ENABLED, 0))
-                return -ENOMEM;
-
-        if (!(dir = node_new_static(fs, dev, NODE_IOSCHED, FUSE_FS_IOSCHED, d->name, 0, 0)) || iosched_sync(fs, dir, d) < 0 ||
-            build_iosched_knobs(fs, dev, d) < 0)
-                return -ENOMEM;
-
         if (d->facts->net && build_network(fs, dev, d) < 0)
                 return -ENOMEM;
-        return node_new_static(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0) ? 0 : -ENOMEM;    /* filled by populate() */
+        return node_new_static(fs, dev, NODE_HCTX, FUSE_FS_HCTX, d->name, 0, 0) ? 0 : -ENOMEM;
 }
 
 int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
@@ -1515,7 +1547,7 @@ int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
         }
 
         Node *iosched = node_child(dev, FUSE_FS_IOSCHED);
-        if (iosched) {
+        if (iosched && iosched->populated) {
                 r = iosched_sync(fs, iosched, d);
                 if (r < 0)
                         return r;
@@ -1534,10 +1566,10 @@ int fuse_fs_device_updated(FuseFs *fs, const Device *d) {
         }
 
         Node *hctx = node_child(dev, FUSE_FS_HCTX);
-        if (hctx && hctx->arg2 && !hctx_layout_matches(hctx, d)) {
+        if (hctx && hctx->populated && !hctx_layout_matches(hctx, d)) {
                 while (hctx->children)
                         node_free(fs, hctx->children);
-                hctx->arg2 = 0;                 /* filled again on next use */
+                hctx->populated = false;        /* filled again on next use */
                 notify_inval(fs, hctx->ino, NULL);
         }
         fuse_fs_invalidate_disk(fs, d->name);   /* evaluated again: class, explain, facts/, plan/ ... */

@@ -148,6 +148,8 @@ struct Node {
         NodeType type;
         bool own_name;          /* name is allocated (else a static string) */
         bool own_device;        /* device is allocated (else the parent's) */
+        bool populated;         /* a directory of a disk whose children are made on first use has them
+                                 * (fuse-fs.c populate()) */
         char *name;
         char *device;           /* disk name for nodes below devices/<disk>/ */
         int arg, arg2;
