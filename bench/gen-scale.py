@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-gen-scale.py OUTDIR [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64] [--ssd-every 8]
+gen-scale.py OUTDIR [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64] [--ssd-every 8] [--paths P]
 
 P3's synthetic machine: a root-relative sysfs/procfs/debugfs tree (for blkmqd --root) of N
 SCSI disks spread over H megaraid_sas-like RAID HBAs with host-wide shared tagsets, the shape of
@@ -18,6 +18,14 @@ tests/fixture/gen-synthetic.py (one HBA, at most 702 disks, every file of a fixt
   - debugfs: block/<d>/state and block/<d>/hctxN/flags (the files blkmqd reads; a real kernel
     has ~20 more per hctx, which nothing here reads), irq/irqs/N
   - /sys/module/megaraid_sas/parameters (host_tagset_enable=1 ...)
+
+--paths P (P > 1): dm-multipath. --disks counts LUNs; each LUN is reached over P legs, sd disks on
+P different hosts (leg p of LUN l on host (l * P + p) % H, so --hosts should be a multiple of P),
+each leg with the LUN's WWID and a SAS address of its own (device/sas_address: the path key of
+facts/device.c path_key()), and one request-based map dm-<l> over them (devices/virtual/block:
+dev 253:<l>, dm/uuid "mpath-3<wwid>", dm/name mpath<l>, slaves/<leg>, each leg's holders/dm-<l>;
+one hctx, all CPUs: dm_mod.dm_mq_nr_hw_queues=1, the default, drivers/md/dm-rq.c), as
+multipath-tools sets it up. N LUNs x P legs + N maps block devices.
 
 4096 x 64 x 64 CPUs: ~1.1 M files, ~0.5 M directories, ~5 GiB on tmpfs (a page per file),
 ~1 min to write. Deterministic. No TREE file (modes are not needed for --root reads as root).
@@ -66,6 +74,38 @@ class Gen:
             f.write(content)
         self.files += 1
 
+    def block(self, name, blk, devt, rot, nr_requests, write_cache, hctx, state, hflags):
+        """sysfs block/<name> at blk (its queue/, mq/<i>/ for each (i, cpus, nr_tags) of hctx, the
+        sys/block, class/block and dev/block links) and debugfs block/<name>/ (state, hctxN/flags)."""
+        self.file(f"{blk}/dev", f"{devt}\n")
+        self.file(f"{blk}/size", f"{7814037168 if rot else 1875385008}\n")
+        self.file(f"{blk}/removable", "0\n")
+        self.file(f"{blk}/ro", "0\n")
+        q = f"{blk}/queue"
+        self.file(f"{q}/rotational", ("1" if rot else "0") + "\n")
+        self.file(f"{q}/scheduler", "[mq-deadline] kyber bfq none\n")
+        self.file(f"{q}/rq_affinity", "1\n")
+        self.file(f"{q}/nr_requests", f"{nr_requests}\n")
+        self.file(f"{q}/nomerges", "0\n")
+        self.file(f"{q}/max_sectors_kb", "256\n")
+        self.file(f"{q}/logical_block_size", "512\n")
+        self.file(f"{q}/io_poll", "0\n")
+        self.file(f"{q}/write_cache", f"{write_cache}\n")
+        for i, cpus, nr_tags in hctx:
+            m = f"{blk}/mq/{i}"
+            self.file(f"{m}/cpu_list", ", ".join(str(c) for c in cpus) + "\n")
+            self.file(f"{m}/nr_tags", f"{nr_tags}\n")
+            self.file(f"{m}/nr_reserved_tags", "0\n")
+            for c in cpus:
+                self.mkdirs(f"{m}/cpu{c}")
+        self.link(f"sys/block/{name}", blk)
+        self.link(f"sys/class/block/{name}", blk)
+        self.link(f"sys/dev/block/{devt}", blk)
+        dbg = f"sys/kernel/debug/block/{name}"
+        self.file(f"{dbg}/state", f"{state}\n")
+        for i, _, _ in hctx:
+            self.file(f"{dbg}/hctx{i}/flags", hflags)
+
     def link(self, rel, target_rel):
         self.mkdirs(os.path.dirname(rel))
         os.symlink(os.path.relpath(target_rel, os.path.dirname(rel)), os.path.join(self.root, rel))
@@ -82,9 +122,11 @@ def main():
     ap.add_argument("--can-queue", type=int, default=4096)
     ap.add_argument("--queue-depth", type=int, default=256)
     ap.add_argument("--kernel", default="6.1.0-28-amd64")
+    ap.add_argument("--paths", type=int, default=1, help="legs per LUN; > 1: dm-multipath legs and one map per LUN")
     ap.add_argument("--force", action="store_true")
     a = ap.parse_args()
-    if a.disks < 1 or a.hosts < 1 or a.hosts > 250 or a.hctx < 1 or a.cpus < 1 or a.disks > 1 << 16:
+    if a.disks < 1 or a.hosts < 1 or a.hosts > 250 or a.hctx < 1 or a.cpus < 1 or a.paths < 1 or \
+            a.disks * a.paths > 1 << 16:
         ap.error("bad sizes")
     if os.path.exists(a.outdir):
         if not a.force:
@@ -115,7 +157,18 @@ def main():
 
     irq_lines = [" " * 5 + "".join(f"CPU{c:<8d}" for c in range(cpus)).rstrip() + "\n"]
     hflags = "alloc_policy=FIFO SHOULD_MERGE|TAG_QUEUE_SHARED|TAG_HCTX_SHARED\n"
-    per_host = (a.disks + a.hosts - 1) // a.hosts
+    # legs[h]: (leg index, LUN) of the sd disks behind host h, in the order the host probes them
+    n_legs = a.disks * a.paths
+    legs = [[] for _ in range(a.hosts)]
+    if a.paths == 1:
+        per_host = (a.disks + a.hosts - 1) // a.hosts
+        for d in range(a.disks):
+            legs[d // per_host].append(d)
+    else:
+        for lun in range(a.disks):
+            for p in range(a.paths):
+                legs[(lun * a.paths + p) % a.hosts].append(lun * a.paths + p)
+    maps = [[] for _ in range(a.disks)] if a.paths > 1 else None
     for h in range(a.hosts):
         addr = f"0000:{h + 2:02x}:00.0"
         pci = f"devices/pci0000:00/0000:00:{(h % 31) + 1:02x}.0/{addr}"
@@ -154,60 +207,49 @@ def main():
         g.link(f"sys/class/scsi_host/host{h}", sh)
         g.link(f"{host}/subsystem", "sys/bus/scsi")
 
-        for t in range(per_host):
-            d = h * per_host + t
-            if d >= a.disks:
-                break
+        for t, d in enumerate(legs[h]):
+            lun = d // a.paths
             name = disk_name(d)
-            rot = not (a.ssd_every and d % a.ssd_every == a.ssd_every - 1)
+            rot = not (a.ssd_every and lun % a.ssd_every == a.ssd_every - 1)
             sdev = f"{host}/target{h}:2:{t}/{h}:2:{t}:0"
             g.file(f"{sdev}/queue_depth", f"{a.queue_depth}\n")
             g.file(f"{sdev}/vendor", "AVAGO   \n")
             g.file(f"{sdev}/model", ("MR9560-16i      " if rot else "MR9560-16i SSD  ") + "\n")
-            g.file(f"{sdev}/wwid", f"naa.600062b2{d:024x}\n")
+            g.file(f"{sdev}/wwid", f"naa.600062b2{lun:024x}\n")
+            if maps is not None:
+                g.file(f"{sdev}/sas_address", f"0x5000c5{d:010x}\n")
+                maps[lun].append((name, f"{sdev}/block/{name}"))
             g.file(f"{sdev}/state", "running\n")
             g.link(f"{sdev}/driver", "sys/bus/scsi/drivers/sd")
             g.link(f"{sdev}/subsystem", "sys/bus/scsi")       # block/<d>/device/subsystem: the transport
             blk = f"{sdev}/block/{name}"
             ma, mi = sd_devt(d)
-            g.file(f"{blk}/dev", f"{ma}:{mi}\n")
-            g.file(f"{blk}/size", f"{7814037168 if rot else 1875385008}\n")
-            g.file(f"{blk}/removable", "0\n")
-            g.file(f"{blk}/ro", "0\n")
             g.link(f"{blk}/device", sdev)
-            q = f"{blk}/queue"
-            g.file(f"{q}/rotational", ("1" if rot else "0") + "\n")
-            g.file(f"{q}/scheduler", "[mq-deadline] kyber bfq none\n")
-            g.file(f"{q}/rq_affinity", "1\n")
-            g.file(f"{q}/nr_requests", f"{2 * min(a.can_queue, 128)}\n")
-            g.file(f"{q}/nomerges", "0\n")
-            g.file(f"{q}/max_sectors_kb", "256\n")
-            g.file(f"{q}/logical_block_size", "512\n")
-            g.file(f"{q}/io_poll", "0\n")
-            g.file(f"{q}/write_cache", "write back\n")
-            for i in live_hctx:
-                m = f"{blk}/mq/{i}"
-                g.file(f"{m}/cpu_list", ", ".join(str(c) for c in hctx_cpus[i]) + "\n")
-                g.file(f"{m}/nr_tags", f"{a.can_queue}\n")
-                g.file(f"{m}/nr_reserved_tags", "0\n")
-                for c in hctx_cpus[i]:
-                    g.mkdirs(f"{m}/cpu{c}")
-            g.link(f"sys/block/{name}", blk)
-            g.link(f"sys/class/block/{name}", blk)
-            g.link(f"sys/dev/block/{ma}:{mi}", blk)
-            dbg = f"sys/kernel/debug/block/{name}"
-            g.file(f"{dbg}/state", "SAME_COMP|IO_STAT|INIT_DONE|STATS|REGISTERED|NOWAIT|SQ_SCHED\n")
-            for i in live_hctx:
-                g.file(f"{dbg}/hctx{i}/flags", hflags)
+            g.block(name, blk, f"{ma}:{mi}", rot, f"{2 * min(a.can_queue, 128)}", "write back",
+                    [(i, hctx_cpus[i], a.can_queue) for i in live_hctx],
+                    "SAME_COMP|IO_STAT|INIT_DONE|STATS|REGISTERED|NOWAIT|SQ_SCHED", hflags)
+            if maps is not None:
+                g.link(f"{blk}/holders/dm-{lun}", f"sys/devices/virtual/block/dm-{lun}")
+    for lun, members in enumerate(maps or []):
+        name, blk = f"dm-{lun}", f"sys/devices/virtual/block/dm-{lun}"
+        rot = not (a.ssd_every and lun % a.ssd_every == a.ssd_every - 1)
+        g.file(f"{blk}/dm/uuid", f"mpath-3600062b2{lun:024x}\n")
+        g.file(f"{blk}/dm/name", f"mpath{lun}\n")
+        g.file(f"{blk}/dm/suspended", "0\n")
+        for leg, leg_blk in members:
+            g.link(f"{blk}/slaves/{leg}", leg_blk)
+        g.block(name, blk, f"253:{lun}", rot, "256", "write through", [(0, list(range(cpus)), 2048)],
+                "SAME_COMP|NONROT|IO_STAT|INIT_DONE|STATS|REGISTERED|NOWAIT|SQ_SCHED", "alloc_policy=FIFO SHOULD_MERGE\n")
     irq_lines.append(" NMI:" + "".join(f"{0:>11d}" for _ in range(cpus)) + "   Non-maskable interrupts\n")
     g.file("proc/interrupts", "".join(irq_lines))
     g.file("MANIFEST",
            "synthetic: generated by bench/gen-scale.py, not captured\n"
            f"command: gen-scale.py OUT {' '.join(sys.argv[2:])}\n"
-           f"disks: {a.disks} over {a.hosts} megaraid_sas hosts (host tagset), every {a.ssd_every}th SSD\n"
+           f"disks: {n_legs} over {a.hosts} megaraid_sas hosts (host tagset), every {a.ssd_every}th {'LUN ' if maps else ''}SSD\n"
+           + (f"multipath: {a.disks} LUNs x {a.paths} legs, {a.disks} request-based maps dm-0..\n" if maps else "") +
            f"hctx: {a.hctx} per disk, cpus: {cpus}, can_queue: {a.can_queue}, msi vectors per host: {n_vec}\n"
            f"files: {g.files + 1}, directories: {len(g.dirs)}\n")
-    print(f"{a.outdir}: {a.disks} disks, {a.hosts} hosts, {a.hctx} hctx, {cpus} CPUs, "
+    print(f"{a.outdir}: {n_legs} disks" + (f" (+ {a.disks} multipath maps)" if maps else "") + f", {a.hosts} hosts, {a.hctx} hctx, {cpus} CPUs, "
           f"{g.files + 1} files, {len(g.dirs)} directories")
 
 

@@ -167,6 +167,9 @@ def main():
             msgs.append((time.monotonic() - t0, m))
             if "READY=1" in m.split("\n"):
                 ready = time.monotonic() - t0
+        # nothing reads it from here on: closed, blkmqd's later sd_notify() (a STATUS= per disk
+        # while a stop restores) fails at once instead of blocking on a full socket queue
+        nsock.close()
         st = status(proc.pid)
         u, s = cpu_s(proc.pid)
         print()
