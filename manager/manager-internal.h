@@ -231,6 +231,15 @@ void manager_load_stored(Manager *m, Device *d);
  */
 void manager_check_identity(Manager *m, Device *d);
 
+/*
+ * manager_check_identity() for each disk of names (a strv; names no longer in the registry are
+ * skipped), in order, after a batch added them: the identities are sorted once, and only a disk
+ * whose identity another disk has too is checked against them all (a scan per disk made a
+ * coldplug of n disks O(n^2): 20,480 multipath legs and maps spent minutes in strcmp()).
+ * Without memory for the sort, every disk is checked.
+ */
+void manager_check_identities(Manager *m, char * const *names);
+
 /* Load d's stored overrides (not for a shared identity); invalid ones are dropped, logged. */
 void manager_load_overrides(Manager *m, Device *d);
 

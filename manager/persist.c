@@ -70,6 +70,39 @@ void manager_check_identity(Manager *m, Device *d) {
         }
 }
 
+static int identity_compare(const void *a, const void *b) {
+        return strcmp(*(const char * const *) a, *(const char * const *) b);
+}
+
+void manager_check_identities(Manager *m, char * const *names) {
+        const Registry *reg = &m->registry;
+        /* copies: a check may remove a disk, and its identity with it */
+        _cleanup_strv_free_ char **ids = calloc(reg->n_devices + 1, sizeof(char *));
+        size_t n = 0;
+
+        for (size_t i = 0; ids && i < reg->n_devices; i++)
+                if (reg->devices[i]->facts && reg->devices[i]->facts->identity &&
+                    !(ids[n++] = strdup(reg->devices[i]->facts->identity)))
+                        ids = strv_free(ids);
+        if (ids)
+                qsort(ids, n, sizeof(char *), identity_compare);
+        STRV_FOREACH(name, names) {
+                Device *d = registry_get(&m->registry, *name);
+                if (!d || !d->facts || !d->facts->identity)
+                        continue;
+                if (ids) {
+                        /* a disk whose identity no other disk had when the batch ended has none
+                         * now (an earlier check only removes disks): nothing to check */
+                        char **k = bsearch(&d->facts->identity, ids, n, sizeof(char *), identity_compare);
+                        while (k && k > ids && streq(k[-1], d->facts->identity))
+                                k--;
+                        if (k && (k + 1 >= ids + n || !streq(k[1], d->facts->identity)))
+                                continue;
+                }
+                manager_check_identity(m, d);
+        }
+}
+
 /* The key of d's originals in the state directory (NULL: none, or ENOMEM). */
 static char *originals_key(const Device *d) {
         char *k = NULL;

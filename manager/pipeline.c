@@ -700,11 +700,7 @@ void manager_batch_end(Manager *m) {
         _cleanup_strv_free_ char **added = TAKE_PTR(m->batch_added);
 
         m->batch = NULL;
-        STRV_FOREACH(n, added) {                /* every collision known before anything is loaded */
-                Device *d = registry_get(&m->registry, *n);
-                if (d)
-                        manager_check_identity(m, d);
-        }
+        manager_check_identities(m, added);     /* every collision known before anything is loaded */
         STRV_FOREACH(n, added) {
                 Device *d = registry_get(&m->registry, *n);
                 if (!d || !d->facts)

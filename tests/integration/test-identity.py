@@ -13,7 +13,8 @@ set-up the item is about, on a FUSE mount in a temp dir, with its own --state-di
          mmcblk0boot1 of one card, serial 0x1234abcd): policy/rq_affinity 2 on boot0, stop,
          start -> the override comes back on boot0 only and is written there only
       n2 two virtio disks with one serial and an override stored under it: at load neither
-         gets it, one warning per disk names the other, a new override is not stored
+         gets it, one warning per disk names the other, a new override is not stored; a third
+         disk of the same start with a serial of its own gets no warning, its override is stored
   (o) '!' names: vda renamed cciss!c0d0 -> managed and shown as devices/cciss!c0d0,
       --devices 'cciss/c0d0' and MatchName=cciss/c0d0 (the kernel's form) match it, blkmqctl explain cciss/c0d0 and
       /dev/cciss/c0d0 work; a disk whose name is no file name (40 bytes) logs one line
@@ -134,7 +135,9 @@ def case_mmc(tmp):
 def case_collision(tmp):
     root = copy_fixture("host-6.18-virtio-blk", os.path.join(tmp, "twin-root"))
     clone_disk(root, VIRTIO1, "vda", "vdb", "254:16")     # same virtio serial
+    clone_disk(root, VIRTIO1, "vda", "vdc", "254:32")
     serial = get(root, f"{VIRTIO1}/block/vda/serial").strip()
+    put(root, f"{VIRTIO1}/block/vdc/serial", serial + "-c\n")  # its own
     r = Run(tmp, "twin")
     os.makedirs(os.path.join(r.dir, "state", "overrides"), mode=0o700)
     put(r.dir, f"state/overrides/serial:{serial}", f"# blkmqd overrides for serial:{serial}\nrq_affinity=2\n")
@@ -152,6 +155,11 @@ def case_collision(tmp):
         stored = get(r.dir, f"state/overrides/serial:{serial}")
         check("nr_requests" not in stored, f"(n2) not stored under the shared identity: {stored!r}")
         check("not stored" in r.log(), "(n2) the log says the setting is not stored")
+        # a third disk of the same batch with a serial of its own shares nothing
+        check(not [x for x in log.splitlines() if "Identity" in x and "vdc" in x], "(n2) no warning for vdc")
+        check(bt.write_file(d.path("devices", "vdc", "policy", "nr_requests"), b"64\n") == 0, "(n2) policy on vdc")
+        ok, _ = wait_for(lambda: "nr_requests=64" in get(r.dir, f"state/overrides/serial:{serial}-c"), 10.0)
+        check(ok, f"(n2) vdc's override stored under its own identity: {get(r.dir, f'state/overrides/serial:{serial}-c')!r}")
     finally:
         r.stop()
 
