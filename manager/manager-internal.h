@@ -90,6 +90,8 @@ struct Manager {
         bool cascading;                 /* re-gathering the disks below a holder that changed (pipeline.c) */
         bool stopping;                  /* SIGTERM/SIGINT: restoring, then exit */
         bool ready_pending;             /* coldplug done, its writes not settled: not mounted, no READY yet */
+        size_t ready_unsettled;         /* where manager_ready_check() last found a run unsettled: its next
+                                         * look starts there (a hint only; every disk is looked at before READY) */
         bool stop_done;                 /* the stop restore ran (manager_free does not repeat it) */
         /* disk writes of blkmqd's own files, on the writer too (persist.c, pipeline.c) */
         bool inline_files;              /* after the loop ended (manager_free()): done on this thread */

@@ -633,9 +633,17 @@ int manager_ready_check(Manager *m) {
 
         if (!m->ready_pending)
                 return 0;
-        for (size_t i = 0; i < m->registry.n_devices; i++)
-                if (!manager_disk_settled(m, m->registry.devices[i]->name))
+        /* called as each coldplug run ends: starting where the last look found a run going
+         * (they end about in registry order) keeps n disks' coldplug from O(n^2) looks */
+        size_t n = m->registry.n_devices;
+        for (size_t k = 0; k < n; k++) {
+                size_t i = (m->ready_unsettled + k) % n;
+                const Device *d = m->registry.devices[i];
+                if (d->run.active && !d->run.timed_out) {       /* manager_disk_settled() */
+                        m->ready_unsettled = i;
                         return 0;
+                }
+        }
         if (!manager_persist_settled(m) || !manager_modules_settled(m))
                 return 0;
         m->ready_pending = false;
