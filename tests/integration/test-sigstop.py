@@ -205,8 +205,10 @@ def stopped_readers(exe, tmp, loops, stopper):
                 seen[op] += states(p.pid)
             time.sleep(0.01)
         for op in procs:
-            check("D" not in seen[op], f"{tag} {op}: never in D state while the daemon is stopped "
-                  f"({seen[op].count('D')} of {len(seen[op])} samples D)")
+            # a reader blocked on the stopped daemon stays in D; one lone sample in D (a page
+            # fault under load: 1 of 281 seen) is not that, and the "returned" check below holds it
+            check("DD" not in seen[op], f"{tag} {op}: never in D state for two samples running (10 ms apart) while "
+                  f"the daemon is stopped ({seen[op].count('D')} of {len(seen[op])} samples D)")
         for op in ("select", "poll", "close", "inotify"):
             line = readline(procs[op], 1).split()
             check(line[:1] == ["done"] and float(line[1]) < 2.0, f"{tag} {op} returned while the daemon is stopped ({line})")
