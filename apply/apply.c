@@ -815,7 +815,7 @@ static void irq_affinity_summarize(Device *d) {
         int first_error = 0;
         uint64_t now = run_now_usec(d);
         bool ours = false;
-        size_t failed_writes = 0;
+        size_t failed_writes = 0, kept_ours = 0;
 
         for (size_t i = 0; i < d->n_irq_applied; i++) {
                 const IrqApplied *ia = &d->irq_applied[i];
@@ -824,6 +824,7 @@ static void irq_affinity_summarize(Device *d) {
                         continue;
                 total++;
                 n[ia->outcome]++;
+                kept_ours += IN_SET(ia->outcome, IRQ_KEPT, IRQ_KEPT_WAR_OVER) && ia->original;
                 switch (ia->outcome) {
                 case IRQ_EXTERNAL_NEW:
                         list_add(&ext_new, &n_ext_new, "IRQ %u to %s", ia->irq, strna(ia->current));
@@ -853,9 +854,15 @@ static void irq_affinity_summarize(Device *d) {
                         break;
                 }
         }
-        size_t kept = n[IRQ_KEPT] + n[IRQ_KEPT_WAR_OVER], managed = n[IRQ_MANAGED] + n[IRQ_MANAGED_NEW],
+        /* The counts are states of the vectors, not what this evaluation did: a vector blkmqd
+         * placed (it holds an original) and finds still in place is "placed" at every later
+         * look (a verify, a reload, a restart), as the journal said when it was written;
+         * "already placed" is one that was there before blkmqd. placed_now: written by this
+         * evaluation (what the journal line is about). */
+        size_t kept = n[IRQ_KEPT] + n[IRQ_KEPT_WAR_OVER] - kept_ours, managed = n[IRQ_MANAGED] + n[IRQ_MANAGED_NEW],
                external = n[IRQ_EXTERNAL] + n[IRQ_EXTERNAL_NEW] + n[IRQ_EXTERNAL_WAIT],
-               failed_n = n[IRQ_FAILED] + n[IRQ_FAILED_NEW], placed = n[IRQ_PLACED] + n[IRQ_REASSERTED] + n[IRQ_WAR_START] + n[IRQ_WAR_REWRITE],
+               failed_n = n[IRQ_FAILED] + n[IRQ_FAILED_NEW],
+               placed_now = n[IRQ_PLACED] + n[IRQ_REASSERTED] + n[IRQ_WAR_START] + n[IRQ_WAR_REWRITE], placed = placed_now + kept_ours,
                would = n[IRQ_WOULD], waiting = n[IRQ_WAITING] + n[IRQ_WRITING] + n[IRQ_WRITING_REASSERT];
 
         free_and_strdup(&a->value, want);
@@ -883,11 +890,11 @@ static void irq_affinity_summarize(Device *d) {
 
         /* One line per disk, when the state changes (not per vector, not at every evaluation). */
         _cleanup_free_ char *sig = irq_signature(d);
-        if (!d->irq_logged && !placed && !n[IRQ_MANAGED_NEW] && !failed_n && !external) {
+        if (!d->irq_logged && !placed_now && !n[IRQ_MANAGED_NEW] && !failed_n && !external) {
                 d->irq_logged = TAKE_PTR(sig);  /* nothing to say: every vector already where it belongs */
                 return;
         }
-        bool news = placed > n[IRQ_WAR_REWRITE] || n[IRQ_MANAGED_NEW] || ext_new || war || n[IRQ_KEPT_WAR_OVER] ||
+        bool news = placed_now > n[IRQ_WAR_REWRITE] || n[IRQ_MANAGED_NEW] || ext_new || war || n[IRQ_KEPT_WAR_OVER] ||
                     !streq_ptr(sig, d->irq_logged);
         if (!news)
                 return;
@@ -925,7 +932,7 @@ static void irq_affinity_summarize(Device *d) {
                                want, "%s%s", line, failed_writes ? " (failed writes are retried with backoff)" : "");
         else if (ext_new || war || reasserted)
                 log_external(d, "irq_affinity", war ? LOG_WARNING : LOG_NOTICE, irq_originals(d, sv_old, sizeof(sv_old)), want, "%s", line);
-        else if (placed)
+        else if (placed_now)
                 log_write(d, "irq_affinity", irq_originals(d, sv_old, sizeof(sv_old)), want, "%s", line);
         else
                 log_device_info(d->name, "%s", line);

@@ -25,7 +25,13 @@ int render_applied(const Applied *a, char **ret) {
                              a->message ? ": " : "", a->message ?: "");
                 break;
         case APPLY_EXTERNAL:
-                r = asprintf(ret, "%s\n", strna(a->message));
+                /* the state word first, as every state (blkmqctl status reads it there): a
+                 * message "changed externally to X (...)" says it already, a count of vectors
+                 * ("4 vector(s): ... 1 changed externally") does not */
+                if (a->message && startswith(a->message, state))
+                        r = asprintf(ret, "%s\n", a->message);
+                else
+                        r = asprintf(ret, "%s: %s\n", state, strna(a->message));
                 break;
         default:
                 r = asprintf(ret, "%s: %s\n", state, strna(a->message));

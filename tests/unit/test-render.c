@@ -34,6 +34,12 @@ static void test_render_applied(void) {
                       "error: EBUSY writing bfq to queue/scheduler\n");
         check_applied(APPLY_UNSUPPORTED, "none", "bfq", "EINVAL writing bfq to queue/scheduler, read back none",
                       "unsupported: EINVAL writing bfq to queue/scheduler, read back none\n");
+        /* changed externally: the state word first, whatever the message (issue 26 item 4:
+         * irq_affinity's counts read "4 vector(s): ..." and blkmqctl status saw no state) */
+        check_applied(APPLY_EXTERNAL, NULL, "bfq", "changed externally to none (blkmqd wrote bfq; ...)",
+                      "changed externally to none (blkmqd wrote bfq; ...)\n");
+        check_applied(APPLY_EXTERNAL, NULL, "hctx", "4 vector(s): 3 placed, 0 already placed, 1 changed externally",
+                      "changed externally: 4 vector(s): 3 placed, 0 already placed, 1 changed externally\n");
         /* missing strings never crash nor print "(null)" */
         check_applied(APPLY_OK, NULL, NULL, NULL, "ok: n/a\n");
         check_applied(APPLY_ERROR, NULL, NULL, NULL, "error: n/a\n");
