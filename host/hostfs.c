@@ -218,9 +218,45 @@ bool hostfs_debugfs_available(HostFs *h, const char **ret_reason) {
         return !h->debugfs_reason;
 }
 
+/*
+ * /etc/modprobe.d absent when hostfs_new() looked: opened when it appears (anyone may make it
+ * later), and made (0755, /etc too when absent) by the first write of blkmqd.conf when create.
+ * Called on the loop (reads) and on a writer worker (the write): the fd is published once,
+ * atomically; the loser of a race closes its own. Returns the fd or -errno.
+ */
+static int modprobe_d_fd(HostFs *h, bool create) {
+        int fd = __atomic_load_n(&h->fd[HOSTFS_MODPROBE_D], __ATOMIC_ACQUIRE);
+        if (fd >= 0)
+                return fd;
+        fd = openat(h->root_fd, kind_dir[HOSTFS_MODPROBE_D], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT && create) {
+                /* "etc", then "etc/modprobe.d": 0755 whatever the umask (root:root, as the package's /etc) */
+                static const char * const dirs[] = { "etc", "etc/modprobe.d" };
+                for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                        if (mkdirat(h->root_fd, dirs[i], 0755) < 0) {
+                                if (errno != EEXIST)
+                                        return negative_errno();
+                        } else if (fchmodat(h->root_fd, dirs[i], 0755, 0) < 0)
+                                return negative_errno();
+                }
+                fd = openat(h->root_fd, kind_dir[HOSTFS_MODPROBE_D], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        }
+        if (fd < 0)
+                return negative_errno();
+        int expected = __atomic_load_n(&h->fd[HOSTFS_MODPROBE_D], __ATOMIC_ACQUIRE);
+        while (expected < 0)    /* -1 from hostfs_new()'s openat(), -EBADF before it */
+                if (__atomic_compare_exchange_n(&h->fd[HOSTFS_MODPROBE_D], &expected, fd, false, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE))
+                        return fd;
+        close(fd);              /* another thread published its own first */
+        return expected;
+}
+
 static int kind_fd(HostFs *h, HostFsKind kind) {
         if (kind < 0 || kind >= _HOSTFS_KIND_MAX)
                 return -EINVAL;
+        if (kind == HOSTFS_MODPROBE_D)
+                return modprobe_d_fd(h, false);
         if (h->fd[kind] < 0)
                 return kind == HOSTFS_DEBUGFS ? -ENODEV : -ENOENT;
         if (kind == HOSTFS_DEBUGFS && !hostfs_debugfs_available(h, NULL))
@@ -848,7 +884,7 @@ int hostfs_replace_file_raw(HostFs *h, HostFsKind kind, const char *name, const 
 
         if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
                 return -EPERM;
-        dfd = kind_fd(h, kind);
+        dfd = modprobe_d_fd(h, true);
         if (dfd < 0)
                 return dfd;
         if (asprintf(&tmp, ".%s.blkmqd-tmp", name) < 0)
@@ -881,9 +917,6 @@ void hostfs_replace_file_record(HostFs *h, HostFsKind kind, const char *name, co
 int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char *content) {
         if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
                 return -EPERM;
-        int dfd = kind_fd(h, kind);
-        if (dfd < 0)
-                return dfd;     /* refused before anything was tried: not recorded */
         int r = hostfs_replace_file_raw(h, kind, name, content);
         hostfs_replace_file_record(h, kind, name, content, r);
         return r;

@@ -236,7 +236,9 @@ uint64_t hostfs_write_count(const HostFs *h, HostFsKind kind);
 /*
  * Replace a whole file atomically (temp file in the same directory, fsync, rename).
  * Only for HOSTFS_MODPROBE_D, the one kind where blkmqd owns files (blkmqd.conf): it
- * may create. Recorded like hostfs_write() with the first line of content.
+ * may create, and makes the directory (/etc/modprobe.d, 0755; /etc too) when it is absent:
+ * a modprobe.d that appears after hostfs_new() is found by every later call of that kind.
+ * Recorded like hostfs_write() with the first line of content.
  * Returns 0, -EPERM for another kind, -errno.
  */
 int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char *content);
@@ -249,8 +251,9 @@ int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name);
 /*
  * The halves of hostfs_replace_file() and hostfs_unlink(), for a writer worker (host/writer.h),
  * like hostfs_write_raw(): the _raw() functions do it and record nothing; they are safe on any
- * thread (they use only the dirfd hostfs_new() opened) and may block as long as the file
- * system takes (the fsync() of a slow disk, a frozen file system). The test hold applies to
+ * thread (they use only the dirfds hostfs_new() opened, and modprobe.d's, published once when
+ * it appears) and may block as long as the file system takes (the fsync() of a slow disk, a
+ * frozen file system). The test hold applies to
  * them too ("modprobe.d:blkmqd.conf=<seconds>"). hostfs_replace_file_record() records a
  * replacement on the thread that owns h (an unlink: hostfs_write_record() with
  * HOSTFS_UNLINK_RECORD). Return as hostfs_replace_file() and hostfs_unlink().
