@@ -60,6 +60,13 @@
 #   netlink_facts                         print the netlink facts (route, links, channels) in
 #                                         the <root>/netlink/facts format (iproute2 + ethtool)
 #   finish                                explicit end (optional; the EXIT trap does the same)
+#   reboot_guest                          (full-distro flavour, header "# boots: N") end this
+#                                         boot: the counts are kept in /var/lib/vmtest, no plan
+#                                         is printed, run-scenario reboots the guest in order
+#                                         (systemctl reboot) and the harness boots the same
+#                                         root again; the scenario runs again from the top with
+#                                         VMTEST_BOOT one higher (1 on the first boot), the
+#                                         numbering and the counts going on
 
 : "${BLKMQD:=/opt/blkmqd/blkmqd}"
 : "${BLKMQD_MOUNT:=/run/blkmqd}"
@@ -70,8 +77,20 @@ _vt_fail=0
 _vt_skip=0
 _vt_skip_all=""
 _vt_hmp_seq=0
+_vt_rebooting=""
 HMP_OUT=""
 BLKMQD_PID=""
+# which boot of this root (the full-distro harness's vmtest.boot=N; 1 when there is none)
+VMTEST_BOOT=1
+for _a in $(cat /proc/cmdline 2>/dev/null); do
+    case $_a in vmtest.boot=[0-9]*) VMTEST_BOOT=${_a#vmtest.boot=} ;; esac
+done
+_VT_STATE=/var/lib/vmtest/tap-state
+if [ "$VMTEST_BOOT" -gt 1 ]; then
+    if [ -r "$_VT_STATE" ]; then . "$_VT_STATE"
+    else printf '%s\n' "not ok 1 - boot $VMTEST_BOOT: the counts of the boot before ($_VT_STATE) are missing"; _vt_n=1; _vt_fail=1
+    fi
+fi
 
 _vt_emit() { printf '%s\n' "$*"; }
 
@@ -541,9 +560,24 @@ netlink_facts() {
 
 finish() { exit 0; }
 
+reboot_guest() {
+    mkdir -p "${_VT_STATE%/*}" /run/vmtest
+    printf '_vt_n=%s _vt_pass=%s _vt_fail=%s _vt_skip=%s\n' "$_vt_n" "$_vt_pass" "$_vt_fail" "$_vt_skip" >"$_VT_STATE"
+    sync
+    : >/run/vmtest/reboot
+    _vt_rebooting=1
+    exit 0
+}
+
 _vt_exit() {
     _rc=$?
     [ -n "$BLKMQD_PID" ] && stop_blkmqd
+    if [ -n "$_vt_rebooting" ] && [ "$_rc" -eq 0 ]; then
+        _vt_emit "# vmtest boot $VMTEST_BOOT done: scenario=$VMTEST_SCENARIO pass=$_vt_pass fail=$_vt_fail skip=$_vt_skip so far; rebooting"
+        [ "$_vt_fail" -gt 0 ] && exit 1
+        exit 0
+    fi
+    rm -f /run/vmtest/reboot
     if [ "$_vt_fail" -gt 0 ]; then _rc=1
     elif [ "$_rc" -eq 0 ] && [ -n "$_vt_skip_all" ]; then _rc=77
     fi

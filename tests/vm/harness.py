@@ -48,6 +48,11 @@ EXIT_SKIP = 77
 EXIT_HARD = 99
 
 END_RE = re.compile(r"^@@BLKMQD-VMTEST-END rc=(\d+)@@\s*$")
+# The full-distro flavour's scenario asked for a reboot (guest-lib.sh reboot_guest): the guest
+# shuts down in order and QEMU (-no-reboot) exits at the reset; tests/vm/distro.py boots the
+# same root again.
+REBOOT_RE = re.compile(r"^@@BLKMQD-VMTEST-REBOOT rc=(\d+)@@\s*$")
+REBOOTED = "rebooted"       # run_once()'s reason when the guest rebooted after REBOOT_RE
 HMP_RE = re.compile(r"^@@HMP (\d+) (.+?)\s*$")
 
 # Modules packed into the base initramfs (their dependencies are added automatically).
@@ -640,7 +645,9 @@ def parse_header(path):
     binary (repeatable: HOST[:GUEST] packed with its ldd closure when HOST exists on the host;
     a missing one is only logged, the scenario checks for it and skips what needs it),
     file (repeatable: HOST:GUEST, HOST relative to tests/vm; the full-distro flavour copies it
-    into the root before systemd starts, e.g. a udev rule; as [(HOST, GUEST)])."""
+    into the root before systemd starts, e.g. a udev rule; as [(HOST, GUEST)]),
+    boots (the full-distro flavour: boots of one root, default 1; the scenario ends each boot
+    but the last with guest-lib.sh's reboot_guest)."""
     h = {"qemu": [], "disk": [], "needs": [], "cmdline": [], "modules": [], "binary": [],
          "tap": [], "file": []}
     with open(path) as f:
@@ -665,7 +672,7 @@ def parse_header(path):
                         or any(o != "multi_queue" for o in t[1:])):
                     raise ValueError("bad '# tap: %s' (NAME [multi_queue])" % v)
                 h["tap"].append(t)
-            elif k in ("smp", "mem", "timeout"):
+            elif k in ("smp", "mem", "timeout", "boots"):
                 h[k] = int(v)
             elif k == "kernel":
                 h[k] = kernel_series(v)
@@ -863,12 +870,16 @@ def build_run_cpio(args, header, st):
     return c
 
 
-def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt, tap=None):
+def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt, tap=None, reboot=False,
+             label=""):
     """Boot once.  Returns (rc or None if no end marker, reason, wall, scenario start).  The
     scenario's console lines (between the start and end markers) are appended to tap, a list,
-    when one is given."""
-    log("attempt %d: %s" % (attempt, " ".join(shlex.quote(c) for c in cmd)))
-    log_f.write(("\n==== attempt %d: %s\n" % (attempt, " ".join(cmd))).encode())
+    when one is given.  With reboot, a REBOOT_RE line ends the scenario's part of this boot:
+    what follows is the guest's shutdown, and QEMU's exit (-no-reboot) within the timeout
+    returns (None, REBOOTED, ...)."""
+    what = "attempt %d%s" % (attempt, label)
+    log("%s: %s" % (what, " ".join(shlex.quote(c) for c in cmd)))
+    log_f.write(("\n==== %s: %s\n" % (what, " ".join(cmd))).encode())
     log_f.flush()
     t0 = time.time()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -896,21 +907,29 @@ def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt, tap=None)
     th = threading.Thread(target=reader, daemon=True)
     th.start()
     mon = None
-    rc, reason, start_seen = None, "", None
+    rc, reason, start_seen, rebooting = None, "", None, None
     deadline = t0 + timeout
     try:
         while True:
             left = deadline - time.time()
             if left <= 0:
-                reason = "timeout after %d s" % timeout
+                reason = "timeout after %d s%s" % (timeout, "" if rebooting is None else
+                                                   " (shutting down for the reboot since %.1f s)" % rebooting)
                 break
             try:
                 kind, line = events.get(timeout=min(left, 1.0))
             except queue.Empty:
                 continue
             if kind == "eof":
-                reason = "QEMU exited without an end marker"
+                reason = REBOOTED if rebooting is not None else "QEMU exited without an end marker"
                 break
+            if rebooting is not None:
+                continue        # the shutdown's console lines (an END from a killed shell too)
+            m = REBOOT_RE.match(line) if reboot and start_seen is not None else None
+            if m:
+                rebooting = time.time() - t0
+                log("%s: the guest reboots (its part rc=%s) at %.1f s" % (what, m.group(1), rebooting))
+                continue
             if line.startswith("@@BLKMQD-VMTEST-START"):
                 start_seen = time.time() - t0
                 continue
@@ -956,8 +975,8 @@ def run_once(args, cmd, mon_path, log_f, timeout, disks, tmp, attempt, tap=None)
             proc.wait()
         th.join(timeout=5)
     wall = time.time() - t0
-    log_f.write(("\n==== attempt %d: rc=%s %s wall=%.1fs scenario-start=%.1fs\n"
-                 % (attempt, rc, reason, wall, start_seen or -1)).encode())
+    log_f.write(("\n==== %s: rc=%s %s wall=%.1fs scenario-start=%.1fs\n"
+                 % (what, rc, reason, wall, start_seen or -1)).encode())
     log_f.flush()
     return rc, reason, wall, start_seen
 
