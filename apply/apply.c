@@ -2403,3 +2403,21 @@ int apply_adopt_written(HostFs *h, Device *d, char * const *kv) {
         }
         return n;
 }
+
+int apply_history_to_facts(Device *d, bool reassert) {
+        DiskFacts *f = d->facts;
+        int rq, r = free_and_strdup(&f->elevator_before, d->applied[KNOB_ELEVATOR].original);
+        uint64_t nr;
+        if (r < 0)
+                return r;
+        f->elevator_held = d->applied[KNOB_ELEVATOR].state == APPLY_EXTERNAL && !reassert;
+        f->rq_affinity_before = d->applied[KNOB_RQ_AFFINITY].original &&
+                                parse_int(d->applied[KNOB_RQ_AFFINITY].original, &rq) >= 0 ? rq : -1;
+        f->nr_requests_before = d->applied[KNOB_NR_REQUESTS].original &&
+                                parse_u64(d->applied[KNOB_NR_REQUESTS].original, &nr) >= 0 && nr <= INT64_MAX ?
+                                (int64_t) nr : -1;
+        f->irq_written = 0;
+        for (size_t i = 0; i < d->n_irq_applied; i++)
+                f->irq_written += d->irq_applied[i].original && !d->irq_applied[i].external;
+        return 0;
+}

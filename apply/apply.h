@@ -99,6 +99,16 @@ uint64_t apply_backoff_delay(unsigned level);
  */
 int apply_device(HostFs *h, Device *d, const ApplyOptions *o);
 
+/*
+ * What blkmqd wrote to d, put into d->facts' fields that are not gathered (elevator_before,
+ * elevator_held, rq_affinity_before, nr_requests_before, irq_written) from the recorded
+ * originals in d->applied, before an evaluation: a decision is made from the values blkmqd
+ * found, so carrying it out does not change it. reassert: the config's Reassert=. The one
+ * place the manager (manager/pipeline.c) and the fixture tests take this history from.
+ * Returns 0 or -ENOMEM.
+ */
+int apply_history_to_facts(Device *d, bool reassert);
+
 typedef struct RestoreCounts {
         unsigned restored;      /* originals written back */
         unsigned failed;        /* originals whose write failed (kept for the next restore) */

@@ -43,7 +43,29 @@ void modules_done(Modules *m) {
                 param_done(&m->params[i]);
         free(m->params);
         free(m->boot_file);
+        module_wishes_free(m->boot_options, m->n_boot_options);
         *m = (Modules) {};
+}
+
+void modules_history(const Modules *m, PolicyHistory *ret) {
+        *ret = (PolicyHistory) { .boot_modules = m->boot_options, .n_boot_modules = m->n_boot_options };
+}
+
+/* The "options <module> <param>=<value>" lines of a blkmqd.conf (modprobe_file_is_blkmqd()). 0 or -ENOMEM. */
+static int parse_options(const char *text, ModuleWish **ret, size_t *ret_n) {
+        for (const char *p = text; p && *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n')) {
+                char module[128], pv[256];
+                if (sscanf(p, "options %127s %255s", module, pv) != 2)
+                        continue;
+                char *eq = strchr(pv, '=');
+                if (!eq)
+                        continue;
+                *eq = 0;
+                int r = module_wishes_add(ret, ret_n, module, pv, eq + 1);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 const ModuleParam *modules_get(const Modules *m, const char *module, const char *param) {
@@ -100,6 +122,8 @@ void modules_init(HostFs *h, Modules *m) {
                             "since): blkmqd will neither change nor remove it");
         if (hostfs_mtime(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &mtime) < 0 || btime < 0 || mtime >= btime)
                 return;
+        if (m->file_written && parse_options(text, &m->boot_options, &m->n_boot_options) < 0)
+                log_warning_errno(ENOMEM, "Out of memory reading /etc/modprobe.d/" MODPROBE_D_FILE "'s options: %m");
         m->boot_file = TAKE_PTR(text);
 }
 
@@ -144,6 +168,7 @@ static int collect(Modules *m, const Registry *reg) {
                 p->wanted = mfree_str(p->wanted);
                 p->wanted_by = mfree_str(p->wanted_by);
                 p->state = MODPARAM_PROPOSED;
+                p->unsupported = false;
         }
         for (size_t i = 0; i < reg->n_devices; i++) {
                 const Device *d = reg->devices[i];
@@ -163,6 +188,7 @@ static int collect(Modules *m, const Registry *reg) {
                                 return -ENOMEM;
                         free(p->wanted_by);
                         p->wanted_by = by;
+                        p->unsupported = p->unsupported || w->unsupported;
 
                         /* current value and existence, from the disk's facts */
                         for (size_t k = 0; k < d->facts->n_modparams; k++) {
@@ -186,7 +212,7 @@ static char *modprobe_content(const Modules *m) {
         fputs(MODPROBE_D_HEADER "\n", f);
         for (size_t i = 0; i < m->n_params; i++) {
                 const ModuleParam *p = &m->params[i];
-                if (!p->wanted || !p->current || p->state == MODPARAM_CONFLICT)
+                if (!p->wanted || !p->current || p->unsupported || p->state == MODPARAM_CONFLICT)
                         continue;
                 fprintf(f, "# wanted by %s\noptions %s %s=%s\n", strna(p->wanted_by), p->module, p->param, p->wanted);
                 any = true;
@@ -237,14 +263,17 @@ int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, Write
                         set_note(p, "disks %s want different values; nothing written", strna(p->wanted_by));
                         continue;
                 }
-                if (!p->current) {
-                        p->state = MODPARAM_UNSUPPORTED;
-                        set_note(p, "sysfs module/%s/parameters/%s does not exist in this kernel", p->module, p->param);
+                if (p->unsupported || !p->current) {
+                        char why[256];
+                        p->state = MODPARAM_UNSUPPORTED;        /* as the policy said it (explain, journal) */
+                        set_note(p, "%s", module_param_unsupported_reason(p->module, p->param, why, sizeof(why)));
                         continue;
                 }
                 if (streq(p->current, p->wanted)) {
                         p->state = MODPARAM_EFFECTIVE;
-                        set_note(p, "the running module has %s=%s", p->param, p->current);
+                        set_note(p, "the running module has %s=%s%s", p->param, p->current,
+                                 file_has_option(m->boot_file, p->module, p->param, p->wanted) ?
+                                 " (from /etc/modprobe.d/" MODPROBE_D_FILE " at this boot)" : "");
                         continue;
                 }
                 if (file_has_option(m->boot_file, p->module, p->param, p->wanted)) {
@@ -423,11 +452,11 @@ int modules_load_originals(Modules *m, char * const *kv) {
         return 0;
 }
 
-int modules_restore_decide(HostFs *h, Modules *m, WriteJob **ret_job) {
+int modules_restore_decide(HostFs *h, Modules *m, bool keep_file, WriteJob **ret_job) {
         _cleanup_(write_job_freep) WriteJob *j = NULL;
         _cleanup_free_ char *have = NULL;
 
-        int r = hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &have);
+        int r = keep_file ? -ENOENT : hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &have);
         if (r >= 0 && !modprobe_file_is_blkmqd(have)) {
                 if (m->file_written)
                         log_warning("/etc/modprobe.d/" MODPROBE_D_FILE " was edited since blkmqd wrote it: leaving it in place");
@@ -458,6 +487,10 @@ int modules_restore_finish(Modules *m, const WriteJob *j) {
                         else {
                                 log_info("Removed /etc/modprobe.d/" MODPROBE_D_FILE);
                                 m->file_written = false;
+                                /* undone: what it gave this boot is no reason for a wish any more */
+                                module_wishes_free(m->boot_options, m->n_boot_options);
+                                m->boot_options = NULL;
+                                m->n_boot_options = 0;
                                 n++;
                         }
                         continue;
@@ -478,11 +511,19 @@ int modules_restore_finish(Modules *m, const WriteJob *j) {
         return ret < 0 ? ret : n;
 }
 
-int modules_restore(HostFs *h, Modules *m) {
+static int restore_inline(HostFs *h, Modules *m, bool keep_file) {
         _cleanup_(write_job_freep) WriteJob *j = NULL;
-        int r = modules_restore_decide(h, m, &j);
+        int r = modules_restore_decide(h, m, keep_file, &j);
         if (r < 0 || !j)
                 return r;
         writer_run_inline(h, j);
         return modules_restore_finish(m, j);
+}
+
+int modules_restore(HostFs *h, Modules *m) {
+        return restore_inline(h, m, false);
+}
+
+int modules_stop(HostFs *h, Modules *m) {
+        return restore_inline(h, m, true);
 }

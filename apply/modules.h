@@ -51,6 +51,7 @@ typedef struct ModuleParam {
         ModuleParamState state;
         char *note;             /* human detail: when it takes effect, initramfs, errors */
         bool root_disk;         /* a disk using this module holds the root filesystem */
+        bool unsupported;       /* a wish says this kernel's module has no such parameter (ModuleWish.unsupported) */
 } ModuleParam;
 
 typedef struct Modules {
@@ -60,6 +61,10 @@ typedef struct Modules {
                                  * start in blkmqd's own form (modprobe_file_is_blkmqd()) */
         bool foreign_logged;    /* "not blkmqd's, not overwriting" said once */
         char *boot_file;        /* content of blkmqd.conf at start, if it predates this boot */
+        /* boot_file's options when it is blkmqd's (what this boot's modules read from blkmqd):
+         * the policy's history (modules_history()); dropped by a restore that removed the file */
+        ModuleWish *boot_options;
+        size_t n_boot_options;
 } Modules;
 
 void modules_done(Modules *m);
@@ -69,6 +74,13 @@ void modules_done(Modules *m);
  * start; "at boot" = its mtime is older than /proc/stat btime).
  */
 void modules_init(HostFs *h, Modules *m);
+
+/*
+ * What blkmqd's own modprobe.d gave this boot, as the policy's history (PolicyHistory: a
+ * wish whose own effect removed its cause stays wanted). *ret points into m: valid until the
+ * next modules_init(), restore or modules_done().
+ */
+void modules_history(const Modules *m, PolicyHistory *ret);
 
 /*
  * Is text (the content of modprobe.d/blkmqd.conf) blkmqd's? True when its first line is
@@ -121,14 +133,19 @@ void modules_finish(Modules *m, const WriteJob *j);
 void modules_timeout(Modules *m, const WriteJob *j, uint64_t usec);
 
 /*
- * Undo: remove blkmqd.conf if blkmqd wrote it, put back runtime values it changed.
+ * Undo (restore): remove blkmqd.conf if blkmqd wrote it, put back runtime values it changed.
  * Returns the number of things undone or the first -errno.
  * The synchronous form of modules_restore_decide() + modules_restore_finish().
  */
 int modules_restore(HostFs *h, Modules *m);
 
-/* The job that undoes (NULL: nothing to undo; lane MODULES_LANE). Returns 0 or -ENOMEM. */
-int modules_restore_decide(HostFs *h, Modules *m, WriteJob **ret_job);
+/* What a stop undoes (blkmqd(8) SIGTERM): the runtime values blkmqd changed under /sys/module put
+ * back, blkmqd.conf kept (a boot-time setting; restore removes it). Returns as modules_restore(). */
+int modules_stop(HostFs *h, Modules *m);
+
+/* The job that undoes (NULL: nothing to undo; lane MODULES_LANE): the runtime values, and
+ * blkmqd.conf's removal unless keep_file (a stop). Returns 0 or -ENOMEM. */
+int modules_restore_decide(HostFs *h, Modules *m, bool keep_file, WriteJob **ret_job);
 /* Its outcome: returns the number of things undone or the first -errno (logged). */
 int modules_restore_finish(Modules *m, const WriteJob *j);
 

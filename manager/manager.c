@@ -468,6 +468,8 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         m->restore_counts = (RestoreCounts) {};
         for (size_t i = 0; i < m->registry.n_devices; i++)
                 manager_restore_device(m, m->registry.devices[i]);
+        /* the runtime module parameters blkmqd wrote too (blkmqd.conf stays: a boot-time setting) */
+        manager_restore_modules(m, true);
         if (sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC, MANAGER_STOP_BUDGET_USEC, 0,
                                        on_stop_budget, m) < 0)
                 return sd_event_exit(m->event, 0);

@@ -202,24 +202,17 @@ bool manager_disk_settled(Manager *m, const char *name) {
 }
 
 /* Policy for d's facts, deciding the elevator from the one blkmqd found (its recorded original),
- * and told which rq_affinity and nr_requests values blkmqd wrote (their originals). */
+ * told which rq_affinity and nr_requests values blkmqd wrote (their originals) and which
+ * module parameters its modprobe.d gave this boot (the history: apply_history_to_facts(),
+ * modules_history()). */
 static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
-        int r = free_and_strdup(&d->facts->elevator_before, d->applied[KNOB_ELEVATOR].original);
+        PolicyHistory history;
+        int r = apply_history_to_facts(d, m->config.reassert);
         if (r < 0)
                 return r;
-        d->facts->elevator_held = d->applied[KNOB_ELEVATOR].state == APPLY_EXTERNAL && !m->config.reassert;
-        int rq;
-        uint64_t nr;
-        d->facts->rq_affinity_before = d->applied[KNOB_RQ_AFFINITY].original &&
-                                       parse_int(d->applied[KNOB_RQ_AFFINITY].original, &rq) >= 0 ? rq : -1;
-        d->facts->nr_requests_before = d->applied[KNOB_NR_REQUESTS].original &&
-                                       parse_u64(d->applied[KNOB_NR_REQUESTS].original, &nr) >= 0 && nr <= INT64_MAX ?
-                                       (int64_t) nr : -1;
         d->facts->sources = &m->sources;
-        d->facts->irq_written = 0;
-        for (size_t i = 0; i < d->n_irq_applied; i++)
-                d->facts->irq_written += d->irq_applied[i].original && !d->irq_applied[i].external;
-        r = policy_evaluate_measured(d->facts, &m->config.policy, &d->overrides, &d->speed, ret);
+        modules_history(&m->modules, &history);         /* what blkmqd's modprobe.d gave this boot */
+        r = policy_evaluate_history(d->facts, &m->config.policy, &d->overrides, &d->speed, &history, ret);
         if (r >= 0 && (r = net_arbitrate(&m->registry, d, ret)) < 0)    /* one disk places a NIC */
                 plan_done(ret);
         return r;
@@ -610,7 +603,7 @@ static void on_modules_done(WriteJob *j, void *userdata) {
                          (double) (j->done_usec - j->submitted_usec) / 1e6);
         modules_job_finish(m, j);
         if (m->modules_restore_wanted)
-                manager_restore_modules(m);
+                manager_restore_modules(m, m->modules_restore_keep_file);
         else if (m->modules_again)
                 manager_update_modules(m);
         if (m->started)
@@ -659,6 +652,8 @@ static void modules_submit(Manager *m, WriteJob *j, int tag) {
 void manager_update_modules(Manager *m) {
         _cleanup_(write_job_freep) WriteJob *j = NULL;
 
+        if (m->stopping)
+                return;         /* the stop puts back what blkmqd wrote: nothing is written again */
         if (m->modules_busy) {
                 m->modules_again = true;        /* decided again from the plans then in force */
                 return;
@@ -676,15 +671,17 @@ void manager_update_modules(Manager *m) {
                 modules_submit(m, TAKE_PTR(j), MODULES_JOB_UPDATE);
 }
 
-void manager_restore_modules(Manager *m) {
+void manager_restore_modules(Manager *m, bool keep_file) {
         _cleanup_(write_job_freep) WriteJob *j = NULL;
 
         if (m->modules_busy) {
-                m->modules_restore_wanted = true;       /* after the job in flight, deciding from what it did */
+                /* after the job in flight, deciding from what it did; the file goes if any request says so */
+                m->modules_restore_keep_file = (!m->modules_restore_wanted || m->modules_restore_keep_file) && keep_file;
+                m->modules_restore_wanted = true;
                 return;
         }
         m->modules_restore_wanted = false;
-        int r = modules_restore_decide(m->hostfs, &m->modules, &j);
+        int r = modules_restore_decide(m->hostfs, &m->modules, keep_file, &j);
         if (r < 0) {
                 log_warning_errno(r, "Failed to restore module parameters: %m");
                 m->restore_failed = true;

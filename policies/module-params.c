@@ -45,6 +45,11 @@ const KnownModuleParam *known_module_param(const char *module, const char *param
         return NULL;
 }
 
+const char *module_param_unsupported_reason(const char *module, const char *param, char *buf, size_t size) {
+        snprintf(buf, size, "sysfs module/%s/parameters/%s does not exist in this kernel", module, param);
+        return buf;
+}
+
 void module_wishes_free(ModuleWish *w, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(w[i].module);
@@ -83,7 +88,26 @@ static const ModuleParamFacts *find_param(const DiskFacts *f, const char *module
         return NULL;
 }
 
-static int host_tagset(const DiskFacts *f, const ClassPolicy *cp, Plan *plan) {
+const ModuleParamFacts *policy_layout_by_blkmqd(const DiskFacts *f, const PolicyHistory *history) {
+        if (!history || !f->driver || (!streq(f->driver, "megaraid_sas") && !streq(f->driver, "mpt3sas")))
+                return NULL;
+        /* the effect as the kernel shows it: one hctx and no TAG_HCTX_SHARED (the drivers set
+         * shost->host_tagset and one hctx per reply queue only when the parameter is 1:
+         * megaraid_sas_base.c, mpt3sas_scsih.c) */
+        if (f->n_hctx != 1 || f->shared_tags == TRISTATE_YES)
+                return NULL;
+        const ModuleParamFacts *p = find_param(f, f->driver, "host_tagset_enable");
+        if (!p || !streq_ptr(p->value, "0"))
+                return NULL;
+        for (size_t i = 0; i < history->n_boot_modules; i++) {
+                const ModuleWish *w = &history->boot_modules[i];
+                if (streq(w->module, f->driver) && streq(w->param, "host_tagset_enable") && streq(w->value, "0"))
+                        return p;
+        }
+        return NULL;
+}
+
+static int host_tagset(const DiskFacts *f, const ClassPolicy *cp, const PolicyHistory *history, Plan *plan) {
         unsigned maj = 0, min = 0;
         bool old_kernel;
 
@@ -110,6 +134,15 @@ static int host_tagset(const DiskFacts *f, const ClassPolicy *cp, Plan *plan) {
         int r = module_wishes_add(&plan->modules, &plan->n_modules, f->driver, "host_tagset_enable", "0");
         if (r < 0)
                 return r;
+        if (policy_layout_by_blkmqd(f, history))
+                /* its own effect is no reason to take it back: kept until the config or a restore says so */
+                return plan_explain(plan, f->name, 0, PLAN_OUTCOME_PLANNED, "module-host-tagset",
+                                    "nr_hw_queues=%zu rotational=%s shared_tags=%s driver=%s kernel=%u.%u host_tagset_enable=0 "
+                                    "(blkmqd's /etc/modprobe.d/blkmqd.conf at this boot) -> %s.host_tagset_enable=0 kept, "
+                                    "effective: the one hctx and no shared tagset are its effect%s",
+                                    f->n_hctx, tristate_to_string(f->rotational), tristate_to_string(f->shared_tags),
+                                    f->driver, maj, min, f->driver,
+                                    f->root_disk ? "; the root filesystem is on this disk: keep the initramfs's copy" : "");
         return plan_explain(plan, f->name, 0, PLAN_OUTCOME_PLANNED, "module-host-tagset",
                             "nr_hw_queues=%zu rotational=%s shared_tags=%s driver=%s kernel=%u.%u -> %s.host_tagset_enable=0 (one hctx; takes effect at the next boot%s)",
                             f->n_hctx, tristate_to_string(f->rotational), tristate_to_string(f->shared_tags),
@@ -157,8 +190,9 @@ static int builtin_wishes(const DiskFacts *f, Plan *plan) {
         return 0;
 }
 
-int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp, Plan *plan) {
-        int r = host_tagset(f, cp, plan);
+int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp,
+                         const PolicyHistory *history, Plan *plan) {
+        int r = host_tagset(f, cp, history, plan);
         if (r < 0)
                 return r;
 
@@ -170,9 +204,24 @@ int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const C
                 r = module_wishes_add(&plan->modules, &plan->n_modules, w->module, w->param, w->value);
                 if (r < 0)
                         return r;
-                r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_PLANNED, "config",
-                                 "driver=%s config [Module:%s] %s=%s -> %s.%s=%s, takes effect at %s",
-                                 f->driver, w->module, w->param, w->value, w->module, w->param, w->value, w->takes_effect);
+                /* one outcome told everywhere: this kernel lacking the parameter is decided here, from
+                 * the facts; apply/modules.c takes it from the wish (modules/, its note) */
+                const ModuleParamFacts *p = find_param(f, w->module, w->param);
+                if (!p || !p->value) {
+                        char why[256];
+                        plan->modules[plan->n_modules - 1].unsupported = true;
+                        r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "config",
+                                         "driver=%s config [Module:%s] %s=%s -> %s.%s unsupported, nothing written: %s",
+                                         f->driver, w->module, w->param, w->value, w->module, w->param,
+                                         module_param_unsupported_reason(w->module, w->param, why, sizeof(why)));
+                } else
+                        r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_PLANNED, "config",
+                                         "driver=%s config [Module:%s] %s=%s %s=%s -> %s.%s=%s wanted, takes effect at %s once "
+                                         "set (%s); its state: modules/%s/%s",
+                                         f->driver, w->module, w->param, w->value, w->param, p->value, w->module, w->param,
+                                         w->value, w->takes_effect,
+                                         w->load_time_only ? "load-time only: /etc/modprobe.d" : "runtime-writable: /sys/module",
+                                         w->module, w->param);
                 if (r < 0)
                         return r;
         }

@@ -87,7 +87,8 @@ static inline void plan_module_drop(Plan *plan, size_t i) {
 }
 
 /* Module parameters (policies/module-params.c). 0 or -ENOMEM. */
-int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp, Plan *plan);
+int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const ClassPolicy *cp,
+                         const PolicyHistory *history, Plan *plan);
 
 /* ---- the rotational hint's table (policies/defaults.c rotational_trust[], policies/speed.c) ---- */
 

@@ -373,7 +373,7 @@ const PlanEntry *plan_decision(const Plan *p, Knob k) {
  *   single-queue-fast        fast, one hctx
  * Slow or fast is the trusted rotational flag, else the measurement (policy_speed_verdict()).
  */
-static DiskClass classify(const DiskFacts *f, Tristate slow) {
+static DiskClass classify(const DiskFacts *f, Tristate slow, bool layout_by_blkmqd) {
         if (!f->has_mq)
                 return DISK_CLASS_NO_MQ;
         if (f->multipath == MULTIPATH_LEG)
@@ -382,10 +382,12 @@ static DiskClass classify(const DiskFacts *f, Tristate slow) {
                 return DISK_CLASS_STACKED;
         if (slow == TRISTATE_UNKNOWN || f->n_hctx == 0)
                 return DISK_CLASS_UNKNOWN;
+        /* one hctx and no shared tagset because of blkmqd's own module parameter: classified as
+         * the layout before it (a shared host tagset), so the decision outlives its effect */
         if (slow == TRISTATE_YES)
-                return f->n_hctx > 1 || f->shared_tags == TRISTATE_YES ?
+                return f->n_hctx > 1 || f->shared_tags == TRISTATE_YES || layout_by_blkmqd ?
                         DISK_CLASS_MANY_HCTX_SLOW : DISK_CLASS_SINGLE_QUEUE_ROTATIONAL;
-        if (f->shared_tags == TRISTATE_YES)
+        if (f->shared_tags == TRISTATE_YES || layout_by_blkmqd)
                 return DISK_CLASS_SHARED_TAGS;
         if (f->n_hctx > 1 && f->shared_tags == TRISTATE_UNKNOWN)
                 return DISK_CLASS_UNKNOWN;      /* fast-multiqueue or shared-tags: cannot tell */
@@ -394,31 +396,36 @@ static DiskClass classify(const DiskFacts *f, Tristate slow) {
 
 /* The class line: what the class was decided from (speed= where it is not the flag's reading:
  * policy_speed_verdict()). 0 or -ENOMEM. */
-static int explain_class(const DiskFacts *f, const SpeedVerdict *v, DiskClass c, Plan *plan) {
+static int explain_class(const DiskFacts *f, const SpeedVerdict *v, DiskClass c, const ModuleParamFacts *layout,
+                         Plan *plan) {
         if (c == DISK_CLASS_NO_MQ)
                 return plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, disk_class_to_string(c),
                                     "mq=0 -> class %s, never written", disk_class_to_string(c));
         const char *speed = v->from_flag ? "" :
                             v->slow == TRISTATE_YES ? " speed=slow" :
                             v->slow == TRISTATE_NO ? " speed=fast" : " speed=unknown";
+        char by[192] = "";
+        if (layout)
+                snprintf(by, sizeof(by), " layout=%s.%s=%s (blkmqd's modprobe.d at this boot: the one hctx is its effect)",
+                         layout->module, layout->param, layout->value);
         return plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE, disk_class_to_string(c),
-                            "nr_hw_queues=%zu rotational=%s%s shared_tags=%s%s%s%s stacked=%d transport=%s driver=%s -> class %s",
+                            "nr_hw_queues=%zu rotational=%s%s shared_tags=%s%s%s%s stacked=%d transport=%s driver=%s%s -> class %s",
                             f->n_hctx, tristate_to_string(f->rotational), speed,
                             tristate_to_string(f->shared_tags),
                             f->shared_tags_source ? " (" : "", f->shared_tags_source ?: "", f->shared_tags_source ? ")" : "",
                             f->stacked,
-                            f->transport ?: "unknown", f->driver ?: "unknown",
+                            f->transport ?: "unknown", f->driver ?: "unknown", by,
                             disk_class_to_string(c));
 }
 
 DiskClass policy_classify(const DiskFacts *f, char **ret_reason) {
         SpeedVerdict v;
         policy_speed_verdict(f, NULL, NULL, &v);
-        DiskClass c = classify(f, v.slow);
+        DiskClass c = classify(f, v.slow, false);
 
         if (ret_reason) {
                 _cleanup_(plan_done) Plan p = {};
-                *ret_reason = explain_class(f, &v, c, &p) >= 0 ? TAKE_PTR(p.entries[0].text) : NULL;
+                *ret_reason = explain_class(f, &v, c, NULL, &p) >= 0 ? TAKE_PTR(p.entries[0].text) : NULL;
         }
         return c;
 }
@@ -530,6 +537,11 @@ int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
 
 int policy_evaluate_measured(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
                              const SpeedState *speed, Plan *ret) {
+        return policy_evaluate_history(facts, config, overrides, speed, NULL, ret);
+}
+
+int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
+                            const SpeedState *speed, const PolicyHistory *history, Plan *ret) {
         _cleanup_(plan_done) Plan plan = {};
         static const PolicyOverrides no_overrides = {};
         SpeedVerdict verdict;
@@ -540,8 +552,9 @@ int policy_evaluate_measured(const DiskFacts *facts, const PolicyConfig *config,
 
         policy_speed_verdict(facts, config, speed, &verdict);
         plan.rotational_hint = verdict.hint;
-        plan.class = classify(facts, verdict.slow);
-        r = explain_class(facts, &verdict, plan.class, &plan);
+        const ModuleParamFacts *layout = policy_layout_by_blkmqd(facts, history);
+        plan.class = classify(facts, verdict.slow, layout);
+        r = explain_class(facts, &verdict, plan.class, layout, &plan);
         if (r < 0)
                 return r;
         if (class_needs_speed(facts) && facts->n_hctx > 0 &&
@@ -653,7 +666,7 @@ int policy_evaluate_measured(const DiskFacts *facts, const PolicyConfig *config,
         if (r >= 0)
                 r = policy_owner_tunables(facts, config, overrides, &plan);
         if (r >= 0)
-                r = policy_module_params(facts, config, cp, &plan);
+                r = policy_module_params(facts, config, cp, history, &plan);
         if (r >= 0)
                 r = policy_owner_modules(facts, config, overrides, &plan);
         if (r >= 0)

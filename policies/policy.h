@@ -69,6 +69,10 @@ typedef struct ModuleWish {
         char *module, *param, *value;
         bool load_time_only;    /* 0444: only a modprobe.d option and a reboot (or reload) change it */
         const char *takes_effect;       /* "next boot or module reload", "next controller reset or probe" */
+        /* this kernel's module has no such parameter (the disk's facts): explained as such and
+         * never written; apply/modules.c takes the state "unsupported" from here, with the same
+         * sentence (module_param_unsupported_reason()) */
+        bool unsupported;
 } ModuleWish;
 
 /*
@@ -89,6 +93,9 @@ void module_wishes_free(ModuleWish *w, size_t n);
 int module_wishes_add(ModuleWish **w, size_t *n, const char *module, const char *param, const char *value);
 /* The entry of module/param, or NULL when blkmqd does not manage it. */
 const KnownModuleParam *known_module_param(const char *module, const char *param);
+/* The one sentence for a parameter this kernel's module does not have, which explain, the
+ * journal and modules/<module>/<param>/note all say: written into buf (size bytes). Returns buf. */
+const char *module_param_unsupported_reason(const char *module, const char *param, char *buf, size_t size);
 
 
 
@@ -430,6 +437,36 @@ DiskClass policy_classify(const DiskFacts *f, char **ret_reason);
  */
 int policy_evaluate_measured(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
                              const SpeedState *speed, Plan *ret);
+
+/*
+ * What blkmqd itself did before this evaluation, an input of its own, not a fact (DESIGN:
+ * decisions are fixed points of their own effect): a rule whose cause blkmqd's own change
+ * removes decides from the state before that change, so a wish that took effect stays wanted
+ * until the config or a restore says otherwise. Zero-initialised = blkmqd did nothing.
+ */
+typedef struct PolicyHistory {
+        /* The options of blkmqd's own /etc/modprobe.d/blkmqd.conf as this boot's modules read
+         * them (the file predates the boot and is blkmqd's; apply/modules.c keeps them). Not owned. */
+        const ModuleWish *boot_modules;
+        size_t n_boot_modules;
+} PolicyHistory;
+
+/*
+ * policy_evaluate_measured() told what blkmqd did (history, NULL for nothing): a layout
+ * parameter blkmqd's modprobe.d set at this boot and the running module has
+ * (policy_layout_by_blkmqd()) classifies the disk as the layout before it, and its wish stays.
+ */
+int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
+                            const SpeedState *speed, const PolicyHistory *history, Plan *ret);
+
+/*
+ * The queue-layout module parameter of f's driver whose running value blkmqd's own modprobe.d
+ * gave it at this boot (history), when that value takes the layout a rule looks for away
+ * (megaraid_sas/mpt3sas host_tagset_enable=0: one hctx, no shared host tagset, where the
+ * driver would have given one hctx per MSI-X vector over a shared tagset); NULL otherwise.
+ * The disk's one hctx is then blkmqd's effect, not the disk's nature. Pure.
+ */
+const ModuleParamFacts *policy_layout_by_blkmqd(const DiskFacts *f, const PolicyHistory *history);
 /* policy_evaluate_measured() without a measurement (a disk idle since blkmqd started). */
 int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret);

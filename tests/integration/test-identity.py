@@ -22,13 +22,14 @@ set-up the item is about, on a FUSE mount in a temp dir, with its own --state-di
       ModuleParams=write: start, stop, start, `echo 1 > restore` -> "1 original value(s) put
       back", blkmqd.conf removed; a blkmqd.conf an administrator wrote is never touched;
       (p2) a runtime parameter (virtio_blk.num_request_queues) written by one run is put
-      back by restore in the next
+      back by its SIGTERM (issue 26 item 8), and after a kill -9 by restore in the next
 
 Root, /dev/fuse (the test is skipped otherwise). No device of this machine is read or written.
 """
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -221,19 +222,29 @@ def case_modprobe(tmp):
 
 def case_module_runtime(tmp):
     """A runtime-writable parameter (0644 virtio_blk.num_request_queues, 5.15+) written by one
-    run is put back by `restore` in the next: its original is kept in the state directory."""
+    run is put back by its stop (blkmqd(8): stop restores every original value; issue 26 item
+    8), and after a kill -9 by `restore` in the next run: its original is kept in the state
+    directory."""
     root = copy_fixture("vm-6.1-virtio-blk-4q", os.path.join(tmp, "mr-root"))
     param = "sys/module/virtio_blk/parameters/num_request_queues"
     before = get(root, param).strip()
     r = Run(tmp, "modrt", "[Manager]\nModuleParams=write\n[Module:virtio_blk]\nnum_request_queues=1\n")
-    r.start(root)
+    d = r.start(root)
+    state = d.read("modules", "virtio_blk", "num_request_queues", "state").strip()
+    check(get(root, param).strip() == "1" and state == "pending-reset",
+          f"(p2) ModuleParams=write: {param} written 1 (was {before}), {state}")
     r.stop()
-    check(get(root, param).strip() == "1", f"(p2) ModuleParams=write: {param} written 1 (was {before}), kept at stop")
+    check(get(root, param).strip() == before, f"(p2) SIGTERM put {param} back to {before}: {get(root, param).strip()!r}")
+    check("Restored virtio_blk.num_request_queues=" + before in r.log(), "(p2) the stop's restore logged")
+    d = r.start(root)
+    rc = d.stop(signal.SIGKILL)
+    check(rc == -signal.SIGKILL and get(root, param).strip() == "1", f"(p2) kill -9: {param} left at 1 ({rc})")
     d = r.start(root)
     try:
         check(bt.write_file(d.path("restore"), b"1\n") == 0, "(p2) echo 1 > restore after a restart")
         check(get(root, param).strip() == before, f"(p2) the earlier run's original put back: {get(root, param).strip()!r}")
-        # and blkmqd.conf with it (its options carry the runtime value over a reboot): 2 things
+        # the disk's values the killed run left and blkmqd.conf (its options carry the runtime
+        # value over a reboot) are put back too: the parameter is one of them
         check("Restored virtio_blk.num_request_queues=" + before in r.log(), "(p2) restore after the restart logged it")
         check(not os.path.exists(os.path.join(root, "etc/modprobe.d/blkmqd.conf")), "(p2) and removed blkmqd.conf")
     finally:
