@@ -198,9 +198,11 @@ static int originals_keep(Applied *a, const Item *orig, size_t n_orig, const boo
  * kernel's value is not what blkmqd left there (a->value's item): someone else's now (a
  * driver placing its queues again after ethtool -L), dropped and said once; the plan no
  * longer has it and it is still blkmqd's: put back now (ret_back, dropped from the original
- * as the job is made). Returns 0 or -ENOMEM.
+ * as the job is made). cur_items: the kernel's values of items as the decision read them.
+ * Returns 0 or -ENOMEM.
  */
-static int rebase_originals(HostFs *h, Device *d, Knob k, const Item *items, size_t n, Item **ret_back, size_t *ret_n_back) {
+static int rebase_originals(HostFs *h, Device *d, Knob k, const Item *items, const Item *cur_items, size_t n, Item **ret_back,
+                            size_t *ret_n_back) {
         Applied *a = &d->applied[k];
         _cleanup_free_ Item *orig = NULL, *mine = NULL, *back = NULL;
         _cleanup_free_ bool *keep = NULL;
@@ -219,9 +221,15 @@ static int rebase_originals(HostFs *h, Device *d, Knob k, const Item *items, siz
                 return -ENOMEM;
         for (size_t i = 0; i < n_orig; i++) {
                 _cleanup_free_ char *cur = NULL;
-                const char *m = items_find(mine, n_mine, orig[i].id);
+                const char *m = items_find(mine, n_mine, orig[i].id), *seen = items_find(cur_items, n, orig[i].id);
                 keep[i] = true;
-                if (item_read(h, &orig[i], &cur) < 0)
+                /* an item the decision read already: that reading (a driver placing its vectors
+                 * again can change them between two reads; the original and the write must
+                 * come from one snapshot) */
+                if (seen) {
+                        if (!(cur = strdup(seen)))
+                                return -ENOMEM;
+                } else if (item_read(h, &orig[i], &cur) < 0)
                         continue;       /* unreadable (a vector or queue gone): left as it is */
                 if (m && !cpulists_equal(cur, m)) {
                         char *t;
@@ -419,7 +427,7 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                 _cleanup_free_ char *before = strdup(a->original);
                 if (!before)
                         return -ENOMEM;
-                r = rebase_originals(h, d, k, items, n, &back, &n_back);
+                r = rebase_originals(h, d, k, items, cur_items, n, &back, &n_back);
                 if (r < 0)
                         return r;
                 rebased = !streq_ptr(before, a->original);

@@ -31,7 +31,8 @@
 #                                         virtual devices (scsi_debug, null_blk, loop) managed,
 #                                         QEMU's disks' rotational flags trusted; unless
 #                                         BLKMQD_VIRTUAL=list (blkmqd's shipped defaults)
-#   stop_blkmqd                           SIGTERM, wait for exit and unmount (10 s)
+#   stop_blkmqd                           SIGTERM, wait for exit and unmount (10 s); prints the
+#                                         log (all of it when a check failed while it ran)
 #   have_blkmqd                           0 when the blkmqd binary was packed
 #   blkmqd_checks FUNC                    run FUNC if blkmqd is present; otherwise remember
 #                                         a skip (exit 77 at the end, or only a SKIP line
@@ -274,6 +275,7 @@ start_blkmqd() {
     vt_virtual_dropin "$@"
     "$BLKMQD" "$@" >/tmp/blkmqd.log 2>&1 &
     BLKMQD_PID=$!
+    _vt_fail_at_start=$_vt_fail
     if wait_for_file "$BLKMQD_MOUNT/version" 30; then
         note "blkmqd pid $BLKMQD_PID: $(head -n1 "$BLKMQD_MOUNT/version")"
         return 0
@@ -296,7 +298,12 @@ stop_blkmqd() {
         fail "stop_blkmqd: $BLKMQD_MOUNT still mounted"
         umount -l "$BLKMQD_MOUNT" 2>/dev/null || true
     fi
-    sed 's/^/# blkmqd: /' /tmp/blkmqd.log 2>/dev/null | tail -n 20
+    # the whole log when a check failed while this blkmqd ran (what it saw, in order), else its end
+    if [ "$_vt_fail" -gt "${_vt_fail_at_start:-0}" ]; then
+        sed 's/^/# blkmqd: /' /tmp/blkmqd.log 2>/dev/null
+    else
+        sed 's/^/# blkmqd: /' /tmp/blkmqd.log 2>/dev/null | tail -n 20
+    fi
     return 0
 }
 
