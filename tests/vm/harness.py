@@ -199,7 +199,11 @@ def add_binary(cpio, host, guest=None):
 # --------------------------------------------------------------------------- prepare
 
 def sh(cmd, **kw):
+    """Run cmd (check=True); its output goes to stderr unless the caller takes it: stdout
+    is the TAP stream of the test that called us (mke2fs says "Creating regular file")."""
     log("$ " + " ".join(shlex.quote(c) for c in cmd))
+    if "stdout" not in kw and "capture_output" not in kw:
+        kw["stdout"] = sys.stderr
     return subprocess.run(cmd, check=True, **kw)
 
 
