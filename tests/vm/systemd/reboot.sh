@@ -143,9 +143,9 @@ wait_for_cmd 60 active || fail "boot 2: blkmqd active (started at boot)" "$(syst
 wait_for_cmd 30 tree_complete $(disks) || fail "boot 2: devices/*/class for every disk"
 note "boot 1's blkmqd journal (module parameters, shutdown included):"
 journal_modules -1 | sed 's/^/#   /'
-note "boot 2's blkmqd journal so far, with the kernel's nvme lines (when the driver probed):"
-journalctl -b 0 -o short-monotonic --no-pager _SYSTEMD_UNIT=$UNIT + _TRANSPORT=kernel 2>/dev/null |
-    grep -Ei 'nvme|modprobe|module param|Original|started:' | head -n 20 | sed 's/^/#   /'
+note "boot 2's journal so far: blkmqd's lines and the kernel's nvme lines (the probe), in time order:"
+journalctl -b 0 -o short-monotonic --no-pager 2>/dev/null |
+    grep -E 'blkmqd\[[0-9]+\]: |kernel: nvme' | head -n 30 | sed 's/^/#   /'
 assert_eq "boot 2: nvme loaded with write_queues=1 (blkmqd's modprobe.d option)" 1 "$(cat $PARAM)"
 assert_eq "boot 2: $NV has 3 hctx (1 default + 2 read queues)" 3 "$(hctx_count $NV)"
 assert_eq "boot 2: modules/nvme/write_queues/state" effective "$(mp state)"
