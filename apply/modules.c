@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "memstream.h"
 #include "modules.h"
+#include "parse.h"
 #include "strv.h"
 
 static const char * const state_table[_MODPARAM_STATE_MAX] = {
@@ -169,6 +170,7 @@ static int collect(Modules *m, const Registry *reg) {
                 p->wanted_by = mfree_str(p->wanted_by);
                 p->state = MODPARAM_PROPOSED;
                 p->unsupported = false;
+                p->held = false;
         }
         for (size_t i = 0; i < reg->n_devices; i++) {
                 const Device *d = reg->devices[i];
@@ -212,7 +214,7 @@ static char *modprobe_content(const Modules *m) {
         fputs(MODPROBE_D_HEADER "\n", f);
         for (size_t i = 0; i < m->n_params; i++) {
                 const ModuleParam *p = &m->params[i];
-                if (!p->wanted || !p->current || p->unsupported || p->state == MODPARAM_CONFLICT)
+                if (!p->wanted || (!p->current && !p->held) || p->unsupported || p->state == MODPARAM_CONFLICT)
                         continue;
                 fprintf(f, "# wanted by %s\noptions %s %s=%s\n", strna(p->wanted_by), p->module, p->param, p->wanted);
                 any = true;
@@ -245,15 +247,82 @@ static int job_add(WriteJob **j, const char *lane) {
         return 0;
 }
 
+/* A disk of module's in the registry (one that could decide about its parameters)? */
+static bool module_has_disk(const Registry *reg, const char *module) {
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const Device *d = reg->devices[i];
+                if (d->facts && streq_ptr(d->facts->driver, module))
+                        return true;
+        }
+        return false;
+}
+
+/*
+ * The options of blkmqd's own blkmqd.conf (text) that no disk present can decide: no disk of
+ * that driver is in the registry (at boot blkmqd starts before udev has added them all). They
+ * are kept as they are, "# wanted by" line too, so the file is neither removed nor rewritten
+ * because a disk has not appeared yet; a disk of the driver that does not want it, a config
+ * change seen by one, or restore removes it. 0 or -ENOMEM.
+ */
+static int hold_undecided(HostFs *h, Modules *m, const Registry *reg, const char *text) {
+        const char *by = NULL;
+        size_t by_len = 0;
+        if (!text || !modprobe_file_is_blkmqd(text))
+                return 0;
+        for (const char *l = text; *l; l += strcspn(l, "\n") + 1) {
+                char module[128], pv[256];
+                const char *w = startswith(l, "# wanted by ");
+                if (w) {
+                        by = w;
+                        by_len = strcspn(w, "\n");
+                        continue;
+                }
+                if (sscanf(l, "options %127s %255s", module, pv) != 2 || !strchr(pv, '='))
+                        continue;
+                char *eq = strchr(pv, '=');
+                *eq = 0;
+                ModuleParam *p = (ModuleParam *) modules_get(m, module, pv);
+                if ((p && p->wanted) || module_has_disk(reg, module))
+                        continue;
+                if (!p && !(p = param_get_or_add(m, module, pv)))
+                        return -ENOMEM;
+                char path[PATH_MAX];
+                _cleanup_free_ char *value = NULL;
+                snprintf(path, sizeof(path), "module/%s/parameters/%s", module, pv);
+                if (hostfs_read(h, HOSTFS_SYSFS, path, &value) >= 0)
+                        strip_newline(value);
+                if (free_and_strdup(&p->wanted, eq + 1) < 0 || free_and_strdup(&p->current, value) < 0)
+                        return -ENOMEM;
+                free(p->wanted_by);
+                if (!(p->wanted_by = by ? strndup(by, by_len) : strdup("")))
+                        return -ENOMEM;
+                p->held = true;
+        }
+        return 0;
+}
+
 int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, WriteJob **ret_job) {
         _cleanup_(write_job_freep) WriteJob *j = NULL;
+        _cleanup_free_ char *on_disk = NULL;
         int r = collect(m, reg);
+        if (r < 0)
+                return r;
+        (void) hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &on_disk);
+        r = hold_undecided(h, m, reg, on_disk);
         if (r < 0)
                 return r;
 
         for (size_t i = 0; i < m->n_params; i++) {
                 ModuleParam *p = &m->params[i];
                 const KnownModuleParam *k = known_module_param(p->module, p->param);
+                if (p->held) {
+                        bool effective = streq_ptr(p->current, p->wanted);
+                        p->state = effective ? MODPARAM_EFFECTIVE : MODPARAM_PENDING_REBOOT;
+                        set_note(p, "in /etc/modprobe.d/" MODPROBE_D_FILE ", kept: no %s disk is here yet to decide it "
+                                 "(a disk of the driver, a config change or restore may remove it)%s", p->module,
+                                 effective ? "; the running module has it" : "");
+                        continue;
+                }
                 if (!p->wanted) {
                         p->state = MODPARAM_PROPOSED;
                         set_note(p, "no disk wants a value any more");

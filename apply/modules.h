@@ -52,6 +52,8 @@ typedef struct ModuleParam {
         char *note;             /* human detail: when it takes effect, initramfs, errors */
         bool root_disk;         /* a disk using this module holds the root filesystem */
         bool unsupported;       /* a wish says this kernel's module has no such parameter (ModuleWish.unsupported) */
+        bool held;              /* an option of blkmqd's blkmqd.conf no disk present can decide (none of its
+                                 * driver yet: at boot udev adds them after blkmqd starts): kept as it is */
 } ModuleParam;
 
 typedef struct Modules {
