@@ -7,6 +7,7 @@
 
 #include "macro.h"
 #include "memstream.h"
+#include "policy.h"
 #include "render.h"
 
 void hctx_reading_done(HctxReading *r) {
@@ -89,7 +90,25 @@ static int render_disk_stat(const FuseFsContext *ctx, const Node *n, char **ret)
         return memstream_close(&m, ret);
 }
 
-/* "hctx3 completed 411218 remote 38777 9.43%" per hctx: the form of the blk-mq list's patch. */
+/*
+ * Last line of completions and stats_source on a kernel that never sends a completion back to
+ * the submitting CPU (forced IRQ threading: PREEMPT_RT or threadirqs, 5.11 and later;
+ * rq_affinity_ignored(), policies/rq-affinity.c): the remote share is then where the interrupt
+ * thread ran, not something rq_affinity failed to fix. The per-hctx counter files stay plain
+ * integers (scripts and blkmqctl sum them).
+ */
+static void put_not_redirected(const Device *d, FILE *f) {
+        if (!rq_affinity_ignored(d->facts))
+                return;
+        fprintf(f, "not redirected: the kernel completes each request where its interrupt thread runs, "
+                "whatever rq_affinity is (forced IRQ threading: %s; blk_mq_complete_need_ipi() in "
+                "block/blk-mq.c returns false, \"blk-mq: Don't complete on a remote CPU in force threaded "
+                "mode\", 5.11); remote counts are not sent back to the submitting CPU\n",
+                strna(d->facts->kernel.irq_threads_source));
+}
+
+/* "hctx3 completed 411218 remote 38777 9.43%" per hctx: the form of the blk-mq list's patch;
+ * then put_not_redirected()'s line where the kernel does not redirect completions. */
 static int render_completions(const FuseFsContext *ctx, const Node *n, char **ret) {
         const Device *d = registry_get(ctx->registry, n->device);
         _cleanup_(memstream_done) MemStream m = {};
@@ -116,6 +135,7 @@ static int render_completions(const FuseFsContext *ctx, const Node *n, char **re
                 else
                         fprintf(f, "hctx%u completed 0 remote 0 -\n", d->facts->hctx[i].index);
         }
+        put_not_redirected(d, f);
         return memstream_close(&m, ret);
 }
 
@@ -167,6 +187,7 @@ static int render_stats_source(const FuseFsContext *ctx, const Node *n, char **r
         }
         if (any_bpf)
                 put_bpf_missed(ctx, f);
+        put_not_redirected(d, f);
         return memstream_close(&m, ret);
 }
 

@@ -6,7 +6,8 @@
 # facts/isolated_cpus 1, facts/preempt_rt 0; a class asking rq_affinity=2 gets it not written
 # (rule rq-affinity-forced-threading, the commit named), queue/rq_affinity stays 1 on both disks;
 # no queue vector is moved by blkmqd (the NVMe vectors are the kernel's: managed); under fio the
-# completion counters still add up to what the disk completed; SIGTERM leaves rq_affinity at 1.
+# completion counters still add up to what the disk completed, and completions / stats_source end
+# with a "not redirected" line naming the forced threading; SIGTERM leaves rq_affinity at 1.
 # On a PREEMPT_RT kernel the same checks expect facts/preempt_rt 1 and forced threading from it.
 # smp: 2
 # needs: fio
@@ -35,9 +36,11 @@ note "nvme vectors before blkmqd: $irqs_before"
 if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ]; then
     RT_FACT='^1 \(read from /sys/kernel/realtime\)'
     THREADS_SOURCE='^1 \(PREEMPT_RT kernel \(read from /sys/kernel/realtime\)'
+    NOT_REDIRECTED='forced IRQ threading: PREEMPT_RT kernel'
 else
     RT_FACT='^0 \('
     THREADS_SOURCE='^1 \(threadirqs on the kernel command line'
+    NOT_REDIRECTED='forced IRQ threading: threadirqs on the kernel command line'
 fi
 note "kernel $(uname -v)"
 
@@ -78,6 +81,12 @@ blkmqd_kconfig() {
     else
         skip "hctx completions under fio = the disk's reads" "no completion counters ($src)"
     fi
+    # the completion-locality files say the kernel does not send completions back
+    for f in completions stats_source; do
+        assert_match "nullb0 $f: last line says completions are not redirected" \
+            "not redirected: .*\\($NOT_REDIRECTED.*blk_mq_complete_need_ipi\\(\\) in block/blk-mq.c returns false" \
+            "$(tail -n 1 $X/$f)"
+    done
     stop_blkmqd
     for d in nvme0n1 nullb0; do
         assert_eq "$d rq_affinity after stop" 1 "$(read_attr /sys/block/$d/queue/rq_affinity)"
