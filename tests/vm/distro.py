@@ -644,7 +644,7 @@ def main():
         if args.cmd == "check-packages":
             return cmd_check_packages(args.binary)
         if args.cmd == "prepare":
-            print(json.dumps(prepare(args.cache, args.kernel or list(H.KERNELS)), indent=1))
+            print(json.dumps(prepare(args.cache, args.kernel or [k for k in H.KERNELS if not k.endswith("-rt")]), indent=1))
             return 0
         return run(args)
     except H.Missing as e:

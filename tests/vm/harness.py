@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """blkmqd VM test harness: boot Debian's 6.1 or 6.12 kernel under QEMU/TCG, run one scenario.
 
-    harness.py prepare --cache DIR [--kernel 6.1|6.12]
-    harness.py run --cache DIR --scenario tests/vm/scenarios/NAME.sh [--kernel 6.1|6.12] [options]
+    harness.py prepare --cache DIR [--kernel 6.1|6.12|6.1-rt|6.12-rt]
+    harness.py run --cache DIR --scenario tests/vm/scenarios/NAME.sh [--kernel SERIES] [options]
 
 Reusable from other flavours (import harness): kernel_series(), resolve_kernel_package(),
 fetch_kernel() (.deb download + vmlinux), stage_modules() (module subset, decompressed,
@@ -208,15 +208,17 @@ def sh(cmd, **kw):
 
 
 # Kernel series the harness can boot: Debian 12's own kernel and the 6.12 backport that
-# bookworm-security carries (linux-image-6.12.*+deb12-amd64).  The package is resolved with
-# apt-cache (newest with an install candidate) and fetched with `apt-get download`; it is
+# bookworm-security carries (linux-image-6.12.*+deb12-amd64), each also in its PREEMPT_RT
+# flavour ("6.1-rt": linux-image-6.1.0-*-rt-amd64, "6.12-rt": linux-image-6.12.*+deb12-rt-amd64;
+# same sources, CONFIG_PREEMPT_RT=y, /sys/kernel/realtime reads 1).  The package is resolved
+# with apt-cache (newest with an install candidate) and fetched with `apt-get download`; it is
 # never installed on the host.
-KERNELS = ("6.1", "6.12")
+KERNELS = ("6.1", "6.12", "6.1-rt", "6.12-rt")
 DEFAULT_KERNEL = os.environ.get("BLKMQD_VM_KERNEL", "6.1")
 
 
 def kernel_series(value):
-    """Validate a --kernel / `# kernel:` / $BLKMQD_VM_KERNEL value ("6.1" or "6.12")."""
+    """Validate a --kernel / `# kernel:` / $BLKMQD_VM_KERNEL value (one of KERNELS)."""
     v = (value or DEFAULT_KERNEL).strip()
     if v not in KERNELS:
         raise ValueError("unknown kernel series %r (known: %s)" % (v, ", ".join(KERNELS)))
@@ -240,28 +242,34 @@ def _apt_candidates(names):
 
 
 def resolve_kernel_package(series=None):
-    """Debian package name of the kernel to boot for `series`.  $BLKMQD_VM_KERNEL_PKG
-    overrides (for the 6.1 series only, as before; $BLKMQD_VM_KERNEL_PKG_6_12 for 6.12).
-    Raises Missing when apt knows no such package (no apt lists: run apt-get update)."""
+    """Debian package name of the kernel to boot for `series`.  Overrides: $BLKMQD_VM_KERNEL_PKG
+    for 6.1 (as before), else $BLKMQD_VM_KERNEL_PKG_<series, . and - as _> (6_12, 6_1_RT,
+    6_12_RT).  Raises Missing when apt knows no such package (no apt lists: run apt-get update)."""
     series = kernel_series(series)
+    base, rt = series[:-3] if series.endswith("-rt") else series, series.endswith("-rt")
+    flavour = "rt-amd64" if rt else "amd64"
     override = os.environ.get("BLKMQD_VM_KERNEL_PKG" if series == "6.1" else
-                              "BLKMQD_VM_KERNEL_PKG_" + series.replace(".", "_"))
+                              "BLKMQD_VM_KERNEL_PKG_" +
+                              series.replace(".", "_").replace("-", "_").upper())
     if override:
         return override
     try:
-        if series == "6.1":
-            out = subprocess.run(["apt-cache", "depends", "linux-image-amd64"],
+        if base == "6.1":
+            meta = "linux-image-" + flavour
+            out = subprocess.run(["apt-cache", "depends", meta],
                                  capture_output=True, text=True).stdout
             for line in out.splitlines():
-                m = re.match(r"\s*Depends:\s*(linux-image-6\.1\.0-[0-9]+-amd64)\s*$", line)
+                m = re.match(r"\s*Depends:\s*(linux-image-6\.1\.0-[0-9]+-%s)\s*$"
+                             % re.escape(flavour), line)
                 if m:
                     return m.group(1)
-            raise Missing("a linux-image-6.1.0-*-amd64 package (apt-cache depends "
-                          "linux-image-amd64 names none; run apt-get update?)")
+            raise Missing("a linux-image-6.1.0-*-%s package (apt-cache depends "
+                          "%s names none; run apt-get update?)" % (flavour, meta))
         # 6.12: bookworm-security, one package per upload: take the newest installable one
-        out = subprocess.run(["apt-cache", "pkgnames", "linux-image-%s." % series],
+        out = subprocess.run(["apt-cache", "pkgnames", "linux-image-%s." % base],
                              capture_output=True, text=True).stdout
-        rx = re.compile(r"^linux-image-%s\.([0-9]+)\+deb12-amd64$" % re.escape(series))
+        rx = re.compile(r"^linux-image-%s\.([0-9]+)\+deb12-%s$"
+                        % (re.escape(base), re.escape(flavour)))
         names = sorted((n for n in out.split() if rx.match(n)),
                        key=lambda n: int(rx.match(n).group(1)))
         cand = _apt_candidates(names) if names else {}
@@ -270,10 +278,10 @@ def resolve_kernel_package(series=None):
                 return n
     except FileNotFoundError:
         raise Missing("apt-cache (cannot resolve the %s kernel package)" % series)
-    raise Missing("a linux-image-%s.*+deb12-amd64 package (bookworm-security; "
+    raise Missing("a linux-image-%s.*+deb12-%s package (bookworm-security; "
                   "apt-cache policy 'linux-image-%s*' lists none installable: add "
                   "bookworm-security to the apt sources and run apt-get update)"
-                  % (series, series))
+                  % (base, flavour, base))
 
 
 def extract_vmlinux(vmlinuz, out):
@@ -643,7 +651,7 @@ def parse_header(path):
     """Leading comment block of a scenario: `# key: value` lines.
     Keys: qemu (repeatable, appended), smp, mem, timeout, disk (repeatable: NAME SIZE [ram]),
     needs (fio, udev, share), cmdline (extra kernel args), modules (extra boot modules),
-    kernel (6.1 or 6.12: the series booted unless --kernel says otherwise),
+    kernel (one of KERNELS: the series booted unless --kernel says otherwise),
     tap (repeatable: NAME [multi_queue]; a tap device in a network namespace the harness
     creates on the host for this run, all taps of a run on one bridge, QEMU started in it),
     binary (repeatable: HOST[:GUEST] packed with its ldd closure when HOST exists on the host;
@@ -1117,8 +1125,8 @@ def main():
     r.add_argument("--blkmqd", metavar="PATH",
                    help="shorthand for --binary PATH:/opt/blkmqd/blkmqd")
     r.add_argument("--kernel", choices=KERNELS, default=None,
-                   help="kernel series to boot: Debian 12's 6.1 or bookworm-security's 6.12 "
-                   "(default: the scenario's '# kernel:' line, else $BLKMQD_VM_KERNEL, else 6.1)")
+                   help="kernel series to boot: Debian 12's 6.1 or bookworm-security's 6.12, "
+                   "-rt: their PREEMPT_RT flavour (default: the scenario's '# kernel:' line, else $BLKMQD_VM_KERNEL, else 6.1)")
     r.add_argument("--smp", type=int)
     r.add_argument("--mem", type=int)
     r.add_argument("--qemu-extra", help="extra QEMU arguments (shell-quoted string)")
