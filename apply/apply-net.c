@@ -357,8 +357,8 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                 return propose_nr_io_queues(d, o);
         if (!wanted)
                 return no_wish(h, d, k, o, ret_job);
-        if (a->state == APPLY_UNSUPPORTED && streq_ptr(a->value, wanted))
-                return 0;               /* said once; never retried */
+        /* refused in a way retrying cannot fix: said once, never written again */
+        bool refused = a->state == APPLY_UNSUPPORTED && streq_ptr(a->value, wanted);
 
         r = items_parse(k, wanted, &items, &n);
         if (r < 0) {
@@ -368,6 +368,8 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
         r = read_composite(h, items, n, &current, &failed);
         if (r == -ENOMEM)
                 return r;
+        if (r < 0 && refused)
+                return 0;
         if (r < 0) {
                 applied_set(a, APPLY_ERROR, r, "cannot read %s: %s", failed >= 0 ? items[failed].path : "?",
                           strerrorname_np(-r) ?: "error");
@@ -380,6 +382,13 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
         bool same = n_cur == n;
         for (size_t i = 0; same && i < n; i++)
                 same = cpulists_equal(items[i].cpus, cur_items[i].cpus);
+        if (refused) {
+                /* in place by someone else's hand: kept, the refusal is the past (as apply.c's
+                 * queue knobs) */
+                if (same)
+                        applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                return 0;
+        }
 
         /* someone else changed what blkmqd wrote, or what its plan found in place (kept):
          * reported once, not fought (Reassert=no) */

@@ -405,10 +405,22 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         run->knob_prev_error = 0;
         if (!wanted)
                 return queue_knob_no_wish(h, d, k, o, ret_job);
-        if (a->state == APPLY_UNSUPPORTED && streq_ptr(a->value, wanted))
-                return 0;               /* said once; never retried */
+        /* refused in a way retrying cannot fix: said once, never written again */
+        bool refused = a->state == APPLY_UNSUPPORTED && streq_ptr(a->value, wanted);
 
         r = read_knob(h, d->name, k, &current);
+        if (r < 0 && refused)
+                return 0;
+        if (refused) {
+                if (!streq(current, wanted))
+                        return 0;
+                /* someone else gave the disk what blkmqd wanted and could not write: the
+                 * refusal is the past, the value is in place (kept), also for a verify; an
+                 * outcome is what the kernel has now, not what the last write met */
+                applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                a->retry = (Backoff) {};
+                return 0;
+        }
         if (r < 0) {
                 applied_set(a, APPLY_ERROR, r, "cannot read queue/%s: %s%s", queue_attr[k], strerror(-r),
                             disk_vanished(h, d, r) ? " (the disk vanished)" : "");
@@ -2419,5 +2431,23 @@ int apply_history_to_facts(Device *d, bool reassert) {
         f->irq_written = 0;
         for (size_t i = 0; i < d->n_irq_applied; i++)
                 f->irq_written += d->irq_applied[i].original && !d->irq_applied[i].external;
+        /* the vectors blkmqd moved are matched to their hctx by the affinity they had before
+         * (after a reload or a restart their affinity is blkmqd's placement, which matches no
+         * hctx: hctx/N/irq "unknown", mapping=none or order) */
+        bool remap = false;
+        for (size_t i = 0; i < f->n_irqs; i++) {
+                IrqFacts *q = &f->irqs[i];
+                const char *before = NULL;
+                for (size_t j = 0; j < d->n_irq_applied && !before; j++)
+                        if (d->irq_applied[j].irq == q->irq)
+                                before = d->irq_applied[j].original;
+                if (streq_ptr(q->affinity_before, before))
+                        continue;
+                if ((r = free_and_strdup(&q->affinity_before, before)) < 0)
+                        return r;
+                remap = true;
+        }
+        if (remap && f->hctx_details && (r = disk_facts_map_irqs(f)) < 0)
+                return r;
         return 0;
 }

@@ -101,8 +101,9 @@ int apply_device(HostFs *h, Device *d, const ApplyOptions *o);
 
 /*
  * What blkmqd wrote to d, put into d->facts' fields that are not gathered (elevator_before,
- * elevator_held, rq_affinity_before, nr_requests_before, irq_written) from the recorded
- * originals in d->applied, before an evaluation: a decision is made from the values blkmqd
+ * elevator_held, rq_affinity_before, nr_requests_before, irq_written, irqs[].affinity_before,
+ * and the vectors' hctx matched again by it) from the recorded originals in d->applied and
+ * d->irq_applied, before an evaluation: a decision is made from the values blkmqd
  * found, so carrying it out does not change it. reassert: the config's Reassert=. The one
  * place the manager (manager/pipeline.c) and the fixture tests take this history from.
  * Returns 0 or -ENOMEM.

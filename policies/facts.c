@@ -158,6 +158,7 @@ void irq_facts_free_array(IrqFacts *irqs, size_t n) {
                 cpuset_done(&irqs[i].affinity);
                 free(irqs[i].affinity_list);
                 free(irqs[i].managed_source);
+                free(irqs[i].affinity_before);
         }
         free(irqs);
 }
@@ -516,13 +517,20 @@ int disk_facts_map_irqs(DiskFacts *f) {
                 n_queue += f->irqs[i].queue;
         }
 
-        /* By affinity: exact cpu set equality, each vector used once. */
+        /* By affinity: exact cpu set equality, each vector used once; a vector blkmqd moved by
+         * the affinity it had before (the kernel's spread, which blkmqd's placement replaced) */
         for (size_t h = 0; h < f->n_hctx; h++)
                 for (size_t i = 0; i < f->n_irqs && f->hctx[h].type != HCTX_TYPE_POLL; i++) {
                         IrqFacts *q = &f->irqs[i];
-                        if (!q->queue || q->hctx >= 0 || !q->affinity_list || !f->hctx[h].cpu_list)
+                        _cleanup_(cpuset_done) CpuSet before = {};
+                        const CpuSet *aff = &q->affinity;
+                        if (q->affinity_before && cpuset_parse(q->affinity_before, &before) >= 0)
+                                aff = &before;
+                        else if (!q->affinity_list)
                                 continue;
-                        if (cpuset_equal(&q->affinity, &f->hctx[h].cpus)) {
+                        if (!q->queue || q->hctx >= 0 || !f->hctx[h].cpu_list)
+                                continue;
+                        if (cpuset_equal(aff, &f->hctx[h].cpus)) {
                                 q->hctx = h;
                                 f->hctx[h].irq = i;
                                 mapped++;

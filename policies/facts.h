@@ -144,6 +144,11 @@ typedef struct IrqFacts {
         char *managed_source;   /* how that is known, for explain; NULL when unknown */
         bool queue;             /* a request queue vector (not config/control/event/admin) */
         int hctx;               /* position in DiskFacts.hctx it serves; -1 none */
+        /* Not gathered: set by the manager from what apply recorded, like elevator_before: the
+         * affinity before blkmqd's first write of this vector (its recorded original), NULL when
+         * blkmqd has not written it. disk_facts_map_irqs() matches a vector to its hctx by it,
+         * so the map does not change because blkmqd moved the vector. */
+        char *affinity_before;
 } IrqFacts;
 
 /* One file of queue/iosched/: a tunable of the running elevator. */
@@ -451,7 +456,8 @@ const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq);
 /*
  * Match request-queue vectors to hctx: a vector whose affinity equals the hctx cpu_list
  * serves it (blk_mq_pci_map_queues(): hctx N's CPUs are the affinity mask of vector
- * offset+N, block/blk-mq-pci.c); when no affinity matches (vectors moved by irqbalance),
+ * offset+N, block/blk-mq-pci.c), the affinity it had before blkmqd moved it
+ * (irqs[].affinity_before) when there is one; when no affinity matches (vectors moved by irqbalance),
  * the i-th queue vector serves the i-th hctx if the counts agree. A poll hctx (HCTX_TYPE_POLL)
  * has no vector and is left out of both. Fills hctx[].irq,
  * irqs[].hctx and irq_mapping. Pure. Returns 0 or -ENOMEM.
