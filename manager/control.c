@@ -203,8 +203,8 @@ static int write_policy(Manager *m, const char *device, int knob, const char *da
         char file[64];
         int r;
 
-        if (!d || !d->facts)
-                return -ENOENT;
+        if (!d || !d->facts || d->leaving)
+                return -ENOENT;         /* leaving: restored, not managed any more */
         snprintf(file, sizeof(file), "policy/%s", policy_file_to_string(knob));
 
         if (knob == KNOB_IRQ_AFFINITY &&
@@ -251,7 +251,7 @@ static int write_policy_iosched(Manager *m, const char *device, IoschedTunable t
         char file[128];
         int r;
 
-        if (!d || !d->facts || !info)
+        if (!d || !d->facts || !info || d->leaving)
                 return -ENOENT;
         snprintf(file, sizeof(file), "policy/iosched/%s/%s", info->elevator, info->name);
         r = iosched_override_validate(t, data, len, d->facts, &v);

@@ -116,7 +116,7 @@ void manager_remove_device(Manager *m, const char *name) {
  * manager_on_apply_finished(). A disk whose run is in progress applies again when it ends.
  */
 void manager_apply(Manager *m, Device *d) {
-        if (m->mode == MODE_OFF || m->stopping)
+        if (m->mode == MODE_OFF || m->stopping || d->leaving)
                 return;
         if (d->run.active) {
                 d->run.again = true;
@@ -143,6 +143,40 @@ void manager_restore_device(Manager *m, Device *d) {
                 manager_persist_originals(m, d);        /* nothing to put back: the file follows (a read's verify may have dropped some) */
 }
 
+/* d left the managed set and its originals are back: it leaves devices/, status and metrics. */
+static void manager_leave_done(Manager *m, const char *name) {
+        Device *d = registry_get(&m->registry, name);
+        bool failed = d && (d->run.error < 0 || d->run.failed);
+        manager_remove_device(m, name);
+        log_device_info(name, "No longer managed (not matched by the globs): %s; not listed any more",
+                        failed ? "some original values could not be put back (logged above)" : "original values put back");
+        if (m->started) {
+                manager_update_modules(m);      /* its module parameter wishes went with it */
+                manager_update_status(m);
+        }
+}
+
+/*
+ * name's disk (d) is no longer matched by the globs (a reload narrowed Devices=): it is
+ * restored now (or when its run in flight ended), then removed from the tree (its stored
+ * overrides stay, for the day the globs name it again). Nothing is applied to it meanwhile.
+ */
+static void manager_release_device(Manager *m, Device *d) {
+        if (d->leaving || m->stopping)
+                return;
+        _cleanup_free_ char *name = strdup(d->name);
+        if (!name)
+                return;
+        d->leaving = true;
+        fuse_fs_invalidate_disk(m->fuse, d->name);
+        log_device_info(d->name, "Not matched by the globs any more: putting its original values back, then it is not listed");
+        manager_restore_device(m, d);
+        /* a restore that wrote nothing has ended (and removed d) already */
+        d = registry_get(&m->registry, name);
+        if (d && d->leaving && !d->run.active)
+                manager_leave_done(m, name);
+}
+
 void manager_on_apply_finished(Device *d, void *userdata) {
         Manager *m = userdata;
         bool again = d->run.again, event = d->run.event_pending, restore_after = d->run.restore_after;
@@ -163,6 +197,27 @@ void manager_on_apply_finished(Device *d, void *userdata) {
         manager_metrics_changed(m);
         if (m->started && !m->batch)
                 manager_update_status(m);
+
+        /* a disk the globs no longer match: its restore returned (or the run before it ended) */
+        if (d->leaving && !m->stopping) {
+                if (manager_matches(m, d->name))
+                        d->leaving = false;     /* named again meanwhile: gathered and applied again */
+                else {
+                        /* (a restore that writes nothing ends inside manager_restore_device(),
+                         * here again: d is looked up by name after it) */
+                        _cleanup_free_ char *name = strdup(d->name);
+                        if (!name)
+                                return;
+                        if (!d->run.restore)
+                                manager_restore_device(m, d);
+                        d = registry_get(&m->registry, name);
+                        if (d && d->leaving && !d->run.active)
+                                manager_leave_done(m, name);
+                        manager_settle_check(m);
+                        return;
+                }
+                event = true;
+        }
 
         /* what came in while the disk's write was in flight; d may be gone after it */
         if ((m->stopping || restore_after) && !d->run.restore)
@@ -341,6 +396,10 @@ static void device_event_one(Manager *m, const char *name, bool removed) {
                                              strna(globs));
                         if (disk_name_is_valid(name))
                                 manager_sync_partitions(m, name, false);
+                        /* listed before a reload's Devices= left it out: put back, then gone */
+                        d = registry_get(&m->registry, name);
+                        if (d)
+                                manager_release_device(m, d);
                 }
                 return;
         }

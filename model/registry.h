@@ -163,6 +163,9 @@ typedef struct Device {
         bool vanished;          /* a write or read failed with ENOENT/ENODEV/EBUSY and the disk's sysfs
                                  * directory is gone (or another disk's now): said once, nothing
                                  * more is written to it (apply.c disk_vanished()) */
+        bool leaving;           /* no longer matched by the globs (a reload narrowed Devices=): its originals
+                                 * are being put back, then it is removed; nothing is applied to it and
+                                 * writes to its tree are refused meanwhile (manager/pipeline.c) */
         bool identity_shared;   /* another present disk had the same identity when this one was
                                  * added: nothing stored is applied to it, its overrides are
                                  * not persisted, its originals go to "<identity>#<name>" */
