@@ -373,6 +373,31 @@ static const GatherHost *scsi_host_attributes(HostFs *h, const char *host, Gathe
         g->proc_name_error = hostfs_read(h, HOSTFS_SYSFS, path, &g->proc_name);
         if (g->proc_name_error >= 0)
                 strip_newline(g->proc_name);
+        /* A host template without proc_name reads "(null)" (drivers/scsi/scsi_sysfs.c
+         * shost_rd_attr2(proc_name, hostt->proc_name, "%s\n"): uas is one, seen on 6.1 and 6.12):
+         * the driver is then the one bound to the host's parent device (the USB interface for
+         * uas, drivers/usb/storage/uas.c scsi_add_host(shost, &intf->dev)). */
+        if (g->proc_name_error >= 0 && (isempty(g->proc_name) || streq(g->proc_name, "(null)"))) {
+                _cleanup_free_ char *hostdev = NULL, *driver = NULL;
+                snprintf(path, sizeof(path), "class/scsi_host/%s/device", host);
+                int r = hostfs_resolve(h, HOSTFS_SYSFS, path, &hostdev);
+                char *s = r >= 0 ? strrchr(hostdev, '/') : NULL;
+                if (s) {
+                        *s = 0;
+                        snprintf(path, sizeof(path), "%s/driver", hostdev);
+                        r = basename_of_link(h, path, &driver);
+                } else if (r >= 0)
+                        r = -ENOENT;
+                if (r == -ENOMEM) {
+                        free(g->name);
+                        free(g->proc_name);
+                        return NULL;
+                }
+                free(g->proc_name);
+                g->proc_name = r >= 0 ? TAKE_PTR(driver) : NULL;
+                if (r < 0)
+                        g->proc_name_error = r;
+        }
         g->nr_hw_queues_error = read_host_i64(h, host, "nr_hw_queues", &g->nr_hw_queues);
         g->can_queue_error = read_host_i64(h, host, "can_queue", &g->can_queue);
         if (g->proc_name_error == -ENOMEM || g->nr_hw_queues_error == -ENOMEM || g->can_queue_error == -ENOMEM) {
@@ -770,6 +795,7 @@ static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **
                 return r;
         if (r < 0) {
                 disk_facts_set_unknown(f, FACT_TRANSPORT, "%s: %s", path, errno_reason(r));
+                disk_facts_set_unknown(f, FACT_TRANSPORT_DEVICE, "%s: %s", path, errno_reason(r));
                 snprintf(why, sizeof(why), "transport unknown (%s: %s)", path, errno_reason(r));
         } else if (free_and_strdup(&f->transport, transport_of_subsystem(subsystem)) < 0)
                 return -ENOMEM;
@@ -788,9 +814,13 @@ static int gather_transport(HostFs *h, DiskFacts *f, GatherCache *cache, char **
                 /* A SCSI host on a USB interface (uas, usb-storage: drivers/usb/storage/) has the
                  * USB device for its transport: the interface directory ("2-1:1.0") is the one
                  * with bInterfaceClass (drivers/usb/core/sysfs.c). */
-                _cleanup_free_ char *usb = host ? device_ancestor_with(h, host, "bInterfaceClass") : NULL;
-                if (usb && free_and_strdup(&f->transport, "usb") < 0)
-                        return -ENOMEM;
+                char *usb = host ? device_ancestor_with(h, host, "bInterfaceClass") : NULL;
+                if (usb) {
+                        free(f->transport_device);
+                        f->transport_device = usb;
+                        if (free_and_strdup(&f->transport, "usb") < 0)
+                                return -ENOMEM;
+                }
                 if ((r = gather_rotation_rate(h, f)) < 0)
                         return r;
         } else

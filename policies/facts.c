@@ -46,6 +46,7 @@ static const char * const fact_table[_FACT_MAX] = {
         [FACT_PREEMPT_RT]        = "preempt_rt",
         [FACT_IRQ_THREADS_FORCED] = "irq_threads_forced",
         [FACT_ISOLATED_CPUS]     = "isolated_cpus",
+        [FACT_TRANSPORT_DEVICE]  = "transport_device",
 };
 
 static const char * const zoned_table[_ZONED_MAX] = {
@@ -187,6 +188,7 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         strv_free(f->elevators);
         free(f->driver);
         free(f->transport);
+        free(f->transport_device);
         free(f->scsi_host);
         free(f->kernel_release);
         free(f->identity);
@@ -293,6 +295,9 @@ int disk_facts_render(const DiskFacts *f, Fact fact, char **ret) {
                         break;
                 case FACT_SCSI_HOST:
                         fputs(strna(f->scsi_host), out);
+                        break;
+                case FACT_TRANSPORT_DEVICE:
+                        fputs(f->transport_device ?: "none", out);
                         break;
                 case FACT_HOST_NR_HW_QUEUES:
                         fprintf(out, "%" PRIi64, f->host_nr_hw_queues);

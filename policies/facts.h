@@ -60,6 +60,8 @@ typedef enum Fact {
         FACT_PREEMPT_RT,          /* the kernel is PREEMPT_RT: "1 (<source>)" / "0 (<source>)" (KernelConfigFacts) */
         FACT_IRQ_THREADS_FORCED,  /* force_irqthreads(): "1 (<source>)" / "0 (<source>)" */
         FACT_ISOLATED_CPUS,       /* CPUs no device interrupt may be placed on: "<cpulist> (<sources>)", "none (...)" */
+        FACT_TRANSPORT_DEVICE,    /* the device that is the transport when it is not the parent's bus: the USB
+                                   * interface above a SCSI host ("devices/.../usb2/2-1/2-1:1.0"), else "none" */
         _FACT_MAX,
         _FACT_INVALID = -EINVAL,
 } Fact;
@@ -272,6 +274,7 @@ typedef struct DiskFacts {
         char *driver;
         char *transport;                /* "usb" for a disk whose SCSI host sits on a USB interface (uas,
                                          * usb-storage): the USB device above the host is the transport */
+        char *transport_device;         /* that USB interface's sysfs path ("devices/.../2-1:1.0"); NULL: none */
         char *scsi_host;
         int scsi_channel;               /* the C of the SCSI device's H:C:T:L, -1 unknown or not SCSI: RAID
                                          * HBAs put logical drives on channels of their own (policies/defaults.c) */

@@ -78,6 +78,17 @@ bool device_rule_matches(const DeviceRule *rule, const DiskFacts *f) {
 }
 
 /* Admin overrides win; then matching config rules, a later rule over an earlier one. */
+/* Whether o gives any knob or elevator tunable a value. */
+static bool overrides_have_values(const PolicyOverrides *o) {
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (policy_overrides_get(o, k))
+                        return true;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                if (o->iosched[t])
+                        return true;
+        return false;
+}
+
 static int merge_overrides(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *admin,
                            PolicyOverrides *ret, Plan *plan) {
         PolicyOverrides m = {};
@@ -568,7 +579,29 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
                 return r;
 
         const VirtualDriver *virt = policy_virtual_driver(facts->driver);
-        if (IN_SET(plan.class, DISK_CLASS_NO_MQ, DISK_CLASS_UNKNOWN)) {
+        /* An untrusted flag not measured yet leaves the class unknown, and the class's settings
+         * wait; the values given for this very disk (a [Device:] section that matches it, its
+         * policy/ files) do not depend on the class and apply now (a USB disk: the bridge's flag
+         * is untrusted, and [Device:usb] MatchTransport=usb Elevator=bfq was ignored until the
+         * disk had done 1,024 I/Os in a window; tests/vm/scenarios/usb.sh). */
+        bool waits_for_speed = plan.class == DISK_CLASS_UNKNOWN && verdict.slow == TRISTATE_UNKNOWN &&
+                               verdict.hint.trust == HINT_UNTRUSTED && facts->n_hctx > 0;
+        _cleanup_(policy_overrides_done) PolicyOverrides merged = {};
+        bool merged_done = false, explicit_values = false;
+        if (waits_for_speed) {
+                r = merge_overrides(facts, config, overrides, &merged, &plan);
+                if (r < 0)
+                        return r;
+                merged_done = true;
+                explicit_values = !merged.disabled && overrides_have_values(&merged);
+                if (explicit_values &&
+                    (r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_NOTE, "unknown",
+                                      "rotational=%s (untrusted) speed=unknown -> the class's settings wait for a "
+                                      "measurement; the values set for this disk apply",
+                                      tristate_to_string(facts->rotational))) < 0)
+                        return r;
+        }
+        if (IN_SET(plan.class, DISK_CLASS_NO_MQ, DISK_CLASS_UNKNOWN) && !explicit_values) {
                 if (virt)
                         r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_NOTE, "virtual-device",
                                          "driver=%s -> a virtual device: %s (%s)", virt->driver, virt->backing,
@@ -602,9 +635,7 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
                 return 0;
         }
 
-        _cleanup_(policy_overrides_done) PolicyOverrides merged = {};
-        r = merge_overrides(facts, config, overrides, &merged, &plan);
-        if (r < 0)
+        if (!merged_done && (r = merge_overrides(facts, config, overrides, &merged, &plan)) < 0)
                 return r;
         overrides = &merged;
 

@@ -23,7 +23,7 @@ static void test_names(void) {
                 "host_can_queue", "shared_tags", "sq_sched", "irq_vectors", "numa_node", "kernel_release",
                 "stacked", "identity", "zoned", "elevators_loadable", "multipath", "virtual", "medium_rotation",
                 "rotational_hint", "speed", "speed_source", "driver_module", "preempt_rt", "irq_threads_forced",
-                "isolated_cpus",
+                "isolated_cpus", "transport_device",
         };
         for (Fact f = 0; f < _FACT_MAX; f++) {
                 CHECK_STR(fact_to_string(f), expected[f]);      /* the README's file names */
