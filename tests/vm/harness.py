@@ -69,6 +69,10 @@ NET_MODULES = ["virtio_net", "nvme-tcp", "nvme-fabrics", "nvmet", "nvmet-tcp", "
 # Request-based and bio-based dm-multipath maps built with dmsetup (the dm-multipath scenario;
 # dm-mod comes as their dependency).  Apart from MODULES for the same reason as NET_MODULES.
 DM_MODULES = ["dm-multipath", "dm-round-robin"]
+# USB storage behind QEMU's xHCI controller (the usb scenario): the controller's PCI driver and
+# both storage drivers, BOT (usb-storage) and UAS (usbcore, usb-common and xhci-hcd come as their
+# dependencies).  Apart from MODULES for the same reason as NET_MODULES.
+USB_MODULES = ["xhci-pci", "usb-storage", "uas"]
 # Loaded by /init on every boot (null_blk and scsi_debug are left to scenarios: they take
 # load-time parameters).
 BOOT_MODULES = ["configfs", "fuse", "virtio_pci", "virtio_scsi", "virtio_blk", "sd_mod",
@@ -486,7 +490,7 @@ sleep 5
 
 def base_key():
     """Cache key of the busybox base part: layout version and module list."""
-    return hashlib.sha256(json.dumps([PREPARE_VERSION, MODULES, NET_MODULES, DM_MODULES])
+    return hashlib.sha256(json.dumps([PREPARE_VERSION, MODULES, NET_MODULES, DM_MODULES, USB_MODULES])
                           .encode()).hexdigest()[:12]
 
 
@@ -577,7 +581,7 @@ def _prepare_parts(cache, force, info, kroot, busybox):
 
     stage = tempfile.mkdtemp(prefix="depmod-", dir=cache)
     try:
-        kos = stage_modules(kroot, kver, MODULES + NET_MODULES + DM_MODULES, stage)
+        kos = stage_modules(kroot, kver, MODULES + NET_MODULES + DM_MODULES + USB_MODULES, stage)
         sdir = os.path.join(stage, "lib/modules", kver)
         for dp, _, files in os.walk(sdir):
             for f in files:
