@@ -4,12 +4,14 @@
 
 Reads BUILDDIR/meson-logs/testlog.json and the protocol of each test (meson introspect). A
 TAP test counts its test points ("ok", "not ok", "ok ... # SKIP why"), any other test counts
-once. Prints every skip with its reason, the skips the CI machine does not allow (the file
-ALLOWED, format below), and the closing line "N passed, N failed, N skipped". Exit status 1
-when something failed, a build directory has no log, or a skip is not allowed; else 0.
+once. A "not ok ... # TODO why" point is a known failure: neither passed nor failed, printed
+by name with its reason and counted as "todo"; like a skip it must be named in ALLOWED. Prints
+every skip and TODO with its reason, those the CI machine does not allow (the file ALLOWED,
+format below), and the closing line "N passed, N failed, N skipped, N todo". Exit status 1
+when something failed, a build directory has no log, or a skip or TODO is not allowed; else 0.
 
 ALLOWED: one skip the CI machine (Debian 12, root, QEMU under TCG) has a reason for per line,
-"BUILD TEST[ :: SUBTEST] -- why", BUILD, TEST and SUBTEST shell patterns (fnmatch) against
+"BUILD TEST[ :: SUBTEST] -- why" (a skip or a TODO), BUILD, TEST and SUBTEST shell patterns (fnmatch) against
 the build directory's name, the meson test name and a TAP point's description; '#' starts a
 comment. A whole test skipped matches an entry without SUBTEST only.
 """
@@ -63,8 +65,8 @@ def protocols(builddir):
 
 def main():
     rules = load_allowed(sys.argv[1])
-    passed = failed = skipped = 0
-    skips, not_allowed, bad = [], [], []
+    passed = failed = skipped = todo = 0
+    skips, todos, not_allowed, bad = [], [], [], []
     for builddir in sys.argv[2:]:
         build = os.path.basename(os.path.normpath(builddir))
         log = os.path.join(builddir, "meson-logs", "testlog.json")
@@ -111,6 +113,9 @@ def main():
                     skips.append((build, name, desc, why.strip() or "(no reason printed)"))
                 elif ok:
                     passed += 1
+                elif directive == "TODO":
+                    todo += 1
+                    todos.append((build, name, desc, why.strip() or "(no reason printed)"))
                 else:
                     failed += 1
                     bad.append(f"{build}: {name}: not ok - {desc}")
@@ -123,14 +128,20 @@ def main():
         print(f".ci/run: skipped in {build}: {what}: {why}" + (f" [allowed: {ok_why}]" if ok_why else ""))
         if not ok_why:
             not_allowed.append(f"{build}: {what}: {why}")
+    for build, name, sub, why in todos:
+        ok_why = allowed(rules, build, name, sub)
+        print(f".ci/run: known failing (TODO) in {build}: {name} :: {sub}: {why}" +
+              (f" [allowed: {ok_why}]" if ok_why else ""))
+        if not ok_why:
+            not_allowed.append(f"{build}: {name} :: {sub}: TODO {why}")
     for b in bad:
         print(f".ci/run: FAILED in {b}")
     if not_allowed:
-        print(f".ci/run: {len(not_allowed)} skip(s) the CI machine (Debian 12, root, QEMU) does not allow "
+        print(f".ci/run: {len(not_allowed)} skip(s) or TODO(s) the CI machine (Debian 12, root, QEMU) does not allow "
               f"(.ci/allowed-skips): every suite of the README's test command must run here:")
         for s in not_allowed:
             print(f".ci/run:    {s}")
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    print(f"{passed} passed, {failed} failed, {skipped} skipped, {todo} todo")
     return 1 if failed or not_allowed else 0
 
 
