@@ -52,17 +52,33 @@ void modules_history(const Modules *m, PolicyHistory *ret) {
         *ret = (PolicyHistory) { .boot_modules = m->boot_options, .n_boot_modules = m->n_boot_options };
 }
 
+/* The line after l's (its NUL at the end of the text when l's is the last one). */
+static const char *next_line(const char *l) {
+        l += strcspn(l, "\n");
+        return *l ? l + 1 : l;
+}
+
+/* Line l as "options <module> <param>=<value>": true with module and pv filled, pv cut at the
+ * '=' (pv is the parameter) and *ret_value pointing after it, into pv. */
+static bool options_line(const char *l, char module[static 128], char pv[static 256], const char **ret_value) {
+        if (sscanf(l, "options %127s %255s", module, pv) != 2)
+                return false;
+        char *eq = strchr(pv, '=');
+        if (!eq)
+                return false;
+        *eq = 0;
+        *ret_value = eq + 1;
+        return true;
+}
+
 /* The "options <module> <param>=<value>" lines of a blkmqd.conf (modprobe_file_is_blkmqd()). 0 or -ENOMEM. */
 static int parse_options(const char *text, ModuleWish **ret, size_t *ret_n) {
-        for (const char *p = text; p && *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n')) {
+        for (const char *l = text; l && *l; l = next_line(l)) {
                 char module[128], pv[256];
-                if (sscanf(p, "options %127s %255s", module, pv) != 2)
+                const char *value;
+                if (!options_line(l, module, pv, &value))
                         continue;
-                char *eq = strchr(pv, '=');
-                if (!eq)
-                        continue;
-                *eq = 0;
-                int r = module_wishes_add(ret, ret_n, module, pv, eq + 1);
+                int r = module_wishes_add(ret, ret_n, module, pv, value);
                 if (r < 0)
                         return r;
         }
@@ -269,29 +285,27 @@ static int hold_undecided(HostFs *h, Modules *m, const Registry *reg, const char
         size_t by_len = 0;
         if (!text || !modprobe_file_is_blkmqd(text))
                 return 0;
-        for (const char *l = text; *l; l += strcspn(l, "\n") + 1) {
+        for (const char *l = text; *l; l = next_line(l)) {
                 char module[128], pv[256];
-                const char *w = startswith(l, "# wanted by ");
+                const char *wanted, *w = startswith(l, "# wanted by ");
                 if (w) {
                         by = w;
                         by_len = strcspn(w, "\n");
                         continue;
                 }
-                if (sscanf(l, "options %127s %255s", module, pv) != 2 || !strchr(pv, '='))
+                if (!options_line(l, module, pv, &wanted))
                         continue;
-                char *eq = strchr(pv, '=');
-                *eq = 0;
                 ModuleParam *p = (ModuleParam *) modules_get(m, module, pv);
                 if ((p && p->wanted) || module_has_disk(reg, module))
                         continue;
                 if (!p && !(p = param_get_or_add(m, module, pv)))
                         return -ENOMEM;
                 char path[PATH_MAX];
-                _cleanup_free_ char *value = NULL;
+                _cleanup_free_ char *current = NULL;
                 snprintf(path, sizeof(path), "module/%s/parameters/%s", module, pv);
-                if (hostfs_read(h, HOSTFS_SYSFS, path, &value) >= 0)
-                        strip_newline(value);
-                if (free_and_strdup(&p->wanted, eq + 1) < 0 || free_and_strdup(&p->current, value) < 0)
+                if (hostfs_read(h, HOSTFS_SYSFS, path, &current) >= 0)
+                        strip_newline(current);
+                if (free_and_strdup(&p->wanted, wanted) < 0 || free_and_strdup(&p->current, current) < 0)
                         return -ENOMEM;
                 free(p->wanted_by);
                 if (!(p->wanted_by = by ? strndup(by, by_len) : strdup("")))
