@@ -189,6 +189,34 @@ static bool queue_unregistered(HostFs *h, Device *d, Knob k, int r) {
         return true;
 }
 
+/*
+ * Did a switch of queue/scheduler to wanted fail because the kernel has no such elevator
+ * registered yet (r: the write's error)? EINVAL for a name queue/scheduler did not list when
+ * blkmqd decided (DiskFacts.elevators: elv_iosched_show() lists registered elevators only) that
+ * a module may still provide: an in-tree elevator (mq-deadline, kyber, bfq:
+ * elevator_name_in_tree()) or one a module of the running release provides (modules.dep,
+ * ELEVATOR_LOADABLE). The kernel asks for the module and looks the name up once:
+ *   6.1  block/elevator.c elevator_change(): elevator_find_get(), request_module("%s-iosched"),
+ *        elevator_find_get() again, -EINVAL when it finds none;
+ *   6.12 block/blk-sysfs.c queue_attr_store() calls elv_iosched_load_module() (request_module(),
+ *        its result ignored) before it freezes the queue ("block: Prevent deadlocks when
+ *        switching elevators", 6.11), then elevator_change() returns -EINVAL when
+ *        elevator_find_get() finds none;
+ *   later (the code with QUEUE_FLAG_NO_ELV_SWITCH and struct elv_change_ctx, 6.16): the load
+ *        is in elv_iosched_store(), the lookup in elevator_switch(): the same -EINVAL.
+ * So the module had not registered the elevator when the kernel looked: not installed where
+ * modprobe looks yet (a disk added while only the initramfs is mounted, modules installed after
+ * boot), or still loading (another request_module() of it in flight returned early: seen on
+ * 6.1, tests/vm/scenarios/usb.sh). That may pass: the switch is retried with backoff. A listed
+ * elevator refused with EINVAL, or a name no module can give, stays unsupported.
+ */
+static bool elevator_not_loaded(const Device *d, Knob k, int r, const char *wanted) {
+        if (k != KNOB_ELEVATOR || r != -EINVAL || !d->facts || !wanted || streq(wanted, "none") ||
+            strv_contains(d->facts->elevators, wanted))
+                return false;
+        return elevator_name_in_tree(wanted) || strv_contains(d->facts->elevators_loadable, wanted);
+}
+
 static const char * const knob_record_message_id[_KNOB_RECORD_MAX] = {
         [KNOB_RECORD_WRITE]    = BLKMQD_MESSAGE_WRITE,
         [KNOB_RECORD_RESTORE]  = BLKMQD_MESSAGE_RESTORE,
@@ -403,6 +431,9 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
 
         run->knob_reassert = run->knob_new_original = run->knob_nr_recorded = run->knob_reapply = false;
         run->knob_prev_error = 0;
+        /* the elevator whose module had not loaded is no longer wanted: its retries are over */
+        if (k == KNOB_ELEVATOR && d->elevator_unloaded && !streq_ptr(wanted, d->elevator_unloaded))
+                d->elevator_unloaded = mfree_str(d->elevator_unloaded);
         if (!wanted)
                 return queue_knob_no_wish(h, d, k, o, ret_job);
         /* refused in a way retrying cannot fix: said once, never written again */
@@ -525,6 +556,8 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
                 applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
                 a->retry = (Backoff) {};
                 free_and_strdup(&a->value, wanted);
+                if (k == KNOB_ELEVATOR)         /* in place now (someone else's switch loaded it) */
+                        d->elevator_unloaded = mfree_str(d->elevator_unloaded);
                 /* the elevator instance the value is in place under, as after blkmqd's own write
                  * (queue_knob_finish()): a daemon started again over its earlier write (kill -9)
                  * knew none, and took someone's switch away and back, which resets it, for their
@@ -603,6 +636,39 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
         return knob_job(d, k, wanted, current, true, ret_job) < 0 ? -ENOMEM : dropped_stale;
 }
 
+/*
+ * The switch of d's elevator from current to wanted failed with EINVAL because the kernel has
+ * no wanted registered yet (elevator_not_loaded()): a failure that may pass, retried with
+ * backoff (at the periodic verify once the delay is over, or at the disk's next evaluation).
+ * applied/elevator says what failed, why and when the next try is; the first failure is logged
+ * as a warning, the others at debug level. Returns 1 (explain changes: the caller refreshes).
+ */
+static int elevator_not_loaded_finish(Device *d, const char *current, const char *wanted, uint64_t now, const char *late) {
+        Applied *a = &d->applied[KNOB_ELEVATOR];
+        bool again = streq_ptr(d->elevator_unloaded, wanted) && a->retry.level > 0;
+        _cleanup_free_ char *listed = strv_join(d->facts->elevators, " ");
+
+        if (!again)
+                a->retry = (Backoff) {};
+        backoff_bump(&a->retry, now);
+        unsigned next = (unsigned) (apply_backoff_delay(a->retry.level) / 1000000);
+        applied_set(a, APPLY_ERROR, -EINVAL,
+                    "EINVAL writing %s to queue/scheduler: no elevator %s registered (queue/scheduler lists %s) and the "
+                    "kernel's request_module(\"%s-iosched\") did not register one: its module is not installed or not "
+                    "loaded yet; attempt %u, retried with backoff, next try in %u s (at the periodic verify after that)%s",
+                    wanted, wanted, strna(listed), wanted, a->retry.level, next, late);
+        (void) free_and_strdup(&d->elevator_unloaded, wanted);
+        if (!again)
+                apply_log_knob(d, "elevator", KNOB_RECORD_FAILED, LOG_WARNING, -EINVAL, current, wanted,
+                               "Failed to set elevator %s (now %s): %m: %s is not registered and its module did not load "
+                               "(not installed or not loaded yet), will retry with backoff, next try in %u s%s",
+                               wanted, strna(current), wanted, next, late);
+        else
+                log_device_debug(d->name, "Elevator %s still not registered (attempt %u), next try in %u s", wanted,
+                                 a->retry.level, next);
+        return 1;
+}
+
 /* The write of queue_knob_decide() returned: triage it. Returns 1 when the value was set. */
 static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
         Applied *a = &d->applied[k];
@@ -649,6 +715,8 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                                     strerrorname_np(-r) ?: "error", wanted, queue_attr[k]);
                         return dropped;
                 }
+                if (!written && elevator_not_loaded(d, k, r, wanted))
+                        return elevator_not_loaded_finish(d, current, wanted, now, strempty(late)) || dropped;
                 applied_set(a, c == WRITE_ERROR_UNSUPPORTED ? APPLY_UNSUPPORTED : APPLY_ERROR, r,
                             "%s writing %s to queue/%s%s%s%s", strerrorname_np(-r) ?: "error", wanted,
                             queue_attr[k], after ? ", read back " : "", after ?: "", strempty(late));
@@ -662,11 +730,17 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                 return written || dropped;      /* originals changed: the caller persists them */
         }
 
+        unsigned unloaded = k == KNOB_ELEVATOR && streq_ptr(d->elevator_unloaded, wanted) ? a->retry.level : 0;
         applied_set(a, APPLY_OK, 0, NULL);
         a->retry = (Backoff) {};
+        if (k == KNOB_ELEVATOR)
+                d->elevator_unloaded = mfree_str(d->elevator_unloaded);
         if (k == KNOB_NR_REQUESTS && h)
                 d->nr_requests_ino = nr_requests_instance(h, d->name);
-        if (run->knob_reassert) {
+        if (unloaded)
+                log_write(d, knob, current, wanted, "%s %s -> %s: %s is registered now (not at %u earlier attempt(s): its "
+                          "module had not loaded)%s", knob, strna(current), wanted, wanted, unloaded, strempty(late));
+        else if (run->knob_reassert) {
                 backoff_bump(&a->war, now);
                 if (a->war.level == 1)
                         log_external(d, knob, LOG_NOTICE, current, wanted, "%s changed externally to %s (blkmqd wrote %s); rewritten (Reassert=yes)%s",
@@ -1337,9 +1411,14 @@ static int restore_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) 
                 return 0;
         }
         if (r < 0) {
+                /* the elevator blkmqd found, not registered any more (its module unloaded since) and
+                 * not loadable now: the same EINVAL as a switch's (elevator_not_loaded()) */
+                const char *why = elevator_not_loaded(d, k, r, a->original) ?
+                                  ": it is not registered and its module did not load (not installed or not loaded yet); "
+                                  "kept for the next restore" : "";
                 apply_log_knob(d, knob_to_string(k), KNOB_RECORD_FAILED, LOG_WARNING, r, a->value, a->original,
-                               "Failed to restore %s %s: %m", knob_to_string(k), a->original);
-                applied_set(a, APPLY_ERROR, r, "%s restoring %s", strerrorname_np(-r) ?: "error", strna(a->original));
+                               "Failed to restore %s %s: %m%s", knob_to_string(k), a->original, why);
+                applied_set(a, APPLY_ERROR, r, "%s restoring %s%s", strerrorname_np(-r) ?: "error", strna(a->original), why);
                 if (d->run.error >= 0)
                         d->run.error = r;
                 d->run.failed++;
@@ -1727,8 +1806,10 @@ static int iosched_decide(HostFs *h, Device *d, const ApplyOptions *o, WriteJob 
                                 dropped++;
                         }
                         if (wanted)
-                                applied_set(a, APPLY_UNMANAGED, 0, "waits: the disk runs %s; written when %s runs", strna(elevator),
-                                            info->elevator);
+                                applied_set(a, APPLY_UNMANAGED, 0, "waits: the disk runs %s; written when %s runs%s", strna(elevator),
+                                            info->elevator, streq_ptr(d->elevator_unloaded, info->elevator) ?
+                                            " (not registered yet: its module had not loaded at blkmqd's switch, which is "
+                                            "retried with backoff: applied/elevator)" : "");
                         else if (a->original)   /* its message (iosched_record_before_switch()) stays */
                                 ;
                         else if (a->state != APPLY_UNMANAGED || a->message)
@@ -2423,6 +2504,12 @@ int apply_history_to_facts(Device *d, bool reassert) {
         if (r < 0)
                 return r;
         f->elevator_held = d->applied[KNOB_ELEVATOR].state == APPLY_EXTERNAL && !reassert;
+        const Applied *e = &d->applied[KNOB_ELEVATOR];
+        bool unloaded = d->elevator_unloaded && e->state == APPLY_ERROR;
+        if ((r = free_and_strdup(&f->elevator_unloaded, unloaded ? d->elevator_unloaded : NULL)) < 0)
+                return r;
+        f->elevator_load_attempts = unloaded ? e->retry.level : 0;
+        f->elevator_retry_sec = unloaded ? (unsigned) (apply_backoff_delay(e->retry.level) / 1000000) : 0;
         f->rq_affinity_before = d->applied[KNOB_RQ_AFFINITY].original &&
                                 parse_int(d->applied[KNOB_RQ_AFFINITY].original, &rq) >= 0 ? rq : -1;
         f->nr_requests_before = d->applied[KNOB_NR_REQUESTS].original &&

@@ -7,6 +7,10 @@
  * write, write once, read back, and triage errors like irqbalance's activate.c:
  *   transient   (EAGAIN, EBUSY, EINTR)                     -> retried with backoff
  *   unsupported (ENOENT, EINVAL, EACCES, EROFS, EPERM, EIO) -> marked, logged once, not retried
+ * except an elevator switch refused with EINVAL because the kernel has no such elevator
+ * registered yet (not listed in queue/scheduler, a module may still bring it: apply.c
+ * elevator_not_loaded(), block/elevator.c elevator_change() on 6.1 and 6.12): an error, retried
+ * with backoff, applied/elevator and explain (rule elevator-not-loaded) say when.
  *   other                                                   -> reported once, retried with backoff
  * A write the kernel refused changed nothing: its original is dropped again. A value blkmqd
  * wrote that later reads differently was changed by someone else: it is reported ("changed

@@ -74,6 +74,7 @@ static Device *device_free(Device *d) {
         free(d->disk_history);
         free(d->hctx_files);
         free(d->nr_before_override);
+        free(d->elevator_unloaded);
         free(d);
         return NULL;
 }

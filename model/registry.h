@@ -153,6 +153,13 @@ typedef struct Device {
                                          * over it: what the override's "auto" puts back while the switch stands (the
                                          * recorded original belongs to the elevator before the switch); stored
                                          * with the originals while the switch stands (manager/persist.c) */
+        /*
+         * The elevator blkmqd's last switch found not registered: the write failed with EINVAL
+         * while queue/scheduler did not list it and its module may still come (apply.c
+         * elevator_not_loaded()); the switch is retried with applied[KNOB_ELEVATOR].retry. NULL
+         * otherwise. Into DiskFacts.elevator_unloaded for explain (apply_history_to_facts()).
+         */
+        char *elevator_unloaded;
         StatSample *history;    /* STATS_HISTORY per hctx position, ring; sized to facts->n_hctx */
         size_t n_history_hctx;
         StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */

@@ -185,6 +185,7 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         free(f->name);
         free(f->elevator);
         free(f->elevator_before);
+        free(f->elevator_unloaded);
         strv_free(f->elevators);
         free(f->driver);
         free(f->transport);

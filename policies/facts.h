@@ -254,6 +254,15 @@ typedef struct DiskFacts {
          * explain says so (policy_target_elevator()).
          */
         bool elevator_held;
+        /*
+         * Set by the manager too: the elevator blkmqd's last switch found not registered (EINVAL
+         * while queue/scheduler did not list it: its module did not load, apply/apply.c
+         * elevator_not_loaded()), NULL otherwise; the failed attempts so far and the delay
+         * before the next one in seconds (the retry backoff). explain says so (rule
+         * elevator-not-loaded), and the elevator's tunables wait for it.
+         */
+        char *elevator_unloaded;
+        unsigned elevator_load_attempts, elevator_retry_sec;
         char **elevators;               /* available (strv) */
         bool elevator_configurable;     /* false: scheduler reads "none" without brackets */
         int rq_affinity;                /* -1 unknown */

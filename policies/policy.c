@@ -680,6 +680,15 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
                                  facts->elevator, plan.elevator, facts->elevator);
         else if (r >= 0 && plan.elevator && !streq_ptr(plan.elevator, facts->elevator))
                 r = explain_known_issue(facts, plan.elevator, true, &plan);
+        if (r >= 0 && facts->elevator_unloaded && streq_ptr(plan.elevator, facts->elevator_unloaded) &&
+            !streq_ptr(plan.elevator, facts->elevator))
+                /* apply/apply.c elevator_not_loaded(): EINVAL for an elevator no module registered yet */
+                r = plan_explain(&plan, facts->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "elevator-not-loaded",
+                                 "elevator=%s wanted=%s: not registered at blkmqd's switch (EINVAL at %u attempt(s): the kernel's "
+                                 "request_module(\"%s-iosched\") did not register it, its module is not installed or not "
+                                 "loaded yet) -> retried with backoff, next try %u s after the last; %s's tunables wait for it",
+                                 facts->elevator, plan.elevator, facts->elevator_load_attempts, plan.elevator,
+                                 facts->elevator_retry_sec, plan.elevator);
         if (r >= 0)
                 r = policy_rq_affinity(facts, cp, overrides, &plan);
         if (r >= 0)

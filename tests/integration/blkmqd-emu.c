@@ -12,6 +12,12 @@
  *                     new directory (a new inode, as the kernel's new elevator instance) with
  *                     the new elevator's default tunables (those the copy had at start when it
  *                     ran that elevator, else the table below), empty for none
+ *   modules           <root>/emu-modules, read at every scheduler write: one elevator name a
+ *                     line whose module loads now (installed where modprobe looks): a write of
+ *                     a name the file does not list registers it, as request_module("%s-iosched")
+ *                     does (it is listed from then on); without the file, or for another name,
+ *                     the write is EINVAL (no module registered it: not installed yet, e.g.
+ *                     only the initramfs mounted)
  *   faults            <root>/emu-fail, read at every write: lines "<kind>:<glob> <ERRNO>"
  *                     (kind sysfs, procfs, ...; glob fnmatch()ed against the path below it;
  *                     ERRNO a name: EINVAL, EIO, EPERM, EBUSY): a matching write fails with it
@@ -215,6 +221,23 @@ static void new_iosched(int dirfd, const char *dir, const char *elevator) {
         (void) renameat(dirfd, tmp, dirfd, old);
 }
 
+/* The elevators whose module loads now: <root>/emu-modules, one name a line (NULL: none). */
+static char **loadable_modules(void) {
+        char file[PATH_MAX + 16], line[256];
+        char **names = NULL;
+        snprintf(file, sizeof(file), "%s/emu-modules", emu_root);
+        FILE *f = fopen(file, "re");
+        if (!f)
+                return NULL;
+        while (fgets(line, sizeof(line), f)) {
+                line[strcspn(line, " \n")] = 0;
+                if (line[0])
+                        (void) strv_extend(&names, line);
+        }
+        fclose(f);
+        return names;
+}
+
 static int emu_hook(void *userdata, HostFsKind kind, int dirfd, const char *path, const char *value) {
         int e = injected_fault(kind, path);
         if (e)
@@ -230,7 +253,8 @@ static int emu_hook(void *userdata, HostFsKind kind, int dirfd, const char *path
         char cur[64], buf[512];
         read_line_at(dirfd, path, buf, sizeof(buf));
         current_elevator(buf, cur, sizeof(cur));
-        r = test_emulate_scheduler_at(dirfd, path, value, NULL, true);
+        _cleanup_strv_free_ char **loadable = loadable_modules();
+        r = test_emulate_scheduler_at(dirfd, path, value, loadable, true);
         if (r < 0)
                 return r;
         if (!streq(cur, want)) {        /* elevator_switch(): the same elevator again is a no-op */

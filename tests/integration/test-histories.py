@@ -24,6 +24,13 @@ nr_requests and queue/iosched/ reset by an elevator switch, write errors injecte
       the metric does
   (u) item 5: an EINVAL on the elevator write ("unsupported"), then someone else sets the
       elevator blkmqd wanted: a reload says kept in applied/, the metric and explain
+  (l) an elevator whose module has not loaded yet (vm-6.1-virtio-scsi-4q, Elevator=bfq, bfq
+      in modules.dep but not installed where modprobe looks: <root>/emu-modules absent): the
+      switch fails with EINVAL, is an error retried with backoff, not "unsupported" (applied/,
+      metric, explain, the bfq tunable waits, one warning); a reload within the backoff does
+      not try again; the retry 10 s later fails again (attempt 2, next in 20 s); bfq installed
+      (emu-modules), the next retry switches and the tunable follows; the stop puts none back.
+      A name no kernel has (bfqq) still fails the start
   (m) item 5: the queue vectors blkmqd moved stay matched to their hctx (mapping=affinity,
       hctx/N/irq the vector) after a reload and after kill -9 and a start again
   (n) item 6: a reload whose Devices= no longer names sdb (synthetic-megaraid-64q, sdb written
@@ -418,6 +425,85 @@ def case_stale_unsupported(tmp):
         r.stop()
 
 
+def case_elevator_not_loaded(tmp):
+    root = bt.copy_fixture("vm-6.1-virtio-scsi-4q", os.path.join(tmp, "l-root"))
+    # bfq is a module of the running release (modules.dep) but not installed where modprobe
+    # looks yet: no <root>/emu-modules, so the emulated request_module() registers nothing
+    os.makedirs(os.path.join(root, "lib/modules/6.1.0-57-amd64"))
+    put(root, "lib/modules/6.1.0-57-amd64/modules.dep", "kernel/block/bfq.ko:\nkernel/block/kyber-iosched.ko:\n")
+    first = snapshot(root)
+    conf = "[Manager]\nVerifySec=1\n\n[Class:many-hctx-slow]\nElevator=bfq\nIoSched.bfq.slice_idle=0\n"
+    r = Run(tmp, "l", "[Class:many-hctx-slow]\nElevator=bfqq\n", exe=emu_arg())
+    try:
+        r.start(root, "--devices", "sda")
+        r.stop()
+        check(False, "(l) Elevator=bfqq (no kernel has it) fails the start")
+    except RuntimeError:
+        check("no kernel has an elevator \"bfqq\"" in r.log(), "(l) Elevator=bfqq (no kernel has it) fails the start, said")
+    r.set_config(conf)
+    d = r.start(root, "--devices", "sda")
+    stopped = False
+    try:
+        settle(d, ["sda"])
+        a = d.read("devices", "sda", "applied", "elevator")
+        check(a.startswith("error: EINVAL writing bfq to queue/scheduler: no elevator bfq registered (queue/scheduler lists none "
+                           "mq-deadline)") and "attempt 1, retried with backoff, next try in 10 s" in a,
+              f"(l) at start: the switch to bfq failed, why, and when the next try is: {a.strip()!r}")
+        knobs, tuns, _ = metrics(d)
+        check(knobs.get(("sda", "elevator")) == "error", f"(l) the metric says error, not unsupported: {knobs.get(('sda', 'elevator'))}")
+        ex = d.read("devices", "sda", "explain")
+        line = [x for x in ex.splitlines() if "(rule elevator-not-loaded)" in x]
+        check(len(line) == 1 and "not registered at blkmqd's switch (EINVAL at 1 attempt(s)" in line[0] and
+              "retried with backoff, next try 10 s after the last" in line[0], f"(l) explain says so: {line}")
+        tun = [x for x in (d.read("devices", "sda", "applied", "iosched") or "").splitlines() if x.startswith("bfq.slice_idle ")]
+        check(tun and "waits: the disk runs none; written when bfq runs (not registered yet" in tun[0],
+              f"(l) bfq's tunable waits for bfq: {tun}")
+        check(kernel_elevator(root, "sda") == "none", "(l) the kernel still runs none")
+        warn = [x for x in r.log().splitlines() if "Failed to set elevator bfq" in x]
+        check(len(warn) == 1 and "will retry with backoff, next try in 10 s" in warn[0], f"(l) one warning: {warn}")
+
+        # within the backoff an evaluation (a reload) does not write again
+        check(r.reload() == 0, "(l) reload within the backoff")
+        settle(d, ["sda"])
+        a = d.read("devices", "sda", "applied", "elevator")
+        check("attempt 1," in a, f"(l) the reload did not try again: {a.strip()!r}")
+
+        # the retry after 10 s (the periodic verify after the delay): bfq still not installed
+        ok, _ = bt.wait_for(lambda: "attempt 2," in (d.read("devices", "sda", "applied", "elevator") or ""), 20.0, 0.2)
+        a = d.read("devices", "sda", "applied", "elevator")
+        check(ok and "next try in 20 s" in a, f"(l) retried after the backoff, failed again, the next delay doubles: {a.strip()!r}")
+        warn = [x for x in r.log().splitlines() if "Failed to set elevator bfq" in x]
+        check(len(warn) == 1, f"(l) the retry is not a second warning: {len(warn)}")
+        agree("l retry", d, root, ["sda"])
+
+        # the module is installed now: the next try switches
+        put(root, "emu-modules", "bfq\n")
+        ok, _ = bt.wait_for(lambda: (d.read("devices", "sda", "applied", "elevator") or "").startswith("ok:"), 30.0, 0.2)
+        settle(d, ["sda"])
+        a = d.read("devices", "sda", "applied", "elevator")
+        check(ok and a.startswith("ok: bfq (was none)"), f"(l) once bfq loads the retry switches: {a.strip()!r}")
+        check(kernel_elevator(root, "sda") == "bfq", f"(l) the kernel runs bfq ({kernel_elevator(root, 'sda')})")
+        ex = d.read("devices", "sda", "explain")
+        check("elevator-not-loaded" not in ex, "(l) explain no longer says it is not loaded")
+        tun = [x for x in (d.read("devices", "sda", "applied", "iosched") or "").splitlines() if x.startswith("bfq.slice_idle ")]
+        check(tun and tun[0].startswith("bfq.slice_idle ok: 0"), f"(l) bfq's tunable is written after the switch: {tun}")
+        check((rd(os.path.join(root, "sys/block/sda/queue/iosched/slice_idle")) or "").strip() == "0",
+              "(l) the kernel's slice_idle is 0")
+        ok_line = [x for x in r.log().splitlines() if "bfq is registered now (not at 2 earlier attempt(s)" in x]
+        check(len(ok_line) == 1, f"(l) the journal says the switch came after 2 failed attempts: {ok_line}")
+        agree("l ok", d, root, ["sda"])
+        r.stop()
+        stopped = True
+        check(kernel_elevator(root, "sda") == "none", f"(l) the stop puts none back ({kernel_elevator(root, 'sda')})")
+        # bfq stays registered once loaded: the file lists it (as the kernel's would)
+        check(" ".join((rd(os.path.join(root, "sys/block/sda/queue/scheduler")) or "").split()) == "[none] mq-deadline bfq",
+              "(l) queue/scheduler lists bfq, registered now, with none in force")
+        same_as_first("l", first, root, theirs={"sys/block/sda/queue/scheduler"})
+    finally:
+        if not stopped:
+            r.stop()
+
+
 def explain_mapping(d, disk):
     m = re.search(r"mapping=(\S+)", d.read("devices", disk, "explain"))
     return m.group(1) if m else None
@@ -574,7 +660,8 @@ def main():
     bt.exe_or_exit(why="FUSE mount", tools=())
     tmp = tempfile.mkdtemp(prefix="blkmqd-histories-")
     only = bt.only_cases()
-    cases = (("e", case_elevator_names), ("c", case_irq_counts), ("u", case_stale_unsupported), ("m", case_mapping),
+    cases = (("e", case_elevator_names), ("c", case_irq_counts), ("u", case_stale_unsupported),
+             ("l", case_elevator_not_loaded), ("m", case_mapping),
              ("n", case_narrow), ("s", case_sequences))
     try:
         for letter, case in cases:
