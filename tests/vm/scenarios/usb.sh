@@ -12,6 +12,8 @@
 # scsi on the virtio-scsi disk; rotational untrusted (row usb): class unknown, nothing
 # written; a [Device:] MatchTransport=usb section matches every USB disk and writes its
 # elevator, a MatchTransport=scsi one only the virtio-scsi disk; a stop puts every elevator back.
+# Then an elevator whose module has not loaded yet: bfq's module file moved away, the switch
+# EINVAL, retried with backoff; the file back, the retry switches (blkmqd_unloaded).
 # smp: 2
 # disk: u0 32M
 # disk: u1 32M
@@ -33,7 +35,7 @@
 # qemu: -device virtio-scsi-pci,id=scsi0,num_queues=2
 # qemu: -drive if=none,id=s0,file={disk:s0},format=raw,cache=none,aio=threads
 # qemu: -device scsi-hd,drive=s0,bus=scsi0.0,rotation_rate=7200,serial=vscsi0
-# timeout: 150
+# timeout: 210
 . /opt/vmtest/guest-lib.sh
 
 # The driver bound to the SCSI host's parent device (the USB interface: uas, usb-storage; the
@@ -161,5 +163,43 @@ blkmqd_usb() {
         assert_eq "$d elevator put back by the stop" "$(eval echo \$ORIG_$d)" "$(_sched $d)"
     done
 }
+# An elevator whose module has not loaded yet (blkmqd's apply.c elevator_not_loaded()): bfq is in
+# modules.dep but its file is not where modprobe looks (moved away: as modules not installed yet),
+# so the kernel's request_module("bfq-iosched") registers nothing and the switch is EINVAL
+# (6.1 elevator_change(), 6.12 elevator_change() after elv_iosched_load_module()). blkmqd retries
+# it with backoff; the file back in place, the retry 10 s later switches.
+blkmqd_unloaded() {
+    M=$BLKMQD_MOUNT
+    X=$M/devices/$BOT
+    rmmod bfq 2>/dev/null || true       # loaded by the runs above; no queue uses it after their stop
+    assert_eq "bfq not registered (not in $BOT's queue/scheduler)" no \
+        "$(grep -qw bfq /sys/block/$BOT/queue/scheduler && echo yes || echo no)"
+    _ko=$(find /lib/modules/"$(uname -r)" -name 'bfq.ko*' | head -n 1)
+    assert_ne "bfq's module file" "" "$_ko"
+    [ -n "$_ko" ] || return 0
+    mv "$_ko" /tmp/bfq-away
+    printf '[Manager]\nVerifySec=1\n[Device:usb]\nMatchTransport=usb\nElevator=bfq\n' > /tmp/blkmqd.conf
+    if ! start_blkmqd -v --config /tmp/blkmqd.conf --devices "$BOT"; then
+        mv /tmp/bfq-away "$_ko"
+        return 0
+    fi
+    wait_for_match 10 $X/applied/elevator '^error' || true
+    assert_match "$BOT applied/elevator: EINVAL, bfq not registered, retried" \
+        '^error: EINVAL writing bfq to queue/scheduler: no elevator bfq registered .*attempt 1, retried with backoff, next try in 10 s' \
+        "$(read_attr $X/applied/elevator)"
+    assert_match "$BOT explain: rule elevator-not-loaded" 'not registered at blkmqd.s switch .*\(rule elevator-not-loaded\)' \
+        "$(read_attr $X/explain)"
+    assert_match "$BOT still under mq-deadline" '\[mq-deadline\]' "$(read_attr /sys/block/$BOT/queue/scheduler)"
+    mv /tmp/bfq-away "$_ko"             # the module is installed now
+    wait_for_match 40 /sys/block/$BOT/queue/scheduler '\[bfq\]' || true
+    assert_match "$BOT switched to bfq by a retry" '\[bfq\]' "$(read_attr /sys/block/$BOT/queue/scheduler)"
+    assert_eq "$BOT applied/elevator" "ok: bfq (was mq-deadline)" "$(read_attr $X/applied/elevator)"
+    assert_match "the journal: registered now, after the failed attempts" 'bfq is registered now \(not at [0-9]+ earlier attempt' \
+        "$(cat /tmp/blkmqd.log)"
+    grep -E 'Failed to set elevator bfq|registered now' /tmp/blkmqd.log | sed 's/^/# log: /'
+    stop_blkmqd
+    assert_eq "$BOT elevator put back by the stop" mq-deadline "$(_sched $BOT)"
+}
 blkmqd_checks blkmqd_usb
+blkmqd_checks blkmqd_unloaded
 finish
