@@ -396,6 +396,22 @@ static int written_to_kv(const Device *d, char ***kv) {
         return 0;
 }
 
+/* "boot", boot_id put first in the pairs *kv when there are any and boot_id is known: the boot
+ * the originals belong to (dropped at load after a reboot). 0 or -ENOMEM. */
+static int kv_prepend_boot(const char *boot_id, char ***kv) {
+        _cleanup_strv_free_ char **all = NULL;
+        if (!*kv || !boot_id)
+                return 0;
+        if (strv_extend(&all, ORIGINALS_BOOT_KEY) < 0 || strv_extend(&all, boot_id) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; (*kv)[i]; i++)
+                if (strv_extend(&all, (*kv)[i]) < 0)
+                        return -ENOMEM;
+        strv_free(*kv);
+        *kv = TAKE_PTR(all);
+        return 0;
+}
+
 /* Originals as "knob=value" and "irq.N=value" pairs, after "boot=<boot_id>" when there are
  * any and boot_id is known (NULL when there are none: the file is removed). */
 static int originals_to_kv(const char *boot_id, const Device *d, char ***ret) {
@@ -423,16 +439,8 @@ static int originals_to_kv(const char *boot_id, const Device *d, char ***ret) {
         }
         if (kv && written_to_kv(d, &kv) < 0)
                 return -ENOMEM;
-        if (kv && boot_id) {
-                _cleanup_strv_free_ char **all = NULL;
-                if (strv_extend(&all, ORIGINALS_BOOT_KEY) < 0 || strv_extend(&all, boot_id) < 0)
-                        return -ENOMEM;
-                for (size_t i = 0; kv[i]; i++)
-                        if (strv_extend(&all, kv[i]) < 0)
-                                return -ENOMEM;
-                strv_free(kv);
-                kv = TAKE_PTR(all);
-        }
+        if (kv_prepend_boot(boot_id, &kv) < 0)
+                return -ENOMEM;
         *ret = TAKE_PTR(kv);
         return 0;
 }
@@ -647,8 +655,20 @@ void manager_load_module_originals(Manager *m) {
         if (!m->state || m->cli_dry_run)       /* as a disk's (manager_load_originals()) */
                 return;
         r = state_load(m->state, STATE_ORIGINALS, MODULES_STATE_KEY, &kv);
+        const char *stored_boot = NULL;
+        for (size_t i = 0; r >= 0 && kv && kv[i] && kv[i + 1]; i += 2)
+                if (streq(kv[i], ORIGINALS_BOOT_KEY))
+                        stored_boot = kv[i + 1];
+        if (r >= 0 && stored_boot && m->boot_id && !streq(stored_boot, m->boot_id)) {
+                /* as a disk's: the reboot put the module's own values back (its default, or
+                 * blkmqd.conf's), and a stop must not write an earlier boot's value over them */
+                log_info("Original module parameters recorded at an earlier boot (boot id %s) dropped: the reboot "
+                         "loaded the modules with their own values", stored_boot);
+                manager_persist_module_originals(m);    /* nothing recorded: removes the file */
+                return;
+        }
         if (r >= 0)
-                r = modules_load_originals(&m->modules, kv);
+                r = modules_load_originals(&m->modules, kv);    /* "boot" (no dot) is no parameter: skipped */
         if (r < 0)
                 log_warning_errno(r, "Stored original module parameters unreadable, ignoring: %m");
 }
@@ -662,6 +682,8 @@ void manager_persist_module_originals(Manager *m) {
         int r = modules_originals(&m->modules, &kv);
         if (r >= 0 && !kv && m->cli_dry_run)
                 return;         /* --dry-run recorded nothing: an earlier run's file stays */
+        if (r >= 0)
+                r = kv_prepend_boot(m->boot_id, &kv);   /* the boot they belong to, as a disk's */
         if (r >= 0 && !(joined = strv_join(kv, "\n")))
                 r = -ENOMEM;
         if (r >= 0 && streq_ptr(joined, m->module_originals_saved))
