@@ -207,14 +207,6 @@ static int collect(Modules *m, const Registry *reg) {
                         free(p->wanted_by);
                         p->wanted_by = by;
                         p->unsupported = p->unsupported || w->unsupported;
-
-                        /* current value and existence, from the disk's facts */
-                        for (size_t k = 0; k < d->facts->n_modparams; k++) {
-                                const ModuleParamFacts *mf = &d->facts->modparams[k];
-                                if (streq(mf->module, w->module) && streq(mf->param, w->param) &&
-                                    free_and_strdup(&p->current, mf->value) < 0)
-                                        return -ENOMEM;
-                        }
                         p->root_disk = p->root_disk || d->facts->root_disk;
                 }
         }
@@ -263,6 +255,49 @@ static int job_add(WriteJob **j, const char *lane) {
         return 0;
 }
 
+/* p->current = what /sys/module/<m>/parameters/<p> holds now (NULL: no such parameter). 0 or -ENOMEM. */
+static int read_current(HostFs *h, ModuleParam *p) {
+        char path[PATH_MAX];
+        _cleanup_free_ char *v = NULL;
+        snprintf(path, sizeof(path), "module/%s/parameters/%s", p->module, p->param);
+        if (hostfs_read(h, HOSTFS_SYSFS, path, &v) >= 0)
+                strip_newline(v);
+        return free_and_strdup(&p->current, v);
+}
+
+/* The kernel's value after blkmqd's write or put-back of op (its read back, else what was written). */
+static int current_after(ModuleParam *p, const WriteOp *op) {
+        _cleanup_free_ char *v = op->read_back && op->read_result >= 0 && op->read ? strdup(op->read) : strdup(op->value);
+        if (!v)
+                return -ENOMEM;
+        strip_newline(v);
+        return free_and_strdup(&p->current, v);
+}
+
+/*
+ * The state of a parameter whose running value is the wanted one (p->current == p->wanted):
+ * a runtime parameter blkmqd wrote at this boot over another value (p->original) is in the
+ * module, not yet in the devices it drives: they were set up with the original and take the
+ * new value at their next reset or probe (pending-reset; blkmqd cannot see a reset, so it
+ * stays until the next boot, which takes the value from blkmqd.conf). Otherwise effective.
+ */
+static void set_in_module(Modules *m, ModuleParam *p) {
+        const KnownModuleParam *k = known_module_param(p->module, p->param);
+        if (p->original && !streq(p->original, p->wanted)) {
+                p->state = MODPARAM_PENDING_RESET;
+                set_note(p, "the running module has %s=%s, written by blkmqd over %s; the devices take it at %s%s",
+                         p->param, p->current, p->original, k ? k->takes_effect : "next boot",
+                         p->root_disk ? "; the root filesystem is behind this driver: rebuild the initramfs "
+                                        "(update-initramfs -u) before rebooting" : "");
+                return;
+        }
+        p->state = MODPARAM_EFFECTIVE;
+        bool from_file = file_has_option(m->boot_file, p->module, p->param, p->wanted);
+        set_note(p, "the running module has %s=%s%s", p->param, p->current,
+                 !from_file ? "" : m->file_written ? " (from /etc/modprobe.d/" MODPROBE_D_FILE " at this boot)" :
+                 " (from /etc/modprobe.d/" MODPROBE_D_FILE " at this boot; the file is gone: the next boot has the module's own value)");
+}
+
 /* A disk of module's in the registry (one that could decide about its parameters)? */
 static bool module_has_disk(const Registry *reg, const char *module) {
         for (size_t i = 0; i < reg->n_devices; i++) {
@@ -280,7 +315,7 @@ static bool module_has_disk(const Registry *reg, const char *module) {
  * because a disk has not appeared yet; a disk of the driver that does not want it, a config
  * change seen by one, or restore removes it. 0 or -ENOMEM.
  */
-static int hold_undecided(HostFs *h, Modules *m, const Registry *reg, const char *text) {
+static int hold_undecided(Modules *m, const Registry *reg, const char *text) {
         const char *by = NULL;
         size_t by_len = 0;
         if (!text || !modprobe_file_is_blkmqd(text))
@@ -300,12 +335,7 @@ static int hold_undecided(HostFs *h, Modules *m, const Registry *reg, const char
                         continue;
                 if (!p && !(p = param_get_or_add(m, module, pv)))
                         return -ENOMEM;
-                char path[PATH_MAX];
-                _cleanup_free_ char *current = NULL;
-                snprintf(path, sizeof(path), "module/%s/parameters/%s", module, pv);
-                if (hostfs_read(h, HOSTFS_SYSFS, path, &current) >= 0)
-                        strip_newline(current);
-                if (free_and_strdup(&p->wanted, wanted) < 0 || free_and_strdup(&p->current, current) < 0)
+                if (free_and_strdup(&p->wanted, wanted) < 0)
                         return -ENOMEM;
                 free(p->wanted_by);
                 if (!(p->wanted_by = by ? strndup(by, by_len) : strdup("")))
@@ -322,9 +352,14 @@ int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, Write
         if (r < 0)
                 return r;
         (void) hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &on_disk);
-        r = hold_undecided(h, m, reg, on_disk);
+        r = hold_undecided(m, reg, on_disk);
         if (r < 0)
                 return r;
+        /* what the kernel has now, for every parameter (a disk's facts hold what was read when
+         * it was gathered: before blkmqd's own write, or another tool's) */
+        for (size_t i = 0; i < m->n_params; i++)
+                if ((r = read_current(h, &m->params[i])) < 0)
+                        return r;
 
         for (size_t i = 0; i < m->n_params; i++) {
                 ModuleParam *p = &m->params[i];
@@ -353,10 +388,7 @@ int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, Write
                         continue;
                 }
                 if (streq(p->current, p->wanted)) {
-                        p->state = MODPARAM_EFFECTIVE;
-                        set_note(p, "the running module has %s=%s%s", p->param, p->current,
-                                 file_has_option(m->boot_file, p->module, p->param, p->wanted) ?
-                                 " (from /etc/modprobe.d/" MODPROBE_D_FILE " at this boot)" : "");
+                        set_in_module(m, p);
                         continue;
                 }
                 if (file_has_option(m->boot_file, p->module, p->param, p->wanted)) {
@@ -370,8 +402,9 @@ int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, Write
                         "; the root filesystem is behind this driver: rebuild the initramfs (update-initramfs -u) before rebooting" : "";
                 if (!write) {
                         p->state = MODPARAM_PROPOSED;
-                        set_note(p, "ModuleParams=propose: add \"options %s %s=%s\" to /etc/modprobe.d (takes effect at %s)%s",
-                                 p->module, p->param, p->wanted, k ? k->takes_effect : "next boot", root_note);
+                        set_note(p, "%s, nothing written: add \"options %s %s=%s\" to /etc/modprobe.d (takes effect at %s)%s",
+                                 m->not_written_why ?: "ModuleParams=propose", p->module, p->param, p->wanted,
+                                 k ? k->takes_effect : "next boot", root_note);
                         continue;
                 }
                 if (k && !k->load_time_only) {
@@ -379,7 +412,7 @@ int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, Write
                         snprintf(path, sizeof(path), "module/%s/parameters/%s", p->module, p->param);
                         if (!p->original && free_and_strdup(&p->original, p->current) < 0)
                                 return -ENOMEM;
-                        if (job_add(&j, MODULES_LANE) < 0 || write_job_add(j, HOSTFS_SYSFS, path, p->wanted, false) < 0)
+                        if (job_add(&j, MODULES_LANE) < 0 || write_job_add(j, HOSTFS_SYSFS, path, p->wanted, true) < 0)
                                 return -ENOMEM;
                         log_debug("Writing \"%s\" to module parameter %s.%s (sysfs %s)", p->wanted, p->module, p->param, path);
                         p->state = MODPARAM_PENDING;
@@ -432,7 +465,6 @@ void modules_finish(Modules *m, const WriteJob *j) {
                 const WriteOp *op = &j->ops[i];
                 if (op->type == WRITE_OP_WRITE) {
                         ModuleParam *p = param_of_path(m, op->path);
-                        const KnownModuleParam *k = p ? known_module_param(p->module, p->param) : NULL;
                         if (!p)
                                 continue;
                         if (op->result < 0) {
@@ -441,10 +473,17 @@ void modules_finish(Modules *m, const WriteJob *j) {
                                 log_warning_errno(op->result, "Failed to set %s.%s=%s: %m", p->module, p->param, op->value);
                                 continue;
                         }
-                        p->state = MODPARAM_PENDING_RESET;
-                        set_note(p, "written; takes effect at %s%s", k ? k->takes_effect : "next boot",
-                                 p->root_disk ? "; the root filesystem is behind this driver: rebuild the initramfs "
-                                                "(update-initramfs -u) before rebooting" : "");
+                        if (current_after(p, op) < 0) {
+                                p->state = MODPARAM_ERROR;
+                                set_note(p, "out of memory reading /sys/%s back", op->path);
+                        } else if (streq_ptr(p->current, p->wanted))
+                                set_in_module(m, p);
+                        else {
+                                p->state = MODPARAM_ERROR;
+                                set_note(p, "wrote %s to /sys/%s, yet the module has %s", op->value, op->path, strna(p->current));
+                                log_warning("Wrote %s.%s=%s, yet the module has %s", p->module, p->param, op->value,
+                                            strna(p->current));
+                        }
                         continue;
                 }
                 if (op->type != WRITE_OP_REPLACE && op->type != WRITE_OP_UNLINK)
@@ -552,7 +591,7 @@ int modules_restore_decide(HostFs *h, Modules *m, bool keep_file, WriteJob **ret
                 if (!p->original)
                         continue;
                 snprintf(path, sizeof(path), "module/%s/parameters/%s", p->module, p->param);
-                if (job_add(&j, MODULES_LANE) < 0 || write_job_add(j, HOSTFS_SYSFS, path, p->original, false) < 0)
+                if (job_add(&j, MODULES_LANE) < 0 || write_job_add(j, HOSTFS_SYSFS, path, p->original, true) < 0)
                         return -ENOMEM;
         }
         *ret_job = TAKE_PTR(j);
@@ -570,7 +609,8 @@ int modules_restore_finish(Modules *m, const WriteJob *j) {
                         else {
                                 log_info("Removed /etc/modprobe.d/" MODPROBE_D_FILE);
                                 m->file_written = false;
-                                /* undone: what it gave this boot is no reason for a wish any more */
+                                /* undone: what it gave this boot is no reason for a wish any more
+                                 * (boot_file stays: what this boot's modules read, a fact) */
                                 module_wishes_free(m->boot_options, m->n_boot_options);
                                 m->boot_options = NULL;
                                 m->n_boot_options = 0;
@@ -587,6 +627,8 @@ int modules_restore_finish(Modules *m, const WriteJob *j) {
                         continue;
                 }
                 log_info("Restored %s.%s=%s", p->module, p->param, op->value);
+                if (current_after(p, op) < 0 && ret >= 0)
+                        ret = -ENOMEM;
                 if (streq_ptr(p->original, op->value))
                         p->original = mfree_str(p->original);
                 n++;

@@ -10,6 +10,12 @@
  *   - runtime-writable ones (0644, nvme write_queues, virtio_blk num_request_queues) are
  *     also written to /sys/module/<m>/parameters/<p>: state pending-reset, they apply at
  *     the next controller reset or probe.
+ * Three values of a parameter decide its state: what the module has now (current, read from
+ * /sys/module at every decision and back after every write), what the devices were set up with
+ * (original when blkmqd wrote it at runtime at this boot, else current; a reset blkmqd cannot
+ * see) and what the next boot gives (blkmqd.conf). So a reload or a restart (the originals are
+ * in the state directory, with the boot id) still reads pending-reset after a runtime write, and
+ * the boot after it effective.
  * Only with ModuleParams=write; otherwise every wish stays "proposed".
  */
 
@@ -28,8 +34,11 @@
 typedef enum ModuleParamState {
         MODPARAM_PROPOSED,        /* wanted, not written (ModuleParams=propose, or dry-run/off) */
         MODPARAM_PENDING_REBOOT,  /* in modprobe.d; the running module still has the old value */
-        MODPARAM_PENDING_RESET,   /* written at runtime; applies at the next reset/probe */
-        MODPARAM_EFFECTIVE,       /* the running module has the wanted value */
+        MODPARAM_PENDING_RESET,   /* the module has the wanted value, which blkmqd wrote at runtime at this boot
+                                   * over another (ModuleParam.original): the devices take it at their next
+                                   * reset/probe; the next boot from blkmqd.conf (then effective) */
+        MODPARAM_EFFECTIVE,       /* the running module has the wanted value, and not because of blkmqd's
+                                   * runtime write at this boot (its boot read it, or it was so already) */
         MODPARAM_NOT_EFFECTIVE,   /* was in modprobe.d at this boot, yet the module has another value */
         MODPARAM_UNSUPPORTED,     /* this kernel's module has no such parameter */
         MODPARAM_CONFLICT,        /* disks want different values: nothing written */
@@ -44,9 +53,12 @@ const char *module_param_state_to_string(ModuleParamState s);
 
 typedef struct ModuleParam {
         char *module, *param;
-        char *current;          /* running value; NULL = no such parameter */
+        char *current;          /* what /sys/module/<m>/parameters/<p> holds now (read at every modules_decide(),
+                                 * and back after every write and put-back); NULL = no such parameter */
         char *wanted;
-        char *original;         /* runtime value before blkmqd wrote it (0644 params only) */
+        char *original;         /* runtime value before blkmqd's first write at this boot (0644 params only):
+                                 * what the devices of the driver were set up with until their next reset
+                                 * or probe (current == wanted != original: pending-reset) */
         char *wanted_by;        /* "sdb sdc" */
         ModuleParamState state;
         char *note;             /* human detail: when it takes effect, initramfs, errors */
@@ -67,6 +79,9 @@ typedef struct Modules {
          * the policy's history (modules_history()); dropped by a restore that removed the file */
         ModuleWish *boot_options;
         size_t n_boot_options;
+        /* why modules_decide() is told not to write (the caller's, static): in a proposed
+         * parameter's note; NULL = "ModuleParams=propose" */
+        const char *not_written_why;
 } Modules;
 
 void modules_done(Modules *m);

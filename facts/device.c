@@ -2161,6 +2161,18 @@ int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
                         return -ENOMEM;
                 changed = changed || !streq_ptr(old, q->affinity_list);
         }
+        /* the driver's queue-layout module parameters (blkmqd's runtime write, or another tool's) */
+        for (size_t i = 0; i < f->n_modparams; i++) {
+                ModuleParamFacts *p = &f->modparams[i];
+                char path[PATH_MAX];
+                _cleanup_free_ char *v = NULL, *old = TAKE_PTR(p->value);
+                snprintf(path, sizeof(path), "module/%s/parameters/%s", p->module, p->param);
+                if (hostfs_read(h, HOSTFS_SYSFS, path, &v) >= 0)
+                        strip_newline(v);
+                p->value = TAKE_PTR(v);
+                changed = changed || !streq_ptr(old, p->value);
+        }
+
         /* a network disk's NIC vectors and XPS (facts/net.c) */
         r = irqs ? net_refresh(h, f) : 0;
         if (r < 0)

@@ -157,7 +157,9 @@ int device_gather_hctx_details(HostFs *h, DiskFacts *f);
 /*
  * Read again every fact a blkmqd write can change: queue/scheduler (elevator, elevators),
  * rq_affinity, nr_requests (an elevator switch resets it), debugfs SQ_SCHED (follows the
- * elevator) and the queue vectors' smp_affinity_list. After an apply that wrote, a
+ * elevator), the driver's queue-layout module parameters (/sys/module/<driver>/parameters/,
+ * known_module_params[]) and the queue vectors' smp_affinity_list. After an apply that wrote, a
+ * module parameter job that returned,
  * verify that found a change, and before an override is evaluated, so facts/, explain
  * and metrics show what the kernel has now. A value that cannot be read becomes unknown.
  * irqs: the vectors too (one read each; a verify of an unchanged disk skips them).

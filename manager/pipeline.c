@@ -646,6 +646,18 @@ static void modules_job_finish(Manager *m, WriteJob *j) {
                 m->restored = m->restore_count;
         } else
                 modules_finish(&m->modules, j);
+        /* the disks of a driver whose parameter was written: facts/ and explain read it again
+         * (manager_refresh()); one with a run in flight is refreshed when it returns */
+        for (size_t i = 0; i < j->n_ops; i++) {
+                char module[128];
+                if (j->ops[i].type != WRITE_OP_WRITE || sscanf(j->ops[i].path, "module/%127[^/]/", module) != 1)
+                        continue;
+                for (size_t k = 0; k < m->registry.n_devices; k++) {
+                        Device *d = m->registry.devices[k];
+                        if (d->facts && !d->run.active && streq_ptr(d->facts->driver, module))
+                                manager_refresh(m, d, false, false);
+                }
+        }
         manager_persist_module_originals(m);
         r = m->fuse ? fuse_fs_modules_updated(m->fuse) : 0;
         manager_metrics_changed(m);
@@ -660,7 +672,14 @@ static void on_modules_done(WriteJob *j, void *userdata) {
         if (j->timed_out)
                 log_info("Module parameters: the write of \"%s\" returned after %.1f s", j->ops[0].path,
                          (double) (j->done_usec - j->submitted_usec) / 1e6);
+        size_t boot_options = m->modules.n_boot_options;
         modules_job_finish(m, j);
+        if (j->tag == MODULES_JOB_RESTORE && m->modules.n_boot_options != boot_options && !m->stopping)
+                /* the restore removed blkmqd.conf: what it gave this boot is no history any more
+                 * (modules_history()), and the disks are decided again from what they now are
+                 * (the restore's own evaluation ran before this job returned; done inline, it
+                 * follows the job) */
+                manager_reevaluate_all(m);
         if (m->modules_restore_wanted)
                 manager_restore_modules(m, m->modules_restore_keep_file);
         else if (m->modules_again)
@@ -718,6 +737,8 @@ void manager_update_modules(Manager *m) {
                 return;
         }
         m->modules_again = false;
+        m->modules.not_written_why = m->mode == MODE_OFF ? "mode off (restore sets it)" :
+                                     m->mode == MODE_DRY_RUN ? "mode dry-run" : NULL;
         int r = modules_decide(m->hostfs, &m->modules, &m->registry,
                                m->mode == MODE_AUTO && m->config.module_params_write, &j);
         manager_persist_module_originals(m);    /* the originals decide recorded: saved before j (same lane) */

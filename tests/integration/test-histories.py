@@ -47,9 +47,17 @@ nr_requests and queue/iosched/ reset by an elevator switch, write errors injecte
                                 mq-deadline tunables through a switch to none and back)
         IRQ vectors             vm-6.1-virtio-scsi-4q
         NIC IRQs and XPS        vm-6.12-nvme-tcp-2q (libnl builds)
-        module parameters       vm-6.12-nvme-4q ([Module:nvme], ModuleParams=write); that
-                                modules/<m>/<p>/current is the kernel's after a runtime write
-                                is a TAP TODO (it shows the value read before the write)
+        module parameters       vm-6.12-nvme-4q ([Module:nvme], ModuleParams=write): every
+                                modules/<m>/<p>/current is the kernel's, the runtime parameter
+                                pending-reset at every step
+  (r) a runtime module parameter (vm-6.12-nvme-4q, [Module:nvme] poll_queues=1) through restore
+      (the kernel's value back in current; proposed, "mode off" in its note; blkmqd.conf gone),
+      a reload, mode auto, kill -9 and the reboot after it (effective from blkmqd.conf; the
+      earlier boot's original dropped, the stop leaves the module's 1), a restore at that boot
+  (b) issue 26 item 1 through the daemon: gen-synthetic.py --disks 1 --kernel 5.10.0-30-amd64,
+      config only ModuleParams=write: blkmqd.conf written (pending-reboot); the reboot it asked
+      for; a start, a reload and a further boot keep the class, read effective and neither
+      remove nor rewrite the file; restore removes it and the disk is what it now is
 
 Root, /dev/fuse (exit 77 otherwise). No device of this machine is read or written.
 """
@@ -63,6 +71,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
@@ -194,9 +203,10 @@ def settle(d, disks, deadline=15.0):
     return ok
 
 
-def agree(tag, d, root, disks):
-    """Every applied/ file of disks against its metric, the kernel files, facts/ and explain.
-    Returns {disk: {knob: applied text}}."""
+def agree(tag, d, root, disks, modules=None):
+    """Every applied/ file of disks against its metric, the kernel files, facts/ and explain;
+    every modules/ parameter's current against the kernel's, and its state against modules
+    ({"<m>/<p>": state}, None: any). Returns {disk: {knob: applied text}}."""
     settle(d, disks)
     knobs, tuns, _ = metrics(d)
     seen = {}
@@ -275,14 +285,27 @@ def agree(tag, d, root, disks):
                     now = {i for i in range(n.bit_length()) if n >> i & 1}
                 check(now == cpulist_set(cpus), f"({tag}) {disk}: {k} {ident} is {cpus} in the kernel file ({sorted(now)})")
 
-    # module parameters: modules/<m>/<p>/current is the kernel's
+    # module parameters: modules/<m>/<p>/current is the kernel's, and the state agrees with it
     for p in glob.glob(d.path("modules", "*", "*")):
         mod, param = p.split(os.sep)[-2:]
-        cur = (rd(os.path.join(p, "current")) or "").strip()
+        m = module_files(d, mod, param)
         now = rd(os.path.join(root, "sys/module", mod, "parameters", param))
         if now is not None:
-            todo(cur == now.strip(), f"({tag}) modules/{mod}/{param}/current {cur!r} is the kernel's {now.strip()!r}", MODULES_TODO)
+            check(m["current"] == now.strip(), f"({tag}) modules/{mod}/{param}/current {m['current']!r} is the kernel's {now.strip()!r}")
+        if m["state"] in ("effective", "pending-reset"):
+            check(m["current"] == m["wanted"], f"({tag}) modules/{mod}/{param} {m['state']}: current {m['current']!r} is the "
+                  f"wanted {m['wanted']!r}")
+        if f"{mod}/{param}" in (modules or {}):
+            want = modules[f"{mod}/{param}"]
+            check(m["state"] == want, f"({tag}) modules/{mod}/{param}/state {m['state']!r} is {want!r} ({m['note']!r})")
+    for key in (modules or {}):
+        check(os.path.isdir(d.path("modules", *key.split("/"))), f"({tag}) modules/{key} exists")
     return seen
+
+
+def module_files(d, mod, param):
+    """modules/<mod>/<param>/{current,wanted,state,note}, stripped."""
+    return {k: (rd(d.path("modules", mod, param, k)) or "").strip() for k in ("current", "wanted", "state", "note", "wanted_by")}
 
 
 def snapshot(root):
@@ -296,18 +319,6 @@ def snapshot(root):
             if os.path.isfile(p):    # as a reader compares them: the kernel's newline, the emulation's none
                 out[os.path.relpath(p, root)] = " ".join((rd(p) or "").split())
     return out
-
-
-def todo(cond, what, why):
-    """A check of what another change fixes: "not ok N - what # TODO why" (not a failure) until then."""
-    bt.checks += 1
-    bt.points += 1
-    bt._tap_line(("ok" if cond else "not ok") + f" {bt.points} - {bt._tap_text(what)}" + ("" if cond else f" # TODO {why}"))
-    return cond
-
-
-MODULES_TODO = ("modules/<m>/<p>/current is what was read before blkmqd's runtime write, not read again after it "
-                "(a start again reads it right)")
 
 
 def same_as_first(tag, first, root, theirs=()):
@@ -587,9 +598,11 @@ def case_narrow(tmp):
 
 # ---- sequences ----------------------------------------------------------------------------------
 
-def sequence(tmp, tag, fixture, disks, conf_a, write, conf_b, external, prepare=None, args=()):
+def sequence(tmp, tag, fixture, disks, conf_a, write, conf_b, external, prepare=None, args=(), modules=None):
     """start (conf_a), write (path, value) pairs under devices/, reload (conf_b), kill -9 and a
-    start again, external: {rel path: text} another tool writes (then a reload looks), stop."""
+    start again, external: {rel path: text} another tool writes (then a reload looks), stop.
+    modules: {step: {"<m>/<p>": state}} (steps start, write, reload, kill9, external)."""
+    modules = modules or {}
     root = bt.copy_fixture(fixture, os.path.join(tmp, tag + "-root"))
     if prepare:
         prepare(root)
@@ -598,20 +611,20 @@ def sequence(tmp, tag, fixture, disks, conf_a, write, conf_b, external, prepare=
     d = r.start(root, "--devices", ",".join(disks), *args)
     stopped = False
     try:
-        agree(f"{tag} start", d, root, disks)
+        agree(f"{tag} start", d, root, disks, modules.get("start"))
         for path, value in write:
             err = d.write(value, "devices", *path.split("/"))
             check(err == 0, f"({tag}) devices/{path} = {value} taken ({err})")
-        agree(f"{tag} write", d, root, disks)
+        agree(f"{tag} write", d, root, disks, modules.get("write"))
         r.set_config(conf_b)
         check(r.reload() == 0, f"({tag}) reload with the changed config")
-        agree(f"{tag} reload", d, root, disks)
+        agree(f"{tag} reload", d, root, disks, modules.get("reload"))
         r.kill9_restart()
-        agree(f"{tag} kill -9, start", d, root, disks)
+        agree(f"{tag} kill -9, start", d, root, disks, modules.get("kill9"))
         for rel, text in external.items():
             put(root, rel, text)
         check(r.reload() == 0, f"({tag}) reload after another tool's change")
-        seen = agree(f"{tag} external", d, root, disks)
+        seen = agree(f"{tag} external", d, root, disks, modules.get("external"))
         r.stop()
         stopped = True
         same_as_first(tag, first, root, theirs=set(external))
@@ -651,9 +664,188 @@ def case_sequences(tmp):
         else:
             check(nic.startswith("changed externally to "), f"(sn) the NIC vector another tool moved is said: {nic.strip()!r}")
     # module parameters written at run time
+    # module parameters written at run time: in the module at once, in its devices at their next
+    # reset (pending-reset) through a reload, a new value and a restart (the original recorded)
+    reset = {"nvme/poll_queues": "pending-reset"}
     sequence(tmp, "sm", "vm-6.12-nvme-4q", ["nvme0n1"],
              QUIET + "ModuleParams=write\n\n[Module:nvme]\npoll_queues=1\n", [],
-             QUIET + "ModuleParams=write\n\n[Module:nvme]\npoll_queues=2\n", {})
+             QUIET + "ModuleParams=write\n\n[Module:nvme]\npoll_queues=2\n", {},
+             modules={"start": reset, "write": reset, "reload": reset, "kill9": reset, "external": reset})
+
+
+# ---- module parameters across restore and reboots -----------------------------------------------
+
+MODCONF = "etc/modprobe.d/blkmqd.conf"
+
+
+def first_boot(root):
+    """This boot's id and proc/stat btime an hour ago (the copy has none)."""
+    os.makedirs(os.path.join(root, "proc/sys/kernel/random"), exist_ok=True)
+    put(root, "proc/sys/kernel/random/boot_id", str(uuid.uuid4()) + "\n")
+    put(root, "proc/stat", f"cpu  1 2 3 4\nbtime {int(time.time()) - 3600}\n")
+
+
+def simulate_boot(root, params=(), one_hctx=()):
+    """The reboot blkmqd.conf asked for, into the copy while blkmqd is stopped: each (module,
+    param, value) of params in sys/module (as modprobe.d loaded the module), each (disk, scsi
+    host) of one_hctx with one hctx (host_tagset_enable=0: mq/0 with every CPU, no debugfs hctx
+    but hctx0, without TAG_HCTX_SHARED, the host's nr_hw_queues 1; tests/lib/test-kernel.h
+    test_one_hctx()), a new boot id, proc/stat btime after blkmqd.conf's mtime."""
+    for mod, param, value in params:
+        put(root, f"sys/module/{mod}/parameters/{param}", value + "\n")
+    for disk, host in one_hctx:
+        mq = os.path.join(root, "sys/block", disk, "mq")
+        cpus = set()
+        for c in glob.glob(os.path.join(mq, "*", "cpu_list")):
+            cpus |= cpulist_set((rd(c) or "").replace(" ", ""))
+        for h in os.listdir(mq):
+            if h != "0":
+                shutil.rmtree(os.path.join(mq, h))
+        put(root, f"sys/block/{disk}/mq/0/cpu_list", ", ".join(map(str, sorted(cpus))) + "\n")
+        dbg = os.path.join(root, "sys/kernel/debug/block", disk)
+        for h in glob.glob(os.path.join(dbg, "hctx*")):
+            if os.path.basename(h) != "hctx0":
+                shutil.rmtree(h)
+        flags = rd(os.path.join(dbg, "hctx0/flags")) or ""
+        put(root, f"sys/kernel/debug/block/{disk}/hctx0/flags",
+            flags.replace("|TAG_HCTX_SHARED", "").replace("TAG_HCTX_SHARED|", ""))
+        put(root, f"sys/class/scsi_host/{host}/nr_hw_queues", "1\n")
+    try:
+        after = int(os.stat(os.path.join(root, MODCONF)).st_mtime) + 1
+    except OSError:
+        after = 0
+    put(root, "proc/sys/kernel/random/boot_id", str(uuid.uuid4()) + "\n")
+    put(root, "proc/stat", f"cpu  1 2 3 4\nbtime {max(after, int(time.time()))}\n")
+
+
+def module_settled(d, mod, param, deadline=15.0):
+    """modules/<mod>/<param> once its write returned (not pending): its files."""
+    bt.wait_for(lambda: module_files(d, mod, param)["state"] not in ("pending", "timeout", ""), deadline, 0.05)
+    return module_files(d, mod, param)
+
+
+def modconf(root):
+    """blkmqd.conf's (text, mtime), or (None, None)."""
+    p = os.path.join(root, MODCONF)
+    return (rd(p), os.stat(p).st_mtime_ns) if os.path.exists(p) else (None, None)
+
+
+def case_module_reboot(tmp):
+    """Issue 26 item 1 through the daemon: 5.10 synthetic tree, only ModuleParams=write; the
+    wish whose own effect (one hctx) removed its cause stays effective across boots."""
+    root = os.path.join(tmp, "b-root")
+    subprocess.run([sys.executable, os.path.join(HERE, "..", "fixture", "gen-synthetic.py"), root, "--disks", "1",
+                    "--kernel", "5.10.0-30-amd64"], check=True, capture_output=True)
+    first_boot(root)
+    r = Run(tmp, "b", "[Manager]\nModuleParams=write\n", exe=emu_arg())
+    d = r.start(root, "--devices", "sda")
+    try:
+        m = module_settled(d, "megaraid_sas", "host_tagset_enable")
+        check(m["state"] == "pending-reboot" and m["wanted"] == "0" and m["current"] == "1",
+              f"(b) boot 1: host_tagset_enable wanted 0, pending-reboot ({m})")
+        text, mtime = modconf(root)
+        check(text is not None and "options megaraid_sas host_tagset_enable=0\n" in text,
+              f"(b) boot 1: {MODCONF} written ({text!r})")
+        check(d.read("devices", "sda", "class").strip() == "many-hctx-slow", "(b) boot 1: sda many-hctx-slow")
+    finally:
+        r.stop()
+    for boot in (2, 3):
+        # boot 2: the reboot the file asked for; boot 3: a further boot, nothing new
+        simulate_boot(root, [("megaraid_sas", "host_tagset_enable", "0")] if boot == 2 else [],
+                      [("sda", "host0")] if boot == 2 else [])
+        d = r.start(root, "--devices", "sda")
+        try:
+            m = module_settled(d, "megaraid_sas", "host_tagset_enable")
+            hctx = d.read("devices", "sda", "facts", "nr_hw_queues").strip()
+            shared = d.read("devices", "sda", "facts", "shared_tags").strip()
+            check(hctx == "1" and shared == "0", f"(b) boot {boot}: sda has 1 hctx, no shared tags ({hctx}, {shared})")
+            cls = d.read("devices", "sda", "class").strip()
+            check(cls == "many-hctx-slow", f"(b) boot {boot}: sda keeps its class many-hctx-slow ({cls})")
+            check(m["state"] == "effective" and m["current"] == "0" and "at this boot" in m["note"],
+                  f"(b) boot {boot}: host_tagset_enable effective, from the file at this boot ({m})")
+            check(r.reload() == 0, f"(b) boot {boot}: reload")
+            m = module_settled(d, "megaraid_sas", "host_tagset_enable")
+            check(m["state"] == "effective", f"(b) boot {boot}: still effective after a reload ({m['state']})")
+            log = r.log()
+            check("Removed /etc/modprobe.d" not in log and "Wrote /etc/modprobe.d" not in log,
+                  f"(b) boot {boot}: {MODCONF} neither removed nor written again "
+                  f"({[x for x in log.splitlines() if 'modprobe.d' in x][:3]})")
+            check(modconf(root) == (text, mtime), f"(b) boot {boot}: {MODCONF} the same file, its mtime kept")
+            agree(f"b boot {boot}", d, root, ["sda"], {"megaraid_sas/host_tagset_enable": "effective"})
+            if boot == 3:
+                # the admin's put back: the file goes, and the disk is what it now is
+                check(bt.write_file(d.path("restore"), b"1\n") == 0, "(b) restore taken")
+                m = module_settled(d, "megaraid_sas", "host_tagset_enable")
+                check(modconf(root) == (None, None), f"(b) restore removed {MODCONF}")
+                cls = d.read("devices", "sda", "class").strip()
+                check(cls != "many-hctx-slow" and m["state"] == "proposed" and m["wanted"] == "none",
+                      f"(b) after restore sda is what it now is ({cls}), nothing wanted ({m})")
+        finally:
+            r.stop()
+
+
+def case_module_restore(tmp):
+    """Issue 26 items 1, 8 and the restore of a runtime parameter (vm-6.12-nvme-4q, [Module:nvme]
+    poll_queues=1): restore puts the kernel's value back and the wish reads proposed (mode off:
+    nothing written, its note says so) with the kernel's current; mode auto writes it again; a
+    kill -9 leaves its original in the state directory, the reboot after it loads the module with
+    1 from blkmqd.conf: effective, and that earlier boot's original is dropped (a stop leaves 1);
+    a restore at that boot removes the file, and the running module keeps 1 (effective, until the
+    next boot)."""
+    root = bt.copy_fixture("vm-6.12-nvme-4q", os.path.join(tmp, "r-root"))
+    first_boot(root)
+    kern = os.path.join(root, "sys/module/nvme/parameters/poll_queues")
+    r = Run(tmp, "r", QUIET + "ModuleParams=write\n\n[Module:nvme]\npoll_queues=1\n", exe=emu_arg())
+    d = r.start(root, "--devices", "nvme0n1")
+    killed = False
+    try:
+        m = module_settled(d, "nvme", "poll_queues")
+        check(m["state"] == "pending-reset" and m["current"] == "1" and (rd(kern) or "").strip() == "1",
+              f"(r) start: poll_queues 1 in the module, pending-reset ({m})")
+        check(bt.write_file(d.path("restore"), b"1\n") == 0, "(r) restore taken")
+        for step in ("restore", "reload"):
+            if step == "reload":
+                check(r.reload() == 0, "(r) reload after the restore")
+            m = module_settled(d, "nvme", "poll_queues")
+            check((rd(kern) or "").strip() == "0" and m["current"] == "0",
+                  f"(r) {step}: the original 0 back in the kernel and in current ({m['current']!r})")
+            check(m["state"] == "proposed" and m["wanted"] == "1" and "mode off" in m["note"],
+                  f"(r) {step}: the wish proposed, not written because of mode off ({m})")
+            check(modconf(root) == (None, None), f"(r) {step}: {MODCONF} removed")
+            agree(f"r {step}", d, root, ["nvme0n1"], {"nvme/poll_queues": "proposed"})
+        check(d.write("auto", "mode") == 0, "(r) mode auto")
+        m = module_settled(d, "nvme", "poll_queues")
+        check(m["state"] == "pending-reset" and (rd(kern) or "").strip() == "1", f"(r) mode auto: written again ({m})")
+        text, mtime = modconf(root)
+        check(text is not None and "options nvme poll_queues=1\n" in text, f"(r) mode auto: {MODCONF} written again")
+        d.stop(sig=signal.SIGKILL)
+        killed = True
+    finally:
+        if not killed:
+            r.stop()
+    simulate_boot(root, [("nvme", "poll_queues", "1")])
+    d = r.start(root, "--devices", "nvme0n1")
+    try:
+        m = module_settled(d, "nvme", "poll_queues")
+        check(m["state"] == "effective" and m["current"] == "1" and "at this boot" in m["note"],
+              f"(r) after the reboot: effective, from {MODCONF} at this boot ({m})")
+        check("recorded at an earlier boot" in r.log(), "(r) after the reboot: the earlier boot's original dropped")
+        check(modconf(root) == (text, mtime), f"(r) after the reboot: {MODCONF} untouched")
+        agree("r reboot", d, root, ["nvme0n1"], {"nvme/poll_queues": "effective"})
+    finally:
+        r.stop()
+    check((rd(kern) or "").strip() == "1" and "Restored nvme.poll_queues" not in r.log(),
+          "(r) the stop after the reboot writes no earlier boot's value over the module's 1")
+    d = r.start(root, "--devices", "nvme0n1")
+    try:
+        check(bt.write_file(d.path("restore"), b"1\n") == 0, "(r) restore at the second boot")
+        m = module_settled(d, "nvme", "poll_queues")
+        check(modconf(root) == (None, None), f"(r) restore removed {MODCONF}")
+        check((rd(kern) or "").strip() == "1" and m["current"] == "1", "(r) the running module keeps 1 (this boot's own)")
+        check(m["state"] == "effective" and "next boot" in m["note"],
+              f"(r) effective until the next boot, which has the module's own value ({m})")
+    finally:
+        r.stop()
 
 
 def main():
@@ -662,7 +854,7 @@ def main():
     only = bt.only_cases()
     cases = (("e", case_elevator_names), ("c", case_irq_counts), ("u", case_stale_unsupported),
              ("l", case_elevator_not_loaded), ("m", case_mapping),
-             ("n", case_narrow), ("s", case_sequences))
+             ("n", case_narrow), ("s", case_sequences), ("b", case_module_reboot), ("r", case_module_restore))
     try:
         for letter, case in cases:
             if only and letter not in only:

@@ -179,8 +179,11 @@ def case_f1_module_param_held(tmp, frozen):
         check(get(param).strip() == before, f"(f1) the held write has not reached the file: {get(param).strip()!r}")
         ok, _ = wait_for(lambda: state() == "pending-reset", HOLD_S + PROMPT_S, 0.1)
         note = tree(d, "modules/virtio_blk/num_request_queues/note").strip()
-        check(ok and note.startswith("written; takes effect at"), f"(f1) when it returned: {state()!r}, note {note!r}")
+        check(ok and note.startswith(f"the running module has num_request_queues=1, written by blkmqd over {before}; "
+                                     "the devices take it at"), f"(f1) when it returned: {state()!r}, note {note!r}")
         check(get(param).strip() == "1", f"(f1) {param} holds 1 (was {before})")
+        cur = tree(d, "modules/virtio_blk/num_request_queues/current").strip()
+        check(cur == "1", f"(f1) current is the kernel's 1 once the write returned ({cur!r})")
     finally:
         rc = d.stop()
         check(rc == 0, f"(f1) SIGTERM: exit status {rc}")
