@@ -4,7 +4,8 @@
  * (default /run/blkmqd) and nothing else: no private protocol, no library beyond libc.
  *
  * Files a given blkmqd does not serve yet (policy/, restore, hctx counters, stat) are shown as
- * "-"; files that exist but say "unknown: ..." or "unavailable: ..." are shown as "n/a".
+ * "-"; files that exist but say "unknown: ..." or "unavailable: ..." are shown as "n/a" (but the
+ * class, where "unknown" is a class: show_class()).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -128,6 +129,13 @@ static const char *show(const char *v) {
         if (value_unavailable(v))
                 return "n/a";
         return v;
+}
+
+/* The class file holds a class name, and "unknown" is one (a disk whose untrusted rotational
+ * flag waits for a measurement, policies/policy.c): shown as it is, "-" when missing, never
+ * show()'s "n/a" for an unavailable value. */
+static const char *show_class(const char *v) {
+        return v ?: "-";
 }
 
 /* "<name padded to w> <label> <first line>", then every further line of v under the first. */
@@ -689,7 +697,7 @@ static int cmd_status(int argc, char **argv) {
                         on[k] = true;
                 }
                 for (size_t i = 0; i < n; i++) {
-                        const char *cell[_C_MAX] = { show(rows[i].disk), show(rows[i].class), show(rows[i].hwq), show(rows[i].rot),
+                        const char *cell[_C_MAX] = { show(rows[i].disk), show_class(rows[i].class), show(rows[i].hwq), show(rows[i].rot),
                                                      show(rows[i].speed_word), show(rows[i].elev), show(rows[i].plan), show(rows[i].state), show(rows[i].owner),
                                                      rows[i].remote };
                         for (int k = 0; k < _C_MAX; k++)
@@ -718,7 +726,7 @@ static int cmd_status(int argc, char **argv) {
                         for (int k = 0; k < _C_MAX; k++)
                                 cell[k] = head[k];
                         if (x) {
-                                const char *c[_C_MAX] = { show(x->disk), show(x->class), show(x->hwq), show(x->rot),
+                                const char *c[_C_MAX] = { show(x->disk), show_class(x->class), show(x->hwq), show(x->rot),
                                                           show(x->speed_word), show(x->elev), show(x->plan), show(x->state), show(x->owner),
                                                           x->remote ?: "-" };
                                 memcpy(cell, c, sizeof(cell));
@@ -1054,7 +1062,7 @@ static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt,
         strftime(tbuf, sizeof(tbuf), "%H:%M:%S", localtime(&t));
         if (isatty(STDOUT_FILENO))
                 fputs("\033[H\033[2J", stdout);
-        put_line(cols, "%s  %s  class %s  elevator %s   (q: quit)", disk, tbuf, show(class), show(elev));
+        put_line(cols, "%s  %s  class %s  elevator %s   (q: quit)", disk, tbuf, show_class(class), show(elev));
         put_line(cols, "applied elevator: %s", show(applied));
         if (stat) {
                 char sum[256];

@@ -82,6 +82,13 @@ def case_s_stat(tmp):
         check("-> slow or fast unknown: waiting for a measurement (rule speed-unknown)" in explain,
               f"(s) explain waits for a measurement: {explain!r}")
         before = scheduler(root)
+        r = ctl(d, "status", "vda")
+        lines = r.stdout.splitlines()
+        cols = lines[1].split() if len(lines) > 2 else []
+        row = lines[2].split() if len(lines) > 2 else []
+        check(r.returncode == 0 and cols[:2] == ["DISK", "CLASS"] and row[:2] == ["vda", "unknown"]
+              and row[cols.index("SPEED")] == "unmeasured",
+              f"(s) blkmqctl status while unmeasured: CLASS unknown (a class, not n/a), SPEED unmeasured ({r.stdout!r})")
 
         write_stat(root, 6000, 150)     # 5,000 reads, 50 ms busy: 10 us per I/O
         ok, _ = wait_for(lambda: d.read("devices", "vda", "class") == "fast-multiqueue\n", 10.0, 0.05)
