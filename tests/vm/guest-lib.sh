@@ -60,6 +60,11 @@
 #                                         active-backup bond0 with 10.77.0.1; connect again
 #   netlink_facts                         print the netlink facts (route, links, channels) in
 #                                         the <root>/netlink/facts format (iproute2 + ethtool)
+#   speed_setup HCTX / speed_fio BS SECONDS / speed_check_unmeasured / speed_check_classed /
+#   speed_check_kept / speed_check_stopped
+#                                         the measured-speed checks of scenarios/speed.sh and
+#                                         systemd/speed.sh on $SPEED_FAST and $SPEED_SLOW
+#                                         (below); blkmqd's log from the scenario's speed_log
 #   finish                                explicit end (optional; the EXIT trap does the same)
 #   reboot_guest                          (full-distro flavour, header "# boots: N") end this
 #                                         boot: the counts are kept in /var/lib/vmtest, no plan
@@ -563,6 +568,127 @@ netlink_facts() {
                   val["cur","rx"], val["cur","tx"], val["cur","other"], val["cur","combined"] }'
     done
     return 0
+}
+
+# ---- measured speed (scenarios/speed.sh, systemd/speed.sh; policies/speed.h) -------------
+# Two disks blkmqd's shipped defaults do not trust the rotational flag of: $SPEED_FAST, a
+# virtio-blk disk on a RAM-backed file (rotational=1, as every virtio-blk disk), and
+# $SPEED_SLOW, a non-rotating scsi-hd behind virtio-scsi that QEMU throttles to a few hundred
+# IOPS. The scenario defines speed_log (blkmqd's log so far: its stderr file, or the unit's
+# journal) and starts and stops blkmqd itself (by hand, or systemctl).
+_vt_elevator() { sed -n 's/.*\[\(.*\)\].*/\1/p' "/sys/block/$1/queue/scheduler"; }
+_vt_both_elevators() {  # FAST_ELEVATOR SLOW_ELEVATOR
+    [ "$(_vt_elevator "$SPEED_FAST")" = "$1" ] && [ "$(_vt_elevator "$SPEED_SLOW")" = "$2" ]
+}
+_vt_speed_logged() {
+    speed_log 2>/dev/null | grep -q "$SPEED_FAST: Measured " &&
+        speed_log 2>/dev/null | grep -q "$SPEED_SLOW: Measured "
+}
+_vt_both_classed() {
+    grep -qx fast-multiqueue "$BLKMQD_MOUNT/devices/$SPEED_FAST/class" 2>/dev/null &&
+        grep -qx many-hctx-slow "$BLKMQD_MOUNT/devices/$SPEED_SLOW/class" 2>/dev/null
+}
+
+# speed_setup HCTX: the flags QEMU gives, HCTX queues each; the fast disk set to mq-deadline
+# (what a many-hctx-slow verdict wrote before the measurement), the slow one left at none.
+speed_setup() {
+    assert_eq "$SPEED_FAST rotational (virtio-blk says 1)" 1 "$(read_attr /sys/block/$SPEED_FAST/queue/rotational)"
+    assert_eq "$SPEED_SLOW rotational (rotation_rate=1)" 0 "$(read_attr /sys/block/$SPEED_SLOW/queue/rotational)"
+    assert_eq "$SPEED_FAST hctx" "$1" "$(hctx_count $SPEED_FAST)"
+    assert_eq "$SPEED_SLOW hctx" "$1" "$(hctx_count $SPEED_SLOW)"
+    echo mq-deadline >/sys/block/$SPEED_FAST/queue/scheduler
+    assert_match "$SPEED_FAST set to mq-deadline" '\[mq-deadline\]' "$(read_attr /sys/block/$SPEED_FAST/queue/scheduler)"
+    assert_match "$SPEED_SLOW default none" '^\[none\]' "$(read_attr /sys/block/$SPEED_SLOW/queue/scheduler)"
+}
+
+# speed_fio BS SECONDS: random reads on both disks at once (libaio, iodepth 8, direct); the
+# IOPS of each run noted
+speed_fio() {
+    _sf_pids=""
+    for _d in $SPEED_FAST $SPEED_SLOW; do
+        fio --name=p --filename=/dev/$_d --rw=randread --bs=$1 --direct=1 --ioengine=libaio --iodepth=8 \
+            --size=100M --time_based --runtime=$2 --output-format=terse >/tmp/fio.$_d 2>&1 &
+        _sf_pids="$_sf_pids $!"
+    done
+    wait $_sf_pids  # the two fio runs only: a bare wait would wait for a blkmqd started with &
+    for _d in $SPEED_FAST $SPEED_SLOW; do grep ';' /tmp/fio.$_d | cut -d';' -f8 >/tmp/iops.$_d || true; done
+    note "fio bs=$1 ${2}s: $SPEED_FAST $(cat /tmp/iops.$SPEED_FAST) IOPS, $SPEED_SLOW $(cat /tmp/iops.$SPEED_SLOW) IOPS"
+}
+
+# speed_check_unmeasured: blkmqd started, no I/O yet: the BPF service times measure (the
+# provider in SPEED_SOURCE), both unknown, unmeasured, the flag untrusted, nothing written
+speed_check_unmeasured() {
+    SPEED_SOURCE=$(read_attr $BLKMQD_MOUNT/devices/$SPEED_FAST/facts/speed_source)
+    note "speed source: $SPEED_SOURCE"
+    assert_match "speed measured by BPF service times" '^service time: BPF' "$SPEED_SOURCE"
+    for _d in $SPEED_FAST $SPEED_SLOW; do
+        assert_eq "$_d: unknown before any I/O" unknown "$(read_attr $BLKMQD_MOUNT/devices/$_d/class)"
+        assert_match "$_d: facts/speed unmeasured" '^unmeasured \(' "$(read_attr $BLKMQD_MOUNT/devices/$_d/facts/speed)"
+        assert_match "$_d: facts/rotational_hint untrusted" '^untrusted: ' "$(read_attr $BLKMQD_MOUNT/devices/$_d/facts/rotational_hint)"
+        assert_match "$_d: explain waits for a measurement" 'waiting for a measurement \(rule speed-unknown\)' \
+            "$(cat $BLKMQD_MOUNT/devices/$_d/explain)"
+    done
+    assert_eq "$SPEED_FAST: nothing written while unknown" mq-deadline "$(_vt_elevator $SPEED_FAST)"
+    assert_eq "$SPEED_SLOW: nothing written while unknown" none "$(_vt_elevator $SPEED_SLOW)"
+}
+
+# speed_check_classed: fio phase 1 (4 KiB): each disk classed by measurement within two
+# windows (WindowSec=10 each, + the 1.5 s tail sample + slack: under TCG a first window can
+# land between the bounds, 6.1: vda p50 3.4 ms, then 782 µs, and the class then waits for the
+# next one, as documented), the switch once, one "Measured" log line each
+speed_check_classed() {
+    _t0=$(cut -d' ' -f1 /proc/uptime)
+    speed_fio 4k 24
+    wait_for_cmd 20 _vt_both_classed || true
+    _t1=$(cut -d' ' -f1 /proc/uptime)
+    note "classed $(awk "BEGIN { print $_t1 - $_t0 }") s after the I/O began"
+    note "$SPEED_FAST: $(read_attr $BLKMQD_MOUNT/devices/$SPEED_FAST/facts/speed)"
+    note "$SPEED_SLOW: $(read_attr $BLKMQD_MOUNT/devices/$SPEED_SLOW/facts/speed)"
+    assert_eq "$SPEED_FAST: fast-multiqueue by measurement" fast-multiqueue "$(read_attr $BLKMQD_MOUNT/devices/$SPEED_FAST/class)"
+    assert_eq "$SPEED_SLOW: many-hctx-slow by measurement" many-hctx-slow "$(read_attr $BLKMQD_MOUNT/devices/$SPEED_SLOW/class)"
+    assert_match "$SPEED_FAST: facts/speed fast, p50 and p99" '^fast: p50 [0-9.]+ (µs|ms), p99 ' \
+        "$(read_attr $BLKMQD_MOUNT/devices/$SPEED_FAST/facts/speed)"
+    assert_match "$SPEED_SLOW: facts/speed slow" '^slow: p50 [0-9.]+ (ms|s), p99 ' "$(read_attr $BLKMQD_MOUNT/devices/$SPEED_SLOW/facts/speed)"
+    wait_for_cmd 10 _vt_both_elevators none mq-deadline || true
+    assert_eq "$SPEED_FAST: none written (the switch)" none "$(_vt_elevator $SPEED_FAST)"
+    assert_eq "$SPEED_SLOW: mq-deadline written (the switch)" mq-deadline "$(_vt_elevator $SPEED_SLOW)"
+    assert_match "$SPEED_FAST: explain by measurement" 'speed=fast: .* -> fast, by measurement \(rule speed-measured\)' \
+        "$(cat $BLKMQD_MOUNT/devices/$SPEED_FAST/explain)"
+    assert_match "$SPEED_SLOW: explain by measurement" 'speed=slow: .* -> slow, by measurement \(rule speed-measured\)' \
+        "$(cat $BLKMQD_MOUNT/devices/$SPEED_SLOW/explain)"
+    wait_for_cmd 5 _vt_speed_logged || true     # (journald takes the line a moment later)
+    speed_log >/tmp/speed.log 2>&1 || true
+    assert_eq "$SPEED_FAST: one 'Measured' log line" 1 "$(grep -c "$SPEED_FAST: Measured fast (was unmeasured)" /tmp/speed.log)"
+    assert_eq "$SPEED_SLOW: one 'Measured' log line" 1 "$(grep -c "$SPEED_SLOW: Measured slow (was unmeasured)" /tmp/speed.log)"
+    grep 'Measured ' /tmp/speed.log | sed 's/^/# /'
+}
+
+# speed_check_kept: fio phase 2 (64 KiB, another block size): the measurement stays on its
+# side, nothing switches back, no further "Measured" line; the metrics say so
+speed_check_kept() {
+    speed_fio 64k 12
+    sleep 2
+    note "$SPEED_FAST: $(read_attr $BLKMQD_MOUNT/devices/$SPEED_FAST/facts/speed)"
+    note "$SPEED_SLOW: $(read_attr $BLKMQD_MOUNT/devices/$SPEED_SLOW/facts/speed)"
+    assert_eq "$SPEED_FAST: still fast-multiqueue after the 64k phase" fast-multiqueue "$(read_attr $BLKMQD_MOUNT/devices/$SPEED_FAST/class)"
+    assert_eq "$SPEED_SLOW: still many-hctx-slow after the 64k phase" many-hctx-slow "$(read_attr $BLKMQD_MOUNT/devices/$SPEED_SLOW/class)"
+    assert_eq "$SPEED_FAST: still none" none "$(_vt_elevator $SPEED_FAST)"
+    assert_eq "$SPEED_SLOW: still mq-deadline" mq-deadline "$(_vt_elevator $SPEED_SLOW)"
+    speed_log >/tmp/speed.log 2>&1 || true
+    assert_eq "no further 'Measured' line" 2 "$(grep -c ': Measured ' /tmp/speed.log)"
+    assert_match "$SPEED_FAST: facts/speed still fast" '^fast: ' "$(read_attr $BLKMQD_MOUNT/devices/$SPEED_FAST/facts/speed)"
+    assert_match "$SPEED_SLOW: facts/speed still slow" '^slow: ' "$(read_attr $BLKMQD_MOUNT/devices/$SPEED_SLOW/facts/speed)"
+    _sk_met=$(cat $BLKMQD_MOUNT/metrics)
+    assert_match "metrics: $SPEED_FAST fast" "blkmqd_disk_speed\\{device=\"$SPEED_FAST\",speed=\"fast\"\\} 1" "$_sk_met"
+    assert_match "metrics: $SPEED_SLOW slow" "blkmqd_disk_speed\\{device=\"$SPEED_SLOW\",speed=\"slow\"\\} 1" "$_sk_met"
+    assert_match "metrics: $SPEED_SLOW one change" "blkmqd_disk_speed_changes_total\\{device=\"$SPEED_SLOW\"\\} 1" "$_sk_met"
+    assert_match "metrics: $SPEED_FAST service time p50" "blkmqd_disk_speed_service_seconds\\{device=\"$SPEED_FAST\",quantile=\"0.5\"\\} " "$_sk_met"
+}
+
+# speed_check_stopped: after blkmqd's stop, both elevators as before its start
+speed_check_stopped() {
+    assert_eq "$SPEED_FAST: stop puts mq-deadline back" mq-deadline "$(_vt_elevator $SPEED_FAST)"
+    assert_eq "$SPEED_SLOW: stop puts none back" none "$(_vt_elevator $SPEED_SLOW)"
 }
 
 finish() { exit 0; }
