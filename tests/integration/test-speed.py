@@ -214,12 +214,21 @@ def case_b_bpf(d, loops, tmp):
         # idle: the measurement wakes nothing (BPF events come only with the disk's I/O; VerifySec=0:
         # no timer). The daemon's other inputs (uevents and mount changes of other processes on
         # this shared machine) may wake it: its context switches are printed, not asserted.
-        time.sleep(1.0)
-        log_before = d.tail(100000).count("Speed sample")
+        # The dd's last samples first: the tail sample comes 1.5 s after the disk's last BPF event
+        # (manager/speed.c SPEED_TAIL_USEC), later on a loaded machine; a sleep of 1 s let it land
+        # in the idle window below now and then. Wait until no sample came for 2 s (at most 10 s:
+        # a periodic sampler never goes quiet, and the window below still sees it).
+        samples = lambda: d.tail(100000).count("Speed sample")
+        n, quiet_since, deadline = samples(), time.monotonic(), time.monotonic() + 10.0
+        while time.monotonic() < deadline and time.monotonic() - quiet_since < 2.0:
+            time.sleep(0.25)
+            if samples() != n:
+                n, quiet_since = samples(), time.monotonic()
+        log_before = samples()
         before = voluntary_switches(d.pid)
         time.sleep(4.0)
         after = voluntary_switches(d.pid)
-        check(d.tail(100000).count("Speed sample") == log_before, "(b) no speed sample in 4 s without I/O")
+        check(samples() == log_before, f"(b) no speed sample in 4 s without I/O ({samples() - log_before} came)")
         print(f"# (b) {after - before} voluntary context switches of the daemon in 4 s without I/O on its disk")
     finally:
         d.stop()
