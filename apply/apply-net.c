@@ -343,6 +343,16 @@ static int no_wish(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob
         return apply_net_restore_decide(h, d, k, ret_job);
 }
 
+/* The knob is where the plan wants it (state ok or kept): its applied/ line says what isolated
+ * CPUs changed in the placement (Plan.isolated, policies/net-align.c), nothing else. */
+static void applied_set_placed(Device *d, Knob k, ApplyState state) {
+        const char *isolated = d->plan.isolated[k];
+        if (isolated)
+                applied_set(&d->applied[k], state, 0, "%s", isolated);
+        else
+                applied_set(&d->applied[k], state, 0, NULL);
+}
+
 int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJob **ret_job) {
         Applied *a = &d->applied[k];
         const char *knob = knob_to_string(k);
@@ -386,7 +396,7 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                 /* in place by someone else's hand: kept, the refusal is the past (as apply.c's
                  * queue knobs) */
                 if (same)
-                        applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                        applied_set_placed(d, k, a->original ? APPLY_OK : APPLY_KEPT);
                 return 0;
         }
 
@@ -445,7 +455,7 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
                 bool dropped = a->original && streq(a->original, wanted);
                 if (dropped)
                         a->original = mfree_str(a->original);
-                applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                applied_set_placed(d, k, a->original ? APPLY_OK : APPLY_KEPT);
                 free_and_strdup(&a->value, wanted);
                 return dropped || rebased;      /* the originals changed: stored */
         }
@@ -461,7 +471,7 @@ int apply_net_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o, WriteJ
         free_and_strdup(&a->value, wanted);
         r = composite_job(d, k, items, n, cur_items, back, n_back, ret_job);
         if (r >= 0 && !*ret_job) {      /* only restores that were already in place */
-                applied_set(a, a->original ? APPLY_OK : APPLY_KEPT, 0, NULL);
+                applied_set_placed(d, k, a->original ? APPLY_OK : APPLY_KEPT);
                 return 1;
         }
         return r;
@@ -610,7 +620,7 @@ int apply_net_finish(HostFs *h, Device *d, Knob k, const WriteJob *j, bool resto
                                          c == WRITE_ERROR_UNSUPPORTED ? ", not retrying" : ", will retry");
                 return written || dropped;
         }
-        applied_set(a, APPLY_OK, 0, NULL);
+        applied_set_placed(d, k, APPLY_OK);
         apply_log_knob(d, knob, KNOB_RECORD_WRITE, LOG_NOTICE, 0, a->original, a->value, "%s -> %s (was %s)", knob, strna(a->value),
                        strna(a->original));
         return written ? written : 1;

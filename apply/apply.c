@@ -966,10 +966,13 @@ static void irq_affinity_summarize(Device *d) {
         char extra[128] = "";
         if (waiting)
                 snprintf(extra, sizeof(extra), ", %zu to place at the next evaluation", waiting);
-        applied_set(a, state, first_error, "%zu vector(s): %zu placed, %zu already placed, %zu managed by kernel, %zu changed externally%s%s, %zu failed%s%s%s",
+        /* the vectors isolated CPUs kept off their hctx CPUs, and why (Plan.isolated,
+         * policies/irq-affinity.c): a vector left where it is is in none of the counts */
+        const char *isolated = d->plan.isolated[KNOB_IRQ_AFFINITY];
+        applied_set(a, state, first_error, "%zu vector(s): %zu placed, %zu already placed, %zu managed by kernel, %zu changed externally%s%s, %zu failed%s%s%s%s%s",
                     total, placed, kept, managed, external,
                     external ? (run->reassert ? " (Reassert=yes: rewritten with backoff)" : " (left alone, Reassert=no)") : "",
-                    extra, failed_n, failed ? " (" : "", strempty(failed), failed ? ")" : "");
+                    extra, failed_n, failed ? " (" : "", strempty(failed), failed ? ")" : "", isolated ? "; " : "", strempty(isolated));
 
         if (run->verify_only && !ext_new)
                 return;

@@ -961,6 +961,27 @@ static int gather_kernel_config(HostFs *h, DiskFacts *f, GatherCache *c) {
         return 0;
 }
 
+int device_kernel_config_changed(HostFs *h, const DiskFacts *f, GatherCache *c) {
+        static const Fact facts[_KERNEL_UNKNOWN_MAX] = {
+                [KERNEL_UNKNOWN_PREEMPT_RT] = FACT_PREEMPT_RT,
+                [KERNEL_UNKNOWN_IRQ_THREADS] = FACT_IRQ_THREADS_FORCED,
+                [KERNEL_UNKNOWN_ISOLATED] = FACT_ISOLATED_CPUS,
+        };
+        if (!c->have_kernel_config) {
+                int r = kernel_config_gather(h, f->kernel_release, &c->kernel, c->kernel_unknown);
+                if (r < 0)
+                        return r;
+                c->have_kernel_config = true;
+        }
+        if (!kernel_config_facts_equal(&c->kernel, &f->kernel))
+                return 1;
+        /* the reason of an unknown (f's reason is "<reason>" as gather_kernel_config() set it) */
+        for (size_t i = 0; i < _KERNEL_UNKNOWN_MAX; i++)
+                if (!streq_ptr(c->kernel_unknown[i], f->unknown[facts[i]]))
+                        return 1;
+        return 0;
+}
+
 static char *module_of_path(const char *path, size_t len);
 static bool module_name_eq(const char *a, const char *b);
 

@@ -169,6 +169,15 @@ int device_gather_hctx_details(HostFs *h, DiskFacts *f);
 int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs);
 
 /*
+ * Whether the kernel's configuration (facts/kernel.c: PREEMPT_RT, forced threading, the isolated
+ * CPUs and their sources) reads otherwise now than in f. A cgroup v2 cpuset partition made,
+ * changed or removed at run time sends no uevent: the periodic verify asks this and gathers a
+ * disk again when it changed. c holds one read for every disk asked about. Returns 1 changed,
+ * 0 the same, -ENOMEM.
+ */
+int device_kernel_config_changed(HostFs *h, const DiskFacts *f, GatherCache *c);
+
+/*
  * The nearest of sysfs path devpath ("devices/...") and its ancestors, up to "devices", that has
  * an entry named child ("scsi_host", "msi_irqs", "iscsi_session"): its path, newly allocated, or
  * NULL when none has one (or out of memory).

@@ -9,7 +9,9 @@
  *           ("PREEMPT_RT" in UTS_VERSION, scripts/mkcompile_h)
  *   sysfs   kernel/realtime (CONFIG_PREEMPT_RT: "1"), devices/system/cpu/isolated,
  *           devices/system/cpu/nohz_full (drivers/base/cpu.c), fs/cgroup/cpuset.cpus.isolated
- *           (cgroup v2 isolated partitions, kernel/cgroup/cpuset.c, 6.7 and later)
+ *           (cgroup v2 isolated partitions, kernel/cgroup/cpuset.c, 877c737db935, 6.8), before
+ *           it fs/cgroup/<...>/cpuset.cpus.partition "isolated" and cpuset.cpus.effective of
+ *           each cgroup (a bounded walk, facts/kernel.c gather_cgroup_partitions())
  *   boot    config-<release>: CONFIG_PREEMPT_RT, CONFIG_IRQ_FORCED_THREADING (Debian, Fedora and
  *           SUSE install it; /proc/config.gz needs CONFIG_IKCONFIG_PROC, which they leave off)
  */

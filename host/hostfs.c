@@ -783,7 +783,7 @@ static int name_compare(const void *a, const void *b) {
         return strverscmp(*(char * const *) a, *(char * const *) b);
 }
 
-int hostfs_list(HostFs *h, HostFsKind kind, const char *path, char ***ret) {
+static int list_entries(HostFs *h, HostFsKind kind, const char *path, bool dirs_only, char ***ret) {
         int dfd = kind_fd_for(h, kind, path), r;
         if (dfd < 0)
                 return dfd;
@@ -809,6 +809,12 @@ int hostfs_list(HostFs *h, HostFsKind kind, const char *path, char ***ret) {
         while ((de = readdir(d))) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
+                if (dirs_only && de->d_type != DT_DIR) {
+                        struct stat st;
+                        if (de->d_type != DT_UNKNOWN || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                            !S_ISDIR(st.st_mode))
+                                continue;
+                }
                 r = strv_extend(&l, de->d_name);
                 if (r < 0) {
                         closedir(d);
@@ -820,6 +826,14 @@ int hostfs_list(HostFs *h, HostFsKind kind, const char *path, char ***ret) {
         qsort(l, n, sizeof(char *), name_compare);
         *ret = TAKE_PTR(l);
         return 0;
+}
+
+int hostfs_list(HostFs *h, HostFsKind kind, const char *path, char ***ret) {
+        return list_entries(h, kind, path, false, ret);
+}
+
+int hostfs_list_dirs(HostFs *h, HostFsKind kind, const char *path, char ***ret) {
+        return list_entries(h, kind, path, true, ret);
 }
 
 int hostfs_stat(HostFs *h, HostFsKind kind, const char *path, struct stat *ret) {

@@ -201,6 +201,10 @@ int hostfs_resolve(HostFs *h, HostFsKind kind, const char *path, char **ret);
  */
 int hostfs_list(HostFs *h, HostFsKind kind, const char *path, char ***ret);
 
+/* hostfs_list() of the directories only (readdir()'s d_type, fstatat() where it is DT_UNKNOWN;
+ * no link followed): a cgroup's child cgroups without its control files. Same returns. */
+int hostfs_list_dirs(HostFs *h, HostFsKind kind, const char *path, char ***ret);
+
 /* fstatat() relative to the kind (following links). Returns 0 or -errno. */
 int hostfs_stat(HostFs *h, HostFsKind kind, const char *path, struct stat *ret);
 

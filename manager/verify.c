@@ -9,8 +9,10 @@
 #include <errno.h>
 #include <time.h>
 
+#include "kernel.h"
 #include "log.h"
 #include "manager-internal.h"
+#include "strv.h"
 
 /* Look at d's knobs; persist: store the originals when the look changed them. */
 static void verify_disk(Manager *m, Device *d, bool persist) {
@@ -51,6 +53,39 @@ static bool verify_needs_apply(const Device *d, bool reassert) {
 }
 
 /*
+ * The kernel's configuration read again (facts/kernel.c), once for every disk: a cgroup v2
+ * cpuset partition made isolated (or given back) at run time sends no uevent, so the periodic
+ * verify is what sees it (a reload gathers everything anyway). A disk whose facts differ is
+ * gathered again, evaluated and applied, as at its uevent. Returns how many.
+ */
+static size_t kernel_config_changed(Manager *m) {
+        _cleanup_strv_free_ char **again = NULL;
+        _cleanup_(gather_cache_done) GatherCache single = { .module_tree = &m->module_tree, .machine = &m->machine };
+
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *d = m->registry.devices[i];
+                if (!d->facts || d->vanished || d->run.active)
+                        continue;
+                int r = device_kernel_config_changed(m->hostfs, d->facts, &single);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to read the kernel's configuration again, ignoring: %m");
+                        return 0;
+                }
+                if (r > 0 && strv_extend(&again, d->name) < 0) {
+                        log_warning_errno(ENOMEM, "Failed to follow a change of the kernel's configuration, ignoring: %m");
+                        return 0;
+                }
+        }
+        const char *isolated = single.kernel_unknown[KERNEL_UNKNOWN_ISOLATED] ? "unknown" :
+                               !isempty(single.kernel.isolated_list) ? single.kernel.isolated_list : "none";
+        STRV_FOREACH(name, again) {
+                log_device_info(*name, "The kernel's configuration changed (isolated CPUs now %s): gathering again", isolated);
+                manager_device_event(m, *name, false);
+        }
+        return strv_length(again);
+}
+
+/*
  * The periodic verify (VerifySec=): the kernel sends no uevent when someone else writes a queue
  * attribute or an IRQ's affinity, so without it a change is only noticed when someone reads
  * applied/. Network disks whose NIC side changed are gathered again first
@@ -66,6 +101,8 @@ static void manager_verify_all(Manager *m) {
         /* the NIC side of network disks: what no notification says (a vector's affinity, an
          * XPS mask, channels on a kernel without the ethtool family, a fixture's netlink file) */
         size_t again = manager_net_changed(m, "periodic verify");
+        /* isolated CPUs (a cpuset partition made at run time) */
+        again += kernel_config_changed(m);
         for (size_t i = 0; i < m->registry.n_devices; i++) {
                 Device *d = m->registry.devices[i];
                 if (!d->facts || !d->plan.manage || d->run.active)
@@ -77,7 +114,7 @@ static void manager_verify_all(Manager *m) {
                         manager_apply(m, d);
                 }
         }
-        log_debug("Periodic verify: %zu disk(s) looked at, %zu applied again, %zu gathered again (network)", n, applied, again);
+        log_debug("Periodic verify: %zu disk(s) looked at, %zu applied again, %zu gathered again (network, kernel configuration)", n, applied, again);
 }
 
 static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -108,6 +108,11 @@ void kernel_config_facts_done(KernelConfigFacts *k) {
         cpuset_done(&k->isolated);
         free(k->isolated_list);
         free(k->isolated_source);
+        for (size_t i = 0; i < k->n_isolated_sources; i++) {
+                cpuset_done(&k->isolated_sources[i].cpus);
+                free(k->isolated_sources[i].label);
+        }
+        free(k->isolated_sources);
         *k = (KernelConfigFacts) { .preempt_rt = TRISTATE_UNKNOWN, .irq_threads_forced = TRISTATE_UNKNOWN };
 }
 
@@ -127,12 +132,79 @@ int kernel_config_facts_copy(const KernelConfigFacts *src, KernelConfigFacts *re
             strdup_or_null(src->irq_threads_source, &k.irq_threads_source) < 0 ||
             strdup_or_null(src->isolated_list, &k.isolated_list) < 0 ||
             strdup_or_null(src->isolated_source, &k.isolated_source) < 0 ||
-            cpuset_copy(&src->isolated, &k.isolated) < 0) {
+            cpuset_copy(&src->isolated, &k.isolated) < 0 ||
+            (src->n_isolated_sources > 0 &&
+             !(k.isolated_sources = calloc(src->n_isolated_sources, sizeof(IsolatedSource))))) {
                 kernel_config_facts_done(&k);
                 return -ENOMEM;
         }
+        for (; k.n_isolated_sources < src->n_isolated_sources; k.n_isolated_sources++) {
+                const IsolatedSource *from = &src->isolated_sources[k.n_isolated_sources];
+                IsolatedSource *to = &k.isolated_sources[k.n_isolated_sources];
+                if (cpuset_copy(&from->cpus, &to->cpus) < 0 || strdup_or_null(from->label, &to->label) < 0) {
+                        k.n_isolated_sources++;
+                        kernel_config_facts_done(&k);
+                        return -ENOMEM;
+                }
+        }
         *ret = k;
         return 0;
+}
+
+bool kernel_config_facts_equal(const KernelConfigFacts *a, const KernelConfigFacts *b) {
+        if (a->preempt_rt != b->preempt_rt || a->irq_threads_forced != b->irq_threads_forced ||
+            a->isolated_known != b->isolated_known || a->isolated_managed_irq != b->isolated_managed_irq ||
+            !streq_ptr(a->preempt_rt_source, b->preempt_rt_source) || !streq_ptr(a->irq_threads_source, b->irq_threads_source) ||
+            !streq_ptr(a->isolated_list, b->isolated_list) || !streq_ptr(a->isolated_source, b->isolated_source) ||
+            !cpuset_equal(&a->isolated, &b->isolated) || a->n_isolated_sources != b->n_isolated_sources)
+                return false;
+        for (size_t i = 0; i < a->n_isolated_sources; i++)
+                if (!cpuset_equal(&a->isolated_sources[i].cpus, &b->isolated_sources[i].cpus) ||
+                    !streq_ptr(a->isolated_sources[i].label, b->isolated_sources[i].label))
+                        return false;
+        return true;
+}
+
+int kernel_isolated_describe(const KernelConfigFacts *k, const CpuSet *cpus, char **ret) {
+        _cleanup_(cpuset_done) CpuSet all = {};
+        _cleanup_(memstream_done) MemStream m = {};
+        _cleanup_free_ char *parts = NULL, *first = NULL;
+        size_t n_parts = 0;
+
+        *ret = NULL;
+        FILE *out = memstream_open(&m);
+        if (!out)
+                return -ENOMEM;
+        /* per source, the CPUs of cpus it isolates that no source before it named */
+        for (size_t i = 0; i < k->n_isolated_sources; i++) {
+                _cleanup_(cpuset_done) CpuSet mine = {};
+                const IsolatedSource *src = &k->isolated_sources[i];
+                for (unsigned w = 0; w < cpus->n_words; w++)
+                        for (unsigned b = 0; b < 64; b++) {
+                                unsigned cpu = w * 64 + b;
+                                if ((cpus->bits[w] & (UINT64_C(1) << b)) && cpuset_isset(&src->cpus, cpu) &&
+                                    !cpuset_isset(&all, cpu) && (cpuset_add(&mine, cpu) < 0 || cpuset_add(&all, cpu) < 0))
+                                        return -ENOMEM;
+                        }
+                if (cpuset_count(&mine) == 0)
+                        continue;
+                _cleanup_free_ char *l = cpuset_format(&mine);
+                if (!l)
+                        return -ENOMEM;
+                fprintf(out, "%s%s: %s", n_parts ? "; " : "", l, strna(src->label));
+                if (n_parts++ == 0 && !(first = strdup(strna(src->label))))
+                        return -ENOMEM;
+        }
+        if (memstream_close(&m, &parts) < 0)
+                return -ENOMEM;
+        if (n_parts == 0)
+                return (*ret = strdup("")) ? 0 : -ENOMEM;
+        _cleanup_free_ char *list = cpuset_format(&all);
+        if (!list)
+                return -ENOMEM;
+        /* one source: its label alone, the CPUs are said before it */
+        return asprintf(ret, "CPU%s %s isolated (%s)", cpuset_count(&all) > 1 ? "s" : "", list, n_parts == 1 ? first : parts) < 0 ?
+                -ENOMEM : 0;
 }
 
 int disk_facts_usable_cpus(const DiskFacts *f, const CpuSet *want, CpuSet *ret) {

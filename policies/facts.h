@@ -189,9 +189,18 @@ typedef struct ModuleParamFacts {
  *   isolated            CPUs kept free of device interrupts: isolcpus= (any flags:
  *                       kernel/sched/isolation.c housekeeping_isolcpus_setup()), nohz_full=
  *                       (/sys/devices/system/cpu/nohz_full), /sys/devices/system/cpu/isolated,
- *                       and cgroup v2 isolated partitions (/sys/fs/cgroup/cpuset.cpus.isolated,
- *                       6.7 and later).
+ *                       and cgroup v2 isolated partitions: /sys/fs/cgroup/cpuset.cpus.isolated
+ *                       (877c737db935, 6.8), before it the cgroups whose cpuset.cpus.partition
+ *                       reads "isolated" (kernel/cgroup/cpuset.c, f28e22441f35, 6.1), their
+ *                       cpuset.cpus.effective (facts/kernel.c). A partition is made at run time
+ *                       without a uevent: read again at every gather (a reload, a uevent) and
+ *                       at the periodic verify (manager/verify.c).
  */
+typedef struct IsolatedSource {
+        CpuSet cpus;
+        char *label;                    /* "isolcpus=1,3 (/proc/cmdline)", "cgroup /sys/fs/cgroup/rt: isolated partition" */
+} IsolatedSource;
+
 typedef struct KernelConfigFacts {
         Tristate preempt_rt;
         char *preempt_rt_source;
@@ -202,11 +211,24 @@ typedef struct KernelConfigFacts {
         char *isolated_list;            /* cpuset_format(&isolated); "" none */
         char *isolated_source;          /* "isolcpus=managed_irq,domain,1 (/proc/cmdline); ..." */
         bool isolated_managed_irq;      /* isolcpus= has managed_irq: the kernel keeps managed vectors off them where it can */
+        /* where each isolated CPU came from, in the order read (a CPU may be in several) */
+        IsolatedSource *isolated_sources;
+        size_t n_isolated_sources;
 } KernelConfigFacts;
 
 void kernel_config_facts_done(KernelConfigFacts *k);
 /* A deep copy of src into *ret (which must be empty). 0 or -ENOMEM. */
 int kernel_config_facts_copy(const KernelConfigFacts *src, KernelConfigFacts *ret);
+/* Whether a and b say the same: every fact, its source and its isolated CPUs. Pure. */
+bool kernel_config_facts_equal(const KernelConfigFacts *a, const KernelConfigFacts *b);
+/*
+ * "CPU 3 isolated (cgroup /sys/fs/cgroup/rt: isolated partition)", "CPUs 1,3 isolated
+ * (isolcpus=1,3 (/proc/cmdline))", with several sources "CPUs 1,3 isolated (1: isolcpus=1
+ * (/proc/cmdline); 3: cgroup /sys/fs/cgroup/rt: isolated partition)": the isolated CPUs of cpus,
+ * each named by the first source that has it. Newly allocated into *ret; "" when cpus has no
+ * isolated CPU. 0 or -ENOMEM. Pure.
+ */
+int kernel_isolated_describe(const KernelConfigFacts *k, const CpuSet *cpus, char **ret);
 
 /* How the disk's driver is there (lib/modules/<release>/modules.builtin, modules.dep). */
 typedef enum DriverModule {

@@ -70,12 +70,28 @@ int irq_affinity_target(const DiskFacts *f, const char *want, const IrqFacts *q,
         return t;
 }
 
+/* The isolated CPUs of want that the placement left out, added to *removed. 0 or -ENOMEM. */
+static int add_removed(const DiskFacts *f, const char *wanted, CpuSet *removed) {
+        _cleanup_(cpuset_done) CpuSet w = {};
+        int r = cpuset_parse(wanted, &w);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        for (unsigned cpu = 0; cpu < w.n_words * 64; cpu++)
+                if (cpuset_isset(&w, cpu) && cpuset_isset(&f->kernel.isolated, cpu) && cpuset_add(removed, cpu) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 /* "; isolated CPUs <list> (<source>) get no vector: IRQ 45 (hctx 1, CPUs 1) left where it is, IRQ 44 on 0 (not 0-1)"
- * for the vectors want would place that isolated CPUs change; "" when none. Newly allocated; NULL on ENOMEM. */
-static char *isolated_note(const DiskFacts *f, const char *want) {
+ * for the vectors want would place that isolated CPUs change; "" when none. Newly allocated; NULL on ENOMEM.
+ * *ret_applied: the same vectors for applied/irq_affinity, after the CPUs left out and where
+ * each came from ("CPU 3 isolated (...): IRQ 28 (hctx 3, CPUs 3) left where it is"); NULL when none. */
+static char *isolated_note(const DiskFacts *f, const char *want, char **ret_applied) {
         _cleanup_(memstream_done) MemStream m = {};
+        _cleanup_(cpuset_done) CpuSet removed = {};
         FILE *out = memstream_open(&m);
         size_t n = 0;
+        *ret_applied = NULL;
         if (!out)
                 return NULL;
         for (size_t i = 0; f->kernel.isolated_known && i < f->n_irqs; i++) {
@@ -88,6 +104,8 @@ static char *isolated_note(const DiskFacts *f, const char *want) {
                         return NULL;
                 if (t != IRQ_TARGET_TRIMMED && t != IRQ_TARGET_ISOLATED)
                         continue;
+                if (add_removed(f, wanted, &removed) < 0)
+                        return NULL;
                 fprintf(out, "%s", n++ ? ", " : "");
                 if (q->hctx >= 0 && streq(want, "hctx"))
                         fprintf(out, "IRQ %u (hctx %u, CPUs %s) ", q->irq, f->hctx[q->hctx].index, wanted);
@@ -104,9 +122,17 @@ static char *isolated_note(const DiskFacts *f, const char *want) {
         char *s = NULL;
         if (n == 0)
                 return strdup("");
-        if (asprintf(&s, "; isolated CPUs %s (%s) get no vector: %s", f->kernel.isolated_list,
-                     strna(f->kernel.isolated_source), list) < 0)
+        _cleanup_free_ char *which = NULL;
+        if (kernel_isolated_describe(&f->kernel, &removed, &which) < 0 ||
+            asprintf(ret_applied, "%s: %s", which, list) < 0) {
+                *ret_applied = NULL;
                 return NULL;
+        }
+        if (asprintf(&s, "; isolated CPUs %s (%s) get no vector: %s", f->kernel.isolated_list,
+                     strna(f->kernel.isolated_source), list) < 0) {
+                *ret_applied = mfree_str(*ret_applied);
+                return NULL;
+        }
         return s;
 }
 
@@ -168,7 +194,7 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
                                     "queue vectors=%zu hctx=%zu -> irq_affinity left alone: no vector could be matched to an hctx",
                                     queue, f->n_hctx);
 
-        _cleanup_free_ char *isolated = isolated_note(f, want);
+        _cleanup_free_ char *isolated = isolated_note(f, want, &plan->isolated[KNOB_IRQ_AFFINITY]);
         plan->irq_affinity = strdup(want);
         if (!plan->irq_affinity || !isolated)
                 return -ENOMEM;

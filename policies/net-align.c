@@ -419,6 +419,7 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         _cleanup_free_ char *channels = NULL, *irqs = NULL, *orphans = NULL, *why = NULL, *map_counts = NULL;
         _cleanup_free_ char *want_irq = NULL, *want_xps = NULL, *notes = NULL, *isolated = NULL;
         _cleanup_free_ bool *orphan = calloc(f->n_hctx + 1, sizeof(bool));
+        _cleanup_(cpuset_done) CpuSet removed = {};     /* the isolated CPUs left out */
         size_t n_orphans = 0, managed = 0, misplaced = 0, xps_off = 0;
 
         if (!orphan)
@@ -471,6 +472,9 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                 _cleanup_free_ char *t = cpuset_format(target), *all = cpuset_format(hctx_cpus);
                 if (!t || !all)
                         return -ENOMEM;
+                for (unsigned cpu = 0; cpu < hctx_cpus->n_words * 64; cpu++)
+                        if (cpuset_isset(hctx_cpus, cpu) && !cpuset_isset(target, cpu) && cpuset_add(&removed, cpu) < 0)
+                                return -ENOMEM;
                 if (cpuset_count(target) == 0) {
                         /* only isolated CPUs: its vectors and XPS stay as they are */
                         if (append(&isolated, "%squeue %u (CPUs %s) left as it is", isolated ? ", " : "", q, all) < 0)
@@ -558,6 +562,16 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         if (isolated && append(&notes, "; isolated CPUs %s (%s) get no NIC IRQ and no XPS: %s", f->kernel.isolated_list,
                                strna(f->kernel.isolated_source), isolated) < 0)
                 return -ENOMEM;
+        if (isolated) {
+                /* for applied/nic_irq_affinity and applied/xps: which CPUs, from where */
+                _cleanup_free_ char *which = NULL;
+                if (kernel_isolated_describe(&f->kernel, &removed, &which) < 0)
+                        return -ENOMEM;
+                Knob knobs[] = { KNOB_NIC_IRQ_AFFINITY, KNOB_XPS };
+                for (size_t i = 0; i < ELEMENTSOF(knobs); i++)
+                        if (plan_get(plan, knobs[i]) && asprintf(&plan->isolated[knobs[i]], "%s: %s", which, isolated) < 0)
+                                return -ENOMEM;
+        }
 
         /* the NIC's spare channels: at the largest map's count every map's hctx get a queue of
          * their own, when the NIC can run it (ethtool -L: no reconnect) */

@@ -229,8 +229,10 @@ void plan_done(Plan *p) {
                 free(p->owner_source_iosched[t]);
         }
         module_wishes_free(p->modules, p->n_modules);
-        for (Knob k = 0; k < _KNOB_MAX; k++)
+        for (Knob k = 0; k < _KNOB_MAX; k++) {
                 free(p->owner_source[k]);
+                free(p->isolated[k]);
+        }
         for (size_t i = 0; i < p->n_entries; i++) {
                 free(p->entries[i].rule);
                 free(p->entries[i].text);

@@ -386,6 +386,10 @@ typedef struct Plan {
         char *owner_source[_KNOB_MAX];
         Ownership owner_iosched[_IOSCHED_TUNABLE_MAX];
         char *owner_source_iosched[_IOSCHED_TUNABLE_MAX];      /* as owner_source, per tunable */
+        /* what isolated CPUs changed in a placing knob's plan (irq_affinity, nic_irq_affinity,
+         * xps), for its applied/ line: "CPU 3 isolated (cgroup /sys/fs/cgroup/rt: isolated
+         * partition): IRQ 28 (hctx 3, CPUs 3) left where it is"; NULL when they changed nothing */
+        char *isolated[_KNOB_MAX];
         /* how far queue/rotational was trusted, under the config's TrustRotational= (policies/speed.c
          * policy_rotational_hint(); static strings; row NULL: not evaluated) */
         RotationalHint rotational_hint;
