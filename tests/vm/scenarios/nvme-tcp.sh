@@ -17,11 +17,17 @@
 #      with the NIC already on the hctx CPUs (virtio-net's own placement on 6.12; on 6.1, whose
 #      blk-mq map deals the CPUs out in turn, placed by hand first): each map aligned on its
 #      own, kept, zero NIC writes from start to stop.
+#   I  CPU 3 made an isolated cgroup v2 cpuset partition while blkmqd runs (mount cgroup2 if
+#      needed, +cpuset, rt/cpuset.cpus=3, partition isolated; no uevent): the SIGHUP reload
+#      narrows queue 1's vectors and XPS to CPU 2, facts/explain/applied name CPU 3 and the
+#      cgroup (6.12 through cpuset.cpus.isolated, 6.1 by walking the cgroups); with VerifySec=2
+#      the partition given back and made again is followed by the periodic verify; each stop
+#      puts the vectors and XPS back; the partition is removed after.
 #   D  bond0 (active-backup) of the NIC and a third virtio-net NIC, the default connect over
 #      it: the active port placed; `ip link set <active> down`: the failover's rtnetlink
 #      notification moves the placement to the new active port and puts the old one's back.
 # smp: 4
-# timeout: 300
+# timeout: 600
 # tap: tap0 multi_queue
 # tap: tap1
 # tap: tap2 multi_queue
@@ -183,6 +189,93 @@ blkmqd_nvme_tcp() {
     assert_eq "$I still at 2 combined channels (blkmqd never changes them)" 2 "$(ethtool -l $I | sed -n '/Current/,$s/^Combined:[[:space:]]*//p')"
 }
 
+# I: CPU 3 made an isolated cgroup v2 cpuset partition at run time (no uevent comes for it): a
+# reload (SIGHUP) and the periodic verify see it; queue 1 (hctx 2-3) loses CPU 3, stop puts all back
+blkmqd_isolated_partition() {
+    M=$BLKMQD_MOUNT
+    X=$M/devices/$P
+    CG=/sys/fs/cgroup
+    aff() { for q in $IN0 $OUT0 $IN1 $OUT1; do read_attr /proc/irq/$q/smp_affinity_list; done | tr '\n' ' ' | sed 's/ $//'; }
+    xps() { echo "$(read_attr $Q/tx-0/xps_cpus | sed 's/^0*//') $(read_attr $Q/tx-1/xps_cpus | sed 's/^0*//')"; }
+    # the CPUs of a cpulist ("0-1,3" -> "0 1 3")
+    cpus_of() { echo "$1" | tr ',' '\n' | while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done | tr '\n' ' '; }
+    no_cpu3() {    # WHEN: no queue vector in use and no XPS mask has CPU 3
+        for q in $IN0 $OUT0 $IN1 $OUT1; do
+            assert_fail "$1: IRQ $q ($(read_attr /proc/irq/$q/smp_affinity_list)) has no CPU 3" \
+                sh -c "echo ' $(cpus_of "$(read_attr /proc/irq/$q/smp_affinity_list)")' | grep -q ' 3 '"
+        done
+        for t in tx-0 tx-1; do
+            assert_eq "$1: $t xps_cpus ($(read_attr $Q/$t/xps_cpus)) has no CPU 3" 0 "$(( 0x$(read_attr $Q/$t/xps_cpus | tr -d ',') & 8 ))"
+        done
+    }
+    MOUNTED=
+    if [ ! -f $CG/cgroup.controllers ]; then
+        mkdir -p $CG && mount -t cgroup2 none $CG && MOUNTED=1 || { fail "mount -t cgroup2 none $CG"; return 0; }
+    fi
+    assert_match "cgroup v2 offers cpuset" '(^| )cpuset( |$)' "$(read_attr $CG/cgroup.controllers)"
+    start_blkmqd -v --devices 'nvme*' || return 0
+    check_placed "before the partition"
+    assert_match "facts/isolated_cpus before the partition" '^none ' "$(read_attr $X/facts/isolated_cpus)"
+    assert_ok "echo +cpuset > $CG/cgroup.subtree_control" sh -c "echo +cpuset > $CG/cgroup.subtree_control"
+    assert_ok "mkdir $CG/rt" mkdir $CG/rt
+    assert_ok "rt: cpuset.cpus=3" sh -c "echo 3 > $CG/rt/cpuset.cpus"
+    assert_ok "rt: cpuset.cpus.partition=isolated" sh -c "echo isolated > $CG/rt/cpuset.cpus.partition"
+    assert_eq "rt is an isolated partition (f28e22441f35, 6.1)" isolated "$(read_attr $CG/rt/cpuset.cpus.partition)"
+    assert_eq "rt: cpuset.cpus.effective" 3 "$(read_attr $CG/rt/cpuset.cpus.effective)"
+    if [ -f $CG/cpuset.cpus.isolated ]; then
+        assert_eq "cpuset.cpus.isolated (877c737db935, 6.8)" 3 "$(read_attr $CG/cpuset.cpus.isolated)"
+        SRC="cgroup v2 isolated partitions (/sys/fs/cgroup/cpuset.cpus.isolated): 3 (cgroup /sys/fs/cgroup/rt: isolated partition, cpuset.cpus.effective 3)"
+    else
+        note "no $CG/cpuset.cpus.isolated (before 6.8): blkmqd walks the cgroups"
+        SRC="cgroup /sys/fs/cgroup/rt: isolated partition, cpuset.cpus.effective 3"
+    fi
+    WHY="CPU 3 isolated (cgroup /sys/fs/cgroup/rt: isolated partition): queue 1 on 2 (not 2-3)"
+    sleep 2
+    assert_match "no uevent: facts/isolated_cpus unchanged before the reload" '^none ' "$(read_attr $X/facts/isolated_cpus)"
+    assert_eq "no uevent: the vectors unchanged before the reload" "0-1 0-1 2-3 2-3" "$(aff)"
+    assert_ok "SIGHUP (reload)" kill -HUP $BLKMQD_PID
+    wait_for_cmd 30 sh -c "[ \"\$(cat /proc/irq/$IN1/smp_affinity_list)\" = 2 ] && [ \"\$(cat /proc/irq/$OUT1/smp_affinity_list)\" = 2 ] &&
+        grep -Eqx '0*4' $Q/tx-1/xps_cpus && grep -qF '$WHY' $X/applied/xps" || true
+    assert_eq "reload: facts/isolated_cpus" "3 ($SRC)" "$(read_attr $X/facts/isolated_cpus)"
+    assert_eq "reload: queue 1's vectors on CPU 2 (not 2-3)" "0-1 0-1 2 2" "$(aff)"
+    assert_eq "reload: XPS tx-0 (CPUs 0-1), tx-1 (CPU 2)" "3 4" "$(xps)"
+    no_cpu3 "reload"
+    assert_match "reload: explain names CPU 3 and its cgroup" \
+        "; isolated CPUs 3 \\($(echo "$SRC" | sed 's/[][().*]/\\&/g')\\) get no NIC IRQ and no XPS: queue 1 on 2 \\(not 2-3\\)" \
+        "$(grep 'rule net-align' $X/explain)"
+    assert_match "reload: applied/nic_irq_affinity" "^ok: .* \\(was .*\\): $(echo "$WHY" | sed 's/[][().*]/\\&/g')\$" "$(read_attr $X/applied/nic_irq_affinity)"
+    assert_match "reload: applied/xps" "^ok: $I/tx-0:0-1 $I/tx-1:2 \\(was .*\\): $(echo "$WHY" | sed 's/[][().*]/\\&/g')\$" "$(read_attr $X/applied/xps)"
+    stop_blkmqd
+    check_originals "SIGTERM with CPU 3 isolated"
+
+    # the periodic verify (VerifySec=2): the partition given back and made again while blkmqd runs
+    printf '[Manager]\nVerifySec=2\n' > /tmp/isolated.conf
+    start_blkmqd -v --config /tmp/isolated.conf --devices 'nvme*' || return 0
+    wait_for_cmd 30 sh -c "[ \"\$(cat /proc/irq/$IN1/smp_affinity_list)\" = 2 ] && grep -Eqx '0*4' $Q/tx-1/xps_cpus" || true
+    assert_eq "start with CPU 3 isolated: vectors" "0-1 0-1 2 2" "$(aff)"
+    assert_eq "start with CPU 3 isolated: XPS" "3 4" "$(xps)"
+    no_cpu3 "start"
+    L=$(wc -l < /tmp/blkmqd.log)
+    assert_ok "rt: cpuset.cpus.partition=member (given back)" sh -c "echo member > $CG/rt/cpuset.cpus.partition"
+    wait_for_cmd 20 sh -c "[ \"\$(cat /proc/irq/$IN1/smp_affinity_list)\" = 2-3 ] && grep -Eqx '0*c' $Q/tx-1/xps_cpus" || true
+    assert_eq "verify: queue 1's vectors back on 2-3" "0-1 0-1 2-3 2-3" "$(aff)"
+    assert_eq "verify: XPS back on 2-3" "3 c" "$(xps)"
+    assert_match "verify: facts/isolated_cpus" '^none ' "$(read_attr $X/facts/isolated_cpus)"
+    assert_match "verify: gathered again at the periodic verify" "The kernel's configuration changed \\(isolated CPUs now none\\): gathering again" \
+        "$(sed -n "$((L + 1)),\$p" /tmp/blkmqd.log)"
+    assert_ok "rt: cpuset.cpus.partition=isolated (again)" sh -c "echo isolated > $CG/rt/cpuset.cpus.partition"
+    wait_for_cmd 20 sh -c "[ \"\$(cat /proc/irq/$IN1/smp_affinity_list)\" = 2 ] && grep -Eqx '0*4' $Q/tx-1/xps_cpus" || true
+    assert_eq "verify: queue 1's vectors on CPU 2 again" "0-1 0-1 2 2" "$(aff)"
+    no_cpu3 "verify"
+    assert_match "verify: applied/xps" "^ok: $I/tx-0:0-1 $I/tx-1:2 \\(was .*\\): $(echo "$WHY" | sed 's/[][().*]/\\&/g')\$" "$(read_attr $X/applied/xps)"
+    stop_blkmqd
+    check_originals "SIGTERM after the verify"
+
+    echo member > $CG/rt/cpuset.cpus.partition; rmdir $CG/rt; echo -cpuset > $CG/cgroup.subtree_control
+    [ -n "$MOUNTED" ] && umount $CG
+    assert_fail "the partition removed" test -d $CG/rt
+}
+
 # B: ethtool -L while blkmqd runs: the facts follow the NIC (ethtool netlink notification)
 blkmqd_channels_change() {
     M=$BLKMQD_MOUNT
@@ -318,6 +411,7 @@ blkmqd_bond_failover() {
     assert_eq "SIGTERM: the old port's untouched" "0 0 0 0" "$(aff $IN0 $OUT0 $IN1 $OUT1)"
 }
 blkmqd_checks blkmqd_nvme_tcp
+blkmqd_checks blkmqd_isolated_partition
 blkmqd_checks blkmqd_channels_change
 blkmqd_checks blkmqd_write_queues
 blkmqd_checks blkmqd_bond_failover
