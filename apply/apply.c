@@ -227,6 +227,11 @@ static const char * const knob_record_message_id[_KNOB_RECORD_MAX] = {
 /* Written and read on the loop thread only (the finish steps run there: host/writer.h). */
 static uint64_t knob_records[_KNOB_RECORD_MAX];
 
+void apply_count_knob_record(KnobRecord what) {
+        if (what >= 0 && what < KNOB_RECORD_NOTE)
+                knob_records[what]++;
+}
+
 uint64_t apply_knob_records(KnobRecord what) {
         return what >= 0 && what < KNOB_RECORD_NOTE ? knob_records[what] : 0;
 }

@@ -71,6 +71,8 @@ void apply_log_knob(const Device *d, const char *knob, KnobRecord what, int leve
 
 /* How many records of what this process logged (KNOB_RECORD_NOTE: 0). */
 uint64_t apply_knob_records(KnobRecord what);
+/* Count one record of kind what logged elsewhere (a module parameter's, apply/modules.c). Loop thread. */
+void apply_count_knob_record(KnobRecord what);
 
 /* Pacing of rewrites in a write war and of retries after a failed write: 10 s, 20 s, ... 1 h. */
 #define APPLY_BACKOFF_FIRST_USEC (UINT64_C(10) * 1000000)

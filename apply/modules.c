@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
+#include "apply.h"
 #include "log.h"
 #include "macro.h"
 #include "memstream.h"
@@ -25,6 +28,8 @@ static const char * const state_table[_MODPARAM_STATE_MAX] = {
         [MODPARAM_ERROR]          = "error",
         [MODPARAM_PENDING]        = "pending",
         [MODPARAM_TIMEOUT]        = "timeout",
+        [MODPARAM_DEFERRED]       = "deferred",
+        [MODPARAM_CHANGED_EXTERNALLY] = "changed-externally",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(module_param_state, ModuleParamState, state_table, _MODPARAM_STATE_MAX);
@@ -37,6 +42,9 @@ static void param_done(ModuleParam *p) {
         free(p->original);
         free(p->wanted_by);
         free(p->note);
+        free(p->owner);
+        free(p->written);
+        free(p->external);
 }
 
 void modules_done(Modules *m) {
@@ -101,30 +109,6 @@ static int64_t boot_time(HostFs *h) {
         return b && sscanf(b + 7, "%lld", &t) == 1 ? t : -1;
 }
 
-bool modprobe_file_is_blkmqd(const char *text) {
-        const char *p = startswith(text, MODPROBE_D_HEADER "\n");
-        bool wanted_by = false;
-
-        if (!p)
-                return false;
-        /* only what modprobe_content() writes: pairs of "# wanted by ..." and "options M P=V" */
-        while (*p) {
-                size_t l = strcspn(p, "\n");
-                char m[128], pv[256], rest;
-                if (p[l] != '\n')
-                        return false;           /* a torn or hand-appended last line */
-                if (!wanted_by && startswith(p, "# wanted by "))
-                        wanted_by = true;
-                else if (wanted_by && startswith(p, "options ") && l < 384 &&
-                         sscanf(p, "options %127s %255s%c", m, pv, &rest) == 3 && rest == '\n' && strchr(pv, '='))
-                        wanted_by = false;
-                else
-                        return false;
-                p += l + 1;
-        }
-        return !wanted_by;
-}
-
 void modules_init(HostFs *h, Modules *m) {
         _cleanup_free_ char *text = NULL;
         int64_t mtime, btime = boot_time(h);
@@ -187,6 +171,8 @@ static int collect(Modules *m, const Registry *reg) {
                 p->state = MODPARAM_PROPOSED;
                 p->unsupported = false;
                 p->held = false;
+                p->deferred = false;
+                p->owner = mfree_str(p->owner);
         }
         for (size_t i = 0; i < reg->n_devices; i++) {
                 const Device *d = reg->devices[i];
@@ -210,7 +196,122 @@ static int collect(Modules *m, const Registry *reg) {
                         p->root_disk = p->root_disk || d->facts->root_disk;
                 }
         }
+        /* the wishes another tool's setting wins over: deferred, unless a disk wants it written */
+        for (size_t i = 0; i < reg->n_devices; i++) {
+                const Device *d = reg->devices[i];
+                if (!d->plan.manage || !d->facts)
+                        continue;
+                for (size_t j = 0; j < d->plan.n_modules_deferred; j++) {
+                        const ModuleWish *w = &d->plan.modules_deferred[j];
+                        ModuleParam *p = param_get_or_add(m, w->module, w->param);
+                        if (!p)
+                                return -ENOMEM;
+                        if (p->wanted && !p->deferred)
+                                continue;
+                        char *by = NULL;
+                        if (free_and_strdup(&p->wanted, w->value) < 0 || free_and_strdup(&p->owner, w->owner) < 0 ||
+                            asprintf(&by, "%s%s%s", p->wanted_by ?: "", p->wanted_by ? " " : "", d->name) < 0)
+                                return -ENOMEM;
+                        free(p->wanted_by);
+                        p->wanted_by = by;
+                        p->deferred = true;
+                        p->root_disk = p->root_disk || d->facts->root_disk;
+                }
+        }
         return 0;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/*
+ * A journal record about one module parameter, as apply_log_knob() writes one about a disk's
+ * knob: MESSAGE_ID= (what happened), BLKMQD_KNOB=<module>.<param>, BLKMQD_MODULE=,
+ * BLKMQD_PARAM=, BLKMQD_OLD_VALUE= and BLKMQD_NEW_VALUE= where there are values; no DEVICE=
+ * (a parameter is the module's, not one disk's).
+ */
+static void log_param(const ModuleParam *p, int level, const char *message_id, const char *old, const char *new,
+                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void log_param(const ModuleParam *p, int level, const char *message_id, const char *old, const char *new,
+                      const char *fmt, ...) {
+        _cleanup_free_ char *f_knob = NULL, *f_mod = NULL, *f_param = NULL, *f_old = NULL, *f_new = NULL;
+        const char *fields[6] = {};
+        size_t n = 0;
+        va_list ap;
+        if (asprintf(&f_knob, "BLKMQD_KNOB=%s.%s", p->module, p->param) >= 0)
+                fields[n++] = f_knob;
+        if (asprintf(&f_mod, "BLKMQD_MODULE=%s", p->module) >= 0)
+                fields[n++] = f_mod;
+        if (asprintf(&f_param, "BLKMQD_PARAM=%s", p->param) >= 0)
+                fields[n++] = f_param;
+        if (old && asprintf(&f_old, "BLKMQD_OLD_VALUE=%s", old) >= 0)
+                fields[n++] = f_old;
+        if (new && asprintf(&f_new, "BLKMQD_NEW_VALUE=%s", new) >= 0)
+                fields[n++] = f_new;
+        va_start(ap, fmt);
+        log_fullv(level, 0, NULL, message_id, fields, __FILE__, __LINE__, __func__, fmt, ap);
+        va_end(ap);
+        if (streq(message_id, BLKMQD_MESSAGE_EXTERNAL_CHANGE))
+                apply_count_knob_record(KNOB_RECORD_EXTERNAL);  /* blkmqd_external_changes_total, as a disk's */
+}
+
+/* Seconds (rounded up) until the war's next rewrite may come. */
+static unsigned war_left_sec(const Backoff *b, uint64_t now) {
+        return b->retry_usec > now ? (unsigned) ((b->retry_usec - now + 999999) / 1000000) : 0;
+}
+
+/*
+ * A runtime parameter blkmqd wrote at this boot (p->written, still its wish) that has another
+ * value now, neither blkmqd's nor the original (the value before blkmqd: what a module reload
+ * gives back, which makes blkmqd's write simply gone): someone else's, as a disk's knob is
+ * (apply/apply.c). Reassert=no (or nothing to be written): said once in the journal, left, and
+ * not put back at stop or restore. Reassert=yes: rewritten, with the disk knobs' backoff when
+ * it is changed again. Returns true when the parameter is decided (changed externally, left),
+ * false when the write path goes on (a rewrite, or no external change).
+ */
+static bool external_change(Modules *m, ModuleParam *p, bool write) {
+        if (!p->written || !p->current || !streq(p->written, p->wanted) || streq(p->current, p->written))
+                return false;
+        if (p->original && streq(p->current, p->original)) {
+                /* the module has its own value again (a reload of it): nothing of blkmqd's left */
+                p->written = mfree_str(p->written);
+                p->external = mfree_str(p->external);
+                return false;
+        }
+        bool transition = !streq_ptr(p->external, p->current);
+        if (transition && free_and_strdup(&p->external, p->current) < 0)
+                return false;
+        const char *next = m->file_written ? "; the next boot still gets blkmqd's value from /etc/modprobe.d/" MODPROBE_D_FILE : "";
+        if (!m->reassert || !write) {
+                if (transition)
+                        log_param(p, LOG_NOTICE, BLKMQD_MESSAGE_EXTERNAL_CHANGE, p->written, p->current,
+                                  "Module parameter %s.%s changed externally to %s (blkmqd wrote %s); leaving it (Reassert=no)",
+                                  p->module, p->param, p->current, p->written);
+                p->state = MODPARAM_CHANGED_EXTERNALLY;
+                set_note(p, "changed externally to %s (blkmqd wrote %s); left alone (Reassert=no): no longer blkmqd's, "
+                         "not put back at stop or restore%s", p->current, p->written, next);
+                return true;
+        }
+        uint64_t now = now_usec();
+        if (p->war.level > 0 && now < p->war.retry_usec) {
+                p->state = MODPARAM_CHANGED_EXTERNALLY;
+                set_note(p, "changed externally to %s again (blkmqd wrote %s); write war: Reassert=yes rewrites it in %u s",
+                         p->current, p->written, war_left_sec(&p->war, now));
+                return true;
+        }
+        if (p->war.level > 0 && now - p->war.last_usec > 2 * APPLY_BACKOFF_MAX_USEC)
+                p->war.level = 0;
+        p->war.level++;
+        p->war.last_usec = now;
+        p->war.retry_usec = now + apply_backoff_delay(p->war.level);
+        log_param(p, p->war.level >= 2 ? LOG_WARNING : LOG_NOTICE, BLKMQD_MESSAGE_EXTERNAL_CHANGE, p->written, p->current,
+                  "Module parameter %s.%s changed externally to %s (blkmqd wrote %s); rewritten (Reassert=yes)%s",
+                  p->module, p->param, p->current, p->written,
+                  p->war.level >= 2 ? ": write war, further rewrites back off" : "");
+        return false;
 }
 
 static char *modprobe_content(const Modules *m) {
@@ -222,7 +323,8 @@ static char *modprobe_content(const Modules *m) {
         fputs(MODPROBE_D_HEADER "\n", f);
         for (size_t i = 0; i < m->n_params; i++) {
                 const ModuleParam *p = &m->params[i];
-                if (!p->wanted || (!p->current && !p->held) || p->unsupported || p->state == MODPARAM_CONFLICT)
+                if (!p->wanted || (!p->current && !p->held) || p->unsupported || p->deferred ||
+                    p->state == MODPARAM_CONFLICT)
                         continue;
                 fprintf(f, "# wanted by %s\noptions %s %s=%s\n", strna(p->wanted_by), p->module, p->param, p->wanted);
                 any = true;
@@ -381,6 +483,13 @@ int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, Write
                         set_note(p, "disks %s want different values; nothing written", strna(p->wanted_by));
                         continue;
                 }
+                if (p->deferred) {
+                        p->state = MODPARAM_DEFERRED;
+                        set_note(p, "left to %s: blkmqd would set %s=%s; nothing written, neither /sys/module nor "
+                                 "/etc/modprobe.d/" MODPROBE_D_FILE " (DeferTo=none makes blkmqd write over it)",
+                                 strna(p->owner), p->param, p->wanted);
+                        continue;
+                }
                 if (p->unsupported || !p->current) {
                         char why[256];
                         p->state = MODPARAM_UNSUPPORTED;        /* as the policy said it (explain, journal) */
@@ -388,9 +497,12 @@ int modules_decide(HostFs *h, Modules *m, const Registry *reg, bool write, Write
                         continue;
                 }
                 if (streq(p->current, p->wanted)) {
+                        p->external = mfree_str(p->external);
                         set_in_module(m, p);
                         continue;
                 }
+                if (k && !k->load_time_only && external_change(m, p, write))
+                        continue;
                 if (file_has_option(m->boot_file, p->module, p->param, p->wanted)) {
                         p->state = MODPARAM_NOT_EFFECTIVE;
                         set_note(p, "in /etc/modprobe.d/" MODPROBE_D_FILE " at this boot, yet the module has %s=%s%s",
@@ -476,8 +588,12 @@ void modules_finish(Modules *m, const WriteJob *j) {
                         if (current_after(p, op) < 0) {
                                 p->state = MODPARAM_ERROR;
                                 set_note(p, "out of memory reading /sys/%s back", op->path);
-                        } else if (streq_ptr(p->current, p->wanted))
+                        } else if (streq_ptr(p->current, p->wanted)) {
+                                /* blkmqd's value now: another one found later is someone else's */
+                                (void) free_and_strdup(&p->written, p->current);
+                                p->external = mfree_str(p->external);
                                 set_in_module(m, p);
+                        }
                         else {
                                 p->state = MODPARAM_ERROR;
                                 set_note(p, "wrote %s to /sys/%s, yet the module has %s", op->value, op->path, strna(p->current));
@@ -545,10 +661,18 @@ int modules_originals(const Modules *m, char ***ret) {
         for (size_t i = 0; i < m->n_params; i++) {
                 const ModuleParam *p = &m->params[i];
                 _cleanup_free_ char *key = NULL;
-                if (!p->original)
-                        continue;
-                if (asprintf(&key, "%s.%s", p->module, p->param) < 0 || strv_extend(&kv, key) < 0 ||
-                    strv_extend(&kv, p->original) < 0)
+                _cleanup_free_ char *wkey = NULL, *xkey = NULL;
+                if (p->original && (asprintf(&key, "%s.%s", p->module, p->param) < 0 || strv_extend(&kv, key) < 0 ||
+                                    strv_extend(&kv, p->original) < 0))
+                        return -ENOMEM;
+                /* what blkmqd wrote: after a restart another value is still told from blkmqd's own */
+                if (p->written && (asprintf(&wkey, "%s.%s" MODULES_WRITTEN_SUFFIX, p->module, p->param) < 0 ||
+                                   strv_extend(&kv, wkey) < 0 || strv_extend(&kv, p->written) < 0))
+                        return -ENOMEM;
+                /* and the value someone else put there, said once: a restart does not say it again */
+                if (p->written && p->external &&
+                    (asprintf(&xkey, "%s.%s" MODULES_EXTERNAL_SUFFIX, p->module, p->param) < 0 ||
+                     strv_extend(&kv, xkey) < 0 || strv_extend(&kv, p->external) < 0))
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(kv);
@@ -556,20 +680,33 @@ int modules_originals(const Modules *m, char ***ret) {
 }
 
 int modules_load_originals(Modules *m, char * const *kv) {
+        char *p_written = NULL, *p_external = NULL;     /* markers only: which field a key is */
         for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
                 const char *dot = strchr(kv[i], '.');
                 if (!dot || dot == kv[i] || !dot[1])
                         continue;
-                _cleanup_free_ char *module = strndup(kv[i], dot - kv[i]);
+                _cleanup_free_ char *module = strndup(kv[i], dot - kv[i]), *param = NULL;
                 if (!module)
                         return -ENOMEM;
-                const KnownModuleParam *k = known_module_param(module, dot + 1);
+                const char *suffix = strchr(dot + 1, '@');
+                char **slot = NULL;
+                if (suffix && streq(suffix, MODULES_WRITTEN_SUFFIX))
+                        slot = &p_written;
+                else if (suffix && streq(suffix, MODULES_EXTERNAL_SUFFIX))
+                        slot = &p_external;
+                else if (suffix)
+                        continue;
+                if (!(param = suffix ? strndup(dot + 1, suffix - (dot + 1)) : strdup(dot + 1)))
+                        return -ENOMEM;
+                const KnownModuleParam *k = known_module_param(module, param);
                 if (!k || k->load_time_only)
                         continue;       /* only runtime values are written under /sys/module */
-                ModuleParam *p = param_get_or_add(m, module, dot + 1);
-                if (!p || free_and_strdup(&p->original, kv[i + 1]) < 0)
+                ModuleParam *p = param_get_or_add(m, module, param);
+                if (!p || free_and_strdup(slot == &p_written ? &p->written : slot == &p_external ? &p->external : &p->original,
+                                          kv[i + 1]) < 0)
                         return -ENOMEM;
-                log_info("Original %s=%s recorded by an earlier run will be put back by restore", kv[i], kv[i + 1]);
+                if (!suffix)
+                        log_info("Original %s=%s recorded by an earlier run will be put back by restore", kv[i], kv[i + 1]);
         }
         return 0;
 }
@@ -590,6 +727,20 @@ int modules_restore_decide(HostFs *h, Modules *m, bool keep_file, WriteJob **ret
                 char path[PATH_MAX];
                 if (!p->original)
                         continue;
+                /* what the module has now: a value neither blkmqd's nor the original is someone
+                 * else's, not blkmqd's to put back (as a disk's knob, apply_restore()) */
+                if (p->written && read_current(h, p) >= 0 && p->current && !streq(p->current, p->written) &&
+                    !streq(p->current, p->original)) {
+                        log_param(p, LOG_NOTICE, BLKMQD_MESSAGE_EXTERNAL_CHANGE, p->written, p->current,
+                                  "Module parameter %s.%s changed externally to %s (blkmqd wrote %s); not restoring %s over it",
+                                  p->module, p->param, p->current, p->written, p->original);
+                        (void) free_and_strdup(&p->external, p->current);
+                        p->state = MODPARAM_CHANGED_EXTERNALLY;
+                        set_note(p, "changed externally to %s (blkmqd wrote %s); not put back to %s: no longer blkmqd's",
+                                 p->current, p->written, p->original);
+                        p->original = mfree_str(p->original);
+                        continue;
+                }
                 snprintf(path, sizeof(path), "module/%s/parameters/%s", p->module, p->param);
                 if (job_add(&j, MODULES_LANE) < 0 || write_job_add(j, HOSTFS_SYSFS, path, p->original, true) < 0)
                         return -ENOMEM;
@@ -629,8 +780,11 @@ int modules_restore_finish(Modules *m, const WriteJob *j) {
                 log_info("Restored %s.%s=%s", p->module, p->param, op->value);
                 if (current_after(p, op) < 0 && ret >= 0)
                         ret = -ENOMEM;
-                if (streq_ptr(p->original, op->value))
+                if (streq_ptr(p->original, op->value)) {
                         p->original = mfree_str(p->original);
+                        p->written = mfree_str(p->written);     /* nothing of blkmqd's is in the module any more */
+                        p->external = mfree_str(p->external);
+                }
                 n++;
         }
         return ret < 0 ? ret : n;

@@ -25,11 +25,8 @@
 #include "registry.h"
 #include "writer.h"
 
-#define MODPROBE_D_FILE "blkmqd.conf"
 /* The writer lane of every module-parameter job and of originals/module-parameters: one at a time, in order. */
 #define MODULES_LANE "modules"
-/* First line of every blkmqd.conf blkmqd writes: how a later run knows the file is blkmqd's. */
-#define MODPROBE_D_HEADER "# Written by blkmqd: blk-mq queue layout parameters. Removed by `echo 1 > /run/blkmqd/restore`."
 
 typedef enum ModuleParamState {
         MODPARAM_PROPOSED,        /* wanted, not written (ModuleParams=propose, or dry-run/off) */
@@ -45,6 +42,11 @@ typedef enum ModuleParamState {
         MODPARAM_ERROR,           /* a write failed */
         MODPARAM_PENDING,         /* its write (/sys/module, or modprobe.d) is on a writer worker */
         MODPARAM_TIMEOUT,         /* ... and has not returned within the writer's deadline (still pending) */
+        MODPARAM_DEFERRED,        /* another tool's setting wins (an admin's modprobe.d option, the command line):
+                                   * nothing written; ModuleParam.owner names it */
+        MODPARAM_CHANGED_EXTERNALLY, /* a runtime parameter blkmqd wrote has another value now, neither blkmqd's
+                                   * nor the original (ModuleParam.external): left alone with Reassert=no, and
+                                   * not put back at stop or restore; rewritten with backoff with Reassert=yes */
         _MODPARAM_STATE_MAX,
         _MODPARAM_STATE_INVALID = -EINVAL,
 } ModuleParamState;
@@ -66,6 +68,12 @@ typedef struct ModuleParam {
         bool unsupported;       /* a wish says this kernel's module has no such parameter (ModuleWish.unsupported) */
         bool held;              /* an option of blkmqd's blkmqd.conf no disk present can decide (none of its
                                  * driver yet: at boot udev adds them after blkmqd starts): kept as it is */
+        bool deferred;          /* every wish for it is left to another tool (Plan.modules_deferred) */
+        char *owner;            /* that tool's setting, described (source_describe()); NULL none */
+        char *written;          /* the value blkmqd wrote to /sys/module at this boot and that is still its
+                                 * wish (kept in the state directory with the original); NULL none */
+        char *external;         /* changed externally: the value seen instead of written; NULL none */
+        Backoff war;            /* Reassert=yes: rewrites of a value someone else keeps changing */
 } ModuleParam;
 
 typedef struct Modules {
@@ -82,6 +90,9 @@ typedef struct Modules {
         /* why modules_decide() is told not to write (the caller's, static): in a proposed
          * parameter's note; NULL = "ModuleParams=propose" */
         const char *not_written_why;
+        /* Reassert= of [Manager]: a runtime parameter changed externally is written again (with
+         * backoff) instead of left alone */
+        bool reassert;
 } Modules;
 
 void modules_done(Modules *m);
@@ -100,17 +111,10 @@ void modules_init(HostFs *h, Modules *m);
 void modules_history(const Modules *m, PolicyHistory *ret);
 
 /*
- * Is text (the content of modprobe.d/blkmqd.conf) blkmqd's? True when its first line is
- * MODPROBE_D_HEADER and every other line is one blkmqd writes ("# wanted by ...",
- * "options <module> <param>=<value>"): ownership survives restarts without the state
- * directory, and a file an administrator wrote or edited is never overwritten or removed.
- */
-bool modprobe_file_is_blkmqd(const char *text);
-
-/*
  * The runtime values blkmqd changed under /sys/module, as they were before (the originals
  * modules_restore() puts back), for the state directory: a strv of alternating
- * "<module>.<param>", value (NULL when there are none). Returns 0 or -ENOMEM.
+ * "<module>.<param>", value, and "<module>.<param>@written", the value blkmqd wrote (NULL when
+ * there are none). Returns 0 or -ENOMEM.
  */
 int modules_originals(const Modules *m, char ***ret);
 
@@ -120,6 +124,11 @@ int modules_originals(const Modules *m, char ***ret);
  * Unknown parameters and malformed keys are skipped. Returns 0 or -ENOMEM.
  */
 int modules_load_originals(Modules *m, char * const *kv);
+
+/* modules_originals() also stores what blkmqd wrote, under "<module>.<param>" this suffix. */
+#define MODULES_WRITTEN_SUFFIX "@written"
+/* ... and the value someone else wrote over it (changed externally), under this one. */
+#define MODULES_EXTERNAL_SUFFIX "@external"
 
 /* The state directory key of modules_originals(): no disk identity looks like it. */
 #define MODULES_STATE_KEY "module-parameters"

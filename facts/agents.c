@@ -687,6 +687,86 @@ int agents_scan_irqbalance(const char *text, const char *file, IrqbalanceFacts *
         return 0;
 }
 
+/* ---- modprobe.d -------------------------------------------------------------------------------- */
+
+/* kmod's modname_normalize(): dashes are underscores. */
+static void module_normalize(char *m) {
+        for (; *m; m++)
+                if (*m == '-')
+                        *m = '_';
+}
+
+int agents_scan_modprobe(const char *text, const AgentFile *af, Sources *s) {
+        _cleanup_free_ char *joined = NULL;
+        int n = 0;
+        unsigned line = 0;
+
+        for (const char *l = text; l && *l;) {
+                size_t len = strcspn(l, "\n");
+                unsigned first = ++line;
+                /* a line ending in a backslash continues on the next (libkmod-config.c kmod_config_parse()) */
+                free(joined);
+                if (!(joined = strndup(l, len)))
+                        return -ENOMEM;
+                l += len + (l[len] == '\n');
+                while (*joined && joined[strlen(joined) - 1] == '\\' && *l) {
+                        size_t more = strcspn(l, "\n");
+                        joined[strlen(joined) - 1] = ' ';
+                        _cleanup_free_ char *j = NULL;
+                        if (asprintf(&j, "%s%.*s", joined, (int) more, l) < 0)
+                                return -ENOMEM;
+                        free(joined);
+                        joined = TAKE_PTR(j);
+                        l += more + (l[more] == '\n');
+                        line++;
+                }
+                char *p = joined + strspn(joined, " \t");
+                if (*p == '#' || !startswith(p, "options") || !strchr(" \t", p[7]) || !p[7])
+                        continue;
+                p += 7;
+                p += strspn(p, " \t");
+                size_t ml = strcspn(p, " \t");
+                if (ml == 0)
+                        continue;
+                _cleanup_free_ char *module = strndup(p, ml);
+                if (!module)
+                        return -ENOMEM;
+                module_normalize(module);
+                p += ml;
+                /* "p=v p2=v2 ...": a value may be quoted (kmod passes it on as written) */
+                for (;;) {
+                        p += strspn(p, " \t");
+                        if (!*p)
+                                break;
+                        const char *start = p;
+                        bool quoted = false;
+                        for (; *p && (quoted || !strchr(" \t", *p)); p++)
+                                if (*p == '"')
+                                        quoted = !quoted;
+                        _cleanup_free_ char *opt = strndup(start, p - start), *what = NULL, *value = NULL;
+                        if (!opt)
+                                return -ENOMEM;
+                        char *eq = strchr(opt, '=');
+                        if (!eq || eq == opt)
+                                continue;
+                        *eq = 0;
+                        const char *v = eq + 1;
+                        size_t vl = strlen(v);
+                        value = vl >= 2 && v[0] == '"' && v[vl - 1] == '"' ? strndup(v + 1, vl - 2) : strdup(v);
+                        if (!value || asprintf(&what, "options %s %s=%s", module, opt, eq + 1) < 0)
+                                return -ENOMEM;
+                        Source src = { .tool = SOURCE_MODPROBE_D, .admin = af->admin, .file = (char *) af->file, .line = first,
+                                       .label = (char *) "modprobe.d file", .what = what, .sets = SOURCE_SETS_MODULE_PARAM,
+                                       .knob = -1, .module = module, .name = opt, .value = value,
+                                       .target = SOURCE_TARGET_MODULE, .match_rotational = -1 };
+                        if (sources_add(s, &src) < 0)
+                                return -ENOMEM;
+                        n++;
+                }
+        }
+        return n;
+}
+
 /* ---- reading them through hostfs -------------------------------------------------------------- */
 
 typedef struct ConfDir {
@@ -708,6 +788,15 @@ static const ConfDir link_dirs[] = {
         { HOSTFS_RUN,     "systemd/network", "/run/systemd/network",     true },
         { HOSTFS_USR_LIB, "systemd/network", "/usr/lib/systemd/network", false },
         { HOSTFS_LIB,     "systemd/network", "/lib/systemd/network",     false },
+};
+
+/* modprobe.d(5) (kmod): /etc and /run are the admin's, /usr/lib (DISTCONFDIR on most distributions)
+ * and /lib the distribution's; /usr/local/lib/modprobe.d is not read (no hostfs kind for it). */
+static const ConfDir modprobe_dirs[] = {
+        { HOSTFS_ETC,     "modprobe.d", "/etc/modprobe.d",     true },
+        { HOSTFS_RUN,     "modprobe.d", "/run/modprobe.d",     true },
+        { HOSTFS_USR_LIB, "modprobe.d", "/usr/lib/modprobe.d", false },
+        { HOSTFS_LIB,     "modprobe.d", "/lib/modprobe.d",     false },
 };
 
 typedef struct ConfFile {
@@ -883,6 +972,14 @@ static int scan_irqbalance(HostFs *h, Sources *s) {
         return 0;
 }
 
+/* blkmqd's own blkmqd.conf is blkmqd's setting, not another tool's; one the admin wrote or
+ * edited (not in blkmqd's form, modprobe_file_is_blkmqd()) is theirs. */
+static int scan_modprobe(const char *text, const AgentFile *af, Sources *s) {
+        if (streq(af->file, "/etc/modprobe.d/" MODPROBE_D_FILE) && modprobe_file_is_blkmqd(text))
+                return 0;
+        return agents_scan_modprobe(text, af, s);
+}
+
 static int scan_link(const char *text, const AgentFile *af, Sources *s) {
         return agents_scan_link(text, af, s);
 }
@@ -892,7 +989,13 @@ int agents_gather(HostFs *h, Sources *ret) {
         _cleanup_free_ char *cmdline = NULL;
         int r;
 
-        /* in the order they act: the command line (boot), udev rules (add/change events), tuned */
+        /* in the order they act: modprobe.d, whose options modprobe passes before the command
+         * line's (libkmod/libkmod-config.c kmod_config_new(): the files in conf_files_list()
+         * order, by name, then kmod_config_parse_kcmdline()), the command line (boot), udev
+         * rules (add/change events), tuned */
+        r = scan_conf_dirs(h, modprobe_dirs, ELEMENTSOF(modprobe_dirs), ".conf", "modprobe.d file", scan_modprobe, &s);
+        if (r < 0)
+                return r;
         if (hostfs_read(h, HOSTFS_PROCFS, "cmdline", &cmdline) >= 0) {
                 r = agents_scan_cmdline(cmdline, &s);
                 if (r < 0)

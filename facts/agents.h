@@ -18,6 +18,10 @@
  *                (tuned-adm recommend, the package's first start) is a distribution default.
  *                `tuned-adm off` empties active_profile (controller.py disable()).
  *   cmdline      /proc/cmdline: elevator= and <module>.<param>= (lib/cmdline.h)
+ *   modprobe.d   /etc/modprobe.d, /run/modprobe.d (the admin's), /usr/lib/modprobe.d,
+ *                /lib/modprobe.d (the distribution's), *.conf sorted by name like udev rules
+ *                (modprobe.d(5)); "options <module> <param>=<value>" lines. blkmqd's own
+ *                /etc/modprobe.d/blkmqd.conf is not counted while it is in blkmqd's form.
  *   .link files  /etc/systemd/network, /run/systemd/network (the admin's), /usr/lib/systemd/network,
  *                /lib/systemd/network (the distribution's), sorted by name like udev rules;
  *                only the first file whose [Match] fits a NIC is applied to it (systemd
@@ -67,6 +71,10 @@ int agents_scan_tuned(const char *text, const AgentFile *af, Sources *s, char **
 /* Scan one .link file: one source per setting, or one SOURCE_SETS_NOTHING (its match still
  * hides later files). Returns the number added or -ENOMEM. */
 int agents_scan_link(const char *text, const AgentFile *af, Sources *s);
+
+/* One modprobe.d file: a source per "options <module> <param>=<value>" (module names with
+ * dashes as underscores, as kmod normalises them). Returns the number added or -ENOMEM. */
+int agents_scan_modprobe(const char *text, const AgentFile *af, Sources *s);
 
 /* The kernel command line: elevator= and every <module>.<param>=. Returns the number added or -ENOMEM. */
 int agents_scan_cmdline(const char *text, Sources *s);

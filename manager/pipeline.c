@@ -739,6 +739,7 @@ void manager_update_modules(Manager *m) {
         m->modules_again = false;
         m->modules.not_written_why = m->mode == MODE_OFF ? "mode off (restore sets it)" :
                                      m->mode == MODE_DRY_RUN ? "mode dry-run" : NULL;
+        m->modules.reassert = m->config.reassert;
         int r = modules_decide(m->hostfs, &m->modules, &m->registry,
                                m->mode == MODE_AUTO && m->config.module_params_write, &j);
         manager_persist_module_originals(m);    /* the originals decide recorded: saved before j (same lane) */

@@ -114,6 +114,11 @@ static void manager_verify_all(Manager *m) {
                         manager_apply(m, d);
                 }
         }
+        /* module parameters: no uevent comes when someone writes /sys/module/<m>/parameters/<p>
+         * either; the update reads every one again (a value changed externally: left alone, or
+         * with Reassert=yes rewritten with backoff) and writes only what is not in place */
+        if (m->modules.n_params > 0)
+                manager_update_modules(m);
         log_debug("Periodic verify: %zu disk(s) looked at, %zu applied again, %zu gathered again (network, kernel configuration)", n, applied, again);
 }
 

@@ -55,6 +55,7 @@ void module_wishes_free(ModuleWish *w, size_t n) {
                 free(w[i].module);
                 free(w[i].param);
                 free(w[i].value);
+                free(w[i].owner);
         }
         free(w);
 }
@@ -226,4 +227,28 @@ int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const C
                         return r;
         }
         return builtin_wishes(f, plan);
+}
+
+bool modprobe_file_is_blkmqd(const char *text) {
+        const char *p = startswith(text, MODPROBE_D_HEADER "\n");
+        bool wanted_by = false;
+
+        if (!p)
+                return false;
+        /* only what modprobe_content() writes: pairs of "# wanted by ..." and "options M P=V" */
+        while (*p) {
+                size_t l = strcspn(p, "\n");
+                char m[128], pv[256], rest;
+                if (p[l] != '\n')
+                        return false;           /* a torn or hand-appended last line */
+                if (!wanted_by && startswith(p, "# wanted by "))
+                        wanted_by = true;
+                else if (wanted_by && startswith(p, "options ") && l < 384 &&
+                         sscanf(p, "options %127s %255s%c", m, pv, &rest) == 3 && rest == '\n' && strchr(pv, '='))
+                        wanted_by = false;
+                else
+                        return false;
+                p += l + 1;
+        }
+        return !wanted_by;
 }

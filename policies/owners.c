@@ -16,6 +16,7 @@ static const char * const source_tool_table[_SOURCE_TOOL_MAX] = {
         [SOURCE_TUNED]     = "tuned profile",
         [SOURCE_CMDLINE]   = "kernel command line",
         [SOURCE_LINK]      = ".link file",
+        [SOURCE_MODPROBE_D] = "modprobe.d file",
 };
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(source_tool, SourceTool, source_tool_table, _SOURCE_TOOL_MAX)
 
@@ -232,14 +233,20 @@ const Source *sources_find_tunable(const Sources *s, const DiskFacts *f, Iosched
 }
 
 const Source *sources_find_module_param(const Sources *s, const char *module, const char *param) {
-        if (!s)
-                return NULL;
-        for (size_t i = s->n; i > 0; i--) {
-                const Source *src = &s->v[i - 1];
-                if (src->sets == SOURCE_SETS_MODULE_PARAM && streq_ptr(src->module, module) && streq_ptr(src->name, param))
-                        return src;
+        /* pick()'s rule: the admin's over a distribution's, among those of one kind the one that
+         * acts last (facts/agents.c lists modprobe.d's options in modprobe's order, then the
+         * command line's, which modprobe passes after them) */
+        const Source *admin = NULL, *dist = NULL;
+        for (size_t i = 0; s && i < s->n; i++) {
+                const Source *src = &s->v[i];
+                if (src->sets != SOURCE_SETS_MODULE_PARAM || !streq_ptr(src->module, module) || !streq_ptr(src->name, param))
+                        continue;
+                if (src->admin)
+                        admin = src;
+                else
+                        dist = src;
         }
-        return NULL;
+        return admin ?: dist;
 }
 
 /* DeferTo= in force for this disk: [Device:] (merged overrides), else [Manager]. */
@@ -401,9 +408,32 @@ int policy_owner_tunables(const DiskFacts *f, const PolicyConfig *config, const 
         return 0;
 }
 
+/* Move plan->modules[i] to plan->modules_deferred, naming the source it is left to. 0 or -ENOMEM. */
+static int module_defer(Plan *plan, size_t i, const char *desc) {
+        const ModuleWish *w = &plan->modules[i];
+        int r = module_wishes_add(&plan->modules_deferred, &plan->n_modules_deferred, w->module, w->param, w->value);
+        if (r < 0)
+                return r;
+        if (!(plan->modules_deferred[plan->n_modules_deferred - 1].owner = strdup(desc)))
+                return -ENOMEM;
+        plan_module_drop(plan, i);
+        return 0;
+}
+
+/* The file name of a modprobe.d source sorts after blkmqd.conf: modprobe passes its options
+ * after blkmqd's (libkmod-config.c conf_files_list(): every directory's *.conf by name), so at
+ * the module's next load its value wins over blkmqd's option. */
+static bool modprobe_after_blkmqd(const Source *src) {
+        const char *base = src->tool == SOURCE_MODPROBE_D ? strrchr(src->file, '/') : NULL;
+        return base && strcmp(base + 1, MODPROBE_D_FILE) > 0;
+}
+
 int policy_owner_modules(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, Plan *plan) {
         char desc[512];
         const char *origin;
+        module_wishes_free(plan->modules_deferred, plan->n_modules_deferred);
+        plan->modules_deferred = NULL;
+        plan->n_modules_deferred = 0;
         for (size_t i = 0; i < plan->n_modules;) {
                 ModuleWish *w = &plan->modules[i];
                 const Source *src = sources_find_module_param(f->sources, w->module, w->param);
@@ -423,19 +453,38 @@ int policy_owner_modules(const DiskFacts *f, const PolicyConfig *config, const P
                         plan_module_drop(plan, i);
                         continue;
                 }
-                if (!src || (src->value && streq(src->value, w->value)) || !defers(d, src)) {
+                if (!src || (src->value && streq(src->value, w->value))) {
                         i++;
                         continue;
                 }
                 source_describe(src, desc, sizeof(desc));
-                int r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, "owner-admin",
-                                     "module %s.%s: %s -> left to it (%s DeferTo=%s): no modprobe.d option; "
-                                     "blkmqd would propose %s.%s=%s; %s",
+                if (!defers(d, src)) {
+                        /* a distribution's modprobe.d default (or, DeferTo=none, the admin's): blkmqd's
+                         * option and runtime write correct it, and explain says whose value it replaces */
+                        char order[512] = "";
+                        if (modprobe_after_blkmqd(src))
+                                snprintf(order, sizeof(order), "; %s sorts after " MODPROBE_D_FILE ", so modprobe passes "
+                                         "its value last and it wins at the module's next load: an empty /etc/modprobe.d/%s "
+                                         "masks it", src->file, strrchr(src->file, '/') + 1);
+                        if (!(w->owner = strdup(desc)))
+                                return -ENOMEM;
+                        int r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_NOTE,
+                                             src->admin ? "owner-override" : "owner-distribution",
+                                             "module %s.%s: %s -> %s to %s (%s DeferTo=%s); %s%s",
+                                             w->module, w->param, desc, src->admin ? "written over" : "corrected", w->value,
+                                             origin, defer_to_to_string(d), turn_around(d, src), order);
+                        if (r < 0)
+                                return r;
+                        i++;
+                        continue;
+                }
+                int r = plan_explain(plan, f->name, 0, PLAN_OUTCOME_LEFT_ALONE, src->admin ? "owner-admin" : "owner-defer-all",
+                                     "module %s.%s: %s -> left to it (%s DeferTo=%s): nothing written, neither the "
+                                     "running module's value nor a modprobe.d option; blkmqd would propose %s.%s=%s; %s",
                                      w->module, w->param, desc, origin, defer_to_to_string(d), w->module, w->param,
                                      w->value, turn_around(d, src));
-                if (r < 0)
+                if (r < 0 || (r = module_defer(plan, i, desc)) < 0)
                         return r;
-                plan_module_drop(plan, i);
         }
         return 0;
 }

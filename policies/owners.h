@@ -13,11 +13,13 @@
  * The rule (docs/OPERATIONS.md "Next to tuned, irqbalance and udev rules"):
  *   - the admin's explicit choice wins: a udev rule in /etc/udev/rules.d or /run/udev/rules.d,
  *     tuned's active profile, elevator= or <module>.<param>= on the kernel command line, a
- *     .link file in /etc/systemd/network or /run/systemd/network. blkmqd leaves the knob
- *     ("deferred"), and explain names the source and what blkmqd would do and why;
+ *     .link file in /etc/systemd/network or /run/systemd/network, an options line in
+ *     /etc/modprobe.d or /run/modprobe.d. blkmqd leaves the knob ("deferred"), and explain
+ *     names the source and what blkmqd would do and why;
  *   - a distribution default (a rule in /usr/lib/udev/rules.d or /lib/udev/rules.d, a .link
- *     file in /usr/lib/systemd/network) is what blkmqd exists to correct: it writes its value
- *     and says once whose value it replaces;
+ *     file in /usr/lib/systemd/network, an options line in /usr/lib/modprobe.d or
+ *     /lib/modprobe.d) is what blkmqd exists to correct: it writes its value and says once
+ *     whose value it replaces;
  *   - DeferTo= in [Manager] or [Device:] changes it: admin (the default), all (distribution
  *     defaults too), none (blkmqd writes over every other tool, naming it);
  *   - a value set for blkmqd itself (policy/<knob>, [Device:] Elevator= ...) is the admin's
@@ -41,11 +43,12 @@ typedef enum SourceTool {
         SOURCE_TUNED,           /* tuned, with its active profile */
         SOURCE_CMDLINE,         /* the kernel command line (read by the kernel, modprobe, or a rule) */
         SOURCE_LINK,            /* a systemd .link file (systemd-udevd's net_setup_link builtin) */
+        SOURCE_MODPROBE_D,      /* a modprobe.d file's options line (modprobe, when the module loads) */
         _SOURCE_TOOL_MAX,
         _SOURCE_TOOL_INVALID = -EINVAL,
 } SourceTool;
 
-/* "udev rule", "tuned profile", "kernel command line", ".link file"; NULL when out of range. */
+/* "udev rule", "tuned profile", "kernel command line", ".link file", "modprobe.d file"; NULL when out of range. */
 const char *source_tool_to_string(SourceTool t);
 
 /* What a source sets, beyond blkmqd's own knobs. */
@@ -156,7 +159,8 @@ const Source *sources_find_tunable(const Sources *s, const DiskFacts *f, Iosched
 /* The source that sets the channel count of the NIC under network disk f (a .link file's
  * CombinedChannels=, tuned's [net] channels=), or NULL (also for a disk without a NIC). Pure. */
 const Source *sources_find_channels(const Sources *s, const DiskFacts *f);
-/* The kernel command line's module.param, or NULL. Pure. */
+/* The source that sets module parameter module.param (the command line, a modprobe.d options
+ * line), or NULL: the admin's before a distribution's, among those the one modprobe passes last. Pure. */
 const Source *sources_find_module_param(const Sources *s, const char *module, const char *param);
 /* Whether source src acts on disk f (its name, rotational, NIC); value: the disk's current value
  * of what it sets (for a match blkmqd does not evaluate), NULL unknown. Pure. */
@@ -178,7 +182,8 @@ const char *source_describe(const Source *src, char *buf, size_t size);
  */
 int policy_owner(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, int k, Plan *plan);
 /* The same for the elevator tunables the plan wants (plan->iosched) and the module parameters
- * (plan->modules: a <module>.<param>= on the kernel command line is the admin's). */
+ * (plan->modules: a <module>.<param>= on the kernel command line or an options line in
+ * /etc/modprobe.d is the admin's; a deferred wish moves to plan->modules_deferred). */
 int policy_owner_tunables(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, Plan *plan);
 int policy_owner_modules(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, Plan *plan);
 

@@ -82,6 +82,7 @@ static inline void plan_module_drop(Plan *plan, size_t i) {
         free(w->module);
         free(w->param);
         free(w->value);
+        free(w->owner);
         memmove(w, w + 1, (plan->n_modules - i - 1) * sizeof(*w));
         plan->n_modules--;
 }

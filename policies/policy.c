@@ -229,6 +229,7 @@ void plan_done(Plan *p) {
                 free(p->owner_source_iosched[t]);
         }
         module_wishes_free(p->modules, p->n_modules);
+        module_wishes_free(p->modules_deferred, p->n_modules_deferred);
         for (Knob k = 0; k < _KNOB_MAX; k++) {
                 free(p->owner_source[k]);
                 free(p->isolated[k]);

@@ -73,6 +73,10 @@ typedef struct ModuleWish {
          * never written; apply/modules.c takes the state "unsupported" from here, with the same
          * sentence (module_param_unsupported_reason()) */
         bool unsupported;
+        /* the other tool whose setting of it the owner rule met (source_describe()): in
+         * Plan.modules_deferred the one left to; in Plan.modules one corrected or written over
+         * (policies/owners.c policy_owner_modules()); NULL none */
+        char *owner;
 } ModuleWish;
 
 /*
@@ -96,6 +100,19 @@ const KnownModuleParam *known_module_param(const char *module, const char *param
 /* The one sentence for a parameter this kernel's module does not have, which explain, the
  * journal and modules/<module>/<param>/note all say: written into buf (size bytes). Returns buf. */
 const char *module_param_unsupported_reason(const char *module, const char *param, char *buf, size_t size);
+
+/* blkmqd's own modprobe.d file (/etc/modprobe.d/blkmqd.conf, apply/modules.c). */
+#define MODPROBE_D_FILE "blkmqd.conf"
+/* First line of every blkmqd.conf blkmqd writes: how a later run knows the file is blkmqd's. */
+#define MODPROBE_D_HEADER "# Written by blkmqd: blk-mq queue layout parameters. Removed by `echo 1 > /run/blkmqd/restore`."
+/*
+ * Is text (the content of modprobe.d/blkmqd.conf) blkmqd's? True when its first line is
+ * MODPROBE_D_HEADER and every other line is one blkmqd writes ("# wanted by ...",
+ * "options <module> <param>=<value>"): ownership survives restarts without the state
+ * directory, and a file an administrator wrote or edited is never overwritten or removed.
+ */
+bool modprobe_file_is_blkmqd(const char *text);
+
 
 
 
@@ -380,6 +397,10 @@ typedef struct Plan {
         char *iosched[_IOSCHED_TUNABLE_MAX];
         ModuleWish *modules;    /* module parameters wanted because of this disk */
         size_t n_modules;
+        /* ... and those another tool's setting wins over (the owner rule: an admin's modprobe.d
+         * option, the command line): never written; modules/<m>/<p> says deferred, naming it */
+        ModuleWish *modules_deferred;
+        size_t n_modules_deferred;
         /* whose value each knob is (policies/owners.c policy_owner()): the owner column; the
          * source, described, when another tool sets it (NULL otherwise) */
         Ownership owner[_KNOB_MAX];

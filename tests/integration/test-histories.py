@@ -54,6 +54,19 @@ nr_requests and queue/iosched/ reset by an elevator switch, write errors injecte
       (the kernel's value back in current; proposed, "mode off" in its note; blkmqd.conf gone),
       a reload, mode auto, kill -9 and the reboot after it (effective from blkmqd.conf; the
       earlier boot's original dropped, the stop leaves the module's 1), a restore at that boot
+  (x) issue 28, a runtime module parameter changed by another tool (vm-6.12-nvme-4q,
+      [Module:nvme] poll_queues=1, the fixture's 0): 3 written to sys/module after blkmqd's 1.
+      Reassert=no: changed-externally in modules/ (naming 3) and the metric, one external-change
+      record and blkmqd_external_changes_total 1 through two reloads and a kill -9 restart,
+      nothing rewritten; the stop leaves 3 and says why. Reassert=yes: rewritten once (one
+      record), a second reload writes nothing; 4 written at once: the backoff leaves it (write
+      war, "rewrites it in N s"); the stop leaves 4
+  (o) issue 28, whose modprobe.d option: "options nvme poll_queues=2" (line 4 of a file with a
+      comment, a blacklist and another module's options) in etc/modprobe.d: deferred (modules/
+      state and note naming file:line, explain, one warning), nothing written, still after a
+      reload, the stop leaves the copy as it was; in usr/lib/modprobe.d: corrected (1 in the
+      kernel and blkmqd.conf, explain naming the distribution's file, one warning), and whether
+      the name sorts after blkmqd.conf (nvme.conf does, 00-nvme.conf not) is said
   (b) issue 26 item 1 through the daemon: gen-synthetic.py --disks 1 --kernel 5.10.0-30-amd64,
       config only ModuleParams=write: blkmqd.conf written (pending-reboot); the reboot it asked
       for; a start, a reload and a further boot keep the class, read effective and neither
@@ -848,13 +861,162 @@ def case_module_restore(tmp):
         r.stop()
 
 
+MODPARAM = "sys/module/nvme/parameters/poll_queues"
+NVME_POLL = QUIET + "ModuleParams=write\n\n[Module:nvme]\npoll_queues=1\n"
+
+
+def count(text, needle):
+    return sum(needle in line for line in text.splitlines())
+
+
+def case_module_external(tmp):
+    """Issue 28: a runtime module parameter another tool changes after blkmqd wrote it is no
+    longer blkmqd's, as a disk's knob (vm-6.12-nvme-4q, [Module:nvme] poll_queues=1, the kernel's
+    0). Reassert=no: one external-change record, changed-externally in modules/ naming the value,
+    nothing rewritten through reloads, a kill -9 and a start again; the stop says it and leaves
+    the value. Reassert=yes: rewritten once; changed again at once, the backoff holds the next
+    rewrite (write war); the stop leaves that value too."""
+    for reassert in ("no", "yes"):
+        tag = f"x-{reassert}"
+        root = bt.copy_fixture("vm-6.12-nvme-4q", os.path.join(tmp, tag + "-root"))
+        first_boot(root)
+        kern = os.path.join(root, MODPARAM)
+        r = Run(tmp, tag, NVME_POLL.replace("[Manager]\n", f"[Manager]\nReassert={reassert}\n"), exe=emu_arg())
+        d = r.start(root, "--devices", "nvme0n1")
+        stopped = False
+        try:
+            m = module_settled(d, "nvme", "poll_queues")
+            check(m["state"] == "pending-reset" and (rd(kern) or "").strip() == "1",
+                  f"({tag}) start: blkmqd wrote poll_queues 1 ({m})")
+            put(root, MODPARAM, "3\n")         # echo 3 > /sys/module/nvme/parameters/poll_queues
+            check(r.reload() == 0, f"({tag}) reload after another tool's write")
+            m = module_settled(d, "nvme", "poll_queues")
+            log = r.log()
+            if reassert == "no":
+                for step in ("reload", "reload again", "kill -9, start"):
+                    if step == "reload again":
+                        check(r.reload() == 0, f"({tag}) a second reload")
+                    elif step.startswith("kill"):
+                        r.kill9_restart()
+                    m = module_settled(d, "nvme", "poll_queues")
+                    check((rd(kern) or "").strip() == "3", f"({tag}) {step}: the other tool's 3 stays in the kernel")
+                    check(m["state"] == "changed-externally" and m["current"] == "3" and "changed externally to 3" in m["note"]
+                          and "blkmqd wrote 1" in m["note"], f"({tag}) {step}: modules/nvme/poll_queues changed-externally, "
+                          f"naming 3 ({m})")
+                    agree(f"{tag} {step}", d, root, ["nvme0n1"], {"nvme/poll_queues": "changed-externally"})
+                    mt = d.read("metrics")
+                    check(re.search(r'^blkmqd_module_param\{module="nvme",param="poll_queues",current="3",wanted="1",'
+                                    r'state="changed-externally"\} 1$', mt, re.M) is not None,
+                          f"({tag}) {step}: the metric says changed-externally")
+                    if step == "reload":
+                        ext = re.search(r"^blkmqd_external_changes_total (\d+)$", mt, re.M)
+                        check(ext is not None and ext.group(1) == "1", f"({tag}) blkmqd_external_changes_total counts the "
+                              f"record ({ext and ext.group(1)})")
+                logs = r.logs()
+                check(count(logs, "Module parameter nvme.poll_queues changed externally to 3 (blkmqd wrote 1); leaving it "
+                                  "(Reassert=no)") == 1,
+                      f"({tag}) one external-change record through two reloads and a restart "
+                      f"({[x for x in logs.splitlines() if 'changed externally' in x]})")
+                check(count(logs, "Writing \"1\" to module parameter") <= 1 and "rewritten" not in logs,
+                      f"({tag}) nothing rewritten")
+            else:
+                check((rd(kern) or "").strip() == "1" and m["state"] == "pending-reset",
+                      f"({tag}) reload: rewritten to 1 (Reassert=yes), pending-reset ({m})")
+                check(count(log, "changed externally to 3 (blkmqd wrote 1); rewritten (Reassert=yes)") == 1,
+                      f"({tag}) one record of the rewrite")
+                check(r.reload() == 0, f"({tag}) a second reload")
+                m = module_settled(d, "nvme", "poll_queues")
+                check(count(r.log(), "rewritten (Reassert=yes)") == 1 and m["state"] == "pending-reset",
+                      f"({tag}) the second reload rewrites nothing: in place ({m['state']})")
+                put(root, MODPARAM, "4\n")     # changed again at once: a write war
+                check(r.reload() == 0, f"({tag}) reload after the second change")
+                m = module_settled(d, "nvme", "poll_queues")
+                check((rd(kern) or "").strip() == "4" and m["state"] == "changed-externally" and "write war" in m["note"]
+                      and "rewrites it in" in m["note"], f"({tag}) changed again within the backoff: left until it passes ({m})")
+                agree(f"{tag} war", d, root, ["nvme0n1"], {"nvme/poll_queues": "changed-externally"})
+            r.stop()
+            stopped = True
+            want = "3" if reassert == "no" else "4"
+            logs = r.logs()
+            check((rd(kern) or "").strip() == want, f"({tag}) after the stop the other tool's {want} stays "
+                  f"({(rd(kern) or '').strip()!r})")
+            check("Restored nvme.poll_queues" not in logs and
+                  f"Module parameter nvme.poll_queues changed externally to {want} (blkmqd wrote 1); not restoring 0 over it" in logs,
+                  f"({tag}) the stop says why it puts nothing back")
+        finally:
+            if not stopped:
+                r.stop()
+
+
+def case_module_owners(tmp):
+    """Issue 28: whose modprobe.d option it is (policies/owners.c, the udev rules' rule: /etc and
+    /run are the admin's, /usr/lib and /lib the distribution's). An admin's /etc/modprobe.d file
+    setting nvme poll_queues=2 against blkmqd's wish 1: deferred, explained, nothing written (no
+    /sys/module write, no blkmqd.conf), the stop leaves all as it was; the same in
+    /usr/lib/modprobe.d: corrected (written at runtime and in blkmqd.conf), one warning naming the
+    file; a name that sorts after blkmqd.conf ("nvme.conf": modprobe passes its options after
+    blkmqd's, so it wins at the next load) is said in explain, one before it ("00-nvme.conf") not."""
+    for where, name in (("etc", "nvme.conf"), ("usr/lib", "00-nvme.conf"), ("usr/lib", "nvme.conf")):
+        tag = f"o-{where.replace('/', '-')}-{name}"
+        root = bt.copy_fixture("vm-6.12-nvme-4q", os.path.join(tmp, tag + "-root"))
+        first_boot(root)
+        os.makedirs(os.path.join(root, "etc/modprobe.d"), exist_ok=True)
+        os.makedirs(os.path.join(root, where, "modprobe.d"), exist_ok=True)
+        rel = f"{where}/modprobe.d/{name}"
+        put(root, rel, "# local\nblacklist foo\noptions nvme-core multipath=N\noptions nvme  poll_queues=2 write_queues=0\n")
+        first = snapshot(root)
+        kern = os.path.join(root, MODPARAM)
+        r = Run(tmp, tag, NVME_POLL, exe=emu_arg())
+        d = r.start(root, "--devices", "nvme0n1")
+        stopped = False
+        try:
+            m = module_settled(d, "nvme", "poll_queues")
+            explain = d.read("devices", "nvme0n1", "explain")
+            log = r.log()
+            warned = [x for x in log.splitlines() if f"/{rel}:4" in x and "poll_queues" in x and x.startswith("<4>")]
+            if where == "etc":
+                check(m["state"] == "deferred" and m["wanted"] == "1" and f"/{rel}:4" in m["note"] and "the admin's choice" in m["note"]
+                      and "nothing written" in m["note"], f"({tag}) modules/nvme/poll_queues deferred, naming the file ({m})")
+                check((rd(kern) or "").strip() == "0" and modconf(root) == (None, None),
+                      f"({tag}) nothing written: the kernel's 0 and no {MODCONF}")
+                check(f"module nvme.poll_queues: modprobe.d file /{rel}:4 options nvme poll_queues=2 (the admin's choice) -> "
+                      "left to it" in explain and "blkmqd would propose nvme.poll_queues=1" in explain,
+                      f"({tag}) explain names the file and what blkmqd would do ({[x for x in explain.splitlines() if 'poll_queues' in x]})")
+                check(len(warned) == 1 and "(deferred)" in warned[0], f"({tag}) one warning naming the file ({warned})")
+                agree(tag, d, root, ["nvme0n1"], {"nvme/poll_queues": "deferred"})
+                check(r.reload() == 0, f"({tag}) reload")
+                m = module_settled(d, "nvme", "poll_queues")
+                check(m["state"] == "deferred" and (rd(kern) or "").strip() == "0", f"({tag}) reload: still deferred ({m['state']})")
+            else:
+                check(m["state"] == "pending-reset" and (rd(kern) or "").strip() == "1",
+                      f"({tag}) the distribution's default corrected: 1 in the kernel ({m})")
+                text, _ = modconf(root)
+                check(text is not None and "options nvme poll_queues=1\n" in text, f"({tag}) {MODCONF} written")
+                check(f"module nvme.poll_queues: modprobe.d file /{rel}:4 options nvme poll_queues=2 (a distribution default) "
+                      "-> corrected to 1" in explain,
+                      f"({tag}) explain names the distribution's file ({[x for x in explain.splitlines() if 'poll_queues' in x]})")
+                after = "sorts after blkmqd.conf" in explain
+                check(after == (name == "nvme.conf"), f"({tag}) explain says whether the file sorts after blkmqd.conf ({after})")
+                check(len(warned) == 1 and "a distribution default" in warned[0] and "writes its own value over it" in warned[0],
+                      f"({tag}) one warning naming the file ({warned})")
+                agree(tag, d, root, ["nvme0n1"], {"nvme/poll_queues": "pending-reset"})
+            r.stop()
+            stopped = True
+            same_as_first(tag, first, root)
+            check((rd(kern) or "").strip() == "0", f"({tag}) after the stop the kernel's 0 is back or was never changed")
+        finally:
+            if not stopped:
+                r.stop()
+
+
 def main():
     bt.exe_or_exit(why="FUSE mount", tools=())
     tmp = tempfile.mkdtemp(prefix="blkmqd-histories-")
     only = bt.only_cases()
     cases = (("e", case_elevator_names), ("c", case_irq_counts), ("u", case_stale_unsupported),
              ("l", case_elevator_not_loaded), ("m", case_mapping),
-             ("n", case_narrow), ("s", case_sequences), ("b", case_module_reboot), ("r", case_module_restore))
+             ("n", case_narrow), ("s", case_sequences), ("b", case_module_reboot), ("r", case_module_restore),
+             ("x", case_module_external), ("o", case_module_owners))
     try:
         for letter, case in cases:
             if only and letter not in only:

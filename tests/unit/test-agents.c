@@ -186,6 +186,35 @@ static void test_cmdline(void) {
         CHECK(sources_find_module_param(&s, "megaraid_sas", "host_tagset_enable") != NULL);
 }
 
+/* modprobe.d: every "options" line's parameters (continued lines joined, quotes, dashes in the
+ * module name as underscores), nothing else; whose choice and which one wins: the admin's
+ * (/etc) over a distribution's (/usr/lib), the command line over both (modprobe passes it last) */
+static void test_modprobe(void) {
+        static const AgentFile etc = { .file = "/etc/modprobe.d/nvme.conf", .label = "modprobe.d file", .admin = true };
+        static const AgentFile dist = { .file = "/usr/lib/modprobe.d/50-nvme.conf", .label = "modprobe.d file", .admin = false };
+        _cleanup_(sources_done) Sources s = {};
+        int n = agents_scan_modprobe("# options nvme poll_queues=9\n"
+                                     "blacklist nvme\n"
+                                     "  options nvme-core multipath=N\n"
+                                     "options nvme poll_queues=2 \\\n  write_queues=1 io_queue_depth\n"
+                                     "options dummy x=\"a b\"\n"
+                                     "optionsfoo nvme poll_queues=7\n"
+                                     "install nvme /bin/true\n", &dist, &s);
+        expect("modprobe", &s, n, HITS("3 module nvme_core.multipath options nvme_core multipath=N value=N",
+                                       "4 module nvme.poll_queues options nvme poll_queues=2 value=2",
+                                       "4 module nvme.write_queues options nvme write_queues=1 value=1",
+                                       "6 module dummy.x options dummy x=\"a b\" value=a b"));
+        const Source *src = sources_find_module_param(&s, "nvme", "poll_queues");
+        CHECK(src && !src->admin && streq_ptr(src->value, "2"));
+        CHECK_INT(agents_scan_modprobe("options nvme poll_queues=3\n", &etc, &s), 1);
+        CHECK_INT(agents_scan_modprobe("options nvme poll_queues=4\n", &dist, &s), 1);
+        src = sources_find_module_param(&s, "nvme", "poll_queues");
+        CHECK(src && src->admin && streq_ptr(src->value, "3"));         /* the admin's, though a distribution's comes later */
+        CHECK_INT(agents_scan_cmdline("quiet nvme.poll_queues=5\n", &s), 1);
+        src = sources_find_module_param(&s, "nvme", "poll_queues");
+        CHECK(src && src->tool == SOURCE_CMDLINE && streq_ptr(src->value, "5"));
+}
+
 static void test_irqbalance(void) {
         IrqbalanceFacts ib = {};
         CHECK_INT(agents_scan_irqbalance("# comment\n#IRQBALANCE_ARGS=--banirq=1\nIRQBALANCE_ARGS=\"--banirq=45 -i 46 -i47 "
@@ -214,6 +243,7 @@ int main(void) {
         test_tuned();
         test_link();
         test_cmdline();
+        test_modprobe();
         test_irqbalance();
         return tap_finish("test-agents");
 }
