@@ -677,6 +677,8 @@ static const struct {
         { "nullb",   "nullb", "null_blk" },     /* drivers/block/null_blk/main.c: "nullb%d"; configfs
                                                  * devices take their directory's name: major only */
         { NULL,      "ublkb", "ublk" },         /* drivers/block/ublk_drv.c: "ublkb%d", dynamic devt (blkext) */
+        { "nbd",     "nbd",   "nbd" },          /* drivers/block/nbd.c: NBD_MAJOR "nbd", "nbd%d" (a network
+                                                 * disk, not a virtual one: policies/defaults.c) */
 };
 
 /* The driver of a disk without a parent device, from the cache's /proc/devices (read once) or

@@ -536,7 +536,7 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
                 if (!(n = f->net = net_facts_new("iscsi")))
                         return -ENOMEM;
                 r = gather_iscsi(h, n, session);
-        } else if (!devpath && startswith(f->name, "nbd")) {
+        } else if (!devpath && streq_ptr(f->driver, "nbd")) {
                 if (!(n = f->net = net_facts_new("nbd")))
                         return -ENOMEM;
                 r = gather_nbd(n, f);

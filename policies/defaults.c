@@ -321,6 +321,10 @@ const TrustRow rotational_trust[] = {
           "answers for the array" },
         { "iscsi", "iscsi_tcp", NULL, 0, RATE_ANY, HINT_UNTRUSTED,
           "an iSCSI LUN (drivers/scsi/iscsi_tcp.c): the target answers for a volume of its own" },
+        { "nbd", "nbd", NULL, 0, RATE_ANY, HINT_UNTRUSTED,
+          "an NBD export: the flag is the server's NBD_FLAG_ROTATIONAL (drivers/block/nbd.c nbd_set_size(); "
+          "include/uapi/linux/nbd.h), which a server sends as configured (nbd-server rotational=; qemu-nbd never), "
+          "whatever stores the data" },
         /* the flag comes from the device itself */
         { "nvme", NULL, "nvme", 0, RATE_ANY, HINT_TRUSTED,
           "NVMe: the kernel marks a namespace rotational only when the controller reports rotational media, flash "

@@ -271,6 +271,7 @@ static void test_trust(void) {
                 { "smartpqi", "scsi", 3, 1, "raid-volume", HINT_UNTRUSTED },
                 { "aacraid", "scsi", 0, 7200, "raid-volume", HINT_UNTRUSTED },
                 { "iscsi_tcp", "scsi", 0, 1, "iscsi", HINT_UNTRUSTED },
+                { "nbd", "nbd", -1, -1, "nbd", HINT_UNTRUSTED },
                 { "uas", "usb", 0, 1, "usb", HINT_UNTRUSTED },
                 { "usb-storage", "usb", 0, -1, "usb", HINT_UNTRUSTED },
                 { "ahci", "scsi", 0, 7200, "scsi-rotation-rate", HINT_TRUSTED },

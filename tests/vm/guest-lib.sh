@@ -56,6 +56,8 @@
 #                                         the scenarios with the NET_HEADER below; sets
 #                                         NVME_INI_IF NVME_TGT_IF NVME_CTRL NVME_DISK NVME_PATH
 #   nvme_tcp_connect [OPTS] / nvme_tcp_disconnect   again, e.g. with nr_io_queues=2
+#   nbd_setup [OPTS]                      the same network, qemu-nbd in "tgt" and nbd-client
+#                                         OPTS (e.g. -C 2) connecting /dev/nbd0; sets NBD_DISK
 #   nvme_tcp_bond [OPTS]                  the initiator NIC and a third one (MAC ...:03) under an
 #                                         active-backup bond0 with 10.77.0.1; connect again
 #   netlink_facts                         print the netlink facts (route, links, channels) in
@@ -419,13 +421,13 @@ _vt_if_by_mac() {
     return 1
 }
 
-nvme_tcp_setup() {
+# _vt_net_pair: the initiator NIC (MAC ...:01, 10.77.0.1) and the target NIC (MAC ...:02,
+# $NVME_TCP_ADDR) moved into the network namespace "tgt"; sets NVME_INI_IF NVME_TGT_IF NVME_INI2_IF.
+_vt_net_pair() {
     [ -x "$IP" ] || skip_all "iproute2's ip not packed (# binary: /usr/sbin/ip)"
     NVME_INI_IF=$(_vt_if_by_mac 52:54:00:12:34:01) || skip_all "no NIC with MAC 52:54:00:12:34:01"
     NVME_TGT_IF=$(_vt_if_by_mac 52:54:00:12:34:02) || skip_all "no NIC with MAC 52:54:00:12:34:02"
     NVME_INI2_IF=$(_vt_if_by_mac 52:54:00:12:34:03) || NVME_INI2_IF=""   # a bond's second port (optional)
-    modprobe null_blk nr_devices=1 submit_queues=1 memory_backed=0 gb=1
-    wait_for_file /sys/block/nullb0 10
     $IP netns add tgt
     $IP link set "$NVME_TGT_IF" netns tgt
     $IP link set lo up
@@ -434,6 +436,12 @@ nvme_tcp_setup() {
     $IP -n tgt link set lo up
     $IP -n tgt addr add "$NVME_TCP_ADDR/24" dev "$NVME_TGT_IF"
     $IP -n tgt link set "$NVME_TGT_IF" up
+}
+
+nvme_tcp_setup() {
+    _vt_net_pair
+    modprobe null_blk nr_devices=1 submit_queues=1 memory_backed=0 gb=1
+    wait_for_file /sys/block/nullb0 10
     # nvmet-tcp opens its listening socket in the network namespace of the process that
     # enables the port (the configfs link), so the link is made from inside "tgt"
     nsenter --net=/run/netns/tgt sh -ec "
@@ -452,6 +460,30 @@ nvme_tcp_setup() {
     # the bridge forwards once both taps carry: poll the path
     _vt_reach_target "$NVME_INI_IF" || return 1
     nvme_tcp_connect
+}
+
+# nbd_setup [NBD-CLIENT OPTION...]: _vt_net_pair, then qemu-nbd in "tgt" serving a sparse
+# 256 MiB file on the guest's tmpfs at $NVME_TCP_ADDR:10809 (export d0, up to 8 clients), the nbd
+# module with one device, and nbd-client connecting /dev/nbd0 to it over the initiator NIC with
+# OPTIONs (e.g. -C 2: two connections, one hctx each; -L: the ioctl interface, the client stays);
+# sets NBD_DISK.
+nbd_setup() {
+    [ -x /usr/bin/qemu-nbd ] || skip_all "qemu-nbd not packed (# binary: /usr/bin/qemu-nbd)"
+    [ -x /usr/sbin/nbd-client ] || skip_all "nbd-client not packed (# binary: /usr/sbin/nbd-client)"
+    _vt_net_pair
+    dd if=/dev/zero of=/tmp/nbd0.img bs=1M count=0 seek=256 2>/dev/null
+    nsenter --net=/run/netns/tgt /usr/bin/qemu-nbd --fork --persistent --shared=8 --export-name=d0 \
+        --bind="$NVME_TCP_ADDR" --port=10809 --format=raw /tmp/nbd0.img ||
+        { fail "qemu-nbd serving /tmp/nbd0.img in netns tgt"; return 1; }
+    modprobe nbd nbds_max=1
+    wait_for_file /sys/block/nbd0 10 || { fail "nbd0 after modprobe nbd nbds_max=1"; return 1; }
+    _vt_reach_target "$NVME_INI_IF" || return 1
+    /usr/sbin/nbd-client "$NVME_TCP_ADDR" 10809 /dev/nbd0 -N d0 "$@" ||
+        { fail "nbd-client $NVME_TCP_ADDR 10809 /dev/nbd0 -N d0 $*"; return 1; }
+    wait_for_file /sys/block/nbd0/pid 20 || { fail "nbd0 connected (/sys/block/nbd0/pid)"; return 1; }
+    NBD_DISK=nbd0
+    note "nbd: $NBD_DISK ($(ls /sys/block/nbd0/mq | wc -l) hctx, pid $(cat /sys/block/nbd0/pid)) to $NVME_TCP_ADDR:10809 over $NVME_INI_IF"
+    return 0
 }
 
 # _vt_reach_target VIA: ping $NVME_TCP_ADDR until it answers (30 tries, 1 s each at most)
