@@ -80,7 +80,7 @@ int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
         case NODE_FACT:
                 if (n->arg == FACT_SPEED && !d->speed_text) {
                         SpeedConfig c;
-                        char buf[256];
+                        char buf[SPEED_TEXT_MAX];
                         speed_config_defaults(&c);
                         return asprintf(ret, "%s\n", speed_state_format(&d->speed, &c, buf, sizeof(buf))) < 0 ? -ENOMEM : 0;
                 }

@@ -17,6 +17,7 @@
 static const char * const section_dir[_STATE_SECTION_MAX] = {
         [STATE_OVERRIDES] = "overrides",
         [STATE_ORIGINALS] = "originals",
+        [STATE_MEASURED]  = "measured",
 };
 
 struct State {

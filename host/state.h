@@ -16,6 +16,11 @@
  *                          and what blkmqd wrote over each original ("written.elevator=kyber",
  *                          "written.irq.36=1", with "instance."/"readback." keys: apply/apply.h
  *                          apply_adopt_written(); missing in an older blkmqd's file: unknown)
+ *   measured/<identity>    the class by measurement and the window that made it ("speed=fast",
+ *                          "p50_usec=84.000", ...: policies/speed.h speed_state_to_kv()), first
+ *                          line "boot=<boot_id>" as in originals/: kept for a restart in the same
+ *                          boot, dropped at load after a reboot (manager/persist.c
+ *                          manager_load_measured(), docs/DESIGN-NOTES.md "Measured speed")
  * keyed by the disk's stable identity (WWID, serial, loop backing file, device path),
  * never by its kernel name. Files are written atomically: temp file, fsync, rename,
  * fsync of the directory, so a crash leaves the old or the new file, never a torn one.
@@ -28,6 +33,7 @@ typedef struct State State;
 typedef enum StateSection {
         STATE_OVERRIDES,
         STATE_ORIGINALS,
+        STATE_MEASURED,
         _STATE_SECTION_MAX,
 } StateSection;
 

@@ -74,6 +74,7 @@ struct Manager {
         char **batch_added;             /* disks new in the batch: stored state loaded at its end, when
                                          * every disk's identity is known (identity collisions) */
         char **originals_seen;          /* state keys whose originals this run loaded or wrote */
+        char **measured_seen;           /* state keys whose measurement this run loaded or wrote */
         char *module_originals_saved;   /* what originals/module-parameters holds ("" none), NULL unknown */
         FuseFs *fuse;
         char *mountpoint;
@@ -227,6 +228,8 @@ void manager_on_apply_timeout(Device *d, void *userdata);
  * then load its stored overrides and originals. Problems are logged, never fatal.
  */
 void manager_load_stored(Manager *m, Device *d);
+void manager_load_measured(Manager *m, Device *d);
+void manager_persist_measured(Manager *m, Device *d);
 
 /*
  * Two present disks with one identity: mark both Device.identity_shared (one warning each);

@@ -248,6 +248,8 @@ Manager *manager_free(Manager *m) {
                 (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring original values");
                 RestoreCounts c;
                 char tail[128];
+                for (size_t i = 0; i < m->registry.n_devices; i++)
+                        manager_persist_measured(m, m->registry.devices[i]);
                 (void) manager_restore_all(m, &c);
                 log_full(c.failed ? LOG_WARNING : LOG_INFO, 0, NULL, BLKMQD_MESSAGE_STOP, NULL, __FILE__, __LINE__, __func__,
                          "Stopping: %u original value(s) restored%s", c.restored, manager_restore_counts_tail(&c, tail, sizeof(tail)));
@@ -298,6 +300,7 @@ Manager *manager_free(Manager *m) {
         strv_free(m->cli_globs);
         strv_free(m->batch_added);
         strv_free(m->originals_seen);
+        strv_free(m->measured_seen);
         module_tree_cache_done(&m->module_tree);
         machine_cache_done(&m->machine);
         free(m->module_originals_saved);
@@ -466,8 +469,10 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         m->restore_count = 0;
         m->restore_failed = false;
         m->restore_counts = (RestoreCounts) {};
-        for (size_t i = 0; i < m->registry.n_devices; i++)
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                manager_persist_measured(m, m->registry.devices[i]);    /* the last window, for the next start */
                 manager_restore_device(m, m->registry.devices[i]);
+        }
         /* the runtime module parameters blkmqd wrote too (blkmqd.conf stays: a boot-time setting) */
         manager_restore_modules(m, true);
         if (sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC, MANAGER_STOP_BUDGET_USEC, 0,

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "apply-net.h"
 #include "log.h"
 #include "macro.h"
+#include "parse.h"
 #include "manager-internal.h"
 #include "policy.h"
 #include "strv.h"
@@ -120,6 +122,7 @@ typedef enum PersistWhat {
         PERSIST_ORIGINALS,              /* originals/<identity> of a disk */
         PERSIST_MODULE_ORIGINALS,       /* originals/module-parameters */
         PERSIST_OVERRIDES,              /* overrides/<identity> */
+        PERSIST_MEASURED,               /* measured/<identity> */
 } PersistWhat;
 
 typedef struct PersistJob {
@@ -127,7 +130,8 @@ typedef struct PersistJob {
         Manager *m;
         PersistWhat what;
         char *name;                     /* the disk's (originals, overrides) */
-        char *snapshot;                 /* what d->originals_saved / m->module_originals_saved became at submit */
+        char *snapshot;                 /* what d->originals_saved / m->module_originals_saved / d->measured_saved
+                                         * became at submit */
         bool inline_done;
 } PersistJob;
 
@@ -146,7 +150,7 @@ static PersistJob *persist_job_free(PersistJob *p) {
 }
 
 static const char *persist_what(const PersistJob *p) {
-        return p->what == PERSIST_OVERRIDES ? "overrides" :
+        return p->what == PERSIST_OVERRIDES ? "overrides" : p->what == PERSIST_MEASURED ? "the measured speed" :
                p->what == PERSIST_MODULE_ORIGINALS ? "original module parameters" : "original values";
 }
 
@@ -164,6 +168,13 @@ static void persist_finish(PersistJob *p, int r) {
         }
         if (p->what == PERSIST_OVERRIDES) {
                 log_device_warning_errno(p->name, r, "Failed to persist overrides, they last until restart: %m");
+                return;
+        }
+        if (p->what == PERSIST_MEASURED) {
+                log_device_warning_errno(p->name, r, "Failed to persist the measured speed, a restart measures again: %m");
+                Device *d = registry_get(&m->registry, p->name);
+                if (d && streq_ptr(d->measured_saved, p->snapshot))
+                        d->measured_saved = mfree_str(d->measured_saved);
                 return;
         }
         if (p->what == PERSIST_MODULE_ORIGINALS) {
@@ -640,11 +651,128 @@ void manager_load_originals(Manager *m, Device *d) {
         }
 }
 
+/* ---- the measured speed ------------------------------------------------------------------ */
+
+/*
+ * Keep measured/<key> in step with d's class by measurement (policies/speed.h
+ * speed_state_to_kv(), after "boot=<boot_id>" as an originals file): called when the class
+ * changes by measurement, when the disk is removed and at the stop; written only when its
+ * content changed (a new window without a class change is saved at the stop, not every
+ * second of I/O). Nothing measured (and nothing stored): no file.
+ */
+void manager_persist_measured(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *key = NULL, *joined = NULL, *text = NULL;
+        PersistJob *p = NULL;
+
+        if (!m->state || !(key = originals_key(d)))
+                return;
+        int r = speed_state_to_kv(&d->speed, &kv);
+        if (r >= 0 && !kv && !d->measured_saved)
+                return;         /* nothing measured, no file known to remove */
+        if (r >= 0)
+                r = kv_prepend_boot(m->boot_id, &kv);
+        if (r >= 0 && !(joined = kv ? strv_join(kv, "\n") : strdup("")))
+                r = -ENOMEM;
+        if (r >= 0 && streq_ptr(joined, d->measured_saved))
+                return;         /* the file holds this already (or will: its save is queued) */
+        if (r >= 0 && (!(text = state_format(STATE_MEASURED, key, kv)) || !(p = calloc(1, sizeof(PersistJob))) ||
+                       !(p->name = strdup(d->name)) || !(p->snapshot = strdup(joined))))
+                r = -ENOMEM;
+        if (r >= 0) {
+                p->what = PERSIST_MEASURED;
+                free(d->measured_saved);
+                d->measured_saved = TAKE_PTR(joined);   /* a failed save clears it */
+                r = persist_submit(m, d->name, STATE_MEASURED, key, text, TAKE_PTR(p));
+        }
+        persist_job_free(p);
+        if (r >= 0 && kv && !strv_contains(m->measured_seen, key))
+                (void) strv_extend(&m->measured_seen, key);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Failed to persist the measured speed, a restart measures again: %m");
+                d->measured_saved = mfree_str(d->measured_saved);
+        }
+}
+
+/* "2026-12-02 16:20:01 UTC" of a stored wall-clock second count ("an unknown time"). */
+static const char *stored_wall(char * const *kv, char *buf, size_t size) {
+        uint64_t sec = 0;
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2)
+                if (streq(kv[i], "at_wall"))
+                        (void) parse_u64(kv[i + 1], &sec);
+        time_t t = (time_t) sec;
+        struct tm tm;
+        if (sec == 0 || !gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+                snprintf(buf, size, "an unknown time");
+        return buf;
+}
+
+/*
+ * The class by measurement an earlier run of this boot stored (or this run, before the disk
+ * was last removed): taken at once, with its evidence and the time of its last change (the
+ * hysteresis counts from there: a restart is no free class change). One stored at an earlier
+ * boot is dropped and its file removed (docs/DESIGN-NOTES.md "Measured speed": the disk is
+ * measured again by the boot's own I/O).
+ */
+void manager_load_measured(Manager *m, Device *d) {
+        _cleanup_strv_free_ char **kv = NULL;
+        _cleanup_free_ char *key = NULL;
+        char when[48];
+
+        if (!m->state || !m->config.policy.speed.measure || !(key = originals_key(d)))
+                return;
+        int r = state_load(m->state, STATE_MEASURED, key, &kv);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Stored measured speed unreadable%s: %m",
+                                         r == -EBADMSG ? ", set aside as .corrupt" : "");
+                return;
+        }
+        if (!kv)
+                return;
+        _cleanup_free_ char *joined = strv_join(kv, "\n");
+        const char *stored_boot = NULL;
+        for (size_t i = 0; kv[i] && kv[i + 1]; i += 2)
+                if (streq(kv[i], ORIGINALS_BOOT_KEY))
+                        stored_boot = kv[i + 1];
+        SpeedRestored how = strv_contains(m->measured_seen, key) ? SPEED_RESTORED_READDED : SPEED_RESTORED_RESTART;
+        if (stored_boot && m->boot_id && !streq(stored_boot, m->boot_id))
+                r = -ESTALE;
+        else
+                r = speed_state_from_kv(&d->speed, kv, stats_now_usec(), how);
+        if (r == -ESTALE) {
+                log_device_info(d->name, "Stored speed measurement of an earlier boot (%s%s, measured at %s) dropped: "
+                                "the disk is measured again by this boot's I/O", stored_boot ? "boot id " : "boot id unknown",
+                                strempty(stored_boot), stored_wall(kv, when, sizeof(when)));
+                free(d->measured_saved);
+                d->measured_saved = TAKE_PTR(joined);   /* what the file holds: the save below removes it */
+                manager_persist_measured(m, d);
+                return;
+        }
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Stored measured speed is not valid, ignoring (the disk is measured again)");
+                free(d->measured_saved);
+                d->measured_saved = TAKE_PTR(joined);   /* the next save overwrites it */
+                return;
+        }
+        free(d->measured_saved);
+        d->measured_saved = TAKE_PTR(joined);
+        if (r > 0) {
+                if (!strv_contains(m->measured_seen, key))
+                        (void) strv_extend(&m->measured_seen, key);
+                log_device_info(d->name, "Stored speed measurement kept: %s, stored %s (measured at %s, %u class change%s)",
+                                measured_speed_to_string(d->speed.measured),
+                                how == SPEED_RESTORED_RESTART ? "by an earlier run of this boot" : "before the disk was last removed",
+                                stored_wall(kv, when, sizeof(when)), d->speed.changes, d->speed.changes == 1 ? "" : "s");
+                manager_speed_render(m, d);
+        }
+}
+
 /* A disk just added: its identity checked against the others', then what is stored for it. */
 void manager_load_stored(Manager *m, Device *d) {
         manager_check_identity(m, d);
         manager_load_overrides(m, d);
         manager_load_originals(m, d);
+        manager_load_measured(m, d);
 }
 
 /* Module parameter originals an earlier run recorded (restored on stop, like a disk's). */

@@ -105,8 +105,10 @@ void manager_remove_device(Manager *m, const char *name) {
         snprintf(prefix, sizeof(prefix), "block/%s/", name);
         hostfs_close_kept(m->hostfs, HOSTFS_SYSFS, prefix);       /* stat, inflight */
         hostfs_close_kept(m->hostfs, HOSTFS_DEBUGFS, prefix);     /* hctxN/ statistics */
-        if (d->facts)
+        if (d->facts) {
                 manager_persist_originals(m, d);        /* what a read's verify found and did not store */
+                manager_persist_measured(m, d);         /* the last window, for the disk's return */
+        }
         registry_remove(&m->registry, name);
         log_device_info(name, "Disk removed");
 }
@@ -785,6 +787,7 @@ void manager_batch_end(Manager *m) {
                         continue;
                 manager_load_overrides(m, d);
                 manager_load_originals(m, d);
+                manager_load_measured(m, d);
                 manager_evaluate(m, d, true);
         }
         if (m->fuse)

@@ -49,8 +49,8 @@ static const char *speed_source(Manager *m) {
         return buf;
 }
 
-static void render_text(Manager *m, Device *d) {
-        char buf[256];
+void manager_speed_render(Manager *m, Device *d) {
+        char buf[SPEED_TEXT_MAX];
         const SpeedConfig *c = &m->config.policy.speed;
         const char *t = c->measure ? speed_state_format(&d->speed, c, buf, sizeof(buf)) :
                         "not measured ([Speed] Measure=no)";
@@ -110,13 +110,14 @@ void manager_speed_sample(Manager *m, Device *d) {
         r = speed_feed(&d->speed, c, &x);
         log_device_debug(d->name, "Speed sample (%s): %" PRIu64 " I/O(s) more, %" PRIu64 " measured", speed_signal_to_string(x.signal),
                          d->speed.seen - seen, d->speed.seen);
-        render_text(m, d);
+        manager_speed_render(m, d);
         if (r > 0) {
-                char fast[32], slow[32], text[320], f_speed[48];
+                char fast[32], slow[32], text[SPEED_TEXT_MAX], f_speed[48];
                 DiskClass before = d->plan.class;
                 snprintf(f_speed, sizeof(f_speed), "BLKMQD_SPEED=%s", measured_speed_to_string(d->speed.measured));
                 const char *fields[] = { f_speed, NULL };
                 snprintf(text, sizeof(text), "%s", d->speed_text);
+                manager_persist_measured(m, d);         /* a restart in this boot keeps it */
                 manager_evaluate(m, d, false);
                 if (!(d = registry_get(&m->registry, d->name)) || !d->facts)
                         return;
@@ -142,7 +143,7 @@ void manager_speed_watch(Manager *m, Device *d) {
                         log_device_debug(d->name, "Cannot time the disk's requests, ignoring: %s", strerror(-r));
         }
         manager_speed_sample(m, d);                     /* the baseline */
-        render_text(m, d);
+        manager_speed_render(m, d);
 }
 
 static int on_speed_tail(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -210,7 +211,7 @@ void manager_speed_config_changed(Manager *m) {
                 Device *d = m->registry.devices[i];
                 if (!measure)
                         speed_state_reset(&d->speed);
-                render_text(m, d);
+                manager_speed_render(m, d);
         }
 }
 

@@ -53,6 +53,7 @@ static Device *device_free(Device *d) {
                 return NULL;
         free(d->name);
         free(d->originals_saved);
+        free(d->measured_saved);
         disk_facts_free(d->facts);
         plan_done(&d->plan);
         policy_overrides_done(&d->overrides);

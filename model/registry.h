@@ -182,6 +182,8 @@ typedef struct Device {
         SpeedState speed;
         char *speed_text;       /* facts/speed as of the last sample (speed_state_format()); NULL: not yet */
         const char *speed_source;       /* facts/speed_source: what measures it (static); NULL: not yet */
+        char *measured_saved;   /* what measured/<key> holds ("" none) as last written or read; NULL: unknown
+                                 * (manager/persist.c manager_persist_measured()) */
         char *originals_saved;  /* "<key>\n<k>=<v>..." as last written to or read from the state
                                  * directory (persist.c manager_persist_originals()): an unchanged save
                                  * is skipped, so no fsync() waits in front of a kernel write */

@@ -6,11 +6,14 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "macro.h"
+#include "parse.h"
 #include "policy-internal.h"
 #include "speed.h"
 #include "strv.h"
@@ -168,6 +171,7 @@ int speed_feed(SpeedState *s, const SpeedConfig *c, const SpeedSample *x) {
                 .ios = s->window_ios,
                 .span_usec = x->usec - s->window_usec,
                 .at_usec = x->usec,
+                .at_wall_sec = x->wall_sec,
         };
         if (x->signal == SPEED_SIGNAL_SERVICE_TIME) {
                 e.p50_usec = speed_histogram_quantile(&s->window, 0.5);
@@ -178,6 +182,7 @@ int speed_feed(SpeedState *s, const SpeedConfig *c, const SpeedSample *x) {
         e.verdict = verdict_of(c, e.value_usec);
         s->evidence = e;
         s->have_evidence = true;
+        s->restored = SPEED_RESTORED_NO;        /* this run's evidence from now on */
         window_start(s, x->usec);
 
         s->held = false;
@@ -192,6 +197,120 @@ int speed_feed(SpeedState *s, const SpeedConfig *c, const SpeedSample *x) {
         s->changed_usec = x->usec;
         s->changed_wall_sec = x->wall_sec;
         s->changes++;
+        return 1;
+}
+
+/* ---- stored ------------------------------------------------------------------------------- */
+
+/* the signal's token in the state file (no blank: a token, not the text speed_signal_to_string() shows) */
+static const char * const signal_token[_SPEED_SIGNAL_MAX] = {
+        [SPEED_SIGNAL_SERVICE_TIME] = "service-time",
+        [SPEED_SIGNAL_BUSY_PER_IO]  = "busy-per-io",
+};
+
+static int kv_put(char ***kv, const char *k, const char *fmt, ...) _printf_(3, 4);
+static int kv_put(char ***kv, const char *k, const char *fmt, ...) {
+        char v[64];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(v, sizeof(v), fmt, ap);
+        va_end(ap);
+        return strv_extend(kv, k) < 0 || strv_extend(kv, v) < 0 ? -ENOMEM : 0;
+}
+
+int speed_state_to_kv(const SpeedState *s, char ***ret) {
+        _cleanup_strv_free_ char **kv = NULL;
+        const SpeedEvidence *e = &s->evidence;
+
+        *ret = NULL;
+        if (s->measured == MEASURED_NONE)
+                return 0;
+        if (kv_put(&kv, "speed", "%s", measured_speed_to_string(s->measured)) < 0 ||
+            kv_put(&kv, "before", "%s", measured_speed_to_string(s->before)) < 0 ||
+            kv_put(&kv, "changes", "%u", s->changes) < 0 ||
+            kv_put(&kv, "changed_usec", "%" PRIu64, s->changed_usec) < 0 ||
+            kv_put(&kv, "changed_wall", "%" PRIu64, s->changed_wall_sec) < 0)
+                return -ENOMEM;
+        if (s->have_evidence &&
+            (kv_put(&kv, "signal", "%s", signal_token[e->signal]) < 0 ||
+             kv_put(&kv, "verdict", "%s", measured_speed_to_string(e->verdict)) < 0 ||
+             kv_put(&kv, "value_usec", "%.3f", e->value_usec) < 0 ||
+             kv_put(&kv, "p50_usec", "%.3f", e->p50_usec) < 0 ||
+             kv_put(&kv, "p99_usec", "%.3f", e->p99_usec) < 0 ||
+             kv_put(&kv, "ios", "%" PRIu64, e->ios) < 0 ||
+             kv_put(&kv, "span_usec", "%" PRIu64, e->span_usec) < 0 ||
+             kv_put(&kv, "at_usec", "%" PRIu64, e->at_usec) < 0 ||
+             kv_put(&kv, "at_wall", "%" PRIu64, e->at_wall_sec) < 0))
+                return -ENOMEM;
+        *ret = TAKE_PTR(kv);
+        return 0;
+}
+
+static MeasuredSpeed measured_from(const char *v) {
+        for (MeasuredSpeed m = 0; m < _MEASURED_SPEED_MAX; m++)
+                if (streq_ptr(v, measured_speed_table[m]))
+                        return m;
+        return _MEASURED_SPEED_INVALID;
+}
+
+static int parse_double(const char *v, double *ret) {
+        char *end;
+        if (!v || !*v)
+                return -EINVAL;
+        errno = 0;
+        double d = strtod(v, &end);
+        if (errno || *end || !(d >= 0) || d > 1e15)
+                return -EINVAL;
+        *ret = d;
+        return 0;
+}
+
+int speed_state_from_kv(SpeedState *s, char * const *kv, uint64_t now_usec, SpeedRestored how) {
+        const char *v[14] = {};
+        static const char * const keys[14] = { "speed", "before", "changes", "changed_usec", "changed_wall", "signal", "verdict",
+                                               "value_usec", "p50_usec", "p99_usec", "ios", "span_usec", "at_usec", "at_wall" };
+        for (size_t i = 0; kv && kv[i] && kv[i + 1]; i += 2)
+                for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                        if (streq(kv[i], keys[k]))
+                                v[k] = kv[i + 1];
+        if (!v[0])
+                return 0;
+        SpeedState n = *s;
+        uint64_t changes;
+        n.measured = measured_from(v[0]);
+        n.before = measured_from(v[1]);
+        if (n.measured <= MEASURED_NONE || n.before < 0 || parse_u64(v[2], &changes) < 0 || changes > UINT32_MAX ||
+            parse_u64(v[3], &n.changed_usec) < 0 || parse_u64(v[4], &n.changed_wall_sec) < 0)
+                return -EINVAL;
+        n.changes = (unsigned) changes;
+        n.held = false;
+        n.have_evidence = false;
+        n.evidence = (SpeedEvidence) {};
+        if (!v[5])
+                return -EINVAL;         /* a class is stored with the window that made it */
+        {
+                SpeedEvidence *e = &n.evidence;
+                e->signal = _SPEED_SIGNAL_INVALID;
+                for (SpeedSignal g = 0; g < _SPEED_SIGNAL_MAX; g++)
+                        if (streq(v[5], signal_token[g]))
+                                e->signal = g;
+                e->verdict = measured_from(v[6]);
+                if (e->signal < 0 || e->verdict < 0 || parse_double(v[7], &e->value_usec) < 0 ||
+                    parse_double(v[8], &e->p50_usec) < 0 || parse_double(v[9], &e->p99_usec) < 0 ||
+                    parse_u64(v[10], &e->ios) < 0 || parse_u64(v[11], &e->span_usec) < 0 ||
+                    parse_u64(v[12], &e->at_usec) < 0 || parse_u64(v[13], &e->at_wall_sec) < 0)
+                        return -EINVAL;
+                if (e->at_usec > now_usec)
+                        return -ESTALE;
+                n.have_evidence = true;
+                /* a window that said the other class was held by the hysteresis (or it would
+                 * have changed the class): held still */
+                n.held = e->verdict != MEASURED_NONE && e->verdict != n.measured;
+        }
+        if (n.changed_usec > now_usec)
+                return -ESTALE;         /* the monotonic clock started again since: another boot */
+        n.restored = how;
+        *s = n;
         return 1;
 }
 
@@ -234,8 +353,10 @@ static const char *format_figures(const SpeedEvidence *e, char *buf, size_t size
         return buf;
 }
 
+static const char *format_wall(uint64_t sec, char *buf, size_t size);
+
 const char *speed_state_format(const SpeedState *s, const SpeedConfig *c, char *buf, size_t size) {
-        char fig[96], n[32], m[32], fast[32], slow[32];
+        char fig[96], n[32], m[32], fast[32], slow[32], when[48], stored[128] = "";
         const SpeedEvidence *e = &s->evidence;
         double span = (double) e->span_usec / 1e6;
 
@@ -252,15 +373,21 @@ const char *speed_state_format(const SpeedState *s, const SpeedConfig *c, char *
                          speed_format_usec((double) c->fast_usec, fast, sizeof(fast)),
                          speed_format_usec((double) c->slow_usec, slow, sizeof(slow)),
                          format_count(e->ios, n, sizeof(n)), span);
-        else if (s->held)
-                /* the class stays; the window that said otherwise is shown as what it is */
-                snprintf(buf, size, "%s, held: the last window measured %s (%s over %s I/Os in %.0f s), "
-                         "and a change waits MinChangeSec=%" PRIu64 " s after the last one",
-                         measured_speed_to_string(s->measured), measured_speed_to_string(e->verdict), fig,
-                         format_count(e->ios, n, sizeof(n)), span, c->min_change_usec / 1000000);
-        else
-                snprintf(buf, size, "%s: %s over %s I/Os in %.0f s", measured_speed_to_string(s->measured), fig,
-                         format_count(e->ios, n, sizeof(n)), span);
+        else {
+                if (s->restored != SPEED_RESTORED_NO)
+                        snprintf(stored, sizeof(stored), ", measured before %s at %s",
+                                 s->restored == SPEED_RESTORED_RESTART ? "the restart" : "the disk was last removed",
+                                 format_wall(e->at_wall_sec, when, sizeof(when)));
+                if (s->held)
+                        /* the class stays; the window that said otherwise is shown as what it is */
+                        snprintf(buf, size, "%s, held: the last window measured %s (%s over %s I/Os in %.0f s%s), "
+                                 "and a change waits MinChangeSec=%" PRIu64 " s after the last one",
+                                 measured_speed_to_string(s->measured), measured_speed_to_string(e->verdict), fig,
+                                 format_count(e->ios, n, sizeof(n)), span, stored, c->min_change_usec / 1000000);
+                else
+                        snprintf(buf, size, "%s: %s over %s I/Os in %.0f s%s", measured_speed_to_string(s->measured), fig,
+                                 format_count(e->ios, n, sizeof(n)), span, stored);
+        }
         return buf;
 }
 
@@ -355,7 +482,7 @@ int policy_explain_speed(const DiskFacts *f, const PolicyConfig *config, const S
                          Plan *plan) {
         static const SpeedState none = {};
         const SpeedConfig *c = &config->speed;
-        char state[256], fast[32], slow[32], since[48], flag[32];
+        char state[SPEED_TEXT_MAX], fast[32], slow[32], since[48], flag[32];
 
         if (!s)
                 s = &none;

@@ -123,7 +123,16 @@ typedef struct SpeedEvidence {
         uint64_t ios;                   /* I/Os in the window */
         uint64_t span_usec;             /* how long the window took */
         uint64_t at_usec;               /* when it was evaluated */
+        uint64_t at_wall_sec;           /* ... in wall-clock seconds */
 } SpeedEvidence;
+
+/* Where a disk's class by measurement came from (speed_state_from_kv()). */
+typedef enum SpeedRestored {
+        SPEED_RESTORED_NO,              /* measured by this run */
+        SPEED_RESTORED_RESTART,         /* stored by an earlier run of this boot, restored at its start */
+        SPEED_RESTORED_READDED,         /* stored by this run before the disk was last removed */
+        _SPEED_RESTORED_MAX,
+} SpeedRestored;
 
 /*
  * The measured speed of one disk over time. Zero-initialised: nothing seen. Owned by the
@@ -145,6 +154,8 @@ typedef struct SpeedState {
         uint64_t seen;                  /* I/Os counted since the first sample */
         bool have_evidence;
         SpeedEvidence evidence;         /* the last evaluated window */
+        SpeedRestored restored;         /* measured, changed_*, changes and evidence were stored, not
+                                         * measured by this run (until its first window) */
 } SpeedState;
 
 /*
@@ -159,6 +170,24 @@ int speed_feed(SpeedState *s, const SpeedConfig *c, const SpeedSample *sample);
 void speed_state_reset(SpeedState *s);
 
 /*
+ * The class by measurement and its evidence as the state directory stores it (manager/persist.c
+ * measured/<identity>): a strv of alternating key, value ("speed=fast", "changed_usec=...",
+ * "p50_usec=84.000", ...); NULL when nothing is measured (measured is MEASURED_NONE: the file
+ * is removed). Times in µs of CLOCK_MONOTONIC (changed_usec, at_usec: meaningful within one
+ * boot only) and wall-clock seconds. Returns 0 or -ENOMEM.
+ */
+int speed_state_to_kv(const SpeedState *s, char ***ret);
+
+/*
+ * Take what speed_state_to_kv() stored into s (measured, before, changes, changed_*, the
+ * evidence; the window, the baseline and seen stay as they are) and mark it restored as how.
+ * now_usec is CLOCK_MONOTONIC now: a stored time after it is from another boot (the clock
+ * started again). Returns 1 when restored, 0 when kv holds no class, -EINVAL for a value that
+ * does not parse (s unchanged), -ESTALE for a time from another boot (s unchanged). Pure.
+ */
+int speed_state_from_kv(SpeedState *s, char * const *kv, uint64_t now_usec, SpeedRestored how);
+
+/*
  * s as devices/<disk>/facts/speed shows it, into buf (size bytes), returned:
  *   "unmeasured (120 I/Os seen, 1,024 needed)"
  *   "unmeasured: p50 3.1 ms is between fast (<= 2 ms) and slow (>= 5 ms) (4,096 I/Os in 12 s)"
@@ -166,7 +195,11 @@ void speed_state_reset(SpeedState *s);
  *   "slow: 6.7 ms busy per I/O over 1,204 I/Os in 8 s"
  *   "fast, held: the last window measured slow (p50 6.1 ms, p99 9 ms over 1,100 I/Os in 10 s),
  *    and a change waits MinChangeSec=600 s after the last one"
+ * and, while the class is a stored one (SpeedState.restored), ", measured before the restart
+ * at 2026-12-02 16:20:01 UTC" (or "before the disk was last removed") after it. buf should
+ * hold SPEED_TEXT_MAX bytes.
  */
+#define SPEED_TEXT_MAX 384
 const char *speed_state_format(const SpeedState *s, const SpeedConfig *c, char *buf, size_t size);
 
 /* A duration in µs as "84 µs", "1.2 ms", "310 ms", "2.1 s" into buf. */

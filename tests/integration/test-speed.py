@@ -20,17 +20,30 @@ blkmqd's shipped defaults (Daemon(manage_virtual=False): no suite opt-ins).
 (c) the same copy with [Speed] TrustRotational=virtio_blk: many-hctx-slow from the flag at once,
     mq-deadline written; facts/rotational_hint and blkmqd_disk_rotational_hint say trusted (by
     the config; they showed the table's untrusted before).
+(r) the measurement across restarts and a reboot, as a history on the same copy with a boot id
+    (proc/sys/kernel/random/boot_id; MinChangeSec=3600): measured slow -> many-hctx-slow,
+    mq-deadline written, measured/<identity> stored with the boot id; kill -9 and start again
+    (same boot): many-hctx-slow at the first read, facts/speed "..., measured before the restart
+    at <time>", explain "1 change", no "Measured" line, queue/scheduler not written (its mtime);
+    a fast window then is held (the stored change counts: a restart is no free class change);
+    SIGTERM: the stop puts none back and keeps the file; start again: kept at once, mq-deadline
+    written once by the start, no "Measured" line; kill -9, then a reboot (a new boot id, the
+    kernel's scheduler and counters): the stored measurement is dropped with a line, its file
+    removed, unknown, nothing written.
 (b) a live loop device with BPF service times (this machine's kernel; skipped without the BPF
     provider): O_DIRECT 4 KiB reads make facts/speed "fast: p50 ... over N I/Os" with BPF as
     its source, the journal line, the metrics; with no I/O for 4 s the daemon is not woken
     once (its voluntary context switches do not move; VerifySec=0, no other timer).
 """
 
+import glob
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
+import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import blkmqd_test as bt  # noqa: E402
@@ -171,6 +184,115 @@ def case_c_trust(tmp):
         check(d.stop() == 0, "(c) clean stop")
 
 
+def measured_file(d):
+    """The daemon's measured/<identity> files: {name: text}."""
+    out = {}
+    for p in glob.glob(os.path.join(d.state, "measured", "*")):
+        out[os.path.basename(p)] = bt.read_text(p)
+    return out
+
+
+def case_r_restart(tmp):
+    """(r) the measurement kept across restarts of one boot, dropped at a reboot"""
+    root, d = speed_daemon(tmp, "r", 3600)
+    os.makedirs(os.path.join(root, "proc/sys/kernel/random"), exist_ok=True)
+    boot = os.path.join(root, "proc/sys/kernel/random/boot_id")
+    with open(boot, "w") as f:
+        f.write(str(uuid.uuid4()) + "\n")
+    sched = os.path.join(root, "sys/block/vda/queue/scheduler")
+    kernel_sched = bt.read_text(sched)
+    d.start("--root", root, "--devices", "vda")
+    try:
+        check(d.read("devices", "vda", "class") == "unknown\n", "(r) unknown at the first start")
+        check(measured_file(d) == {}, f"(r) nothing stored while unmeasured ({measured_file(d)})")
+        write_stat(root, 1400, 8100)    # 400 reads, 8 s busy: 20 ms each
+        ok, _ = wait_for(lambda: scheduler(root) == "mq-deadline", 10.0, 0.05)
+        check(ok and d.read("devices", "vda", "class") == "many-hctx-slow\n", f"(r) measured slow, mq-deadline ({scheduler(root)!r})")
+        ok, _ = wait_for(lambda: len(measured_file(d)) == 1, 10.0, 0.05)
+        files = measured_file(d)
+        text = next(iter(files.values()), "")
+        check(ok and "boot=" + bt.read_text(boot).strip() + "\n" in text and "speed=slow\n" in text and "changes=1\n" in text
+              and "ios=400\n" in text and "signal=busy-per-io\n" in text,
+              f"(r) measured/<identity> with the boot id, the class and its window: {files}")
+        ident = d.read("devices", "vda", "facts", "identity").strip()
+        check(text.startswith(f"# blkmqd measured for {ident}\n"), f"(r) keyed by the disk's identity {ident!r} ({list(files)})")
+    finally:
+        d.stop(signal.SIGKILL)
+
+    # kill -9 and start again, same boot: the class at once, nothing written, no class-change line
+    # (the copy's plain file took the write as its content: shown as the kernel shows it)
+    with open(sched, "w") as f:
+        f.write("none [mq-deadline] \n")
+    mtime = os.stat(sched).st_mtime_ns
+    d.start("--root", root, "--devices", "vda")
+    try:
+        check(d.read("devices", "vda", "class") == "many-hctx-slow\n",
+              f"(r) restart: many-hctx-slow at the first read ({d.read('devices', 'vda', 'class')!r})")
+        speed = d.read("devices", "vda", "facts", "speed")
+        check(re.fullmatch(r"slow: 20 ms busy per I/O over 400 I/Os in \d+ s, measured before the restart at "
+                           r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\n", speed) is not None, f"(r) restart: facts/speed {speed!r}")
+        explain = d.read("devices", "vda", "explain")
+        check("measured before the restart at" in explain and "1 change" in explain and "(rule speed-measured)" in explain,
+              f"(r) restart: explain names the stored measurement: {explain!r}")
+        ok, _ = wait_for(lambda: d.read("devices", "vda", "applied", "elevator").startswith("ok"), 10.0, 0.05)
+        time.sleep(1.5)                 # a write the start would do has been done by now
+        check(os.stat(sched).st_mtime_ns == mtime and scheduler(root) == "none [mq-deadline]",
+              f"(r) restart: queue/scheduler not written ({scheduler(root)!r}, applied/elevator "
+              f"{d.read('devices', 'vda', 'applied', 'elevator')!r})")
+        log = d.tail(400)
+        check("Measured " not in log and log.count("Stored speed measurement kept: slow, stored by an earlier run of this boot") == 1,
+              f"(r) restart: no class-change line, one 'kept' line ({[x for x in log.splitlines() if 'easure' in x]})")
+        write_stat(root, 6400, 8150)    # 5,000 reads in 50 ms: fast, within MinChangeSec of the stored change
+        ok, _ = wait_for(lambda: "slow, held: the last window measured fast" in d.read("devices", "vda", "facts", "speed"), 10.0, 0.05)
+        check(ok and d.read("devices", "vda", "class") == "many-hctx-slow\n",
+              f"(r) restart: a fast window is held by the stored change ({d.read('devices', 'vda', 'facts', 'speed')!r})")
+        check("Measured " not in d.tail(400), "(r) restart: still no class-change line")
+    finally:
+        check(d.stop() == 0, "(r) restart: clean stop")
+    check(scheduler(root) == "none", f"(r) the stop puts none back ({scheduler(root)!r})")
+    text = next(iter(measured_file(d).values()), "")
+    check("speed=slow\n" in text and "verdict=fast\n" in text and "ios=5000\n" in text,
+          f"(r) the stop keeps the file, with the last (held) window: {text!r}")
+
+    # SIGTERM, start again: kept at once; the start writes mq-deadline again (the stop put none back)
+    with open(sched, "w") as f:
+        f.write(kernel_sched)
+    d.start("--root", root, "--devices", "vda")
+    try:
+        check(d.read("devices", "vda", "class") == "many-hctx-slow\n", "(r) start after a stop: many-hctx-slow at once")
+        speed = d.read("devices", "vda", "facts", "speed")
+        check(speed.startswith("slow, held: the last window measured fast (10 µs busy per I/O over 5,000 I/Os in ")
+              and ", measured before the restart at " in speed, f"(r) start after a stop: facts/speed {speed!r}")
+        ok, _ = wait_for(lambda: scheduler(root) == "mq-deadline", 10.0, 0.05)
+        check(ok, f"(r) start after a stop: mq-deadline written by the start, not by the next I/O ({scheduler(root)!r})")
+        check("Measured " not in d.tail(400), "(r) start after a stop: no class-change line")
+    finally:
+        d.stop(signal.SIGKILL)
+
+    # a reboot: a new boot id, the kernel's own scheduler and counters; the stored class is dropped
+    with open(boot, "w") as f:
+        f.write(str(uuid.uuid4()) + "\n")
+    with open(sched, "w") as f:
+        f.write(kernel_sched)
+    write_stat(root, 50, 10)
+    mtime = os.stat(sched).st_mtime_ns
+    d.start("--root", root, "--devices", "vda")
+    try:
+        check(d.read("devices", "vda", "class") == "unknown\n",
+              f"(r) reboot: unknown, the earlier boot's measurement dropped ({d.read('devices', 'vda', 'class')!r})")
+        check(d.read("devices", "vda", "facts", "speed") == "unmeasured (0 I/Os seen, 200 needed)\n",
+              f"(r) reboot: facts/speed {d.read('devices', 'vda', 'facts', 'speed')!r}")
+        log = d.tail(400)
+        check(log.count("Stored speed measurement of an earlier boot (boot id ") == 1 and "Measured " not in log,
+              f"(r) reboot: one line says it was dropped ({[x for x in log.splitlines() if 'earlier boot' in x]})")
+        ok, _ = wait_for(lambda: measured_file(d) == {}, 10.0, 0.05)
+        check(ok, f"(r) reboot: the file is removed ({measured_file(d)})")
+        time.sleep(1.0)
+        check(os.stat(sched).st_mtime_ns == mtime, f"(r) reboot: nothing written ({scheduler(root)!r})")
+    finally:
+        check(d.stop() == 0, "(r) reboot: clean stop")
+
+
 def voluntary_switches(pid):
     """Voluntary context switches of every thread of pid: a thread that wakes up and sleeps
     again adds one."""
@@ -236,5 +358,5 @@ def case_b_bpf(d, loops, tmp):
 
 
 if __name__ == "__main__":
-    sys.exit(bt.run_suite("blkmqd-speed-", (case_b_bpf,), tmp_cases=(("s", case_s_stat), ("t", case_t_slow), ("c", case_c_trust)),
+    sys.exit(bt.run_suite("blkmqd-speed-", (case_b_bpf,), tmp_cases=(("s", case_s_stat), ("t", case_t_slow), ("c", case_c_trust), ("r", case_r_restart)),
                           why="loop devices, FUSE mount, BPF"))

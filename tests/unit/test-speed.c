@@ -151,6 +151,90 @@ static void test_measure(void) {
 }
 
 /*
+ * What the state directory stores (speed_state_to_kv()) and a restart takes back
+ * (speed_state_from_kv()): the class, its last change and the evidence; the hysteresis counts
+ * from the stored change (a restart is no free class change); a time after now is another
+ * boot's; a value that does not parse changes nothing.
+ */
+static void test_stored(void) {
+        SpeedState s = {}, r = {};
+        SpeedSample cum = {};
+        char buf[SPEED_TEXT_MAX];
+        _cleanup_strv_free_ char **kv = NULL;
+        SpeedSample x = service(&cum, 10 * SEC, 0, 1);
+
+        CHECK_INT(speed_state_to_kv(&s, &kv), 0);
+        CHECK(kv == NULL);                              /* nothing measured: no file */
+        speed_feed(&s, &config, &x);
+        x = service(&cum, 12 * SEC, 2000, 20000);
+        CHECK_INT(speed_feed(&s, &config, &x), 1);
+        CHECK_INT(speed_state_to_kv(&s, &kv), 0);
+        CHECK(kv && streq(kv[0], "speed") && streq(kv[1], "slow"));
+
+        /* a restart 30 s later: its own baseline first, then the stored class */
+        SpeedSample c2 = {};
+        x = service(&c2, 42 * SEC, 77, 80);
+        speed_feed(&r, &config, &x);
+        CHECK_INT(speed_state_from_kv(&r, kv, 42 * SEC, SPEED_RESTORED_RESTART), 1);
+        CHECK_INT(r.measured, MEASURED_SLOW);
+        CHECK_INT(r.before, MEASURED_NONE);
+        CHECK_INT(r.changes, 1);
+        CHECK_U64(r.changed_usec, 12 * SEC);
+        CHECK_U64(r.changed_wall_sec, s.changed_wall_sec);
+        CHECK_U64(r.evidence.ios, 2000);
+        CHECK(fabs(r.evidence.p50_usec - s.evidence.p50_usec) < 0.001);
+        CHECK(r.have_base && r.base.hist.count == 77);  /* the restart's baseline stays */
+        CHECK(!r.held);
+        CHECK_STR(speed_state_format(&r, &config, buf, sizeof(buf)),
+                  "slow: p50 18 ms, p99 20 ms over 2,000 I/Os in 2 s, measured before the restart at 2025-12-02 00:00:12 UTC");
+
+        /* fast within MinChangeSec of the stored change: held, as without the restart */
+        x = service(&c2, 60 * SEC, 2000, 80);
+        CHECK_INT(speed_feed(&r, &config, &x), 0);
+        CHECK_INT(r.measured, MEASURED_SLOW);
+        CHECK(r.held);
+        CHECK_INT(r.restored, SPEED_RESTORED_NO);      /* this run's window now */
+        CHECK(strstr(speed_state_format(&r, &config, buf, sizeof(buf)), "measured before") == NULL);
+        /* the held window stored and taken back: still held, and said to be stored */
+        _cleanup_strv_free_ char **held = NULL;
+        CHECK_INT(speed_state_to_kv(&r, &held), 0);
+        SpeedState h = {};
+        CHECK_INT(speed_state_from_kv(&h, held, 70 * SEC, SPEED_RESTORED_RESTART), 1);
+        CHECK(h.held);
+        CHECK(startswith(speed_state_format(&h, &config, buf, sizeof(buf)), "slow, held: the last window measured fast ("));
+        CHECK(strstr(buf, ", measured before the restart at 2025-12-02 00:01:00 UTC), and a change waits") != NULL);
+        /* ... and the change comes MinChangeSec after the stored one, not after the restart */
+        SpeedSample c3 = {};
+        x = service(&c3, 70 * SEC, 0, 1);
+        speed_feed(&h, &config, &x);
+        x = service(&c3, 12 * SEC + config.min_change_usec - SEC, 2000, 80);
+        CHECK_INT(speed_feed(&h, &config, &x), 0);
+        x = service(&c3, 12 * SEC + config.min_change_usec, 2000, 80);
+        CHECK_INT(speed_feed(&h, &config, &x), 1);
+        CHECK_INT(h.measured, MEASURED_FAST);
+        CHECK_INT(h.changes, 2);
+
+        /* stored times after now: the clock started again, another boot; s unchanged */
+        SpeedState o = {};
+        CHECK_INT(speed_state_from_kv(&o, kv, 5 * SEC, SPEED_RESTORED_RESTART), -ESTALE);
+        CHECK_INT(o.measured, MEASURED_NONE);
+        /* a value that does not parse, a class unknown, no evidence: nothing taken */
+        for (size_t i = 0; kv[i]; i += 2) {
+                _cleanup_strv_free_ char **bad = strv_copy(kv);
+                CHECK(bad != NULL);
+                free(bad[i + 1]);
+                bad[i + 1] = strdup(streq(kv[i], "at_wall") ? "-1" : "x1");
+                CHECK_INT_CASE(speed_state_from_kv(&o, bad, 100 * SEC, SPEED_RESTORED_RESTART), -EINVAL, "%s=%s", kv[i], bad[i + 1]);
+                CHECK_INT_CASE(o.measured, MEASURED_NONE, "%s", kv[i]);
+        }
+        char *only[] = { (char *) "speed", (char *) "fast", (char *) "before", (char *) "unmeasured", (char *) "changes",
+                         (char *) "1", (char *) "changed_usec", (char *) "1", (char *) "changed_wall", (char *) "1", NULL };
+        CHECK_INT(speed_state_from_kv(&o, only, 100 * SEC, SPEED_RESTORED_RESTART), -EINVAL);
+        char *none[] = { (char *) "boot", (char *) "b", NULL };
+        CHECK_INT(speed_state_from_kv(&o, none, 100 * SEC, SPEED_RESTORED_RESTART), 0);
+}
+
+/*
  * The hysteresis: windows of a load around the bounds (every 10 s for two hours, the value
  * walking between 1 ms and 7 ms and jumping back and forth) give at most one class change per
  * MinChangeSec, and a value between the bounds never changes the class.
@@ -439,6 +523,7 @@ int main(void) {
         config.window_usec = 0;         /* the windows below are short; test_window() checks WindowSec= */
         test_buckets();
         test_measure();
+        test_stored();
         test_hysteresis();
         test_window();
         test_trust();

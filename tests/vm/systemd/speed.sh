@@ -16,9 +16,11 @@
 # `blkmqctl status` and `explain`, node_exporter's scrape of the metrics file. The history:
 # start -> unknown; fio 4 KiB -> classed, switched once; `systemctl reload` -> kept, no new
 # line; fio 64 KiB -> kept; `systemctl restart` (what a package upgrade does) -> the stop put
-# both elevators back and the measurement is gone (it lives in the daemon's memory): unknown
-# again, nothing written; fio 4 KiB -> classed again, one line each in the new invocation's
-# journal; `systemctl stop` -> both back.
+# both elevators back, the new invocation takes each disk's class from the state directory
+# (/var/lib/blkmqd/measured/, docs/DESIGN-NOTES.md "Measured speed") at once: no unknown in
+# between, none and mq-deadline written by the start, facts/speed "measured before the
+# restart at ...", no class-change record in the new invocation; fio 64 KiB -> still kept,
+# the stored change count; `systemctl stop` -> both back, the measurement files kept.
 # smp: 2
 # mem: 1024
 # timeout: 600
@@ -123,18 +125,49 @@ assert_eq "journal: still one slow record of $SPEED_SLOW" 1 "$(speed_records $SP
 assert_eq "journal: no fast record of $SPEED_SLOW, no slow one of $SPEED_FAST" "0 0" \
     "$(speed_records $SPEED_SLOW fast) $(speed_records $SPEED_FAST slow)"
 
-# ---- systemctl restart: the stop puts both back, the new daemon measures again -----------------
+# ---- systemctl restart: the stop puts both back, the new daemon keeps the stored measurement ----
 inv=$(invocation)
+note "before the restart: /var/lib/blkmqd/measured/: $(grep -H '^speed=' /var/lib/blkmqd/measured/* 2>/dev/null | tr '\n' ' ')"
+assert_eq "restart: two measured/ files in the state directory before it" 2 "$(ls /var/lib/blkmqd/measured/ 2>/dev/null | wc -l)"
 start_unit "restart" restart
 assert_ne "restart: a new invocation" "$inv" "$(invocation)"
-speed_check_unmeasured
-speed_check_classed
-assert_eq "restart: one fast record of $SPEED_FAST in the new invocation" 1 "$(speed_records $SPEED_FAST fast)"
-assert_eq "restart: one slow record of $SPEED_SLOW in the new invocation" 1 "$(speed_records $SPEED_SLOW slow)"
+assert_eq "restart: $SPEED_FAST fast-multiqueue at once (stored, not measured anew)" fast-multiqueue "$(read_attr $M/devices/$SPEED_FAST/class)"
+assert_eq "restart: $SPEED_SLOW many-hctx-slow at once (stored, not measured anew)" many-hctx-slow "$(read_attr $M/devices/$SPEED_SLOW/class)"
+assert_match "restart: $SPEED_FAST facts/speed fast, measured before the restart" \
+    '^fast: p50 .*, measured before the restart at [0-9-]+ [0-9:]+ UTC' "$(read_attr $M/devices/$SPEED_FAST/facts/speed)"
+assert_match "restart: $SPEED_SLOW facts/speed slow, measured before the restart" \
+    '^slow(, held: .*)?: .*measured before the restart at [0-9-]+ [0-9:]+ UTC' "$(read_attr $M/devices/$SPEED_SLOW/facts/speed)"
+assert_match "restart: explain of $SPEED_FAST names the stored measurement" 'measured before the restart at .* -> fast, by measurement' \
+    "$(cat $M/devices/$SPEED_FAST/explain)"
+wait_for_cmd 10 _vt_both_elevators none mq-deadline || true
+assert_eq "restart: $SPEED_FAST none written by the start (the stop had put mq-deadline back)" none "$(_vt_elevator $SPEED_FAST)"
+assert_eq "restart: $SPEED_SLOW mq-deadline written by the start (the stop had put none back)" mq-deadline "$(_vt_elevator $SPEED_SLOW)"
+sleep 2
+assert_eq "restart: no class-change record in the new invocation" "0 0" "$(speed_records $SPEED_FAST fast) $(speed_records $SPEED_SLOW slow)"
+assert_eq "restart: no 'Measured' line in the new invocation" 0 "$(speed_log | grep -c ': Measured ')"
+assert_eq "restart: one 'kept' line a disk" "1 1" \
+    "$(speed_log | grep -c "^$SPEED_FAST: Stored speed measurement kept: fast") $(speed_log | grep -c "^$SPEED_SLOW: Stored speed measurement kept: slow")"
+shown "restart" fast slow
+_met=$(cat $M/metrics)
+assert_match "restart: metrics $SPEED_SLOW the stored change count" "blkmqd_disk_speed_changes_total\\{device=\"$SPEED_SLOW\"\\} 1" "$_met"
+
+# ---- fio 64 KiB after the restart: nothing switches, this run's windows replace the stored one ---
+speed_fio 64k 12
+sleep 2
+assert_eq "restart: $SPEED_FAST still fast-multiqueue after fio" fast-multiqueue "$(read_attr $M/devices/$SPEED_FAST/class)"
+assert_eq "restart: $SPEED_SLOW still many-hctx-slow after fio" many-hctx-slow "$(read_attr $M/devices/$SPEED_SLOW/class)"
+assert_eq "restart: still none and mq-deadline" "none mq-deadline" "$(_vt_elevator $SPEED_FAST) $(_vt_elevator $SPEED_SLOW)"
+assert_eq "restart: still no 'Measured' line" 0 "$(speed_log | grep -c ': Measured ')"
+assert_match "restart: $SPEED_FAST facts/speed from this run's window now" '^fast: p50 ' "$(read_attr $M/devices/$SPEED_FAST/facts/speed)"
+assert_fail "restart: ... not the stored one" grep -q 'measured before the restart' $M/devices/$SPEED_FAST/facts/speed
+note "$SPEED_FAST: $(read_attr $M/devices/$SPEED_FAST/facts/speed)"
+note "$SPEED_SLOW: $(read_attr $M/devices/$SPEED_SLOW/facts/speed)"
 
 # ---- systemctl stop: both back ------------------------------------------------------------------
 assert_ok "stop: systemctl stop" systemctl stop "$UNIT"
 speed_check_stopped
 assert_fail "stop: $M is not mounted" grep -q " $M fuse" /proc/self/mounts
+assert_eq "stop: the measured/ files are kept for the next start of this boot" 2 "$(ls /var/lib/blkmqd/measured/ 2>/dev/null | wc -l)"
+rm -f /var/lib/blkmqd/measured/*
 journalctl -u "$UNIT" --no-pager -o short-monotonic | grep -E 'Measured|Started|Stopp|Reload|Restor' | sed 's/^/# journal: /'
 rm -f /etc/blkmqd/blkmqd.conf.d/50-vmtest-speed.conf
