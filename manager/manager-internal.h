@@ -379,6 +379,8 @@ void manager_update_verify_timer(Manager *m);
 
 /* A disk just listed: its measurement starts afresh (the baseline sample). */
 void manager_speed_watch(Manager *m, Device *d);
+/* facts/speed and speed_source again (a stored measurement taken) */
+void manager_speed_render(Manager *m, Device *d);
 
 /* Sample d's counters and feed them into d->speed (policies/speed.h): a class change by
  * measurement is logged and d evaluated and applied again, new evidence renews explain. */
