@@ -1,5 +1,6 @@
 #!/bin/sh
 # speed: slow or fast by what the disk does (policies/speed.h), with blkmqd's shipped defaults
+# but the [Speed] bounds of an emulated guest (guest-lib.sh speed_setup: FastMs=8 SlowMs=12)
 # (BLKMQD_VIRTUAL=list: no suite opt-ins, so QEMU's flags are untrusted as on any VM).
 #   vda  virtio-blk, 4 queues, on a RAM-backed file (tmpfs on the host): rotational=1 as every
 #        virtio-blk disk, set to mq-deadline before start (what a many-hctx-slow verdict wrote

@@ -2,7 +2,8 @@
 # speed, full-distro flavour: slow or fast by what the disk does (policies/speed.h), measured by
 # the installed service (systemd as PID 1, systemd-udevd, journald; the `meson install` tree,
 # started with systemctl under the shipped unit's sandbox) with blkmqd's shipped defaults (no
-# TrustRotational= drop-in: QEMU's flags are untrusted as on any VM). The disks and the checks
+# TrustRotational= drop-in: QEMU's flags are untrusted as on any VM) but the [Speed] bounds of an
+# emulated guest (guest-lib.sh speed_setup: FastMs=8 SlowMs=12). The disks and the checks
 # are scenarios/speed.sh's (guest-lib.sh speed_*), on 2 queues each (-smp 2, as the other
 # full-distro scenarios: 4 vCPUs under TCG starve a loaded 2-core host):
 #   vdb  virtio-blk on a RAM-backed file (tmpfs on the host), rotational=1, set to mq-deadline
