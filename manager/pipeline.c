@@ -275,6 +275,42 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
         return r;
 }
 
+/* The NIC name of d's network facts, NULL none. */
+static const char *disk_nic(const Device *d) {
+        return d->facts && d->facts->net && d->facts->net->nic ? d->facts->net->nic->ifname : NULL;
+}
+
+/*
+ * The other disks over d's NIC after d's NIC vectors or XPS were read again: their copy of the
+ * NIC's facts (net_refresh()) and their explain follow, so that blkmqd's own placement, written
+ * for one disk, is not taken for another tool's change by the next periodic verify of the
+ * others (the NVMe multipath head over the same controller, a second session or controller
+ * over the NIC): that would gather them again and log a network change nobody made. A disk
+ * with a run in flight is left to its run.
+ */
+static void refresh_nic_peers(Manager *m, const Device *d) {
+        const char *nic = disk_nic(d);
+
+        for (size_t i = 0; nic && i < m->registry.n_devices; i++) {
+                Device *o = m->registry.devices[i];
+                Plan plan;
+                if (o == d || o->vanished || o->run.active || !streq_ptr(disk_nic(o), nic))
+                        continue;
+                int r = net_refresh(m->hostfs, o->facts);
+                if (r == 0)
+                        continue;               /* its copy was current */
+                if (r > 0)
+                        r = evaluate_policy(m, o, &plan);
+                if (r < 0) {
+                        log_device_warning_errno(o->name, r, "Failed to read %s's placement again after a change, ignoring: %m", nic);
+                        continue;
+                }
+                plan_done(&o->plan);
+                o->plan = plan;
+                fuse_fs_invalidate_disk(m->fuse, o->name);
+        }
+}
+
 /*
  * After blkmqd wrote, put something back, or noticed someone else's change: the facts are
  * read again (every fact a write can change, device_refresh_knobs()) and the explain lines
@@ -286,6 +322,8 @@ void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate) {
         Plan plan;
         int r = device_refresh_knobs(m->hostfs, d->facts, irqs);
         bool changed = r > 0;
+        if (changed && irqs)
+                refresh_nic_peers(m, d);
         if (r == 0 && !evaluate)
                 return;                 /* nothing changed (a verify of a quiet disk): the explain stands */
         if (r >= 0)
@@ -506,11 +544,6 @@ finish:
          * and say nothing, so whoever waited for the disk is answered now */
         manager_waiters_check(m);
         manager_stop_check(m);
-}
-
-/* The NIC name of d's network facts, NULL none. */
-static const char *disk_nic(const Device *d) {
-        return d->facts && d->facts->net && d->facts->net->nic ? d->facts->net->nic->ifname : NULL;
 }
 
 size_t manager_net_changed(Manager *m, const char *why) {

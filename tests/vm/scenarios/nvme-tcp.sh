@@ -255,6 +255,11 @@ blkmqd_isolated_partition() {
     assert_eq "start with CPU 3 isolated: vectors" "0-1 0-1 2 2" "$(aff)"
     assert_eq "start with CPU 3 isolated: XPS" "3 4" "$(xps)"
     no_cpu3 "start"
+    # blkmqd's own placement (written for the path device) is no network change for the head
+    # over the same NIC: two periodic verifies after it gather nothing again
+    wait_for_cmd 20 sh -c "[ \$(grep -c 'Periodic verify: ' /tmp/blkmqd.log) -ge 2 ]" || true
+    assert_match "verify: two periodic verifies since the start" "Periodic verify: .*Periodic verify: " "$(tr '\n' ' ' < /tmp/blkmqd.log)"
+    assert_fail "verify: blkmqd's own placement is not taken for a network change" grep -q 'Network facts changed' /tmp/blkmqd.log
     L=$(wc -l < /tmp/blkmqd.log)
     assert_ok "rt: cpuset.cpus.partition=member (given back)" sh -c "echo member > $CG/rt/cpuset.cpus.partition"
     wait_for_cmd 20 sh -c "[ \"\$(cat /proc/irq/$IN1/smp_affinity_list)\" = 2-3 ] && grep -Eqx '0*c' $Q/tx-1/xps_cpus" || true
