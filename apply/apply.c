@@ -321,6 +321,27 @@ static bool backoff_waiting(const Backoff *b, uint64_t now) {
         return b->level > 0 && now < b->retry_usec;
 }
 
+static void retry_earliest(const Applied *a, uint64_t after, uint64_t *best) {
+        if (a->state == APPLY_ERROR && a->retry.level > 0 && a->retry.retry_usec > after &&
+            (*best == 0 || a->retry.retry_usec < *best))
+                *best = a->retry.retry_usec;
+}
+
+uint64_t apply_next_retry_usec(const Device *d, uint64_t after) {
+        uint64_t best = 0;
+
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                retry_earliest(&d->applied[k], after, &best);
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                retry_earliest(&d->iosched[t], after, &best);
+        for (size_t i = 0; i < d->n_irq_applied; i++) {
+                const IrqApplied *ia = &d->irq_applied[i];
+                if (ia->retry.level > 0 && ia->retry.retry_usec > after && (best == 0 || ia->retry.retry_usec < best))
+                        best = ia->retry.retry_usec;
+        }
+        return best;
+}
+
 /* Seconds (rounded up) until the next write is allowed. */
 static unsigned backoff_left_sec(const Backoff *b, uint64_t now) {
         return b->retry_usec > now ? (unsigned) ((b->retry_usec - now + 999999) / 1000000) : 0;
@@ -644,7 +665,8 @@ static int queue_knob_decide(HostFs *h, Device *d, Knob k, const ApplyOptions *o
 /*
  * The switch of d's elevator from current to wanted failed with EINVAL because the kernel has
  * no wanted registered yet (elevator_not_loaded()): a failure that may pass, retried with
- * backoff (at the periodic verify once the delay is over, or at the disk's next evaluation).
+ * backoff (at its backoff time: manager/verify.c manager_update_retry_timer(); or at the disk's
+ * next evaluation).
  * applied/elevator says what failed, why and when the next try is; the first failure is logged
  * as a warning, the others at debug level. Returns 1 (explain changes: the caller refreshes).
  */
@@ -660,7 +682,7 @@ static int elevator_not_loaded_finish(Device *d, const char *current, const char
         applied_set(a, APPLY_ERROR, -EINVAL,
                     "EINVAL writing %s to queue/scheduler: no elevator %s registered (queue/scheduler lists %s) and the "
                     "kernel's request_module(\"%s-iosched\") did not register one: its module is not installed or not "
-                    "loaded yet; attempt %u, retried with backoff, next try in %u s (at the periodic verify after that)%s",
+                    "loaded yet; attempt %u, retried with backoff, next try in %u s%s",
                     wanted, wanted, strna(listed), wanted, a->retry.level, next, late);
         (void) free_and_strdup(&d->elevator_unloaded, wanted);
         if (!again)

@@ -131,6 +131,15 @@ typedef struct RestoreCounts {
  */
 int apply_restore(HostFs *h, Device *d, RestoreCounts *counts);
 
+/*
+ * The earliest time, CLOCK_MONOTONIC µs, after `after` at which a failed write of d that may
+ * pass (applied/ `error` with a retry backoff: an elevator whose module had not registered it
+ * yet, EBUSY, ENOSPC on an IRQ's CPUs) may be tried again: a queue knob, an elevator tunable or
+ * a vector. 0 when none waits past `after` (a due retry waits for the next evaluation or the
+ * periodic verify). The manager wakes up then (manager/verify.c manager_update_retry_timer()).
+ */
+uint64_t apply_next_retry_usec(const Device *d, uint64_t after);
+
 /* True when d has any recorded original (blkmqd changed something on it). */
 bool apply_has_originals(const Device *d);
 

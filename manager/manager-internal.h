@@ -107,6 +107,8 @@ struct Manager {
         bool restore_logging;           /* a restore's summary line waits for everything to settle */
         sd_event_source *stop_timer;
         sd_event_source *verify_timer;  /* VerifySec=: NULL when off (no wake-ups at all) */
+        sd_event_source *retry_timer;   /* the next retry of a failed write that may pass (manager_update_retry_timer()) */
+        uint64_t retry_usec;            /* ... its CLOCK_MONOTONIC time; 0: off */
         /* the metrics file (textfile.c) */
         char *textfile_path;            /* <TextfileDirectory=>/blkmqd.prom; NULL: none written */
         MetricsCache *textfile_cache;   /* its per-disk blocks, kept between writes */
@@ -374,6 +376,10 @@ void manager_verify_disk(void *userdata, const char *device);
 /* Arm, re-arm or remove the periodic verify (VerifySec=) after a (re)load of the configuration.
  * A failure is logged. */
 void manager_update_verify_timer(Manager *m);
+/* d's run ended: arm the retry timer at d's earliest backoff time of a failed write that may
+ * pass (apply_next_retry_usec()) when no earlier one is armed. When it fires, every disk
+ * with a retry due is applied again and the timer follows the earliest one left. */
+void manager_update_retry_timer(Manager *m, const Device *d);
 
 /* ---- speed.c: the measured speed ------------------------------------------------------------- */
 

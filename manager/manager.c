@@ -266,6 +266,7 @@ Manager *manager_free(Manager *m) {
         manager_waiters_release_all(m);
         sd_event_source_disable_unref(m->stop_timer);
         sd_event_source_disable_unref(m->verify_timer);
+        sd_event_source_disable_unref(m->retry_timer);
         sd_event_source_disable_unref(m->speed_events);
         sd_event_source_disable_unref(m->speed_tail);
         strv_free(m->speed_tail_disks);

@@ -199,6 +199,7 @@ void manager_on_apply_finished(Device *d, void *userdata) {
         manager_metrics_changed(m);
         if (m->started && !m->batch)
                 manager_update_status(m);
+        manager_update_retry_timer(m, d);       /* a write that failed may be tried again at its backoff time */
 
         /* a disk the globs no longer match: its restore returned (or the run before it ended) */
         if (d->leaving && !m->stopping) {

@@ -149,3 +149,78 @@ void manager_update_verify_timer(Manager *m) {
                 log_warning_errno(r, "Cannot set up the periodic verify (VerifySec=), changes by others are noticed "
                                   "only when applied/ is read: %m");
 }
+
+/*
+ * A failed write that may pass (an elevator whose module had not registered it yet, EBUSY,
+ * ENOSPC on an IRQ's CPUs) is tried again at its backoff time, not at the first periodic verify
+ * after it (VerifySec= may be an hour, or 0): one timer for all disks, at the earliest time,
+ * off while nothing waits. The apply decides again what is due (apply/apply.c backoff_waiting()).
+ */
+static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+static bool retry_due(const Device *d, uint64_t now) {
+        for (Knob k = 0; k < _KNOB_MAX; k++)
+                if (d->applied[k].state == APPLY_ERROR && d->applied[k].retry.level > 0 && d->applied[k].retry.retry_usec <= now)
+                        return true;
+        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
+                if (d->iosched[t].state == APPLY_ERROR && d->iosched[t].retry.level > 0 && d->iosched[t].retry.retry_usec <= now)
+                        return true;
+        for (size_t i = 0; i < d->n_irq_applied; i++)
+                if (d->irq_applied[i].retry.level > 0 && d->irq_applied[i].retry.retry_usec <= now)
+                        return true;
+        return false;
+}
+
+static void retry_arm(Manager *m, uint64_t next) {
+        int r;
+
+        if (m->retry_timer) {
+                r = sd_event_source_set_time(m->retry_timer, next);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->retry_timer, SD_EVENT_ONESHOT);
+        } else
+                r = sd_event_add_time(m->event, &m->retry_timer, CLOCK_MONOTONIC, next, 100 * 1000, on_retry_timer, m);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot set up the retry of a failed write at its backoff time, it waits for the "
+                                  "periodic verify (VerifySec=): %m");
+                next = 0;
+        }
+        m->retry_usec = next;
+}
+
+static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        uint64_t next = 0;
+
+        m->retry_usec = 0;
+        if (m->mode != MODE_AUTO || m->stopping)
+                return 0;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                Device *d = m->registry.devices[i];
+                if (d->facts && d->plan.manage && !d->leaving && retry_due(d, usec)) {
+                        log_device_debug(d->name, "A failed write's backoff is over: applying again");
+                        manager_apply(m, d);    /* its run's end arms the timer for its next retry */
+                }
+                uint64_t t = apply_next_retry_usec(d, usec);
+                if (t > 0 && (next == 0 || t < next))
+                        next = t;
+        }
+        if (next > 0 && (m->retry_usec == 0 || next < m->retry_usec))
+                retry_arm(m, next);
+        return 0;
+}
+
+/* O(1) in the number of disks: called at the end of every disk's run (a coldplug of thousands). */
+void manager_update_retry_timer(Manager *m, const Device *d) {
+        uint64_t now = 0;
+
+        if (!m->event || m->mode != MODE_AUTO || m->stopping) {
+                m->retry_timer = sd_event_source_disable_unref(m->retry_timer);
+                m->retry_usec = 0;
+                return;
+        }
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        uint64_t next = apply_next_retry_usec(d, now);
+        if (next > 0 && (m->retry_usec == 0 || next < m->retry_usec))
+                retry_arm(m, next);
+}

@@ -71,6 +71,9 @@ nr_requests and queue/iosched/ reset by an elevator switch, write errors injecte
       config only ModuleParams=write: blkmqd.conf written (pending-reboot); the reboot it asked
       for; a start, a reload and a further boot keep the class, read effective and neither
       remove nor rewrite the file; restore removes it and the disk is what it now is
+  (t) a failed write's retry at its backoff time (vm-6.1-virtio-scsi-4q, Elevator=bfq not
+      installed yet, VerifySec=0: no periodic verify): attempt 2 10 s after the failure,
+      attempt 3 20 s after that switches once bfq can load
 
 Root, /dev/fuse (exit 77 otherwise). No device of this machine is read or written.
 """
@@ -526,6 +529,39 @@ def case_elevator_not_loaded(tmp):
     finally:
         if not stopped:
             r.stop()
+
+
+def case_retry_timer(tmp):
+    """A failed switch that may pass is tried again at its backoff time, not at the periodic
+    verify: with VerifySec=0 there is none, and the retries still come (10 s, then 20 s)."""
+    root = bt.copy_fixture("vm-6.1-virtio-scsi-4q", os.path.join(tmp, "t-root"))
+    os.makedirs(os.path.join(root, "lib/modules/6.1.0-57-amd64"))
+    put(root, "lib/modules/6.1.0-57-amd64/modules.dep", "kernel/block/bfq.ko:\nkernel/block/kyber-iosched.ko:\n")
+    r = Run(tmp, "t", "[Manager]\nVerifySec=0\n\n[Class:many-hctx-slow]\nElevator=bfq\n", exe=emu_arg())
+    t_start = time.monotonic()
+    d = r.start(root, "--devices", "sda")
+    try:
+        settle(d, ["sda"])
+        t_settled = time.monotonic()
+        a = d.read("devices", "sda", "applied", "elevator")
+        check(a.startswith("error: EINVAL writing bfq") and "attempt 1, retried with backoff, next try in 10 s" in a,
+              f"(t) at start the switch failed, next try in 10 s: {a.strip()!r}")
+        ok, _ = bt.wait_for(lambda: "attempt 2," in (d.read("devices", "sda", "applied", "elevator") or ""), 25.0, 0.1)
+        t2 = time.monotonic()
+        check(ok and t2 - t_start >= 9.5 and t2 - t_settled <= 13.0,
+              f"(t) the second attempt came at its backoff time with VerifySec=0: {ok}, {t2 - t_start:.1f} s after the "
+              f"start, {t2 - t_settled:.1f} s after the failure was read")
+        a = d.read("devices", "sda", "applied", "elevator")
+        check("next try in 20 s" in a, f"(t) the failed retry doubles the delay: {a.strip()!r}")
+        put(root, "emu-modules", "bfq\n")
+        ok, _ = bt.wait_for(lambda: (d.read("devices", "sda", "applied", "elevator") or "").startswith("ok:"), 35.0, 0.1)
+        t3 = time.monotonic()
+        check(ok and t3 - t2 >= 19.0 and t3 - t2 <= 24.0,
+              f"(t) once bfq can load, the third attempt at its time switches: {ok}, {t3 - t2:.1f} s after the second")
+        check(kernel_elevator(root, "sda") == "bfq", f"(t) the kernel runs bfq ({kernel_elevator(root, 'sda')})")
+        agree("t", d, root, ["sda"])
+    finally:
+        r.stop()
 
 
 def explain_mapping(d, disk):
@@ -1016,7 +1052,7 @@ def main():
     cases = (("e", case_elevator_names), ("c", case_irq_counts), ("u", case_stale_unsupported),
              ("l", case_elevator_not_loaded), ("m", case_mapping),
              ("n", case_narrow), ("s", case_sequences), ("b", case_module_reboot), ("r", case_module_restore),
-             ("x", case_module_external), ("o", case_module_owners))
+             ("x", case_module_external), ("o", case_module_owners), ("t", case_retry_timer))
     try:
         for letter, case in cases:
             if only and letter not in only:
