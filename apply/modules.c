@@ -109,12 +109,45 @@ static int64_t boot_time(HostFs *h) {
         return b && sscanf(b + 7, "%lld", &t) == 1 ? t : -1;
 }
 
+/*
+ * An earlier blkmqd's /etc/modprobe.d/blkmqd.conf (MODPROBE_D_FILE_OLD) sorted before the
+ * distributions' files, whose options then won at the module's next load: renamed to
+ * MODPROBE_D_FILE when it is in blkmqd's form and no MODPROBE_D_FILE exists (the rename keeps
+ * its mtime: whether this boot read it is still told by it). One that is not blkmqd's is the
+ * admin's and stays; with both present the old one, blkmqd's, is removed.
+ */
+static void modules_rename_old_file(HostFs *h) {
+        _cleanup_free_ char *old = NULL;
+        int r;
+
+        if (hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE_OLD, &old) < 0 || !modprobe_file_is_blkmqd(old))
+                return;
+        if (hostfs_exists(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE)) {
+                r = hostfs_unlink(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE_OLD);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to remove the earlier /etc/modprobe.d/" MODPROBE_D_FILE_OLD " (blkmqd's, "
+                                          "/etc/modprobe.d/" MODPROBE_D_FILE " is the one now), ignoring: %m");
+                else
+                        log_info("Removed the earlier /etc/modprobe.d/" MODPROBE_D_FILE_OLD ": /etc/modprobe.d/" MODPROBE_D_FILE
+                                 " holds blkmqd's options now");
+                return;
+        }
+        r = hostfs_rename_file(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE_OLD, MODPROBE_D_FILE);
+        if (r < 0)
+                log_warning_errno(r, "Failed to rename /etc/modprobe.d/" MODPROBE_D_FILE_OLD " to " MODPROBE_D_FILE
+                                  " (a distribution's file sorting after it wins at the module's next load): %m");
+        else
+                log_info("Renamed /etc/modprobe.d/" MODPROBE_D_FILE_OLD " to " MODPROBE_D_FILE ": modprobe reads the files "
+                         "by name and the last value wins, so blkmqd's options come after the distribution's files");
+}
+
 void modules_init(HostFs *h, Modules *m) {
         _cleanup_free_ char *text = NULL;
         int64_t mtime, btime = boot_time(h);
 
-        /* Who wrote it is in the file itself: a blkmqd.conf left by an earlier run is blkmqd's
+        /* Who wrote it is in the file itself: a zz-blkmqd.conf left by an earlier run is blkmqd's
          * to update and remove, a file anyone else wrote or edited never is. */
+        modules_rename_old_file(h);
         if (hostfs_read(h, HOSTFS_MODPROBE_D, MODPROBE_D_FILE, &text) < 0)
                 return;
         m->file_written = modprobe_file_is_blkmqd(text);

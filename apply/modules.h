@@ -5,7 +5,7 @@
  * Module parameters: merge the wishes of every disk's plan (and the config's [Module:]
  * sections) into one state per module parameter, and carry them out:
  *   - load-time-only parameters (0444, e.g. megaraid_sas.host_tagset_enable) are never
- *     written under /sys/module: they go to /etc/modprobe.d/blkmqd.conf, state
+ *     written under /sys/module: they go to /etc/modprobe.d/zz-blkmqd.conf, state
  *     pending-reboot, and after the next boot blkmqd checks they took effect;
  *   - runtime-writable ones (0644, nvme write_queues, virtio_blk num_request_queues) are
  *     also written to /sys/module/<m>/parameters/<p>: state pending-reset, they apply at
@@ -79,7 +79,7 @@ typedef struct ModuleParam {
 typedef struct Modules {
         ModuleParam *params;
         size_t n_params;
-        bool file_written;      /* modprobe.d/blkmqd.conf is blkmqd's: written in this run, or found at
+        bool file_written;      /* modprobe.d/zz-blkmqd.conf is blkmqd's: written in this run, or found at
                                  * start in blkmqd's own form (modprobe_file_is_blkmqd()) */
         bool foreign_logged;    /* "not blkmqd's, not overwriting" said once */
         char *boot_file;        /* content of blkmqd.conf at start, if it predates this boot */
@@ -98,7 +98,7 @@ typedef struct Modules {
 void modules_done(Modules *m);
 
 /*
- * Remember what /etc/modprobe.d/blkmqd.conf held when the system booted (call once at
+ * Remember what /etc/modprobe.d/zz-blkmqd.conf held when the system booted (call once at
  * start; "at boot" = its mtime is older than /proc/stat btime).
  */
 void modules_init(HostFs *h, Modules *m);

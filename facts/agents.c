@@ -972,10 +972,11 @@ static int scan_irqbalance(HostFs *h, Sources *s) {
         return 0;
 }
 
-/* blkmqd's own blkmqd.conf is blkmqd's setting, not another tool's; one the admin wrote or
+/* blkmqd's own zz-blkmqd.conf (or an earlier blkmqd's blkmqd.conf, before the start renames it) is blkmqd's setting, not another tool's; one the admin wrote or
  * edited (not in blkmqd's form, modprobe_file_is_blkmqd()) is theirs. */
 static int scan_modprobe(const char *text, const AgentFile *af, Sources *s) {
-        if (streq(af->file, "/etc/modprobe.d/" MODPROBE_D_FILE) && modprobe_file_is_blkmqd(text))
+        if ((streq(af->file, "/etc/modprobe.d/" MODPROBE_D_FILE) || streq(af->file, "/etc/modprobe.d/" MODPROBE_D_FILE_OLD)) &&
+            modprobe_file_is_blkmqd(text))
                 return 0;
         return agents_scan_modprobe(text, af, s);
 }

@@ -21,7 +21,7 @@
  *   modprobe.d   /etc/modprobe.d, /run/modprobe.d (the admin's), /usr/lib/modprobe.d,
  *                /lib/modprobe.d (the distribution's), *.conf sorted by name like udev rules
  *                (modprobe.d(5)); "options <module> <param>=<value>" lines. blkmqd's own
- *                /etc/modprobe.d/blkmqd.conf is not counted while it is in blkmqd's form.
+ *                /etc/modprobe.d/zz-blkmqd.conf is not counted while it is in blkmqd's form.
  *   .link files  /etc/systemd/network, /run/systemd/network (the admin's), /usr/lib/systemd/network,
  *                /lib/systemd/network (the distribution's), sorted by name like udev rules;
  *                only the first file whose [Match] fits a NIC is applied to it (systemd

@@ -972,6 +972,24 @@ int hostfs_textfile_replace(const char *path, const char *content) {
         return r;
 }
 
+int hostfs_rename_file(HostFs *h, HostFsKind kind, const char *from, const char *to) {
+        char what[512];
+        int dfd, r = 0;
+
+        if (kind != HOSTFS_MODPROBE_D || strchr(from, '/') || strchr(to, '/'))
+                return -EPERM;
+        dfd = modprobe_d_fd(h, false);
+        if (dfd < 0)
+                return dfd;
+        if (renameat(dfd, from, dfd, to) < 0)
+                r = negative_errno();
+        else
+                (void) fsync(dfd);
+        snprintf(what, sizeof(what), "(renamed from %s)", from);
+        record_write(h, kind, to, what, r);
+        return r;
+}
+
 /* The directory fd an unlink of name in kind may use: only modprobe.d, only a plain name. */
 static int unlink_dir_fd(HostFs *h, HostFsKind kind, const char *name) {
         if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))

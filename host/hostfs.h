@@ -247,6 +247,11 @@ uint64_t hostfs_write_count(const HostFs *h, HostFsKind kind);
  */
 int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char *content);
 
+/* Rename a file blkmqd owns from to to (HOSTFS_MODPROBE_D only, plain names; renameat(), its
+ * mtime kept, the directory fsync()ed). Recorded as "write:modprobe.d:<to>=(renamed from <from>)".
+ * Returns 0, -ENOENT when from is absent, -EPERM, -errno. */
+int hostfs_rename_file(HostFs *h, HostFsKind kind, const char *from, const char *to);
+
 /* Remove a file blkmqd owns (HOSTFS_MODPROBE_D only). Returns 0 (also when absent), -EPERM, -errno.
  * Recorded as "write:modprobe.d:<name>=(removed)". */
 int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name);
@@ -258,7 +263,7 @@ int hostfs_unlink(HostFs *h, HostFsKind kind, const char *name);
  * thread (they use only the dirfds hostfs_new() opened, and modprobe.d's, published once when
  * it appears) and may block as long as the file system takes (the fsync() of a slow disk, a
  * frozen file system). The test hold applies to
- * them too ("modprobe.d:blkmqd.conf=<seconds>"). hostfs_replace_file_record() records a
+ * them too ("modprobe.d:zz-blkmqd.conf=<seconds>"). hostfs_replace_file_record() records a
  * replacement on the thread that owns h (an unlink: hostfs_write_record() with
  * HOSTFS_UNLINK_RECORD). Return as hostfs_replace_file() and hostfs_unlink().
  */

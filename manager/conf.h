@@ -7,7 +7,7 @@
  *
  *   [Manager]
  *   Mode=auto|dry-run|off         Devices=GLOB...      Reassert=yes|no
- *   ModuleParams=propose|write    write /etc/modprobe.d/blkmqd.conf and 0644 params (default propose)
+ *   ModuleParams=propose|write    write /etc/modprobe.d/zz-blkmqd.conf and 0644 params (default propose)
  *   RateWindowSec=SECONDS         interval the *_rate files cover (default 1, 0.2 to 3600)
  *   VerifySec=SECONDS|0           read back what blkmqd wrote every SECONDS (default 60, 1 to
  *                                 86400; 0 or off: never, no timer at all): the kernel sends no

@@ -139,7 +139,7 @@ static int host_tagset(const DiskFacts *f, const ClassPolicy *cp, const PolicyHi
                 /* its own effect is no reason to take it back: kept until the config or a restore says so */
                 return plan_explain(plan, f->name, 0, PLAN_OUTCOME_PLANNED, "module-host-tagset",
                                     "nr_hw_queues=%zu rotational=%s shared_tags=%s driver=%s kernel=%u.%u host_tagset_enable=0 "
-                                    "(blkmqd's /etc/modprobe.d/blkmqd.conf at this boot) -> %s.host_tagset_enable=0 kept, "
+                                    "(blkmqd's /etc/modprobe.d/zz-blkmqd.conf at this boot) -> %s.host_tagset_enable=0 kept, "
                                     "effective: the one hctx and no shared tagset are its effect%s",
                                     f->n_hctx, tristate_to_string(f->rotational), tristate_to_string(f->shared_tags),
                                     f->driver, maj, min, f->driver,

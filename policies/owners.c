@@ -420,7 +420,7 @@ static int module_defer(Plan *plan, size_t i, const char *desc) {
         return 0;
 }
 
-/* The file name of a modprobe.d source sorts after blkmqd.conf: modprobe passes its options
+/* The file name of a modprobe.d source sorts after zz-blkmqd.conf: modprobe passes its options
  * after blkmqd's (libkmod-config.c conf_files_list(): every directory's *.conf by name), so at
  * the module's next load its value wins over blkmqd's option. */
 static bool modprobe_after_blkmqd(const Source *src) {

@@ -101,12 +101,22 @@ const KnownModuleParam *known_module_param(const char *module, const char *param
  * journal and modules/<module>/<param>/note all say: written into buf (size bytes). Returns buf. */
 const char *module_param_unsupported_reason(const char *module, const char *param, char *buf, size_t size);
 
-/* blkmqd's own modprobe.d file (/etc/modprobe.d/blkmqd.conf, apply/modules.c). */
-#define MODPROBE_D_FILE "blkmqd.conf"
-/* First line of every blkmqd.conf blkmqd writes: how a later run knows the file is blkmqd's. */
+/*
+ * blkmqd's own modprobe.d file (/etc/modprobe.d/zz-blkmqd.conf, apply/modules.c). modprobe
+ * reads the *.conf files of every modprobe.d directory sorted by name, and for a parameter set
+ * twice the module keeps the last value (libkmod/libkmod-config.c conf_files_list(), kernel/
+ * params.c parse_args()): "zz-" sorts after the names distributions and drivers ship
+ * (nvme.conf, 99-*.conf, scsi-*.conf), so blkmqd's value is the one the next load takes. A
+ * name the admin picked to sort later is the admin's choice (policies/owners.c).
+ */
+#define MODPROBE_D_FILE "zz-blkmqd.conf"
+/* The file's name before, /etc/modprobe.d/blkmqd.conf: a start that finds one in blkmqd's form
+ * and no MODPROBE_D_FILE renames it (apply/modules.c modules_init()). */
+#define MODPROBE_D_FILE_OLD "blkmqd.conf"
+/* First line of every zz-blkmqd.conf blkmqd writes: how a later run knows the file is blkmqd's. */
 #define MODPROBE_D_HEADER "# Written by blkmqd: blk-mq queue layout parameters. Removed by `echo 1 > /run/blkmqd/restore`."
 /*
- * Is text (the content of modprobe.d/blkmqd.conf) blkmqd's? True when its first line is
+ * Is text (the content of modprobe.d/zz-blkmqd.conf) blkmqd's? True when its first line is
  * MODPROBE_D_HEADER and every other line is one blkmqd writes ("# wanted by ...",
  * "options <module> <param>=<value>"): ownership survives restarts without the state
  * directory, and a file an administrator wrote or edited is never overwritten or removed.
@@ -470,7 +480,7 @@ int policy_evaluate_measured(const DiskFacts *facts, const PolicyConfig *config,
  * until the config or a restore says otherwise. Zero-initialised = blkmqd did nothing.
  */
 typedef struct PolicyHistory {
-        /* The options of blkmqd's own /etc/modprobe.d/blkmqd.conf as this boot's modules read
+        /* The options of blkmqd's own /etc/modprobe.d/zz-blkmqd.conf as this boot's modules read
          * them (the file predates the boot and is blkmqd's; apply/modules.c keeps them). Not owned. */
         const ModuleWish *boot_modules;
         size_t n_boot_modules;

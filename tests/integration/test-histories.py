@@ -42,7 +42,7 @@ nr_requests and queue/iosched/ reset by an elevator switch, write errors injecte
       change, stop. After every step every applied/ file agrees with its metric, the kernel
       files with applied/ and facts/, the counts of applied/irq_affinity with the vectors'
       files; after the stop the copy is back at its first state except the files another tool
-      changed (theirs, blkmqd(8)) and etc/modprobe.d/blkmqd.conf (a boot-time setting):
+      changed (theirs, blkmqd(8)) and etc/modprobe.d/zz-blkmqd.conf (a boot-time setting):
         queue knobs + tunables  vm-6.1-scsi-debug-shared (elevator, rq_affinity, nr_requests,
                                 mq-deadline tunables through a switch to none and back)
         IRQ vectors             vm-6.1-virtio-scsi-4q
@@ -65,8 +65,8 @@ nr_requests and queue/iosched/ reset by an elevator switch, write errors injecte
       comment, a blacklist and another module's options) in etc/modprobe.d: deferred (modules/
       state and note naming file:line, explain, one warning), nothing written, still after a
       reload, the stop leaves the copy as it was; in usr/lib/modprobe.d: corrected (1 in the
-      kernel and blkmqd.conf, explain naming the distribution's file, one warning), and whether
-      the name sorts after blkmqd.conf (nvme.conf does, 00-nvme.conf not) is said
+      kernel and zz-blkmqd.conf, explain naming the distribution's file, one warning), and whether
+      the name sorts after zz-blkmqd.conf (zzz-nvme.conf does, nvme.conf and 00-nvme.conf not) is said
   (b) issue 26 item 1 through the daemon: gen-synthetic.py --disks 1 --kernel 5.10.0-30-amd64,
       config only ModuleParams=write: blkmqd.conf written (pending-reboot); the reboot it asked
       for; a start, a reload and a further boot keep the class, read effective and neither
@@ -339,10 +339,10 @@ def snapshot(root):
 
 def same_as_first(tag, first, root, theirs=()):
     """After the stop: every file as at the start, except theirs (another tool's) and
-    etc/modprobe.d/blkmqd.conf (kept at stop, blkmqd(8))."""
+    etc/modprobe.d/zz-blkmqd.conf (kept at stop, blkmqd(8))."""
     now = snapshot(root)
     diff = sorted(k for k in set(first) | set(now) if first.get(k) != now.get(k) and k not in theirs and
-                  k != "etc/modprobe.d/blkmqd.conf")
+                  k != "etc/modprobe.d/zz-blkmqd.conf")
     block = [k for k in diff if not k.startswith("sys/module/")]
     check(not block, f"({tag}) after the stop the copy is as it was at the start: {[(k, first.get(k), now.get(k)) for k in block][:6]}")
     mods = [k for k in diff if k.startswith("sys/module/")]
@@ -724,7 +724,7 @@ def case_sequences(tmp):
 
 # ---- module parameters across restore and reboots -----------------------------------------------
 
-MODCONF = "etc/modprobe.d/blkmqd.conf"
+MODCONF = "etc/modprobe.d/zz-blkmqd.conf"
 
 
 def first_boot(root):
@@ -802,8 +802,23 @@ def case_module_reboot(tmp):
         # boot 2: the reboot the file asked for; boot 3: a further boot, nothing new
         simulate_boot(root, [("megaraid_sas", "host_tagset_enable", "0")] if boot == 2 else [],
                       [("sda", "host0")] if boot == 2 else [])
+        old = os.path.join(root, "etc/modprobe.d/blkmqd.conf")
+        if boot == 2:
+            # the upgrade: the file as a blkmqd before the rename left it (blkmqd.conf sorted
+            # before the distributions' nvme.conf and friends, whose options then won)
+            os.rename(os.path.join(root, MODCONF), old)
+        else:
+            put(root, "etc/modprobe.d/blkmqd.conf", "options foo bar=1\n")     # the admin's own, of that name
         d = r.start(root, "--devices", "sda")
         try:
+            log = r.log()
+            renamed = [x for x in log.splitlines() if "Renamed /etc/modprobe.d/blkmqd.conf to zz-blkmqd.conf" in x]
+            if boot == 2:
+                check(len(renamed) == 1 and not os.path.exists(old),
+                      f"(b) boot 2 after an upgrade: the earlier blkmqd's blkmqd.conf renamed to {MODCONF}, one line ({renamed})")
+            else:
+                check(not renamed and rd(old) == "options foo bar=1\n",
+                      f"(b) boot 3: an admin's blkmqd.conf is not blkmqd's: left as it is ({renamed}, {rd(old)!r})")
             m = module_settled(d, "megaraid_sas", "host_tagset_enable")
             hctx = d.read("devices", "sda", "facts", "nr_hw_queues").strip()
             shared = d.read("devices", "sda", "facts", "shared_tags").strip()
@@ -819,7 +834,7 @@ def case_module_reboot(tmp):
             check("Removed /etc/modprobe.d" not in log and "Wrote /etc/modprobe.d" not in log,
                   f"(b) boot {boot}: {MODCONF} neither removed nor written again "
                   f"({[x for x in log.splitlines() if 'modprobe.d' in x][:3]})")
-            check(modconf(root) == (text, mtime), f"(b) boot {boot}: {MODCONF} the same file, its mtime kept")
+            check(modconf(root) == (text, mtime), f"(b) boot {boot}: {MODCONF} the same file, its mtime kept (also through the rename)")
             agree(f"b boot {boot}", d, root, ["sda"], {"megaraid_sas/host_tagset_enable": "effective"})
             if boot == 3:
                 # the admin's put back: the file goes, and the disk is what it now is
@@ -988,11 +1003,12 @@ def case_module_owners(tmp):
     """Issue 28: whose modprobe.d option it is (policies/owners.c, the udev rules' rule: /etc and
     /run are the admin's, /usr/lib and /lib the distribution's). An admin's /etc/modprobe.d file
     setting nvme poll_queues=2 against blkmqd's wish 1: deferred, explained, nothing written (no
-    /sys/module write, no blkmqd.conf), the stop leaves all as it was; the same in
-    /usr/lib/modprobe.d: corrected (written at runtime and in blkmqd.conf), one warning naming the
-    file; a name that sorts after blkmqd.conf ("nvme.conf": modprobe passes its options after
-    blkmqd's, so it wins at the next load) is said in explain, one before it ("00-nvme.conf") not."""
-    for where, name in (("etc", "nvme.conf"), ("usr/lib", "00-nvme.conf"), ("usr/lib", "nvme.conf")):
+    /sys/module write, no zz-blkmqd.conf), the stop leaves all as it was; the same in
+    /usr/lib/modprobe.d: corrected (written at runtime and in zz-blkmqd.conf), one warning naming
+    the file; a name that sorts after zz-blkmqd.conf ("zzz-nvme.conf": modprobe passes its options
+    after blkmqd's, so it wins at the next load) is said in explain, the usual names before it
+    ("nvme.conf", "00-nvme.conf") not."""
+    for where, name in (("etc", "nvme.conf"), ("usr/lib", "00-nvme.conf"), ("usr/lib", "nvme.conf"), ("usr/lib", "zzz-nvme.conf")):
         tag = f"o-{where.replace('/', '-')}-{name}"
         root = bt.copy_fixture("vm-6.12-nvme-4q", os.path.join(tmp, tag + "-root"))
         first_boot(root)
@@ -1031,8 +1047,8 @@ def case_module_owners(tmp):
                 check(f"module nvme.poll_queues: modprobe.d file /{rel}:4 options nvme poll_queues=2 (a distribution default) "
                       "-> corrected to 1" in explain,
                       f"({tag}) explain names the distribution's file ({[x for x in explain.splitlines() if 'poll_queues' in x]})")
-                after = "sorts after blkmqd.conf" in explain
-                check(after == (name == "nvme.conf"), f"({tag}) explain says whether the file sorts after blkmqd.conf ({after})")
+                after = "sorts after zz-blkmqd.conf" in explain
+                check(after == (name == "zzz-nvme.conf"), f"({tag}) explain says whether the file sorts after zz-blkmqd.conf ({after})")
                 check(len(warned) == 1 and "a distribution default" in warned[0] and "writes its own value over it" in warned[0],
                       f"({tag}) one warning naming the file ({warned})")
                 agree(tag, d, root, ["nvme0n1"], {"nvme/poll_queues": "pending-reset"})

@@ -195,7 +195,7 @@ def case_modprobe(tmp):
     root = copy_fixture("synthetic-megaraid-64q", os.path.join(tmp, "mp-root"))
     put(root, "proc/sys/kernel/osrelease", "5.10.0-28-amd64\n")
     os.makedirs(os.path.join(root, "etc/modprobe.d"))
-    conf = os.path.join(root, "etc/modprobe.d/blkmqd.conf")
+    conf = os.path.join(root, "etc/modprobe.d/zz-blkmqd.conf")
     r = Run(tmp, "modprobe", "[Manager]\nModuleParams=write\n")
     d = r.start(root)
     r.stop()
@@ -210,19 +210,19 @@ def case_modprobe(tmp):
         r.stop()
 
     mine = "options megaraid_sas host_tagset_enable=1\n"
-    put(root, "etc/modprobe.d/blkmqd.conf", mine)
+    put(root, "etc/modprobe.d/zz-blkmqd.conf", mine)
     d = r.start(root)
     try:
         # an options line the admin wrote against blkmqd's wish (host_tagset_enable=0) is their
         # choice (issue 28, policies/owners.c): deferred, naming the file, nothing written
         state = d.read("modules", "megaraid_sas", "host_tagset_enable", "state").strip()
         note = d.read("modules", "megaraid_sas", "host_tagset_enable", "note").strip()
-        check(state == "deferred" and "/etc/modprobe.d/blkmqd.conf:1" in note and "the admin's choice" in note,
+        check(state == "deferred" and "/etc/modprobe.d/zz-blkmqd.conf:1" in note and "the admin's choice" in note,
               f"(p) someone else's blkmqd.conf: state {state} ({note})")
         bt.write_file(d.path("restore"), b"1\n")
     finally:
         r.stop()
-    check(get(root, "etc/modprobe.d/blkmqd.conf") == mine, "(p) someone else's blkmqd.conf untouched")
+    check(get(root, "etc/modprobe.d/zz-blkmqd.conf") == mine, "(p) someone else's blkmqd.conf untouched")
 
 
 def case_module_runtime(tmp):
@@ -251,7 +251,7 @@ def case_module_runtime(tmp):
         # the disk's values the killed run left and blkmqd.conf (its options carry the runtime
         # value over a reboot) are put back too: the parameter is one of them
         check("Restored virtio_blk.num_request_queues=" + before in r.log(), "(p2) restore after the restart logged it")
-        check(not os.path.exists(os.path.join(root, "etc/modprobe.d/blkmqd.conf")), "(p2) and removed blkmqd.conf")
+        check(not os.path.exists(os.path.join(root, "etc/modprobe.d/zz-blkmqd.conf")), "(p2) and removed blkmqd.conf")
     finally:
         r.stop()
 

@@ -4,7 +4,7 @@
 test-liveness-files.py BLKMQD
 
 No reader waits for blkmqd's other disk writes (issue 14's kind, beyond the queue attributes):
-module parameters under /sys/module, /etc/modprobe.d/blkmqd.conf (a temp file, fsync, rename)
+module parameters under /sys/module, /etc/modprobe.d/zz-blkmqd.conf (a temp file, fsync, rename)
 and the state directory's files (overrides/, originals/: temp file, fsync, rename). Each is made
 to hang as a slow disk or kernel would, while blkmqd runs on a copy of a committed fixture tree
 (--root) on a FUSE mount in a temp dir:
@@ -197,7 +197,7 @@ def case_f2_modprobe_frozen(tmp, frozen):
     os.makedirs(mp)
     os.makedirs(os.path.join(root, "etc"), exist_ok=True)
     os.symlink(mp, os.path.join(root, "etc/modprobe.d"))
-    conf = os.path.join(mp, "blkmqd.conf")
+    conf = os.path.join(mp, "zz-blkmqd.conf")
     r = Run(tmp, "f2", "[Manager]\nModuleParams=propose\n")
     d = r.d
     d.start("--root", root)

@@ -4,7 +4,7 @@
 # module parameter: nvme's write_queues (runtime-writable, 0644; the driver samples it at probe
 # and at a controller reset, nvme_probe()/nvme_setup_io_queues()).
 # Boot 1: `[Module:nvme] write_queues=1` with ModuleParams=write: blkmqd writes it under
-# /sys/module (pending-reset) and to /etc/modprobe.d/blkmqd.conf; `systemctl reload` with
+# /sys/module (pending-reset) and to /etc/modprobe.d/zz-blkmqd.conf; `systemctl reload` with
 # `[Manager] Devices=` narrowed to leave out the non-rotating disk: that disk is put back to
 # its original elevator and leaves devices/, `blkmqctl status` and the metrics; widened again
 # it comes back; `systemctl stop` puts write_queues back at runtime and keeps the modprobe.d
@@ -35,7 +35,7 @@ M=$BLKMQD_MOUNT
 UNIT=blkmqd.service
 NV=nvme0n1
 PARAM=/sys/module/nvme/parameters/write_queues
-MODPROBE=/etc/modprobe.d/blkmqd.conf
+MODPROBE=/etc/modprobe.d/zz-blkmqd.conf
 KEEP=/var/lib/vmtest         # what boot 1 saw, for boot 2 (the root disk is kept)
 note "boot $VMTEST_BOOT: kernel $(uname -r), $(nproc) CPUs, systemd $(systemctl --version | head -n1 | cut -d' ' -f2), uptime $(cut -d' ' -f1 /proc/uptime)s"
 
