@@ -804,6 +804,14 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
         return 1;
 }
 
+/* d's record of irq, NULL when blkmqd has none. */
+static IrqApplied *irq_applied_find(Device *d, unsigned irq) {
+        for (size_t i = 0; i < d->n_irq_applied; i++)
+                if (d->irq_applied[i].irq == irq)
+                        return &d->irq_applied[i];
+        return NULL;
+}
+
 static IrqApplied *irq_applied_get(Device *d, unsigned irq) {
         for (size_t i = 0; i < d->n_irq_applied; i++)
                 if (d->irq_applied[i].irq == irq)
@@ -857,6 +865,10 @@ typedef enum IrqOutcome {
         IRQ_REASSERTED,         /* rewritten after someone else changed it, first time */
         IRQ_WAR_START,          /* rewritten again: a write war begins */
         IRQ_WAR_REWRITE,        /* rewritten in a write war already said */
+        IRQ_PUTTING_BACK,       /* its CPUs are all isolated now: the original being written back */
+        IRQ_PUT_BACK,           /* ... written: the original is no longer blkmqd's */
+        IRQ_NOT_DECIDED,        /* not looked at by this evaluation */
+        _IRQ_OUTCOME_MAX,
 } IrqOutcome;
 
 /* Append ", item" to *l (at most 8 items, then "..."). */
@@ -921,7 +933,9 @@ static void irq_affinity_summarize(Device *d) {
         Applied *a = &d->applied[KNOB_IRQ_AFFINITY];
         const ApplyRun *run = &d->run;
         const char *want = d->plan.irq_affinity;
-        size_t n[IRQ_WAR_REWRITE + 1] = {}, total = 0;
+        size_t n[_IRQ_OUTCOME_MAX] = {}, total = 0;
+        _cleanup_free_ char *put_back = NULL;
+        size_t n_put_back = 0;
         _cleanup_free_ char *ext_new = NULL, *failed = NULL, *reasserted = NULL, *war = NULL, *how = NULL;
         size_t n_ext_new = 0, n_failed = 0, n_reasserted = 0, n_war = 0, n_how = 0;
         char sv_old[1024];
@@ -933,6 +947,9 @@ static void irq_affinity_summarize(Device *d) {
         for (size_t i = 0; i < d->n_irq_applied; i++) {
                 const IrqApplied *ia = &d->irq_applied[i];
                 ours = ours || ia->original;
+                /* put back because its CPUs are isolated now: in none of the counts (no target) */
+                if (ia->outcome == IRQ_PUT_BACK)
+                        list_add(&put_back, &n_put_back, "IRQ %u: %s", ia->irq, strna(ia->current));
                 if (!ia->in_pass)
                         continue;
                 total++;
@@ -996,10 +1013,14 @@ static void irq_affinity_summarize(Device *d) {
         /* the vectors isolated CPUs kept off their hctx CPUs, and why (Plan.isolated,
          * policies/irq-affinity.c): a vector left where it is is in none of the counts */
         const char *isolated = d->plan.isolated[KNOB_IRQ_AFFINITY];
-        applied_set(a, state, first_error, "%zu vector(s): %zu placed, %zu already placed, %zu managed by kernel, %zu changed externally%s%s, %zu failed%s%s%s%s%s",
+        char back[1024] = "";
+        if (put_back)
+                snprintf(back, sizeof(back), "; %zu put back to %s affinity before blkmqd (%s): %s CPUs are isolated now", n_put_back,
+                         n_put_back > 1 ? "their" : "its", put_back, n_put_back > 1 ? "their" : "its");
+        applied_set(a, state, first_error, "%zu vector(s): %zu placed, %zu already placed, %zu managed by kernel, %zu changed externally%s%s, %zu failed%s%s%s%s%s%s",
                     total, placed, kept, managed, external,
                     external ? (run->reassert ? " (Reassert=yes: rewritten with backoff)" : " (left alone, Reassert=no)") : "",
-                    extra, failed_n, failed ? " (" : "", strempty(failed), failed ? ")" : "", isolated ? "; " : "", strempty(isolated));
+                    extra, failed_n, failed ? " (" : "", strempty(failed), failed ? ")" : "", back, isolated ? "; " : "", strempty(isolated));
 
         if (run->verify_only && !ext_new)
                 return;
@@ -1164,6 +1185,44 @@ static int irq_vector_decide(HostFs *h, Device *d, IrqApplied *ia, const char *t
 }
 
 /*
+ * A vector whose target CPUs are all isolated now (IRQ_TARGET_ISOLATED, policies/irq-affinity.c):
+ * one blkmqd placed (it holds an original, not changed by someone else) goes back to its
+ * original in the same job as the placements (irq_affinity_finish() drops the original once
+ * written). Already back at the original, or changed by someone else since blkmqd wrote it:
+ * the original is dropped, nothing is written. A dry run or a verify-only run (a read of
+ * applied/) does nothing; the evaluation after it does. Returns 1 when the
+ * original was dropped, 0, or -ENOMEM.
+ */
+static int irq_isolated_decide(HostFs *h, Device *d, IrqApplied *ia, const ApplyOptions *o, WriteJob **j) {
+        _cleanup_free_ char *current = NULL;
+        char path[64];
+
+        if (!ia->original || ia->external || ia->managed || o->dry_run || o->verify_only)
+                return 0;
+        if (read_irq_affinity(h, ia->irq, &current) < 0)
+                return 0;       /* unreadable: looked at again at the next evaluation */
+        free_and_strdup(&ia->current, current);
+        if (streq(current, ia->original) || !streq_ptr(current, ia->value)) {
+                if (!streq(current, ia->original))
+                        log_device_debug(d->name, "IRQ %u changed externally to %s (blkmqd wrote %s): its original %s dropped, "
+                                         "not put back over it", ia->irq, current, strna(ia->value), ia->original);
+                ia->original = mfree_str(ia->original);
+                ia->value = mfree_str(ia->value);
+                return 1;
+        }
+        irq_path(path, sizeof(path), ia->irq);
+        if (!*j && !(*j = write_job_new(d->name)))
+                return -ENOMEM;
+        if (write_job_add(*j, HOSTFS_PROCFS, path, ia->original, false) < 0 ||
+            !((*j)->ops[(*j)->n_ops - 1].before = strdup(current)))
+                return -ENOMEM;
+        (*j)->stop_on_error = false;
+        (*j)->tag = KNOB_IRQ_AFFINITY;
+        ia->outcome = IRQ_PUTTING_BACK;
+        return 0;
+}
+
+/*
  * Decide irq_affinity on the loop thread: every queue vector's current affinity is read and
  * compared; the vectors to place go into one job (*ret_job, finished by
  * irq_affinity_finish()). Returns the number of originals dropped, or -ENOMEM.
@@ -1177,8 +1236,10 @@ static int irq_affinity_decide(HostFs *h, Device *d, const ApplyOptions *o, Writ
         int dropped = 0;
 
         run->irq_total = run->irq_kept = run->irq_managed = run->irq_would = 0;
-        for (size_t i = 0; i < d->n_irq_applied; i++)
+        for (size_t i = 0; i < d->n_irq_applied; i++) {
                 d->irq_applied[i].in_pass = false;
+                d->irq_applied[i].outcome = IRQ_NOT_DECIDED;
+        }
         if (!d->plan.manage || !want) {
                 /* no wish (any more): vectors blkmqd placed go back now (irq_no_wish_finish()) */
                 if (!o->dry_run && !o->verify_only) {
@@ -1199,13 +1260,20 @@ static int irq_affinity_decide(HostFs *h, Device *d, const ApplyOptions *o, Writ
                 if (!q->queue)
                         continue;
                 /* its hctx's CPUs (or the list asked for) without the isolated ones; a vector
-                 * with only isolated CPUs stays where it is (policies/irq-affinity.c) */
+                 * with only isolated CPUs is not placed, and one blkmqd placed goes back to
+                 * its original (policies/irq-affinity.c) */
                 _cleanup_free_ char *target = NULL;
                 int t = irq_affinity_target(f, want, q, &target, NULL);
                 if (t == -ENOMEM)
                         return t;
-                if (!target)
+                if (!target) {
+                        IrqApplied *ia = t == IRQ_TARGET_ISOLATED && q->managed != TRISTATE_YES ? irq_applied_find(d, q->irq) : NULL;
+                        int r = ia ? irq_isolated_decide(h, d, ia, o, &j) : 0;
+                        if (r < 0)
+                                return r;
+                        dropped += r;
                         continue;
+                }
                 run->irq_total++;
 
                 IrqApplied *ia = irq_applied_get(d, q->irq);
@@ -1266,10 +1334,34 @@ static int irq_affinity_finish(HostFs *h, Device *d, const WriteJob *j) {
         IrqApplied *ia;
         int n = 0, k;
 
+        _cleanup_free_ char *back = NULL, *back_failed = NULL;
+        size_t n_back = 0, n_back_failed = 0;
+
         for (size_t i = 0; (k = irq_op_next(d, j, &i, &op, &ia)) > 0;) {
                 unsigned irq = ia->irq;
                 bool reassert = ia->outcome == IRQ_WRITING_REASSERT;
                 int r = op->result;
+                if (ia->outcome == IRQ_PUTTING_BACK) {
+                        /* its CPUs are isolated now (irq_isolated_decide()) */
+                        if (r < 0 && disk_vanished(h, d, r))
+                                continue;
+                        if (r < 0) {
+                                /* the original stays: tried again at the next evaluation */
+                                ia->error = r;
+                                ia->outcome = IRQ_NOT_DECIDED;
+                                list_add(&back_failed, &n_back_failed, "IRQ %u to %s: %s", irq, op->value,
+                                         strerrorname_np(-r) ?: "error");
+                                continue;
+                        }
+                        list_add(&back, &n_back, "IRQ %u %s -> %s", irq, strna(op->before), op->value);
+                        free_and_strdup(&ia->current, op->value);
+                        ia->original = mfree_str(ia->original);
+                        ia->value = mfree_str(ia->value);
+                        ia->error = 0;
+                        ia->outcome = IRQ_PUT_BACK;
+                        n++;
+                        continue;
+                }
                 if (r < 0) {
                         /* Nothing changed: not an original. */
                         if (ia->new_original) {
@@ -1312,6 +1404,12 @@ static int irq_affinity_finish(HostFs *h, Device *d, const WriteJob *j) {
         }
         if (k < 0)
                 return k;
+        if (n_back)
+                log_restore(d, "irq_affinity", NULL, back, "irq_affinity: %zu vector(s) put back to their affinity before blkmqd, "
+                            "their CPUs are isolated now (%s): %s", n_back, strna(d->facts ? d->facts->kernel.isolated_list : NULL), back);
+        if (n_back_failed)
+                apply_log_knob(d, "irq_affinity", KNOB_RECORD_FAILED, LOG_WARNING, 0, NULL, back_failed,
+                               "irq_affinity: %zu vector(s) on isolated CPUs failed to be put back: %s", n_back_failed, back_failed);
         irq_affinity_summarize(d);
         return n;
 }

@@ -10,7 +10,9 @@
  *
  * No vector is placed on an isolated CPU (isolcpus=, nohz_full=, an isolated cpuset partition:
  * KernelConfigFacts.isolated): those CPUs are taken out of its target, and a vector whose
- * hctx has only isolated CPUs stays where it is; the explain line names each such vector.
+ * hctx has only isolated CPUs is not placed; the explain line names each such vector. One
+ * blkmqd had placed before its CPUs all became isolated goes back to its affinity before
+ * blkmqd at once (apply/apply.c irq_isolated_decide()).
  */
 #include <errno.h>
 #include <stdio.h>
