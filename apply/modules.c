@@ -79,7 +79,7 @@ static bool options_line(const char *l, char module[static 128], char pv[static 
         return true;
 }
 
-/* The "options <module> <param>=<value>" lines of a blkmqd.conf (modprobe_file_is_blkmqd()). 0 or -ENOMEM. */
+/* The "options <module> <param>=<value>" lines of a zz-blkmqd.conf (modprobe_file_is_blkmqd()). 0 or -ENOMEM. */
 static int parse_options(const char *text, ModuleWish **ret, size_t *ret_n) {
         for (const char *l = text; l && *l; l = next_line(l)) {
                 char module[128], pv[256];
@@ -365,7 +365,7 @@ static char *modprobe_content(const Modules *m) {
         return any ? memstream_close_text(&text) : NULL;
 }
 
-/* The note of a parameter in blkmqd.conf (pending-reboot). */
+/* The note of a parameter in zz-blkmqd.conf (pending-reboot). */
 static void set_reboot_note(ModuleParam *p) {
         const KnownModuleParam *k = known_module_param(p->module, p->param);
         set_note(p, "in /etc/modprobe.d/" MODPROBE_D_FILE "; takes effect at %s%s", k ? k->takes_effect : "next boot",
@@ -414,7 +414,7 @@ static int current_after(ModuleParam *p, const WriteOp *op) {
  * a runtime parameter blkmqd wrote at this boot over another value (p->original) is in the
  * module, not yet in the devices it drives: they were set up with the original and take the
  * new value at their next reset or probe (pending-reset; blkmqd cannot see a reset, so it
- * stays until the next boot, which takes the value from blkmqd.conf). Otherwise effective.
+ * stays until the next boot, which takes the value from zz-blkmqd.conf). Otherwise effective.
  */
 static void set_in_module(Modules *m, ModuleParam *p) {
         const KnownModuleParam *k = known_module_param(p->module, p->param);
@@ -444,7 +444,7 @@ static bool module_has_disk(const Registry *reg, const char *module) {
 }
 
 /*
- * The options of blkmqd's own blkmqd.conf (text) that no disk present can decide: no disk of
+ * The options of blkmqd's own zz-blkmqd.conf (text) that no disk present can decide: no disk of
  * that driver is in the registry (at boot blkmqd starts before udev has added them all). They
  * are kept as they are, "# wanted by" line too, so the file is neither removed nor rewritten
  * because a disk has not appeared yet; a disk of the driver that does not want it, a config

@@ -13,7 +13,7 @@
  * Three values of a parameter decide its state: what the module has now (current, read from
  * /sys/module at every decision and back after every write), what the devices were set up with
  * (original when blkmqd wrote it at runtime at this boot, else current; a reset blkmqd cannot
- * see) and what the next boot gives (blkmqd.conf). So a reload or a restart (the originals are
+ * see) and what the next boot gives (zz-blkmqd.conf). So a reload or a restart (the originals are
  * in the state directory, with the boot id) still reads pending-reset after a runtime write, and
  * the boot after it effective.
  * Only with ModuleParams=write; otherwise every wish stays "proposed".
@@ -33,7 +33,7 @@ typedef enum ModuleParamState {
         MODPARAM_PENDING_REBOOT,  /* in modprobe.d; the running module still has the old value */
         MODPARAM_PENDING_RESET,   /* the module has the wanted value, which blkmqd wrote at runtime at this boot
                                    * over another (ModuleParam.original): the devices take it at their next
-                                   * reset/probe; the next boot from blkmqd.conf (then effective) */
+                                   * reset/probe; the next boot from zz-blkmqd.conf (then effective) */
         MODPARAM_EFFECTIVE,       /* the running module has the wanted value, and not because of blkmqd's
                                    * runtime write at this boot (its boot read it, or it was so already) */
         MODPARAM_NOT_EFFECTIVE,   /* was in modprobe.d at this boot, yet the module has another value */
@@ -66,7 +66,7 @@ typedef struct ModuleParam {
         char *note;             /* human detail: when it takes effect, initramfs, errors */
         bool root_disk;         /* a disk using this module holds the root filesystem */
         bool unsupported;       /* a wish says this kernel's module has no such parameter (ModuleWish.unsupported) */
-        bool held;              /* an option of blkmqd's blkmqd.conf no disk present can decide (none of its
+        bool held;              /* an option of blkmqd's zz-blkmqd.conf no disk present can decide (none of its
                                  * driver yet: at boot udev adds them after blkmqd starts): kept as it is */
         bool deferred;          /* every wish for it is left to another tool (Plan.modules_deferred) */
         char *owner;            /* that tool's setting, described (source_describe()); NULL none */
@@ -82,7 +82,7 @@ typedef struct Modules {
         bool file_written;      /* modprobe.d/zz-blkmqd.conf is blkmqd's: written in this run, or found at
                                  * start in blkmqd's own form (modprobe_file_is_blkmqd()) */
         bool foreign_logged;    /* "not blkmqd's, not overwriting" said once */
-        char *boot_file;        /* content of blkmqd.conf at start, if it predates this boot */
+        char *boot_file;        /* content of zz-blkmqd.conf at start, if it predates this boot */
         /* boot_file's options when it is blkmqd's (what this boot's modules read from blkmqd):
          * the policy's history (modules_history()); dropped by a restore that removed the file */
         ModuleWish *boot_options;
@@ -142,9 +142,9 @@ int modules_update(HostFs *h, Modules *m, const Registry *reg, const PolicyConfi
 
 /*
  * The loop thread's half of modules_update(): recompute every state from the registry's plans
- * (reads only: the running values come from the disks' facts, blkmqd.conf is read to compare)
+ * (reads only: the running values come from the disks' facts, zz-blkmqd.conf is read to compare)
  * and put what must be written into *ret_job (NULL: nothing; lane MODULES_LANE): the runtime
- * parameters' /sys/module writes, then blkmqd.conf replaced or removed. The parameters a
+ * parameters' /sys/module writes, then zz-blkmqd.conf replaced or removed. The parameters a
  * write is for read MODPARAM_PENDING until modules_finish() (the original of a runtime
  * parameter is recorded first: persist it before the job runs). Returns 0 or -ENOMEM.
  */
@@ -159,18 +159,18 @@ void modules_finish(Modules *m, const WriteJob *j);
 void modules_timeout(Modules *m, const WriteJob *j, uint64_t usec);
 
 /*
- * Undo (restore): remove blkmqd.conf if blkmqd wrote it, put back runtime values it changed.
+ * Undo (restore): remove zz-blkmqd.conf if blkmqd wrote it, put back runtime values it changed.
  * Returns the number of things undone or the first -errno.
  * The synchronous form of modules_restore_decide() + modules_restore_finish().
  */
 int modules_restore(HostFs *h, Modules *m);
 
 /* What a stop undoes (blkmqd(8) SIGTERM): the runtime values blkmqd changed under /sys/module put
- * back, blkmqd.conf kept (a boot-time setting; restore removes it). Returns as modules_restore(). */
+ * back, zz-blkmqd.conf kept (a boot-time setting; restore removes it). Returns as modules_restore(). */
 int modules_stop(HostFs *h, Modules *m);
 
 /* The job that undoes (NULL: nothing to undo; lane MODULES_LANE): the runtime values, and
- * blkmqd.conf's removal unless keep_file (a stop). Returns 0 or -ENOMEM. */
+ * zz-blkmqd.conf's removal unless keep_file (a stop). Returns 0 or -ENOMEM. */
 int modules_restore_decide(HostFs *h, Modules *m, bool keep_file, WriteJob **ret_job);
 /* Its outcome: returns the number of things undone or the first -errno (logged). */
 int modules_restore_finish(Modules *m, const WriteJob *j);

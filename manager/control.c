@@ -322,7 +322,7 @@ int manager_fuse_write(void *userdata, NodeType type, const char *device, int kn
                 m->restore_count = 0;
                 m->restore_failed = false;
                 m->restore_counts = (RestoreCounts) {};
-                /* module parameters (blkmqd.conf, /sys/module) on the writer, counted when they return */
+                /* module parameters (zz-blkmqd.conf, /sys/module) on the writer, counted when they return */
                 manager_restore_modules(m, false);
                 m->mode = MODE_OFF;
                 m->mode_set_at_runtime = true;

@@ -103,7 +103,7 @@ struct Manager {
         bool modules_timed_out;         /* ... and past the writer's deadline */
         bool modules_again;             /* manager_update_modules() asked while busy: again when it returns */
         bool modules_restore_wanted;    /* a restore asked while busy: when it returns */
-        bool modules_restore_keep_file; /* ... a stop's: blkmqd.conf stays (every request asked so) */
+        bool modules_restore_keep_file; /* ... a stop's: zz-blkmqd.conf stays (every request asked so) */
         bool restore_logging;           /* a restore's summary line waits for everything to settle */
         sd_event_source *stop_timer;
         sd_event_source *verify_timer;  /* VerifySec=: NULL when off (no wake-ups at all) */
@@ -194,7 +194,7 @@ void manager_remove_device(Manager *m, const char *name);
 void manager_update_modules(Manager *m);
 
 /* Undo the module parameters: runtime values put back under /sys/module and, unless keep_file
- * (a stop: blkmqd.conf is a boot-time setting, blkmqd(8)), blkmqd.conf removed (restore); on the
+ * (a stop: zz-blkmqd.conf is a boot-time setting, blkmqd(8)), zz-blkmqd.conf removed (restore); on the
  * writer, counted in m->restore_count/restore_counts when it returns (after the job in flight). */
 void manager_restore_modules(Manager *m, bool keep_file);
 

@@ -474,7 +474,7 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
                 manager_persist_measured(m, m->registry.devices[i]);    /* the last window, for the next start */
                 manager_restore_device(m, m->registry.devices[i]);
         }
-        /* the runtime module parameters blkmqd wrote too (blkmqd.conf stays: a boot-time setting) */
+        /* the runtime module parameters blkmqd wrote too (zz-blkmqd.conf stays: a boot-time setting) */
         manager_restore_modules(m, true);
         if (sd_event_add_time_relative(m->event, &m->stop_timer, CLOCK_MONOTONIC, MANAGER_STOP_BUDGET_USEC, 0,
                                        on_stop_budget, m) < 0)

@@ -789,7 +789,7 @@ void manager_load_module_originals(Manager *m) {
                         stored_boot = kv[i + 1];
         if (r >= 0 && stored_boot && m->boot_id && !streq(stored_boot, m->boot_id)) {
                 /* as a disk's: the reboot put the module's own values back (its default, or
-                 * blkmqd.conf's), and a stop must not write an earlier boot's value over them */
+                 * zz-blkmqd.conf's), and a stop must not write an earlier boot's value over them */
                 log_info("Original module parameters recorded at an earlier boot (boot id %s) dropped: the reboot "
                          "loaded the modules with their own values", stored_boot);
                 manager_persist_module_originals(m);    /* nothing recorded: removes the file */

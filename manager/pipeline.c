@@ -711,7 +711,7 @@ static void on_modules_done(WriteJob *j, void *userdata) {
         size_t boot_options = m->modules.n_boot_options;
         modules_job_finish(m, j);
         if (j->tag == MODULES_JOB_RESTORE && m->modules.n_boot_options != boot_options && !m->stopping)
-                /* the restore removed blkmqd.conf: what it gave this boot is no history any more
+                /* the restore removed zz-blkmqd.conf: what it gave this boot is no history any more
                  * (modules_history()), and the disks are decided again from what they now are
                  * (the restore's own evaluation ran before this job returned; done inline, it
                  * follows the job) */
