@@ -813,9 +813,9 @@ static IrqApplied *irq_applied_find(Device *d, unsigned irq) {
 }
 
 static IrqApplied *irq_applied_get(Device *d, unsigned irq) {
-        for (size_t i = 0; i < d->n_irq_applied; i++)
-                if (d->irq_applied[i].irq == irq)
-                        return &d->irq_applied[i];
+        IrqApplied *found = irq_applied_find(d, irq);
+        if (found)
+                return found;
         IrqApplied *n = realloc(d->irq_applied, (d->n_irq_applied + 1) * sizeof(IrqApplied));
         if (!n)
                 return NULL;

@@ -158,17 +158,10 @@ void manager_update_verify_timer(Manager *m) {
  */
 static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
+/* A retry of d is due at now: its earliest backoff time (any, past ones too) is not after now. */
 static bool retry_due(const Device *d, uint64_t now) {
-        for (Knob k = 0; k < _KNOB_MAX; k++)
-                if (d->applied[k].state == APPLY_ERROR && d->applied[k].retry.level > 0 && d->applied[k].retry.retry_usec <= now)
-                        return true;
-        for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++)
-                if (d->iosched[t].state == APPLY_ERROR && d->iosched[t].retry.level > 0 && d->iosched[t].retry.retry_usec <= now)
-                        return true;
-        for (size_t i = 0; i < d->n_irq_applied; i++)
-                if (d->irq_applied[i].retry.level > 0 && d->irq_applied[i].retry.retry_usec <= now)
-                        return true;
-        return false;
+        uint64_t t = apply_next_retry_usec(d, 0);
+        return t > 0 && t <= now;
 }
 
 static void retry_arm(Manager *m, uint64_t next) {
