@@ -779,6 +779,7 @@ typedef struct ConfDir {
 static const ConfDir udev_dirs[] = {
         { HOSTFS_ETC,     "udev/rules.d", "/etc/udev/rules.d",     true },
         { HOSTFS_RUN,     "udev/rules.d", "/run/udev/rules.d",     true },
+        { HOSTFS_USR_LOCAL_LIB, "udev/rules.d", "/usr/local/lib/udev/rules.d", true },
         { HOSTFS_USR_LIB, "udev/rules.d", "/usr/lib/udev/rules.d", false },
         { HOSTFS_LIB,     "udev/rules.d", "/lib/udev/rules.d",     false },
 };
@@ -786,15 +787,19 @@ static const ConfDir udev_dirs[] = {
 static const ConfDir link_dirs[] = {
         { HOSTFS_ETC,     "systemd/network", "/etc/systemd/network",     true },
         { HOSTFS_RUN,     "systemd/network", "/run/systemd/network",     true },
+        { HOSTFS_USR_LOCAL_LIB, "systemd/network", "/usr/local/lib/systemd/network", true },
         { HOSTFS_USR_LIB, "systemd/network", "/usr/lib/systemd/network", false },
         { HOSTFS_LIB,     "systemd/network", "/lib/systemd/network",     false },
 };
 
-/* modprobe.d(5) (kmod): /etc and /run are the admin's, /usr/lib (DISTCONFDIR on most distributions)
- * and /lib the distribution's; /usr/local/lib/modprobe.d is not read (no hostfs kind for it). */
+/* modprobe.d(5), kmod's libkmod/libkmod.c default_config_paths[]: /etc, /run and /usr/local/lib
+ * are the admin's, /usr/lib (DISTCONFDIR on most distributions) and /lib the distribution's, in
+ * that order (kmod 30 of Debian 12 has no DISTCONFDIR entry and reads /usr/lib through /lib).
+ * udev(7) and systemd.link(5) read the same /etc, /run, /usr/local/lib, /usr/lib, /lib order. */
 static const ConfDir modprobe_dirs[] = {
         { HOSTFS_ETC,     "modprobe.d", "/etc/modprobe.d",     true },
         { HOSTFS_RUN,     "modprobe.d", "/run/modprobe.d",     true },
+        { HOSTFS_USR_LOCAL_LIB, "modprobe.d", "/usr/local/lib/modprobe.d", true },
         { HOSTFS_USR_LIB, "modprobe.d", "/usr/lib/modprobe.d", false },
         { HOSTFS_LIB,     "modprobe.d", "/lib/modprobe.d",     false },
 };

@@ -6,8 +6,8 @@
  * hostfs and described as Sources (policies/owners.h), which the policy reads to decide whose
  * value each knob is. Read at start and at every reload:
  *
- *   udev rules   /etc/udev/rules.d, /run/udev/rules.d (the admin's), /usr/lib/udev/rules.d,
- *                /lib/udev/rules.d (the distribution's); udev(7): files of all four sorted
+ *   udev rules   /etc/udev/rules.d, /run/udev/rules.d, /usr/local/lib/udev/rules.d (the admin's),
+ *                /usr/lib/udev/rules.d, /lib/udev/rules.d (the distribution's); udev(7): files of all sorted
  *                by name, a name in an earlier directory hides it in a later one, an empty
  *                file or a link to /dev/null masks it.
  *   tuned        the active profile (/etc/tuned/active_profile, while tuned runs:
@@ -18,12 +18,12 @@
  *                (tuned-adm recommend, the package's first start) is a distribution default.
  *                `tuned-adm off` empties active_profile (controller.py disable()).
  *   cmdline      /proc/cmdline: elevator= and <module>.<param>= (lib/cmdline.h)
- *   modprobe.d   /etc/modprobe.d, /run/modprobe.d (the admin's), /usr/lib/modprobe.d,
- *                /lib/modprobe.d (the distribution's), *.conf sorted by name like udev rules
+ *   modprobe.d   /etc/modprobe.d, /run/modprobe.d, /usr/local/lib/modprobe.d (the admin's),
+ *                /usr/lib/modprobe.d, /lib/modprobe.d (the distribution's), *.conf sorted by name like udev rules
  *                (modprobe.d(5)); "options <module> <param>=<value>" lines. blkmqd's own
  *                /etc/modprobe.d/zz-blkmqd.conf is not counted while it is in blkmqd's form.
- *   .link files  /etc/systemd/network, /run/systemd/network (the admin's), /usr/lib/systemd/network,
- *                /lib/systemd/network (the distribution's), sorted by name like udev rules;
+ *   .link files  /etc/systemd/network, /run/systemd/network, /usr/local/lib/systemd/network (the
+ *                admin's), /usr/lib/systemd/network, /lib/systemd/network (the distribution's), sorted by name like udev rules;
  *                only the first file whose [Match] fits a NIC is applied to it (systemd
  *                src/udev/net/link-config.c link_get_config(), 252 and later).
  *   irqbalance   running (/run/irqbalance/irqbalance<PID>.sock names a live process, irqbalance.c

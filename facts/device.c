@@ -1540,8 +1540,8 @@ static char *cmdline_blocks(const char *cmdline, const char *elevator, const cha
 /*
  * Loadable elevators whose module modprobe's configuration keeps from loading move to blocked:
  * the kernel command line (proc/cmdline), then the .conf files of etc/modprobe.d,
- * run/modprobe.d, lib/modprobe.d and usr/lib/modprobe.d (kmod's directories, highest priority
- * first; /usr/local/lib/modprobe.d is not read; a file name seen in an earlier directory hides
+ * run/modprobe.d, usr/local/lib/modprobe.d, lib/modprobe.d and usr/lib/modprobe.d (kmod's
+ * directories, libkmod.c default_config_paths[], highest priority first; a file name seen in an earlier directory hides
  * the same name in a later one, as kmod's conf_files_list() does, and on a merged /usr the
  * two lib directories are one).
  */
@@ -1552,6 +1552,7 @@ static int apply_modprobe_d(HostFs *h, GatherCache *c, char * const *pairs) {
         } dirs[] = {
                 { HOSTFS_MODPROBE_D, ".",                    "/etc/modprobe.d/" },
                 { HOSTFS_RUN,        "modprobe.d",           "/run/modprobe.d/" },
+                { HOSTFS_USR_LOCAL_LIB, "modprobe.d",        "/usr/local/lib/modprobe.d/" },
                 { HOSTFS_LIB,        "modprobe.d",           "/lib/modprobe.d/" },
                 { HOSTFS_USR_LIB,    "modprobe.d",           "/usr/lib/modprobe.d/" },
         };

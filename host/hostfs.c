@@ -44,6 +44,7 @@ static const char * const kind_dir[_HOSTFS_KIND_MAX] = {
         [HOSTFS_ETC]        = "etc",
         [HOSTFS_USR_LIB]    = "usr/lib",
         [HOSTFS_LIB]        = "lib",
+        [HOSTFS_USR_LOCAL_LIB] = "usr/local/lib",
         [HOSTFS_BOOT]       = "boot",
         [HOSTFS_NETLINK]    = "netlink",
 };
@@ -58,6 +59,7 @@ static const char * const kind_name[_HOSTFS_KIND_MAX] = {
         [HOSTFS_ETC]        = "etc",
         [HOSTFS_USR_LIB]    = "usr-lib",
         [HOSTFS_LIB]        = "lib",
+        [HOSTFS_USR_LOCAL_LIB] = "usr-local-lib",
         [HOSTFS_BOOT]       = "boot",
         [HOSTFS_NETLINK]    = "netlink",
 };
@@ -219,17 +221,18 @@ bool hostfs_debugfs_available(HostFs *h, const char **ret_reason) {
 }
 
 /*
- * /etc/modprobe.d absent when hostfs_new() looked: opened when it appears (anyone may make it
- * later), and made (0755, /etc too when absent) by the first write of blkmqd.conf when create.
- * Called on the loop (reads) and on a writer worker (the write): the fd is published once,
- * atomically; the loser of a race closes its own. Returns the fd or -errno.
+ * A configuration directory (kind_config_late()) absent when hostfs_new() looked: opened when it
+ * appears (the admin, a package or another tool may make it later). For HOSTFS_MODPROBE_D only,
+ * create makes it (0755, /etc too when absent) for the first write of blkmqd's file. Called on
+ * the loop (reads) and on a writer worker (the write): the fd is published once, atomically; the
+ * loser of a race closes its own. Returns the fd or -errno (-ENOENT while absent).
  */
-static int modprobe_d_fd(HostFs *h, bool create) {
-        int fd = __atomic_load_n(&h->fd[HOSTFS_MODPROBE_D], __ATOMIC_ACQUIRE);
+static int kind_fd_late(HostFs *h, HostFsKind kind, bool create) {
+        int fd = __atomic_load_n(&h->fd[kind], __ATOMIC_ACQUIRE);
         if (fd >= 0)
                 return fd;
-        fd = openat(h->root_fd, kind_dir[HOSTFS_MODPROBE_D], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT && create) {
+        fd = openat(h->root_fd, kind_dir[kind], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT && create && kind == HOSTFS_MODPROBE_D) {
                 /* "etc", then "etc/modprobe.d": 0755 whatever the umask (root:root, as the package's /etc) */
                 static const char * const dirs[] = { "etc", "etc/modprobe.d" };
                 for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
@@ -239,24 +242,31 @@ static int modprobe_d_fd(HostFs *h, bool create) {
                         } else if (fchmodat(h->root_fd, dirs[i], 0755, 0) < 0)
                                 return negative_errno();
                 }
-                fd = openat(h->root_fd, kind_dir[HOSTFS_MODPROBE_D], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                fd = openat(h->root_fd, kind_dir[kind], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         }
         if (fd < 0)
                 return negative_errno();
-        int expected = __atomic_load_n(&h->fd[HOSTFS_MODPROBE_D], __ATOMIC_ACQUIRE);
+        int expected = __atomic_load_n(&h->fd[kind], __ATOMIC_ACQUIRE);
         while (expected < 0)    /* -1 from hostfs_new()'s openat(), -EBADF before it */
-                if (__atomic_compare_exchange_n(&h->fd[HOSTFS_MODPROBE_D], &expected, fd, false, __ATOMIC_ACQ_REL,
+                if (__atomic_compare_exchange_n(&h->fd[kind], &expected, fd, false, __ATOMIC_ACQ_REL,
                                                 __ATOMIC_ACQUIRE))
                         return fd;
         close(fd);              /* another thread published its own first */
         return expected;
 }
 
+/* The kinds that are other tools' (and blkmqd's own modprobe.d) configuration: any of them may
+ * be made after blkmqd started, so an absent one is looked for again at each use. */
+static bool kind_config_late(HostFsKind kind) {
+        return kind == HOSTFS_MODPROBE_D || kind == HOSTFS_RUN || kind == HOSTFS_ETC ||
+               kind == HOSTFS_USR_LIB || kind == HOSTFS_LIB || kind == HOSTFS_USR_LOCAL_LIB;
+}
+
 static int kind_fd(HostFs *h, HostFsKind kind) {
         if (kind < 0 || kind >= _HOSTFS_KIND_MAX)
                 return -EINVAL;
-        if (kind == HOSTFS_MODPROBE_D)
-                return modprobe_d_fd(h, false);
+        if (kind_config_late(kind))
+                return kind_fd_late(h, kind, false);
         if (h->fd[kind] < 0)
                 return kind == HOSTFS_DEBUGFS ? -ENODEV : -ENOENT;
         if (kind == HOSTFS_DEBUGFS && !hostfs_debugfs_available(h, NULL))
@@ -647,7 +657,7 @@ int hostfs_write_raw_instance(HostFs *h, HostFsKind kind, const char *path, cons
         if (kind == HOSTFS_DEBUGFS)
                 return -EOPNOTSUPP;     /* its dirfd may change under a worker; never written */
         if (kind == HOSTFS_MODULES || kind == HOSTFS_ETC || kind == HOSTFS_USR_LIB || kind == HOSTFS_LIB ||
-            kind == HOSTFS_BOOT || kind == HOSTFS_NETLINK)
+            kind == HOSTFS_USR_LOCAL_LIB || kind == HOSTFS_BOOT || kind == HOSTFS_NETLINK)
                 return -EPERM;          /* read only: the module tree, other tools' configuration */
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
@@ -898,7 +908,7 @@ int hostfs_replace_file_raw(HostFs *h, HostFsKind kind, const char *name, const 
 
         if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
                 return -EPERM;
-        dfd = modprobe_d_fd(h, true);
+        dfd = kind_fd_late(h, HOSTFS_MODPROBE_D, true);
         if (dfd < 0)
                 return dfd;
         if (asprintf(&tmp, ".%s.blkmqd-tmp", name) < 0)
@@ -978,7 +988,7 @@ int hostfs_rename_file(HostFs *h, HostFsKind kind, const char *from, const char 
 
         if (kind != HOSTFS_MODPROBE_D || strchr(from, '/') || strchr(to, '/'))
                 return -EPERM;
-        dfd = modprobe_d_fd(h, false);
+        dfd = kind_fd_late(h, HOSTFS_MODPROBE_D, false);
         if (dfd < 0)
                 return dfd;
         if (renameat(dfd, from, dfd, to) < 0)

@@ -31,6 +31,8 @@ typedef enum HostFsKind {
         HOSTFS_ETC,             /* <root>/etc: other tools' configuration (udev rules, tuned), read only */
         HOSTFS_USR_LIB,         /* <root>/usr/lib: shipped udev rules and tuned profiles, read only */
         HOSTFS_LIB,             /* <root>/lib: udev rules of a system without merged /usr, read only */
+        HOSTFS_USR_LOCAL_LIB,   /* <root>/usr/local/lib: the local admin's modprobe.d, udev rules and .link
+                                 * files (kmod and udev read it after /etc and /run), read only */
         HOSTFS_BOOT,            /* <root>/boot: config-<release>, the running kernel's configuration (read only) */
         HOSTFS_NETLINK,         /* <root>/netlink: a fixture's captured netlink answers (host/hostfs-net.h); read only,
                                  * never consulted on the live machine */

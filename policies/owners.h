@@ -11,10 +11,10 @@
  * sources, the disk's facts and the configuration (policy_owner()).
  *
  * The rule (docs/OPERATIONS.md "Next to tuned, irqbalance and udev rules"):
- *   - the admin's explicit choice wins: a udev rule in /etc/udev/rules.d or /run/udev/rules.d,
+ *   - the admin's explicit choice wins: a udev rule in /etc, /run or /usr/local/lib udev/rules.d,
  *     tuned's active profile, elevator= or <module>.<param>= on the kernel command line, a
- *     .link file in /etc/systemd/network or /run/systemd/network, an options line in
- *     /etc/modprobe.d or /run/modprobe.d. blkmqd leaves the knob ("deferred"), and explain
+ *     .link file in /etc, /run or /usr/local/lib systemd/network, an options line in
+ *     /etc, /run or /usr/local/lib modprobe.d. blkmqd leaves the knob ("deferred"), and explain
  *     names the source and what blkmqd would do and why;
  *   - a distribution default (a rule in /usr/lib/udev/rules.d or /lib/udev/rules.d, a .link
  *     file in /usr/lib/systemd/network, an options line in /usr/lib/modprobe.d or
