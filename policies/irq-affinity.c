@@ -85,7 +85,9 @@ static int add_removed(const DiskFacts *f, const char *wanted, CpuSet *removed) 
 }
 
 /* "; isolated CPUs <list> (<source>) get no vector: IRQ 45 (hctx 1, CPUs 1) left where it is, IRQ 44 on 0 (not 0-1)"
- * for the vectors want would place that isolated CPUs change; "" when none. Newly allocated; NULL on ENOMEM.
+ * for the vectors want would place that isolated CPUs change; "" when none. A vector with only
+ * isolated CPUs that blkmqd had moved (IrqFacts.affinity_before, not its affinity now) reads
+ * "back to <its affinity before blkmqd>". Newly allocated; NULL on ENOMEM.
  * *ret_applied: the same vectors for applied/irq_affinity, after the CPUs left out and where
  * each came from ("CPU 3 isolated (...): IRQ 28 (hctx 3, CPUs 3) left where it is"); NULL when none. */
 static char *isolated_note(const DiskFacts *f, const char *want, char **ret_applied) {
@@ -113,7 +115,10 @@ static char *isolated_note(const DiskFacts *f, const char *want, char **ret_appl
                         fprintf(out, "IRQ %u (hctx %u, CPUs %s) ", q->irq, f->hctx[q->hctx].index, wanted);
                 else
                         fprintf(out, "IRQ %u (CPUs %s) ", q->irq, wanted);
-                if (t == IRQ_TARGET_ISOLATED)
+                if (t == IRQ_TARGET_ISOLATED && q->affinity_before && !streq_ptr(q->affinity_before, q->affinity_list))
+                        /* blkmqd placed it: apply puts its original back (irq_isolated_decide()) */
+                        fprintf(out, "back to %s (its affinity before blkmqd)", q->affinity_before);
+                else if (t == IRQ_TARGET_ISOLATED)
                         fputs("left where it is", out);
                 else
                         fprintf(out, "on %s", target);
