@@ -1038,11 +1038,24 @@ static const char *sets_what(const Source *src) {
         }
 }
 
-int agents_warn(const Sources *s, DeferTo defer_to) {
+/* The same place as one warned about before: file, line, setting and owner. */
+static bool source_warned(const Source *src, const Sources *previous) {
+        for (size_t i = 0; previous && i < previous->n; i++) {
+                const Source *p = &previous->v[i];
+                if (p->line == src->line && p->admin == src->admin && p->sets == src->sets && p->knob == src->knob &&
+                    streq_ptr(p->file, src->file) && streq_ptr(p->label, src->label) && streq_ptr(p->what, src->what))
+                        return true;
+        }
+        return false;
+}
+
+int agents_warn(const Sources *s, DeferTo defer_to, const Sources *previous, DeferTo previous_defer_to) {
         unsigned n = 0;
+        if (previous && previous_defer_to != defer_to)
+                previous = NULL;        /* what blkmqd does changed: every place again */
         for (size_t i = 0; i < s->n; i++) {
                 const Source *src = &s->v[i];
-                if (src->sets == SOURCE_SETS_NOTHING)
+                if (src->sets == SOURCE_SETS_NOTHING || source_warned(src, previous))
                         continue;
                 /* a module parameter of a driver blkmqd never proposes: not worth a line */
                 if (src->sets == SOURCE_SETS_MODULE_PARAM && !known_module_param(src->module, src->name))
@@ -1062,7 +1075,9 @@ int agents_warn(const Sources *s, DeferTo defer_to) {
                             src->admin ? "it" : "this", src->admin ? "the admin's choice" : "a distribution default",
                             defer_to_to_string(defer_to), does);
         }
-        if (s->irqbalance.running && ++n <= AGENTS_WARN_MAX)
+        bool irqbalance_warned = previous && previous->irqbalance.running && previous->irqbalance.pid == s->irqbalance.pid &&
+                                 streq_ptr(previous->irqbalance.config, s->irqbalance.config);
+        if (s->irqbalance.running && !irqbalance_warned && ++n <= AGENTS_WARN_MAX)
                 log_warning("irqbalance is running (pid %u%s%s): it moves every IRQ the kernel does not manage and it does "
                             "not ban, which blkmqd manages too for the vectors it places; explain names them, the setting that "
                             "places them (IrqAffinity= or NicIrqAffinity=) and how to ban them",

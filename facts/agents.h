@@ -88,7 +88,10 @@ int agents_gather(HostFs *h, Sources *ret);
 /*
  * One journal warning per source of s (at most AGENTS_WARN_MAX, then one line with the rest's
  * count), saying whose choice it is and what blkmqd does (deferred or corrected under
- * DeferTo=), and one for a running irqbalance. Returns the number of sources.
+ * DeferTo=), and one for a running irqbalance. previous: the sources warned about before (the
+ * last start or reload), NULL none: a place warned about then, unchanged (the same file, line,
+ * setting and owner) under the same DeferTo=, is not warned about again (a reload repeats no
+ * line). Returns the number of warnings due (also those past AGENTS_WARN_MAX).
  */
 #define AGENTS_WARN_MAX 32
-int agents_warn(const Sources *s, DeferTo defer_to);
+int agents_warn(const Sources *s, DeferTo defer_to, const Sources *previous, DeferTo previous_defer_to);

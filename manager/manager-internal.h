@@ -48,6 +48,8 @@ struct Manager {
         /* the admin's other tools (facts/agents.c), read at start and at every reload: every
          * disk's evaluation gets them (DiskFacts.sources) */
         Sources sources;
+        bool sources_warned;            /* agents_warn() ran for sources, under sources_defer_to */
+        DeferTo sources_defer_to;
         char *config_path;
         unsigned reloads;               /* successful config (re)loads */
         unsigned reload_failures;       /* refused reloads */
@@ -209,8 +211,9 @@ void manager_batch_end(Manager *m);
 void manager_reevaluate_all(Manager *m);
 
 /* Read the admin's other tools again (facts/agents.c agents_gather()) into m->sources and
- * warn once per place that sets what blkmqd manages (agents_warn()); at start, before
- * coldplug, and at every reload, before the disks are evaluated again (manager.c). */
+ * warn once per place that sets what blkmqd manages (agents_warn(): a reload warns only about
+ * places new or changed since, or about all when DeferTo= changed); at start, before coldplug,
+ * and at every reload, before the disks are evaluated again (manager.c). */
 void manager_gather_sources(Manager *m);
 
 /* True when disk name has no run in progress, or only one whose write passed its deadline

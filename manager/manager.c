@@ -347,15 +347,18 @@ static void on_device_event(void *userdata, DeviceAction action, const char *sys
 }
 
 /* The admin's other tools, again (start, reload), and one warning for each place that sets
- * what blkmqd manages. A failure to read them (ENOMEM) leaves none known. */
+ * what blkmqd manages and was not warned about before under the same DeferTo=. A failure to
+ * read them (ENOMEM) leaves none known. */
 void manager_gather_sources(Manager *m) {
         Sources s = {};
         int r = agents_gather(m->hostfs, &s);
         if (r < 0)
                 log_warning_errno(r, "Failed to read the configuration of udev rules, tuned and irqbalance, ignoring: %m");
+        (void) agents_warn(&s, m->config.policy.defer_to, m->sources_warned ? &m->sources : NULL, m->sources_defer_to);
         sources_done(&m->sources);
         m->sources = s;
-        (void) agents_warn(&m->sources, m->config.policy.defer_to);
+        m->sources_warned = true;
+        m->sources_defer_to = m->config.policy.defer_to;
 }
 
 int manager_reload(Manager *m) {

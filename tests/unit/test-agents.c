@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agents.h"
+#include "log.h"
 #include "macro.h"
 #include "strv.h"
 #include "tap.h"
@@ -238,6 +239,46 @@ static void test_irqbalance(void) {
         sources_done(&s);
 }
 
+/* agents_warn() at a reload: only places new or changed since the last warnings, all of them
+ * again when DeferTo= changed; the line count is what it logs. */
+static unsigned n_warned;
+static void count_warning(void *userdata, int level, const char *device, const char *message) {
+        (void) userdata, (void) device, (void) message;
+        n_warned += level == LOG_WARNING;
+}
+
+static void scan(Sources *s, const char *rules) {
+        static const AgentFile dist = { .file = "/usr/lib/udev/rules.d/60-block-scheduler.rules", .label = "udev rule" };
+        static const AgentFile etc = { .file = "/etc/modprobe.d/nvme.conf", .label = "modprobe.d file", .admin = true };
+        CHECK_INT(agents_scan_udev_rules(rules, &dist, s), 1);
+        CHECK_INT(agents_scan_modprobe("options nvme poll_queues=2\n", &etc, s), 1);
+        s->irqbalance.running = true;
+        s->irqbalance.pid = 77;
+}
+
+static void test_warn(void) {
+        static const char rule[] = "KERNEL==\"sd*\", ATTR{queue/scheduler}=\"bfq\"\n";
+        _cleanup_(sources_done) Sources start = {}, same = {}, moved = {};
+        log_set_capture(count_warning, NULL);
+        scan(&start, rule);
+        n_warned = 0;
+        CHECK_INT(agents_warn(&start, DEFER_TO_ADMIN, NULL, DEFER_TO_ADMIN), 3);
+        CHECK_INT(n_warned, 3);                         /* the rule, the options line, irqbalance */
+        scan(&same, rule);
+        n_warned = 0;
+        CHECK_INT(agents_warn(&same, DEFER_TO_ADMIN, &start, DEFER_TO_ADMIN), 0);
+        CHECK_INT(n_warned, 0);                         /* a reload with nothing changed: no line */
+        scan(&moved, "# a comment line first\n" "KERNEL==\"sd*\", ATTR{queue/scheduler}=\"bfq\"\n");
+        moved.irqbalance.pid = 78;                      /* irqbalance restarted */
+        n_warned = 0;
+        CHECK_INT(agents_warn(&moved, DEFER_TO_ADMIN, &same, DEFER_TO_ADMIN), 2);
+        CHECK_INT(n_warned, 2);                         /* the rule at its new line, the new irqbalance */
+        n_warned = 0;
+        CHECK_INT(agents_warn(&moved, DEFER_TO_NONE, &moved, DEFER_TO_ADMIN), 3);
+        CHECK_INT(n_warned, 3);                         /* DeferTo= changed what blkmqd does: all again */
+        log_set_capture(NULL, NULL);
+}
+
 int main(void) {
         test_udev();
         test_tuned();
@@ -245,5 +286,6 @@ int main(void) {
         test_cmdline();
         test_modprobe();
         test_irqbalance();
+        test_warn();
         return tap_finish("test-agents");
 }

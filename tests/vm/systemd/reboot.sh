@@ -12,12 +12,16 @@
 # Boot 2 (the same root): nvme loaded with write_queues=1 from blkmqd's file, 3 hctx instead
 # of 2; blkmqd, started at boot by systemd, calls the wish effective and neither rewrites nor
 # removes the file; `systemctl stop` keeps it; `blkmqctl restore` removes it.
+# A distribution's /usr/lib/modprobe.d/nvme.conf sets write_queues=0 (issue 28): a distribution
+# default, corrected with the file:line named; modprobe passes blkmqd's option after it (name
+# order), and blkmqd never touches the distribution's file (content and mtime kept to the end).
 # The journal is kept on disk (journald-persistent.conf): boot 2 reads boot 1's too.
 # smp: 2
 # mem: 1024
 # timeout: 420
 # boots: 2
 # file: systemd/files/60-block-scheduler.rules:/usr/lib/udev/rules.d/60-block-scheduler.rules
+# file: systemd/files/nvme-distribution.conf:/usr/lib/modprobe.d/nvme.conf
 # file: systemd/files/journald-persistent.conf:/etc/systemd/journald.conf.d/zz-vmtest-persistent.conf
 # disk: d0 64M
 # disk: d1 64M
@@ -36,6 +40,7 @@ UNIT=blkmqd.service
 NV=nvme0n1
 PARAM=/sys/module/nvme/parameters/write_queues
 MODPROBE=/etc/modprobe.d/zz-blkmqd.conf
+DIST=/usr/lib/modprobe.d/nvme.conf   # the distribution's (systemd/files/nvme-distribution.conf)
 KEEP=/var/lib/vmtest         # what boot 1 saw, for boot 2 (the root disk is kept)
 note "boot $VMTEST_BOOT: kernel $(uname -r), $(nproc) CPUs, systemd $(systemctl --version | head -n1 | cut -d' ' -f2), uptime $(cut -d' ' -f1 /proc/uptime)s"
 
@@ -97,6 +102,17 @@ if [ "$VMTEST_BOOT" = 1 ]; then
     assert_eq "boot 1: $NV still has 2 hctx (the driver reads write_queues at a reset)" 2 "$(hctx_count $NV)"
     assert_match "boot 1: explain names the config line" 'config \[Module:nvme\] write_queues=1' \
         "$(grep -i 'write_queues' "$M/devices/$NV/explain" | head -n 1)"
+    ex=$(grep -F "$DIST" "$M/devices/$NV/explain" 2>&1 | head -n 1)
+    note "boot 1: explain on the distribution's file: $ex"
+    assert_match "boot 1: explain names $DIST:3 as a distribution default, corrected" \
+        "modprobe.d file $DIST:3 options nvme write_queues=0 \\(a distribution default\\) -> corrected to 1" "$ex"
+    assert_eq "boot 1: no 'sorts after' warning (nvme.conf sorts before zz-blkmqd.conf)" "" \
+        "$(grep -F 'sorts after' "$M/devices/$NV/explain" 2>&1)"
+    assert_eq "boot 1: modprobe -c passes blkmqd's option last" "options nvme write_queues=1" \
+        "$(modprobe -c 2>/dev/null | grep -E '^options nvme .*write_queues=' | tail -n 1)"
+    mkdir -p $KEEP
+    stat -c '%Y %s %a' $DIST >$KEEP/dist-nvme.stat 2>&1
+    cp -p $DIST $KEEP/dist-nvme.conf 2>/dev/null || true
 
     # ---- (c) a reload that narrows [Manager] Devices= -----------------------------------
     SSD_OWN=$(elevator "$SSD")
@@ -122,6 +138,8 @@ if [ "$VMTEST_BOOT" = 1 ]; then
     wait_for_cmd 10 tree_complete "$SSD" || true
     assert_eq "widened again: $SSD back in devices/" 0 "$(test -e "$M/devices/$SSD/class"; echo $?)"
     assert_eq "widened again: $SSD has blkmqd's elevator again" "$SSD_OWN" "$(elevator "$SSD")"
+    assert_eq "boot 1: one warning for $DIST:3 over the start and two reloads" 1 \
+        "$(journalctl -b 0 -u "$UNIT" --no-pager -o cat | grep -c "^$DIST:3: " || true)"
 
     # ---- stop: runtime values back, the boot-time file kept -----------------------------
     stop_unit "boot 1"
@@ -175,3 +193,6 @@ note "boot 2, restore: write_queues reads $(cat $PARAM), modules state $(mp stat
 journal_modules 0 | tail -n 8 | sed 's/^/# boot 2 journal: /'
 stop_unit "boot 2, after restore"
 assert_eq "boot 2, after restore and stop: $MODPROBE still gone" "" "$(ls $MODPROBE 2>/dev/null)"
+assert_eq "boot 2, the end: $DIST untouched (mtime, size, mode)" "$(cat $KEEP/dist-nvme.stat 2>&1)" \
+    "$(stat -c '%Y %s %a' $DIST 2>&1)"
+assert_eq "boot 2, the end: $DIST has its content" "" "$(cmp $DIST $KEEP/dist-nvme.conf 2>&1)"
