@@ -108,6 +108,10 @@ void manager_speed_sample(Manager *m, Device *d) {
         MeasuredSpeed was = d->speed.measured;
         uint64_t seen = d->speed.seen;
         r = speed_feed(&d->speed, c, &x);
+        if (r < 0) {
+                log_device_warning_errno(d->name, r, "Cannot keep the disk's service-time histograms, not measuring it now: %m");
+                return;
+        }
         log_device_debug(d->name, "Speed sample (%s): %" PRIu64 " I/O(s) more, %" PRIu64 " measured", speed_signal_to_string(x.signal),
                          d->speed.seen - seen, d->speed.seen);
         manager_speed_render(m, d);

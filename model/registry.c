@@ -70,6 +70,7 @@ static Device *device_free(Device *d) {
         }
         free(d->irq_logged);
         free(d->speed_text);
+        speed_state_reset(&d->speed);
         free(d->irq_applied);
         free(d->history);
         free(d->disk_history);

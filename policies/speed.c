@@ -102,11 +102,13 @@ double speed_histogram_quantile(const SpeedHistogram *h, double q) {
 /* ---- the measured state ------------------------------------------------------------------- */
 
 void speed_state_reset(SpeedState *s) {
+        free(s->hists);
         *s = (SpeedState) {};
 }
 
 static void window_start(SpeedState *s, uint64_t usec) {
-        s->window = (SpeedHistogram) {};
+        if (s->hists)
+                s->hists->window = (SpeedHistogram) {};
         s->window_ios = s->window_busy_ms = 0;
         s->window_usec = usec;
 }
@@ -116,19 +118,18 @@ static bool window_add(SpeedState *s, const SpeedSample *x) {
         const SpeedSample *b = &s->base;
         uint64_t ios;
         if (x->signal == SPEED_SIGNAL_SERVICE_TIME) {
-                if (x->hist.count < b->hist.count || x->hist.sum_usec < b->hist.sum_usec)
+                const SpeedHistogram *bh = &s->hists->base;
+                SpeedHistogram *w = &s->hists->window;
+                if (x->hist.count < bh->count || x->hist.sum_usec < bh->sum_usec)
                         return false;
-                SpeedHistogram d = { .count = x->hist.count - b->hist.count, .sum_usec = x->hist.sum_usec - b->hist.sum_usec };
-                for (unsigned i = 0; i < SPEED_BUCKETS; i++) {
-                        if (x->hist.buckets[i] < b->hist.buckets[i])
-                                return false;
-                        d.buckets[i] = x->hist.buckets[i] - b->hist.buckets[i];
-                }
-                s->window.count += d.count;
-                s->window.sum_usec += d.sum_usec;
                 for (unsigned i = 0; i < SPEED_BUCKETS; i++)
-                        s->window.buckets[i] += d.buckets[i];
-                ios = d.count;
+                        if (x->hist.buckets[i] < bh->buckets[i])
+                                return false;
+                w->count += x->hist.count - bh->count;
+                w->sum_usec += x->hist.sum_usec - bh->sum_usec;
+                for (unsigned i = 0; i < SPEED_BUCKETS; i++)
+                        w->buckets[i] += x->hist.buckets[i] - bh->buckets[i];
+                ios = x->hist.count - bh->count;
         } else {
                 if (x->ios < b->ios || x->busy_ms < b->busy_ms)
                         return false;
@@ -149,20 +150,30 @@ static MeasuredSpeed verdict_of(const SpeedConfig *c, double value_usec) {
         return MEASURED_NONE;
 }
 
+/* x as the new baseline: its counters but the histogram into s->hists->base. */
+static void base_set(SpeedState *s, const SpeedSample *x) {
+        s->base = (SpeedSample) { .signal = x->signal, .usec = x->usec, .wall_sec = x->wall_sec, .ios = x->ios,
+                                  .busy_ms = x->busy_ms };
+        if (x->signal == SPEED_SIGNAL_SERVICE_TIME)
+                s->hists->base = x->hist;
+}
+
 int speed_feed(SpeedState *s, const SpeedConfig *c, const SpeedSample *x) {
+        if (x->signal == SPEED_SIGNAL_SERVICE_TIME && !s->hists && !(s->hists = calloc(1, sizeof(SpeedHistograms))))
+                return -ENOMEM;
         if (!s->have_base || s->base.signal != x->signal || x->usec < s->base.usec) {
                 /* a first sample, another signal, a clock going back: a new baseline */
-                s->base = *x;
+                base_set(s, x);
                 s->have_base = true;
                 window_start(s, x->usec);
                 return 0;
         }
         if (!window_add(s, x)) {
-                s->base = *x;           /* the counters began anew (a disk forgotten and seen again) */
+                base_set(s, x);         /* the counters began anew (a disk forgotten and seen again) */
                 window_start(s, x->usec);
                 return 0;
         }
-        s->base = *x;
+        base_set(s, x);
         if (s->window_ios < MAX(c->min_ios, UINT64_C(1)) || x->usec - s->window_usec < c->window_usec)
                 return 0;
 
@@ -174,8 +185,8 @@ int speed_feed(SpeedState *s, const SpeedConfig *c, const SpeedSample *x) {
                 .at_wall_sec = x->wall_sec,
         };
         if (x->signal == SPEED_SIGNAL_SERVICE_TIME) {
-                e.p50_usec = speed_histogram_quantile(&s->window, 0.5);
-                e.p99_usec = speed_histogram_quantile(&s->window, 0.99);
+                e.p50_usec = speed_histogram_quantile(&s->hists->window, 0.5);
+                e.p99_usec = speed_histogram_quantile(&s->hists->window, 0.99);
                 e.value_usec = e.p50_usec;
         } else
                 e.value_usec = (double) s->window_busy_ms * 1000.0 / (double) s->window_ios;

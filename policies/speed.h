@@ -134,9 +134,18 @@ typedef enum SpeedRestored {
         _SPEED_RESTORED_MAX,
 } SpeedRestored;
 
+/* The two service-time histograms of a SpeedState: the last sample's counters and the window
+ * being filled (2 KiB together: allocated at the first service-time sample, so a disk measured
+ * by busy per I/O, or not at all, carries none). */
+typedef struct SpeedHistograms {
+        SpeedHistogram base;
+        SpeedHistogram window;
+} SpeedHistograms;
+
 /*
- * The measured speed of one disk over time. Zero-initialised: nothing seen. Owned by the
- * manager (model/registry.h Device.speed), changed only by speed_feed().
+ * The measured speed of one disk over time. Zero-initialised: nothing seen; speed_state_reset()
+ * frees what speed_feed() allocated. Owned by the manager (model/registry.h Device.speed),
+ * changed only by speed_feed().
  */
 typedef struct SpeedState {
         MeasuredSpeed measured;         /* the class by measurement, after the hysteresis */
@@ -146,10 +155,10 @@ typedef struct SpeedState {
         unsigned changes;               /* how often it changed */
         bool held;                      /* the last window said the other class, within min_change_usec */
         bool have_base;                 /* base holds the counters of the last sample */
-        SpeedSample base;
+        SpeedSample base;               /* without its hist: hists->base holds it */
+        SpeedHistograms *hists;         /* SPEED_SIGNAL_SERVICE_TIME: base and window; NULL before */
         /* the window being filled */
         uint64_t window_usec;           /* its start: the sample it counts from */
-        SpeedHistogram window;
         uint64_t window_ios, window_busy_ms;
         uint64_t seen;                  /* I/Os counted since the first sample */
         bool have_evidence;
@@ -162,11 +171,13 @@ typedef struct SpeedState {
  * Feed one sample (cumulative counters) into s. The first sample is the baseline; later ones
  * add what happened since the previous one to the window. A window of at least c->min_ios
  * I/Os is evaluated (evidence) and a new one started. Returns 1 when s->measured changed,
- * else 0. Pure.
+ * else 0; -ENOMEM when the first service-time sample's histograms (s->hists) cannot be
+ * allocated (s unchanged). Pure but for that allocation.
  */
 int speed_feed(SpeedState *s, const SpeedConfig *c, const SpeedSample *sample);
 
-/* Forget everything measured (the disk was replaced, or measuring was switched off). */
+/* Forget everything measured (the disk was replaced, or measuring was switched off), and free
+ * s->hists: also what a SpeedState's owner calls before freeing it. */
 void speed_state_reset(SpeedState *s);
 
 /*

@@ -73,7 +73,7 @@ static SpeedSample service(SpeedSample *cum, uint64_t t, uint64_t n, uint64_t us
 }
 
 static void test_measure(void) {
-        SpeedState s = {};
+        _cleanup_(speed_state_reset) SpeedState s = {};
         SpeedSample cum = {};
         char buf[256];
         SpeedSample x;
@@ -130,7 +130,7 @@ static void test_measure(void) {
         CHECK_INT(s.measured, MEASURED_SLOW);
 
         /* the stat signal: busy time per I/O */
-        SpeedState st = {};
+        _cleanup_(speed_state_reset) SpeedState st = {};
         SpeedSample a = { .signal = SPEED_SIGNAL_BUSY_PER_IO, .usec = 1 * SEC, .ios = 100, .busy_ms = 50 };
         SpeedSample b = { .signal = SPEED_SIGNAL_BUSY_PER_IO, .usec = 9 * SEC, .ios = 1304, .busy_ms = 8050 };
         CHECK_INT(speed_feed(&st, &config, &a), 0);
@@ -139,7 +139,7 @@ static void test_measure(void) {
         CHECK_STR(speed_state_format(&st, &config, buf, sizeof(buf)), "slow: 6.6 ms busy per I/O over 1,204 I/Os in 8 s");
 
         /* a window between the bounds as the first one: unmeasured, and says where it is */
-        SpeedState mid = {};
+        _cleanup_(speed_state_reset) SpeedState mid = {};
         SpeedSample c0 = {};
         x = service(&c0, 1 * SEC, 1, 1);
         speed_feed(&mid, &config, &x);
@@ -157,7 +157,7 @@ static void test_measure(void) {
  * boot's; a value that does not parse changes nothing.
  */
 static void test_stored(void) {
-        SpeedState s = {}, r = {};
+        _cleanup_(speed_state_reset) SpeedState s = {}, r = {};
         SpeedSample cum = {};
         char buf[SPEED_TEXT_MAX];
         _cleanup_strv_free_ char **kv = NULL;
@@ -183,7 +183,7 @@ static void test_stored(void) {
         CHECK_U64(r.changed_wall_sec, s.changed_wall_sec);
         CHECK_U64(r.evidence.ios, 2000);
         CHECK(fabs(r.evidence.p50_usec - s.evidence.p50_usec) < 0.001);
-        CHECK(r.have_base && r.base.hist.count == 77);  /* the restart's baseline stays */
+        CHECK(r.have_base && r.hists && r.hists->base.count == 77);  /* the restart's baseline stays */
         CHECK(!r.held);
         CHECK_STR(speed_state_format(&r, &config, buf, sizeof(buf)),
                   "slow: p50 18 ms, p99 20 ms over 2,000 I/Os in 2 s, measured before the restart at 2025-12-02 00:00:12 UTC");
@@ -198,7 +198,7 @@ static void test_stored(void) {
         /* the held window stored and taken back: still held, and said to be stored */
         _cleanup_strv_free_ char **held = NULL;
         CHECK_INT(speed_state_to_kv(&r, &held), 0);
-        SpeedState h = {};
+        _cleanup_(speed_state_reset) SpeedState h = {};
         CHECK_INT(speed_state_from_kv(&h, held, 70 * SEC, SPEED_RESTORED_RESTART), 1);
         CHECK(h.held);
         CHECK(startswith(speed_state_format(&h, &config, buf, sizeof(buf)), "slow, held: the last window measured fast ("));
@@ -215,7 +215,7 @@ static void test_stored(void) {
         CHECK_INT(h.changes, 2);
 
         /* stored times after now: the clock started again, another boot; s unchanged */
-        SpeedState o = {};
+        _cleanup_(speed_state_reset) SpeedState o = {};
         CHECK_INT(speed_state_from_kv(&o, kv, 5 * SEC, SPEED_RESTORED_RESTART), -ESTALE);
         CHECK_INT(o.measured, MEASURED_NONE);
         /* a value that does not parse, a class unknown, no evidence: nothing taken */
@@ -240,7 +240,7 @@ static void test_stored(void) {
  * MinChangeSec, and a value between the bounds never changes the class.
  */
 static void test_hysteresis(void) {
-        SpeedState s = {};
+        _cleanup_(speed_state_reset) SpeedState s = {};
         SpeedSample cum = {};
         SpeedSample x = service(&cum, 0, 0, 1);
         speed_feed(&s, &config, &x);
@@ -279,7 +279,7 @@ static void test_hysteresis(void) {
         /* with MinChangeSec=0 only the margin holds: a value between the bounds still changes nothing */
         SpeedConfig c = config;
         c.min_change_usec = 0;
-        SpeedState z = {};
+        _cleanup_(speed_state_reset) SpeedState z = {};
         SpeedSample zc = {};
         x = service(&zc, 0, 0, 1);
         speed_feed(&z, &c, &x);
@@ -297,7 +297,7 @@ static void test_hysteresis(void) {
 static void test_window(void) {
         SpeedConfig c = config;
         c.window_usec = 10 * SEC;
-        SpeedState s = {};
+        _cleanup_(speed_state_reset) SpeedState s = {};
         SpeedSample cum = {};
         SpeedSample x = service(&cum, 100 * SEC, 0, 1);
         speed_feed(&s, &c, &x);
@@ -446,7 +446,7 @@ static void test_class(void) {
         plan_done(&p);
 
         /* measured fast: fast-multiqueue, none kept; explain names the evidence, bounds and the change */
-        SpeedState s = {};
+        _cleanup_(speed_state_reset) SpeedState s = {};
         SpeedSample cum = {};
         SpeedSample x = service(&cum, 1 * SEC, 0, 1);
         speed_feed(&s, &pc.speed, &x);
@@ -463,7 +463,7 @@ static void test_class(void) {
         plan_done(&p);
 
         /* measured slow: many-hctx-slow, mq-deadline */
-        SpeedState slow = {};
+        _cleanup_(speed_state_reset) SpeedState slow = {};
         SpeedSample c2 = {};
         x = service(&c2, 1 * SEC, 0, 1);
         speed_feed(&slow, &pc.speed, &x);
