@@ -2651,14 +2651,14 @@ int apply_history_to_facts(Device *d, bool reassert) {
          * hctx: hctx/N/irq "unknown", mapping=none or order) */
         bool remap = false;
         for (size_t i = 0; i < f->n_irqs; i++) {
-                IrqFacts *q = &f->irqs[i];
                 const char *before = NULL;
                 for (size_t j = 0; j < d->n_irq_applied && !before; j++)
-                        if (d->irq_applied[j].irq == q->irq)
+                        if (d->irq_applied[j].irq == f->irqs[i].irq)
                                 before = d->irq_applied[j].original;
-                if (streq_ptr(q->affinity_before, before))
+                if (streq_ptr(f->irqs[i].affinity_before, before))
                         continue;
-                if ((r = free_and_strdup(&q->affinity_before, before)) < 0)
+                /* vectors shared with other disks' facts: this disk's own copy first */
+                if ((r = disk_facts_own_irqs(f)) < 0 || (r = free_and_strdup(&f->irqs[i].affinity_before, before)) < 0)
                         return r;
                 remap = true;
         }

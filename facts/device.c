@@ -506,7 +506,7 @@ void gather_cache_done(GatherCache *c) {
         free(c->hosts);
         for (size_t i = 0; i < c->n_functions; i++) {
                 free(c->functions[i].path);
-                irq_facts_free_array(c->functions[i].irqs, c->functions[i].n_irqs);
+                irq_vectors_unref(c->functions[i].vectors);
         }
         free(c->functions);
         strv_free(c->elevators_builtin);
@@ -520,7 +520,7 @@ void gather_cache_done(GatherCache *c) {
         *c = (GatherCache) {};
 }
 
-/* Read the vectors of the PCI function at sysfs path pci into g (whose irqs are empty). */
+/* Read the vectors of the PCI function at sysfs path pci into g (which has none). */
 static int read_function_irqs(HostFs *h, const char *pci, const char *kernel_release, bool debugfs,
                               GatherCache *cache, GatherFunction *g) {
         _cleanup_strv_free_ char **names = NULL;
@@ -535,8 +535,8 @@ static int read_function_irqs(HostFs *h, const char *pci, const char *kernel_rel
                 return r == -ENOMEM ? r : 0;
         }
         g->error = 0;
-        g->irqs = calloc(strv_length(names) ?: 1, sizeof(IrqFacts));
-        if (!g->irqs)
+        IrqVectors *v = g->vectors = irq_vectors_new(strv_length(names));
+        if (!v)
                 return -ENOMEM;
 
         const ProcInterrupts *pi = cached_interrupts(h, cache);
@@ -544,7 +544,7 @@ static int read_function_irqs(HostFs *h, const char *pci, const char *kernel_rel
                 uint64_t irq;
                 if (parse_u64(*n, &irq) < 0 || irq > UINT32_MAX)
                         continue;
-                IrqFacts *q = &g->irqs[g->n_irqs++];
+                IrqFacts *q = &v->v[v->n++];
                 *q = (IrqFacts) { .irq = irq, .hctx = -1, .managed = TRISTATE_UNKNOWN };
 
                 const IrqLine *l = pi ? proc_interrupts_find(pi, irq) : NULL;
@@ -580,11 +580,9 @@ static const GatherFunction *function_irqs(HostFs *h, const char *pci, const cha
         if (g && g->procfs_writes == hostfs_write_count(h, HOSTFS_PROCFS))
                 return g;
 
-        if (g) {
-                irq_facts_free_array(g->irqs, g->n_irqs);
-                g->irqs = NULL;
-                g->n_irqs = 0;
-        } else {
+        if (g)
+                g->vectors = irq_vectors_unref(g->vectors);    /* disks gathered before keep theirs */
+        else {
                 GatherFunction *n = realloc(cache->functions, (cache->n_functions + 1) * sizeof(GatherFunction));
                 if (!n)
                         return NULL;
@@ -596,15 +594,6 @@ static const GatherFunction *function_irqs(HostFs *h, const char *pci, const cha
                 cache->n_functions++;
         }
         return read_function_irqs(h, pci, kernel_release, debugfs, cache, g) < 0 ? NULL : g;
-}
-
-static int irq_facts_copy(const IrqFacts *src, IrqFacts *dst) {
-        *dst = (IrqFacts) { .irq = src->irq, .managed = src->managed, .queue = src->queue, .hctx = -1 };
-        if (!(dst->name = strdup(src->name)) || cpuset_copy(&src->affinity, &dst->affinity) < 0 ||
-            (src->affinity_list && !(dst->affinity_list = strdup(src->affinity_list))) ||
-            (src->managed_source && !(dst->managed_source = strdup(src->managed_source))))
-                return -ENOMEM;
-        return 0;
 }
 
 static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, GatherCache *cache) {
@@ -619,14 +608,7 @@ static int gather_irqs(HostFs *h, DiskFacts *f, const char *devpath, bool debugf
         if (g->error < 0)
                 return disk_facts_set_unknown(f, FACT_IRQ_VECTORS, "%s/msi_irqs: %s", pci, errno_reason(g->error));
 
-        f->irqs = calloc(g->n_irqs ?: 1, sizeof(IrqFacts));
-        if (!f->irqs)
-                return -ENOMEM;
-        for (size_t i = 0; i < g->n_irqs; i++) {
-                int r = irq_facts_copy(&g->irqs[i], &f->irqs[f->n_irqs++]);
-                if (r < 0)
-                        return r;
-        }
+        disk_facts_share_irqs(f, g->vectors);   /* read only: disk_facts_own_irqs() before a change */
         return 0;
 }
 
@@ -640,8 +622,8 @@ int device_function_irqs(HostFs *h, const char *devpath, const char *kernel_rele
                 return -ENOMEM;
         if (g->error < 0)
                 return g->error;
-        *ret = g->irqs;
-        *ret_n = g->n_irqs;
+        *ret = g->vectors->v;
+        *ret_n = g->vectors->n;
         if (ret_pci)
                 *ret_pci = TAKE_PTR(pci);
         return 0;
@@ -2173,17 +2155,28 @@ int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
                         return r;
         }
 
-        /* queue vectors' affinity */
+        /* queue vectors' affinity (a vector shared with other disks is made this disk's own
+         * only when it changed: disk_facts_own_irqs()) */
         for (size_t i = 0; irqs && i < f->n_irqs; i++) {
-                IrqFacts *q = &f->irqs[i];
-                _cleanup_free_ char *aff = NULL, *old = TAKE_PTR(q->affinity_list);
+                _cleanup_free_ char *aff = NULL, *list = NULL;
+                _cleanup_(cpuset_done) CpuSet set = {};
                 char path[64];
-                snprintf(path, sizeof(path), "irq/%u/smp_affinity_list", q->irq);
-                cpuset_done(&q->affinity);
-                if (hostfs_read(h, HOSTFS_PROCFS, path, &aff) >= 0 && cpuset_parse(aff, &q->affinity) >= 0 &&
-                    !(q->affinity_list = cpuset_format(&q->affinity)))
+                snprintf(path, sizeof(path), "irq/%u/smp_affinity_list", f->irqs[i].irq);
+                if (hostfs_read(h, HOSTFS_PROCFS, path, &aff) >= 0 && cpuset_parse(aff, &set) >= 0 &&
+                    !(list = cpuset_format(&set)))
                         return -ENOMEM;
-                changed = changed || !streq_ptr(old, q->affinity_list);
+                if (streq_ptr(list, f->irqs[i].affinity_list))
+                        continue;
+                r = disk_facts_own_irqs(f);
+                if (r < 0)
+                        return r;
+                IrqFacts *q = &f->irqs[i];
+                cpuset_done(&q->affinity);
+                q->affinity = set;
+                set = (CpuSet) {};
+                free(q->affinity_list);
+                q->affinity_list = TAKE_PTR(list);
+                changed = true;
         }
         /* the driver's queue-layout module parameters (blkmqd's runtime write, or another tool's) */
         for (size_t i = 0; i < f->n_modparams; i++) {

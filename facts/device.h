@@ -35,8 +35,7 @@ typedef struct GatherHost {
 /* The MSI/MSI-X vectors of one PCI function as read once in a batch (gather_irqs()). */
 typedef struct GatherFunction {
         char *path;                     /* sysfs path of the function, "devices/pci0000:00/0000:00:03.0" */
-        IrqFacts *irqs;
-        size_t n_irqs;
+        IrqVectors *vectors;            /* shared with the facts of its disks (policies/facts.h); NULL none read */
         int error;                      /* listing msi_irqs/ failed: -errno */
         uint64_t procfs_writes;         /* hostfs_write_count(PROCFS) when read: a later IRQ write makes it stale */
 } GatherFunction;

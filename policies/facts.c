@@ -225,15 +225,75 @@ int disk_facts_usable_cpus(const DiskFacts *f, const CpuSet *want, CpuSet *ret) 
         return 0;
 }
 
+static void irq_facts_done(IrqFacts *q) {
+        free(q->name);
+        cpuset_done(&q->affinity);
+        free(q->affinity_list);
+        free(q->managed_source);
+        free(q->affinity_before);
+}
+
 void irq_facts_free_array(IrqFacts *irqs, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(irqs[i].name);
-                cpuset_done(&irqs[i].affinity);
-                free(irqs[i].affinity_list);
-                free(irqs[i].managed_source);
-                free(irqs[i].affinity_before);
-        }
+        for (size_t i = 0; i < n; i++)
+                irq_facts_done(&irqs[i]);
         free(irqs);
+}
+
+static int irq_facts_copy(const IrqFacts *src, IrqFacts *dst) {
+        *dst = (IrqFacts) { .irq = src->irq, .managed = src->managed, .queue = src->queue, .hctx = src->hctx };
+        if (!(dst->name = strdup(strempty(src->name))) || cpuset_copy(&src->affinity, &dst->affinity) < 0 ||
+            (src->affinity_list && !(dst->affinity_list = strdup(src->affinity_list))) ||
+            (src->managed_source && !(dst->managed_source = strdup(src->managed_source))) ||
+            (src->affinity_before && !(dst->affinity_before = strdup(src->affinity_before)))) {
+                irq_facts_done(dst);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+IrqVectors *irq_vectors_new(size_t n) {
+        IrqVectors *v = calloc(1, sizeof(IrqVectors) + (n ?: 1) * sizeof(IrqFacts));
+        if (v)
+                v->refs = 1;
+        return v;
+}
+
+IrqVectors *irq_vectors_ref(IrqVectors *v) {
+        if (v)
+                __atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
+        return v;
+}
+
+IrqVectors *irq_vectors_unref(IrqVectors *v) {
+        if (!v || __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) > 0)
+                return NULL;
+        for (size_t i = 0; i < v->n; i++)
+                irq_facts_done(&v->v[i]);
+        free(v);
+        return NULL;
+}
+
+void disk_facts_share_irqs(DiskFacts *f, IrqVectors *v) {
+        f->irqs_shared = irq_vectors_ref(v);
+        f->irqs = v->v;
+        f->n_irqs = v->n;
+}
+
+int disk_facts_own_irqs(DiskFacts *f) {
+        IrqVectors *v = f->irqs_shared;
+        if (!v || __atomic_load_n(&v->refs, __ATOMIC_ACQUIRE) == 1)
+                return 0;       /* its own already, or the last holder: only f sees a change */
+        IrqFacts *own = calloc(v->n ?: 1, sizeof(IrqFacts));
+        if (!own)
+                return -ENOMEM;
+        for (size_t i = 0; i < v->n; i++)
+                if (irq_facts_copy(&v->v[i], &own[i]) < 0) {
+                        irq_facts_free_array(own, i);
+                        return -ENOMEM;
+                }
+        f->irqs = own;
+        f->irqs_shared = irq_vectors_unref(v);
+        return 0;
 }
 
 DiskFacts *disk_facts_free(DiskFacts *f) {
@@ -243,7 +303,10 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
                 cpuset_done(&f->hctx[i].cpus);
                 free(f->hctx[i].cpu_list);
         }
-        irq_facts_free_array(f->irqs, f->n_irqs);
+        if (f->irqs_shared)
+                irq_vectors_unref(f->irqs_shared);
+        else
+                irq_facts_free_array(f->irqs, f->n_irqs);
         free(f->irq_mapping);
         free(f->hctx_type_unknown);
         free(f->shared_tags_source);
@@ -583,15 +646,35 @@ const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq) {
         return NULL;
 }
 
+/* Set f->irqs[].hctx to hctx (n_irqs entries), owning the vectors first only where one changes:
+ * the disks behind one function map its shared vectors alike. 0 or -ENOMEM. */
+static int irqs_set_hctx(DiskFacts *f, const int *hctx) {
+        size_t i = 0;
+        while (i < f->n_irqs && f->irqs[i].hctx == hctx[i])
+                i++;
+        if (i == f->n_irqs)
+                return 0;
+        int r = disk_facts_own_irqs(f);
+        if (r < 0)
+                return r;
+        for (; i < f->n_irqs; i++)
+                f->irqs[i].hctx = hctx[i];
+        return 0;
+}
+
 int disk_facts_map_irqs(DiskFacts *f) {
         size_t n_queue = 0, mapped = 0, n_irq_hctx = 0;
+        const char *how = NULL;
+        _cleanup_free_ int *hctx = calloc(f->n_irqs ?: 1, sizeof(int));     /* each vector's hctx, -1 none */
+        if (!hctx)
+                return -ENOMEM;
 
         for (size_t i = 0; i < f->n_hctx; i++) {
                 f->hctx[i].irq = -1;
                 n_irq_hctx += f->hctx[i].type != HCTX_TYPE_POLL;        /* a poll hctx has no vector */
         }
         for (size_t i = 0; i < f->n_irqs; i++) {
-                f->irqs[i].hctx = -1;
+                hctx[i] = -1;
                 n_queue += f->irqs[i].queue;
         }
 
@@ -599,42 +682,43 @@ int disk_facts_map_irqs(DiskFacts *f) {
          * the affinity it had before (the kernel's spread, which blkmqd's placement replaced) */
         for (size_t h = 0; h < f->n_hctx; h++)
                 for (size_t i = 0; i < f->n_irqs && f->hctx[h].type != HCTX_TYPE_POLL; i++) {
-                        IrqFacts *q = &f->irqs[i];
+                        const IrqFacts *q = &f->irqs[i];
                         _cleanup_(cpuset_done) CpuSet before = {};
                         const CpuSet *aff = &q->affinity;
                         if (q->affinity_before && cpuset_parse(q->affinity_before, &before) >= 0)
                                 aff = &before;
                         else if (!q->affinity_list)
                                 continue;
-                        if (!q->queue || q->hctx >= 0 || !f->hctx[h].cpu_list)
+                        if (!q->queue || hctx[i] >= 0 || !f->hctx[h].cpu_list)
                                 continue;
                         if (cpuset_equal(aff, &f->hctx[h].cpus)) {
-                                q->hctx = h;
+                                hctx[i] = h;
                                 f->hctx[h].irq = i;
                                 mapped++;
                                 break;
                         }
                 }
         if (mapped == n_irq_hctx && mapped > 0)
-                return free_and_strdup(&f->irq_mapping, "affinity");
-
-        /* By order, when every hctx that takes interrupts has exactly one queue vector. */
-        if (n_queue == n_irq_hctx && n_queue > 0) {
+                how = "affinity";
+        else if (n_queue == n_irq_hctx && n_queue > 0) {
+                /* By order, when every hctx that takes interrupts has exactly one queue vector. */
                 size_t h = 0;
                 for (size_t i = 0; i < f->n_hctx; i++)
                         f->hctx[i].irq = -1;
                 for (size_t i = 0; i < f->n_irqs; i++) {
-                        f->irqs[i].hctx = -1;
+                        hctx[i] = -1;
                         if (!f->irqs[i].queue)
                                 continue;
                         while (f->hctx[h].type == HCTX_TYPE_POLL)
                                 h++;
-                        f->irqs[i].hctx = h;
+                        hctx[i] = h;
                         f->hctx[h++].irq = i;
                 }
-                return free_and_strdup(&f->irq_mapping, "order");
-        }
-        if (mapped > 0)
-                return free_and_strdup(&f->irq_mapping, "affinity (partial)");
-        return 0;
+                how = "order";
+        } else if (mapped > 0)
+                how = "affinity (partial)";
+        int r = irqs_set_hctx(f, hctx);
+        if (r < 0)
+                return r;
+        return how ? free_and_strdup(&f->irq_mapping, how) : 0;
 }

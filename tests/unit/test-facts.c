@@ -249,11 +249,53 @@ static void test_zoned_and_sources(void) {
         CHECK_INT(zoned_from_string("drive-managed"), _ZONED_INVALID);
 }
 
+/* Vectors shared by the facts of two disks (IrqVectors): a mapping that gives what they hold
+ * keeps sharing; one that changes them, or a disk's own change, copies first; the last holder
+ * changes in place. */
+static void test_shared_irqs(void) {
+        IrqVectors *v = irq_vectors_new(2);
+        DiskFacts *a = disk_facts_new("sda"), *b = disk_facts_new("sdb");
+        if (!v || !a || !b) {
+                TAP_FAIL("out of memory");
+                return;
+        }
+        for (unsigned i = 0; i < 2; i++) {
+                v->v[v->n++] = (IrqFacts) { .irq = 40 + i, .name = strdup("megasas0-msix"), .queue = true, .hctx = i,
+                                            .managed = TRISTATE_YES };
+        }
+        disk_facts_share_irqs(a, v);
+        disk_facts_share_irqs(b, v);
+        v = irq_vectors_unref(v);                       /* the batch's reference gone */
+        for (DiskFacts *f = a; f; f = f == a ? b : NULL) {
+                f->n_hctx = 2;
+                f->hctx = calloc(2, sizeof(HctxFacts));
+        }
+        CHECK(a->irqs == b->irqs && a->irqs_shared && a->irqs_shared->refs == 2);
+        /* hctx 0 and 1 by order, as the vectors say already: still shared */
+        CHECK_INT(disk_facts_map_irqs(a), 0);
+        CHECK_STR(a->irq_mapping, "order");
+        CHECK(a->irqs == b->irqs && a->irqs_shared == b->irqs_shared);
+        /* a poll hctx 0 on b: one hctx with a vector, two queue vectors, no cpu_list to match
+         * by: none mapped, which changes both: b's own copy */
+        b->hctx[0].type = HCTX_TYPE_POLL;
+        CHECK_INT(disk_facts_map_irqs(b), 0);
+        CHECK(b->irqs != a->irqs && !b->irqs_shared);
+        CHECK_INT(a->irqs[0].hctx, 0);                  /* a's unchanged */
+        CHECK_INT(a->irqs_shared->refs, 1);
+        /* the last holder changes its vectors in place */
+        IrqFacts *before = a->irqs;
+        CHECK_INT(disk_facts_own_irqs(a), 0);
+        CHECK(a->irqs == before && a->irqs_shared);
+        disk_facts_free(a);
+        disk_facts_free(b);
+}
+
 int main(void) {
         test_names();
         test_new_is_unknown_not_zero();
         test_render();
         test_kernel_release();
         test_zoned_and_sources();
+        test_shared_irqs();
         return tap_finish("test-facts");
 }
