@@ -92,6 +92,8 @@ struct Manager {
         RestoreCounts restore_counts;   /* ... restored, failed, left (changed by someone else) */
         bool cascading;                 /* re-gathering the disks below a holder that changed (pipeline.c) */
         bool stopping;                  /* SIGTERM/SIGINT: restoring, then exit */
+        sd_event_source *status_timer;  /* the window after a STATUS= send (manager_update_status()) */
+        bool status_due;                /* an update came within it: send at its end */
         bool ready_pending;             /* coldplug done, its writes not settled: not mounted, no READY yet */
         size_t ready_unsettled;         /* where manager_ready_check() last found a run unsettled: its next
                                          * look starts there (a hint only; every disk is looked at before READY) */
@@ -127,7 +129,8 @@ struct Manager {
 
 /* ---- manager.c: lifecycle ------------------------------------------------------------- */
 
-/* Send sd_notify STATUS= (mode, disks per class, knobs in error). */
+/* Send sd_notify STATUS= (mode, disks per class, knobs in error): at once, or, within 100 ms
+ * of the last send, once at the end of that window with the state then. Nothing once stopping. */
 void manager_update_status(Manager *m);
 
 /*

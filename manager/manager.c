@@ -265,6 +265,7 @@ Manager *manager_free(Manager *m) {
         }
         manager_waiters_release_all(m);
         sd_event_source_disable_unref(m->stop_timer);
+        sd_event_source_disable_unref(m->status_timer);
         sd_event_source_disable_unref(m->verify_timer);
         sd_event_source_disable_unref(m->retry_timer);
         sd_event_source_disable_unref(m->speed_events);
@@ -311,7 +312,37 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
+/* STATUS= counts every disk (O(disks)); a coldplug of 16,384 disks ends as many runs, one
+ * after another: updates within MANAGER_STATUS_COALESCE_USEC of a send are folded into one
+ * send at the end of that window (the first is sent at once). */
+#define MANAGER_STATUS_COALESCE_USEC (100 * UINT64_C(1000))
+
+static void status_send(Manager *m);
+
+static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        m->status_timer = sd_event_source_disable_unref(m->status_timer);
+        if (m->status_due) {
+                m->status_due = false;
+                manager_update_status(m);       /* sends, and opens the next window */
+        }
+        return 0;
+}
+
 void manager_update_status(Manager *m) {
+        if (m->stopping)
+                return;         /* "Restoring original values" stays until the exit */
+        if (m->status_timer) {
+                m->status_due = true;
+                return;
+        }
+        status_send(m);
+        if (m->event && sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC, MANAGER_STATUS_COALESCE_USEC,
+                                                   MANAGER_STATUS_COALESCE_USEC / 4, on_status_timer, m) < 0)
+                m->status_timer = NULL;         /* not coalesced: every update is sent */
+}
+
+static void status_send(Manager *m) {
         size_t counts[_DISK_CLASS_MAX], errors = 0;
         char buf[512];
         size_t n = 0;
