@@ -115,7 +115,7 @@ static void window_start(SpeedState *s, uint64_t usec) {
 
 /* Add sample - s->base to the window; false when a counter went down (a reset). */
 static bool window_add(SpeedState *s, const SpeedSample *x) {
-        const SpeedSample *b = &s->base;
+        const SpeedBase *b = &s->base;
         uint64_t ios;
         if (x->signal == SPEED_SIGNAL_SERVICE_TIME) {
                 const SpeedHistogram *bh = &s->hists->base;
@@ -152,8 +152,10 @@ static MeasuredSpeed verdict_of(const SpeedConfig *c, double value_usec) {
 
 /* x as the new baseline: its counters but the histogram into s->hists->base. */
 static void base_set(SpeedState *s, const SpeedSample *x) {
-        s->base = (SpeedSample) { .signal = x->signal, .usec = x->usec, .wall_sec = x->wall_sec, .ios = x->ios,
-                                  .busy_ms = x->busy_ms };
+        s->base.signal = x->signal;
+        s->base.usec = x->usec;
+        s->base.ios = x->ios;
+        s->base.busy_ms = x->busy_ms;
         if (x->signal == SPEED_SIGNAL_SERVICE_TIME)
                 s->hists->base = x->hist;
 }

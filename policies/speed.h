@@ -134,6 +134,13 @@ typedef enum SpeedRestored {
         _SPEED_RESTORED_MAX,
 } SpeedRestored;
 
+/* The counters of a SpeedState's last sample but its histogram (SpeedHistograms.base). */
+typedef struct SpeedBase {
+        SpeedSignal signal;
+        uint64_t usec;
+        uint64_t ios, busy_ms;
+} SpeedBase;
+
 /* The two service-time histograms of a SpeedState: the last sample's counters and the window
  * being filled (2 KiB together: allocated at the first service-time sample, so a disk measured
  * by busy per I/O, or not at all, carries none). */
@@ -155,7 +162,7 @@ typedef struct SpeedState {
         unsigned changes;               /* how often it changed */
         bool held;                      /* the last window said the other class, within min_change_usec */
         bool have_base;                 /* base holds the counters of the last sample */
-        SpeedSample base;               /* without its hist: hists->base holds it */
+        SpeedBase base;
         SpeedHistograms *hists;         /* SPEED_SIGNAL_SERVICE_TIME: base and window; NULL before */
         /* the window being filled */
         uint64_t window_usec;           /* its start: the sample it counts from */
