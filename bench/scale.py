@@ -88,6 +88,17 @@ def read_tree(d):
     return el, nfiles, nbytes
 
 
+def reset_schedulers(root, text):
+    """Every queue/scheduler under root's sys/devices set to text; returns how many."""
+    n = 0
+    for d, _, files in os.walk(os.path.join(root, "sys", "devices")):
+        if d.endswith("/queue") and "scheduler" in files:
+            with open(os.path.join(d, "scheduler"), "w") as f:
+                f.write(text + "\n")
+            n += 1
+    return n
+
+
 def main():
     ap = bt.bench_parser(__doc__, "64 disks x 8 hctx on 4 hosts")
     ap.add_argument("--disks", type=int, default=4096)
@@ -99,7 +110,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=2, help="read rounds: 1 = cold only, 2 = cold then warm, "
                     "up to 4")
     ap.add_argument("--tree", help="use this already generated tree (gen-scale.py output; on tmpfs) "
-                    "instead of generating one; it is left in place")
+                    "instead of generating one; it is left in place, every queue/scheduler set to --scheduler "
+                    "first (a run's writes and its stop's restore leave plain-file contents no kernel shows)")
+    ap.add_argument("--scheduler", default="[mq-deadline] kyber bfq none",
+                    help="with --tree: what every queue/scheduler holds before the run (default: as generated); "
+                    "\"[none] mq-deadline kyber bfq\" leaves the multipath legs nothing to write")
     ap.add_argument("--compare", metavar="OLD_BLKMQD",
                     help="also mount this build (on a copy of the tree, on a tmpfs of its own) and read it in "
                     "the same rounds, alternating which of the two goes first")
@@ -140,7 +155,9 @@ def main():
                str(a.disks), "--hosts", str(a.hosts), "--hctx", str(a.hctx), "--cpus", str(a.cpus)]
         if a.tree:
             root = os.path.abspath(a.tree)
-            print(f"tree:    {root} (given; generated earlier by gen-scale.py)")
+            n = reset_schedulers(root, a.scheduler)
+            print(f"tree:    {root} (given; generated earlier by gen-scale.py; {n} queue/scheduler set to "
+                  f"\"{a.scheduler}\")")
         else:
             t = time.monotonic()
             out = subprocess.run(gen, check=True, capture_output=True, text=True).stdout.strip()
@@ -174,7 +191,12 @@ def main():
         u, s = cpu_s(proc.pid)
         print()
         print(f"READY=1 after {ready:.3f} s (blkmqd CPU {u:.2f} s user + {s:.2f} s system)")
-        for tt, m in msgs:
+        n_status = sum("STATUS=" in m for _, m in msgs)
+        print(f"notify:  {len(msgs)} datagram(s) until READY=1, {n_status} with STATUS=")
+        for tt, m in msgs[:3] + ([("...", "")] if len(msgs) > 6 else []) + msgs[max(3, len(msgs) - 3):]:
+            if tt == "...":
+                print("  ...")
+                continue
             print(f"  notify +{tt:.3f}s: {m.strip().replace(chr(10), ' | ')[:160]}")
         print(f"RSS after READY: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
         with open(os.path.join(tmp, "blkmqd.log")) as f:
