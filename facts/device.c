@@ -117,10 +117,10 @@ static int gather_one_hctx(HostFs *h, DiskFacts *f, HctxFacts *x, bool debugfs) 
                         return -ENOMEM;
         }
         snprintf(path, sizeof(path), "block/%s/mq/%u/nr_tags", f->name, x->index);
-        if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0)
+        if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0 && u <= INT32_MAX)
                 x->nr_tags = u;
         snprintf(path, sizeof(path), "block/%s/mq/%u/nr_reserved_tags", f->name, x->index);
-        if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0)
+        if (hostfs_read_u64(h, HOSTFS_SYSFS, path, &u) >= 0 && u <= INT32_MAX)
                 x->nr_reserved_tags = u;
 
         snprintf(path, sizeof(path), "block/%s/hctx%u/flags", f->name, x->index);

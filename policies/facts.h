@@ -125,15 +125,16 @@ const char *hctx_type_to_string(HctxType t);
 HctxType hctx_type_from_string(const char *s);
 
 /* One hardware context (/sys/block/X/mq/N). */
-typedef struct HctxFacts {
+typedef struct HctxFacts {       /* 48 bytes: one per hctx of every disk (64 per disk on a big HBA) */
         unsigned index;         /* N; hctx numbers may have gaps (nr_ctx == 0 is not registered) */
+        /* mq/N/nr_tags, -1 if unknown; at most BLK_MQ_MAX_DEPTH (10240, include/linux/blk-mq.h) */
+        int32_t nr_tags;
+        int32_t nr_reserved_tags;
+        int irq;                /* position in DiskFacts.irqs of the vector serving this hctx; -1 none */
         CpuSet cpus;            /* mq/N/cpu_list */
         char *cpu_list;         /* normalised cpulist of cpus, "0-3"; NULL if unknown */
-        int64_t nr_tags;        /* mq/N/nr_tags, -1 if unknown */
-        int64_t nr_reserved_tags;
         Tristate shared_tags;   /* debugfs hctxN/flags has TAG_HCTX_SHARED */
         HctxType type;          /* debugfs hctxN/type; _HCTX_TYPE_INVALID unknown (DiskFacts.hctx_type_unknown says why) */
-        int irq;                /* position in DiskFacts.irqs of the vector serving this hctx; -1 none */
 } HctxFacts;
 
 /* One MSI/MSI-X vector of the disk's PCI function. */
