@@ -552,7 +552,7 @@ nvme_tcp_bond() {
     nvme_tcp_connect "$@"
 }
 
-# The <root>/netlink/facts records blkmqd reads in --root mode (docs/DESIGN-NOTES.md, issue 15):
+# The <root>/netlink/facts records blkmqd reads in --root mode (docs/DESIGN-NOTES.md "Fixtures and netlink"):
 # the route to every nvme-tcp target, every link of the initiator's namespace, every link's
 # channels.  Written from iproute2 (ip route get; ifindex/iflink/master from sysfs) and ethtool
 # (-l through its netlink interface: "netlink error" when a driver has no channels).
