@@ -5,8 +5,8 @@ bench/reaction.py [--blkmqd PATH] [-n N] [--no-udevd] [--quick]
 
 P1 reaction time: kernel uevent of a loop device attach -> elevator write done.
 
-One loop device (the first free one, attached by name on a temp file, detached after every
-round and at exit) and, in one run, up to three phases of N attaches each:
+One loop device (made for the run with LOOP_CTL_ADD from loop240 up, pick_loop(); attached on
+a temp file, detached after every round and at exit) and, in one run, up to three phases of N attaches each:
 
   blkmqd      blkmqd -v (raw kernel uevents, no udevd), config [Class:stacked]
               Elevator=mq-deadline, so every attach needs a write (loops come up "none" on

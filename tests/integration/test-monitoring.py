@@ -17,7 +17,7 @@ A fleet of two on this machine, every server on 127.0.0.1 ports of its own:
     is not firing, then someone else switches the loop's elevator away from the one blkmqd
     wrote (policy/elevator mq-deadline) and the alert fires for that device within 30 s.
 Needs root, /dev/fuse, losetup, prometheus and prometheus-node-exporter (tools/install-deps.sh
---tests): exit 77 without them.
+--tests): without them a TAP skip (skip_all(), exit 0) naming what is missing.
 """
 import json
 import os
