@@ -283,10 +283,12 @@ static int originals_add(Applied *a, Knob k, const Item *items, const Item *cur,
 }
 
 /* "4 I/O queues: default 2, read 2, poll 0": the controller's I/O queues and, with several
- * maps, the hctx of each map as the plan counted them. NULL on ENOMEM. */
+ * maps, the hctx of each map as the plan counted them; NBD: "4 connections". NULL on ENOMEM. */
 static char *in_use(const Device *d, const NetFacts *n) {
         char *s = NULL;
         size_t n_maps = 0;
+        if (streq_ptr(n->transport, "nbd"))
+                return asprintf(&s, "%lld connections", (long long) n->connections) < 0 ? NULL : s;
         for (HctxType t = 0; d->plan.net_maps_known && t < _HCTX_TYPE_MAX; t++)
                 n_maps += d->plan.net_map_hctx[t] > 0;
         int r = n_maps <= 1 ? asprintf(&s, "%lld I/O queues", (long long) n->nr_io_queues) :
@@ -308,7 +310,10 @@ static int propose_nr_io_queues(Device *d, const ApplyOptions *o) {
         }
         if (o->verify_only)
                 return 0;
-        _cleanup_free_ char *cli = net_align_cli_options(wanted), *now = in_use(d, n), *instead = NULL;
+        /* NBD: "connections=N", nbd-client -C N (policies/net-align.c); nvme: fabrics options */
+        const char *connections = startswith(wanted, "connections=");
+        _cleanup_free_ char *cli = connections ? strdup(connections) : net_align_cli_options(wanted), *now = in_use(d, n),
+                            *instead = NULL;
         if (!cli || !now)
                 return -ENOMEM;
         if (d->plan.net_action == NET_ACTION_NIC_CHANNELS &&
@@ -319,13 +324,21 @@ static int propose_nr_io_queues(Device *d, const ApplyOptions *o) {
         free_and_strdup(&a->value, wanted);
         if (changed)
                 log_device_info(d->name, "%s%s for the next connect of %s (now %s): pending-reconnect; "
-                                "a live controller is never disconnected%s", o->dry_run ? "dry-run: would propose " : "",
-                                wanted, strna(n->controller), now, strempty(instead));
-        applied_set(a, o->dry_run ? APPLY_DRY_RUN : APPLY_PENDING_RECONNECT, 0,
-                  "%s%s at the next connect of %s (now %s): nvme connect -t %s -a %s -s %s %s, or the same keys "
-                  "(\"%s\") for this port in nvme-cli's /etc/nvme/config.json; blkmqd never disconnects a live controller%s",
-                  o->dry_run ? "would propose " : "", wanted, strna(n->controller), now,
-                  strna(n->transport), strna(n->traddr), strna(n->trsvcid), cli, wanted, strempty(instead));
+                                "a live %s is never disconnected%s", o->dry_run ? "dry-run: would propose " : "",
+                                wanted, strna(n->controller), now, connections ? "NBD device" : "controller", strempty(instead));
+        if (connections)
+                applied_set(a, o->dry_run ? APPLY_DRY_RUN : APPLY_PENDING_RECONNECT, 0,
+                            "%s%s at the next connect of %s (now %s): nbd-client %s %s /dev/%s -C %s with the export's other "
+                            "options; blkmqd never disconnects a connected NBD device%s",
+                            o->dry_run ? "would propose " : "", wanted, strna(n->controller), now, strna(n->traddr),
+                            strna(n->trsvcid), strna(n->controller), cli, strempty(instead));
+        else
+                applied_set(a, o->dry_run ? APPLY_DRY_RUN : APPLY_PENDING_RECONNECT, 0,
+                            "%s%s at the next connect of %s (now %s): nvme connect -t %s -a %s -s %s %s, or the same keys "
+                            "(\"%s\") for this port in nvme-cli's /etc/nvme/config.json; blkmqd never disconnects a live "
+                            "controller%s",
+                            o->dry_run ? "would propose " : "", wanted, strna(n->controller), now,
+                            strna(n->transport), strna(n->traddr), strna(n->trsvcid), cli, wanted, strempty(instead));
         return 0;
 }
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,20 +174,219 @@ static int gather_iscsi(HostFs *h, NetFacts *n, const char *session) {
         return 0;
 }
 
+/* A TCP socket of /proc/<pid>/net/tcp or tcp6: its inode and both ends. */
+typedef struct TcpSock {
+        uint64_t inode;
+        char local[INET6_ADDRSTRLEN], remote[INET6_ADDRSTRLEN];
+        unsigned local_port, remote_port;
+} TcpSock;
+
+/*
+ * One end of a /proc/net/tcp{,6} row, "<address>:<port>" in hex, printed as inet_ntop() does:
+ * tcp's address is the __be32 printed as a u32 in host byte order (%08X, net/ipv4/tcp_ipv4.c
+ * get_tcp4_sock()), tcp6's the four 32-bit words s6_addr32[0..3] each in host byte order
+ * (net/ipv6/tcp_ipv6.c get_tcp6_sock()); the port is in host order (ntohs()). An IPv4-mapped
+ * IPv6 address (a dual-stack socket connected to IPv4) is given as its IPv4 address, the one
+ * routed. Returns 0 or -EINVAL.
+ */
+static int tcp_endpoint_parse(const char *s, char ret[static INET6_ADDRSTRLEN], unsigned *ret_port) {
+        const char *colon = strchr(s, ':');
+        size_t l = colon ? (size_t) (colon - s) : 0;
+        uint32_t w[4];
+
+        if ((l != 8 && l != 32) || strspn(s, "0123456789abcdefABCDEF") != l ||
+            strlen(colon + 1) != 4 || strspn(colon + 1, "0123456789abcdefABCDEF") != 4)
+                return -EINVAL;
+        for (size_t i = 0; i < l / 8; i++) {
+                char word[9];
+                memcpy(word, s + 8 * i, 8);
+                word[8] = 0;
+                w[i] = (uint32_t) strtoul(word, NULL, 16);
+        }
+        *ret_port = (unsigned) strtoul(colon + 1, NULL, 16);
+        if (l == 8)
+                return inet_ntop(AF_INET, &(struct in_addr) { .s_addr = w[0] }, ret, INET6_ADDRSTRLEN) ? 0 : -EINVAL;
+        struct in6_addr a;
+        memcpy(&a, w, sizeof(a));
+        if (IN6_IS_ADDR_V4MAPPED(&a))
+                return inet_ntop(AF_INET, &a.s6_addr[12], ret, INET6_ADDRSTRLEN) ? 0 : -EINVAL;
+        return inet_ntop(AF_INET6, &a, ret, INET6_ADDRSTRLEN) ? 0 : -EINVAL;
+}
+
+/* The rows of procfs file path (/proc/<pid>/net/tcp or tcp6: "sl local rem st tx:rx tr:when
+ * retrnsmt uid timeout inode ...") whose inode is one of inodes, appended to *socks. A file
+ * that cannot be read (no IPv6) adds none. Returns 0 or -ENOMEM. */
+static int tcp_socks_find(HostFs *h, const char *path, const uint64_t *inodes, size_t n_inodes, TcpSock **socks, size_t *n_socks) {
+        _cleanup_free_ char *s = NULL;
+        if (hostfs_read(h, HOSTFS_PROCFS, path, &s) < 0)
+                return 0;
+        for (char *line = s, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                char local[64], remote[64];
+                uint64_t inode;
+                if (sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %*s %*s %" SCNu64, local, remote, &inode) != 3)
+                        continue;       /* the header */
+                bool ours = false;
+                for (size_t i = 0; i < n_inodes && !ours; i++)
+                        ours = inodes[i] == inode;
+                TcpSock t = { .inode = inode };
+                if (!ours || tcp_endpoint_parse(local, t.local, &t.local_port) < 0 ||
+                    tcp_endpoint_parse(remote, t.remote, &t.remote_port) < 0)
+                        continue;
+                TcpSock *a = reallocarray(*socks, *n_socks + 1, sizeof(TcpSock));
+                if (!a)
+                        return -ENOMEM;
+                *socks = a;
+                a[(*n_socks)++] = t;
+        }
+        return 0;
+}
+
+#define NBD_NETLINK_WHY "the netlink interface hands the sockets to the kernel, which exports no socket address for NBD " \
+                        "(drivers/block/nbd.c)"
+
+/*
+ * The TCP sockets of an NBD disk's client, when it still holds them: nbd-client's ioctl
+ * interface (-L) stays in NBD_DO_IT on /dev/<disk> with its connected sockets open, and
+ * /sys/block/<disk>/pid is that process (drivers/block/nbd.c nbd_start_device():
+ * task_pid_nr(current)); its fds "socket:[<inode>]" are rows of the process's own network
+ * namespace, /proc/<pid>/net/tcp and tcp6. Returns 0 with *ret_socks (possibly none: then
+ * *ret_why says why, naming the pid file and the process), -ENOMEM.
+ */
+static int nbd_sockets(HostFs *h, const char *disk, int *ret_pid, TcpSock **ret_socks, size_t *ret_n, char **ret_why) {
+        _cleanup_strv_free_ char **fds = NULL;
+        _cleanup_free_ uint64_t *inodes = NULL;
+        _cleanup_free_ TcpSock *socks = NULL;
+        size_t n_inodes = 0, n_socks = 0;
+        bool holds_disk = false;
+        char path[PATH_MAX], dev[PATH_MAX];
+        int pid, r;
+
+        snprintf(path, sizeof(path), "block/%s/pid", disk);
+        r = hostfs_read_int(h, HOSTFS_SYSFS, path, &pid);
+        if (r == -ENOMEM)
+                return r;
+        *ret_pid = r < 0 ? -1 : pid;
+        if (r < 0)
+                return asprintf(ret_why, "no client process to ask (/sys/%s: %s): " NBD_NETLINK_WHY, path, errno_what(r)) < 0 ?
+                       -ENOMEM : 0;
+        snprintf(path, sizeof(path), "%d/fd", pid);
+        r = hostfs_list(h, HOSTFS_PROCFS, path, &fds);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -ENOENT)
+                return asprintf(ret_why, "the process of /sys/block/%s/pid (%d) is gone: " NBD_NETLINK_WHY, disk, pid) < 0 ?
+                       -ENOMEM : 0;
+        if (r < 0)
+                return asprintf(ret_why, "the fds of the process of /sys/block/%s/pid (%d) are unreadable: /proc/%d/fd: %s",
+                                disk, pid, pid, errno_what(r)) < 0 ? -ENOMEM : 0;
+        snprintf(dev, sizeof(dev), "/dev/%s", disk);
+        STRV_FOREACH(fd, fds) {
+                _cleanup_free_ char *target = NULL;
+                uint64_t inode;
+                char tail;
+                snprintf(path, sizeof(path), "%d/fd/%s", pid, *fd);
+                r = hostfs_readlink(h, HOSTFS_PROCFS, path, &target);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        continue;       /* closed since the listing */
+                holds_disk = holds_disk || streq(target, dev);
+                if (sscanf(target, "socket:[%" SCNu64 "%c", &inode, &tail) != 2 || tail != ']')
+                        continue;
+                uint64_t *a = reallocarray(inodes, n_inodes + 1, sizeof(uint64_t));
+                if (!a)
+                        return -ENOMEM;
+                inodes = a;
+                inodes[n_inodes++] = inode;
+        }
+        if (!holds_disk)
+                /* a pid used again by another process after the client exited */
+                return asprintf(ret_why, "the process of /sys/block/%s/pid (%d) does not hold %s (not the client that "
+                                "connected it): " NBD_NETLINK_WHY, disk, pid, dev) < 0 ? -ENOMEM : 0;
+        const char *const tables[] = { "tcp", "tcp6" };
+        for (size_t i = 0; i < ELEMENTSOF(tables) && n_inodes > 0; i++) {
+                snprintf(path, sizeof(path), "%d/net/%s", pid, tables[i]);
+                r = tcp_socks_find(h, path, inodes, n_inodes, &socks, &n_socks);
+                if (r < 0)
+                        return r;
+        }
+        if (n_socks == 0)
+                return asprintf(ret_why, "the process of /sys/block/%s/pid (%d) holds %s and no TCP socket (its "
+                                "fds in /proc/%d/fd, its network namespace's /proc/%d/net/tcp and tcp6): " NBD_NETLINK_WHY,
+                                disk, pid, dev, pid, pid) < 0 ? -ENOMEM : 0;
+        *ret_socks = TAKE_PTR(socks);
+        *ret_n = n_socks;
+        return 0;
+}
+
+/* The distinct values of one end of socks ("10.77.0.2" or, ports, "10809"), in the order found. */
+static int tcp_socks_distinct(const TcpSock *socks, size_t n, bool remote, bool port, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        for (size_t i = 0; i < n; i++) {
+                char s[INET6_ADDRSTRLEN];
+                if (port)
+                        snprintf(s, sizeof(s), "%u", remote ? socks[i].remote_port : socks[i].local_port);
+                else
+                        snprintf(s, sizeof(s), "%s", remote ? socks[i].remote : socks[i].local);
+                if (!strv_contains(l, s) && strv_extend(&l, s) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* Set fact x (traddr, trsvcid, src_addr) of n to the one value of socks' end, or unknown with
+ * "N connections to M addresses (...)" when they differ. */
+static int nbd_set_end(NetFacts *n, NetFact x, char **field, const TcpSock *socks, size_t n_socks, int pid, bool remote, bool port) {
+        _cleanup_strv_free_ char **l = NULL;
+        if (tcp_socks_distinct(socks, n_socks, remote, port, &l) < 0)
+                return -ENOMEM;
+        size_t m = strv_length(l);
+        if (m == 1)
+                return (*field = strdup(l[0])) ? 0 : -ENOMEM;
+        _cleanup_free_ char *list = strv_join(l, " ");
+        if (!list)
+                return -ENOMEM;
+        return net_facts_set_unknown(n, x, "%zu connections %s %zu %s (%s) in /proc/%d/net/tcp{,6}: not one answer", n_socks,
+                                     remote ? "to" : "from", m, port ? "ports" : remote ? "addresses" : "local addresses", list, pid);
+}
+
 /* NBD: one connection per hctx, hctx i sends on connection i (drivers/block/nbd.c:
  * nbd_start_device() sets nr_hw_queues to num_connections, nbd_queue_rq() sends on
- * socks[hctx->queue_num]); the kernel exports no socket address. */
-static int gather_nbd(NetFacts *n, const DiskFacts *f) {
+ * socks[hctx->queue_num]). The sockets' addresses are the client's, while it holds them
+ * (nbd_sockets()). */
+static int gather_nbd(HostFs *h, NetFacts *n, const DiskFacts *f) {
+        _cleanup_free_ TcpSock *socks = NULL;
+        _cleanup_free_ char *why = NULL;
+        size_t n_socks = 0;
+        int pid, r;
+
         if (!(n->controller = strdup(f->name)))
                 return -ENOMEM;
-        for (NetFact x = NET_FACT_TRADDR; x <= NET_FACT_NR_IO_QUEUES; x++)
-                if (net_facts_set_unknown(n, x, "the kernel exports no socket address for NBD (drivers/block/nbd.c: "
-                                          "user space hands it connected sockets)") < 0)
-                        return -ENOMEM;
-        if (f->has_mq && f->n_hctx > 0)
-                n->connections = (int64_t) f->n_hctx;
-        else if (net_facts_set_unknown(n, NET_FACT_CONNECTIONS, "no blk-mq queue: not connected") < 0)
+        r = nbd_sockets(h, f->name, &pid, &socks, &n_socks, &why);
+        if (r < 0)
+                return r;
+        if (n_socks == 0) {
+                for (NetFact x = NET_FACT_TRADDR; x <= NET_FACT_NR_IO_QUEUES; x++)
+                        if (net_facts_set_unknown(n, x, "%s", why) < 0)
+                                return -ENOMEM;
+        } else if (nbd_set_end(n, NET_FACT_TRADDR, &n->traddr, socks, n_socks, pid, true, false) < 0 ||
+                   nbd_set_end(n, NET_FACT_TRSVCID, &n->trsvcid, socks, n_socks, pid, true, true) < 0 ||
+                   nbd_set_end(n, NET_FACT_SRC_ADDR, &n->src_addr, socks, n_socks, pid, false, false) < 0 ||
+                   net_facts_set_unknown(n, NET_FACT_HOST_IFACE, "none known: /proc/%d/net/tcp{,6} name no bound interface", pid) < 0 ||
+                   net_facts_set_unknown(n, NET_FACT_NR_IO_QUEUES, "not applicable: NBD has one hctx per connection "
+                                         "(network/connections, nbd-client -C)") < 0)
                 return -ENOMEM;
+        if (!f->has_mq || f->n_hctx == 0)
+                return net_facts_set_unknown(n, NET_FACT_CONNECTIONS, "no blk-mq queue: not connected");
+        if (n_socks > 0 && n_socks != f->n_hctx)
+                return net_facts_set_unknown(n, NET_FACT_CONNECTIONS, "process %d (/sys/block/%s/pid) holds %zu TCP socket(s) for "
+                                             "%zu hctx (drivers/block/nbd.c: one connection per hctx): which one each hctx "
+                                             "sends on is unknown", pid, f->name, n_socks, f->n_hctx);
+        n->connections = (int64_t) f->n_hctx;
         return 0;
 }
 
@@ -539,7 +741,7 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
         } else if (!devpath && streq_ptr(f->driver, "nbd")) {
                 if (!(n = f->net = net_facts_new("nbd")))
                         return -ENOMEM;
-                r = gather_nbd(n, f);
+                r = gather_nbd(h, n, f);
         } else
                 return 0;
         if (r < 0)
@@ -549,9 +751,8 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
                 return (n->unavailable = strdup(why)) ? 0 : -ENOMEM;
         if (!n->traddr && streq(n->transport, "nbd")) {
                 _cleanup_free_ char *missing = NULL;
-                if (asprintf(&missing, "the kernel exports no socket address for NBD, so which NIC its %lld connection(s) leave "
-                             "by is unknown (hctx i sends on connection i, drivers/block/nbd.c nbd_queue_rq())",
-                             (long long) n->connections) < 0)
+                if (asprintf(&missing, "which NIC its %zu connection(s) leave by is unknown (hctx i sends on connection i, "
+                             "drivers/block/nbd.c nbd_queue_rq()): %s", f->n_hctx, n->unknown[NET_FACT_TRADDR]) < 0)
                         return -ENOMEM;
                 return net_facts_set_all_unknown(n, missing);
         }

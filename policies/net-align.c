@@ -358,12 +358,20 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         /* one TCP connection carries all the disk's I/O (an iSCSI session sends every command on
          * its leading connection, drivers/scsi/libiscsi.c iscsi_queuecommand(); nvme-tcp with one
          * I/O queue): the flow's NIC queues are the RSS hash's and the sending CPU's XPS, no hctx's */
-        bool iscsi = streq(n->transport, "iscsi");
+        bool iscsi = streq(n->transport, "iscsi"), nbd = streq(n->transport, "nbd");
+        /* NBD: hctx i sends on connection i (drivers/block/nbd.c nbd_queue_rq()); without one
+         * socket per hctx which connection is whose is unknown */
+        if (nbd && n->connections < 0) {
+                const char *why = n->unknown[NET_FACT_CONNECTIONS] ?: "the connections are unknown";
+                r = set_alignment(plan, NET_ALIGNMENT_UNKNOWN, "%s", why);
+                return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, "net-align",
+                                                "%zu hctx over %s -> network alignment unknown: %s", f->n_hctx, nic->ifname, why);
+        }
         if (iscsi || n->connections == 1) {
                 r = set_alignment(plan, NET_ALIGNMENT_NOT_APPLICABLE, "one TCP connection carries every hctx (%s): its NIC "
                                   "queues are picked by the RSS hash (receive) and the XPS of the sending CPU (transmit), "
                                   "not by hctx", iscsi ? "an iSCSI session sends every command on its leading connection" :
-                                  "one I/O queue");
+                                  nbd ? "one NBD connection" : "one I/O queue");
                 return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, "net-align-one-connection",
                                                 "%zu hctx over %s, one TCP connection (%s%s) -> not applicable: nothing to align "
                                                 "per hctx", f->n_hctx, nic->ifname, strna(n->controller),
@@ -610,7 +618,10 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
 
         /* the queue counts at the next connect (nvme-tcp): a map with more hctx than NIC queues,
          * or one that does not fit the placement, gets Q; what is in use is never proposed */
-        if (plan->manage && do_nr && n->unknown[NET_FACT_NR_IO_QUEUES] == NULL && streq(n->transport, "tcp") && m >= 0) {
+        /* NBD: nbd-client -C N at the next connect, one map (drivers/block/nbd.c: nr_maps 1) */
+        bool nbd_count = nbd && maps[HCTX_TYPE_READ] == 0 && maps[HCTX_TYPE_POLL] == 0;
+        if (plan->manage && do_nr && m >= 0 &&
+            ((n->unknown[NET_FACT_NR_IO_QUEUES] == NULL && streq(n->transport, "tcp")) || nbd_count)) {
                 size_t want[_HCTX_TYPE_MAX];
                 bool read_map = maps[HCTX_TYPE_READ] > 0, poll_map = maps[HCTX_TYPE_POLL] > 0;
                 for (HctxType t = 0; t < _HCTX_TYPE_MAX; t++)
@@ -623,7 +634,14 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                 bool change = false;
                 for (HctxType t = 0; t < _HCTX_TYPE_MAX; t++)
                         change = change || want[t] != maps[t];
-                if (change) {
+                if (change && nbd) {
+                        if (asprintf(&plan->nr_io_queues, "connections=%zu", want[HCTX_TYPE_DEFAULT]) < 0)
+                                return -ENOMEM;
+                        if (append(&outcome, "%s%s (nbd-client -C %zu) at the next connect (pending-reconnect; a connected NBD "
+                                   "device is never disconnected)", outcome ? " " : "", plan->nr_io_queues,
+                                   want[HCTX_TYPE_DEFAULT]) < 0)
+                                return -ENOMEM;
+                } else if (change) {
                         r = connect_options(want, read_map, poll_map, &plan->nr_io_queues);
                         if (r < 0)
                                 return r;
@@ -655,17 +673,20 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                         r = append(&outcome, " (recommended)");
         } else if (plan->nr_io_queues) {
                 plan->net_action = NET_ACTION_RECONNECT;
-                _cleanup_free_ char *cli = net_align_cli_options(plan->nr_io_queues);
-                if (!cli)
+                _cleanup_free_ char *cli = nbd ? NULL : net_align_cli_options(plan->nr_io_queues);
+                if (!nbd && !cli)
                         return -ENOMEM;
-                r = free_and_asprintf(&plan->net_recommended, "reconnect: %s at the next connect of %s (nvme connect ... %s)",
-                                      plan->nr_io_queues, strna(n->controller), cli);
+                r = nbd ? free_and_asprintf(&plan->net_recommended, "reconnect: %s at the next connect of %s (nbd-client ... -C %s)",
+                                            plan->nr_io_queues, strna(n->controller), plan->nr_io_queues + strlen("connections=")) :
+                          free_and_asprintf(&plan->net_recommended, "reconnect: %s at the next connect of %s (nvme connect ... %s)",
+                                            plan->nr_io_queues, strna(n->controller), cli);
                 if (r >= 0 && no_channels)
                         r = append(&plan->net_recommended, "; more channels on %s are not proposed: %s", nic->ifname, no_channels);
         } else
                 r = free_and_asprintf(&plan->net_recommended, "none: %s", aligned ? "aligned" :
                                       !plan->manage ? "the disk is not managed" :
                                       !layout.over && !layout.conflicts ? "the NIC placement (nic_irq_affinity, xps) is all it takes" :
+                                      nbd ? "no connection count blkmqd may propose (NrIoQueues=keep and NicChannels=keep)" :
                                       "no queue count blkmqd may propose (NrIoQueues=keep and NicChannels=keep, or not nvme-tcp)");
         if (r >= 0 && !plan->net_channels && !plan->nr_io_queues && no_channels && plan->manage)
                 r = append(&plan->net_recommended, "; more channels on %s are not proposed: %s", nic->ifname, no_channels);
@@ -693,6 +714,8 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         if (!plan->nr_io_queues &&
             append(&left, "%snr_io_queues left alone (%s)", left ? ", " : "",
                    !do_nr ? (o_nr ? "policy/nr_io_queues=keep" : "NrIoQueues=keep") :
+                   nbd_count ? (layout.over ? "the connection count it would take is the one in use" :
+                                "the map has no more hctx than the NIC's queues: the connection count in use fits") :
                    !streq(n->transport, "tcp") || n->unknown[NET_FACT_NR_IO_QUEUES] ? "no I/O queue count to propose for this transport" :
                    layout.over || layout.conflicts ? "the queue counts it would take are the ones in use" :
                    "no queue map has more hctx than the NIC's queues: the counts in use fit") < 0)
