@@ -21,7 +21,8 @@
  * gets Q queues at the next connect, as nvme fabrics options: nr_io_queues (the read map when
  * nr_write_queues gives the default map queues of its own, else the default map),
  * nr_write_queues, nr_poll_queues (fabrics.c nvmf_set_io_queues(); nvme-cli --nr-io-queues,
- * --nr-write-queues, --nr-poll-queues).
+ * --nr-write-queues, --nr-poll-queues); for NBD, whose hctx i sends on connection i
+ * (drivers/block/nbd.c nbd_queue_rq()) in its one map, connections=N (nbd-client -C N).
  * No NIC IRQ and no XPS mask goes to an isolated CPU (isolcpus=, nohz_full=, an isolated cpuset
  * partition: disk_facts_usable_cpus()): a queue gets the rest of its hctx CPUs, and a queue
  * whose hctx have only isolated CPUs is left as it is; the explain line names them.

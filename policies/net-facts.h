@@ -24,9 +24,10 @@
 typedef enum NetFact {
         NET_FACT_TRANSPORT,     /* tcp | rdma (class/nvme/<ctrl>/transport), iscsi, nbd */
         NET_FACT_CONTROLLER,    /* nvme1; iSCSI: session3 */
-        NET_FACT_TRADDR,        /* target address (nvme address traddr=; iSCSI connection address) */
+        NET_FACT_TRADDR,        /* target address (nvme address traddr=; iSCSI connection address; NBD: the remote
+                                 * end of the client's sockets, /proc/<pid>/net/tcp{,6}) */
         NET_FACT_TRSVCID,       /* target port */
-        NET_FACT_SRC_ADDR,      /* local address in use (nvme-tcp src_addr=, else host_traddr=) */
+        NET_FACT_SRC_ADDR,      /* local address in use (nvme-tcp src_addr=, else host_traddr=; NBD: the sockets' local end) */
         NET_FACT_HOST_IFACE,    /* interface the controller is bound to (nvme-tcp host_iface=) */
         NET_FACT_NR_IO_QUEUES,  /* I/O queues of the controller (queue_count - 1) */
         NET_FACT_INTERFACE,     /* egress interface of the route to traddr */
