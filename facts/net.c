@@ -134,8 +134,28 @@ static int gather_nvme(HostFs *h, NetFacts *n, const char *ctrl) {
         return 0;
 }
 
-/* session: the iSCSI session device above the disk ("devices/platform/host3/session1"). */
-static int gather_iscsi(HostFs *h, NetFacts *n, const char *session) {
+/* class/iscsi_host/<host>/<attr> with libiscsi's "(null)" for a parameter never set
+ * (drivers/scsi/libiscsi.c iscsi_host_get_param(): "%s" of NULL) read as absent. */
+static char *iscsi_host_attr(HostFs *h, const char *host, const char *attr, int *ret_error) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "class/iscsi_host/%s/%s", host, attr);
+        _cleanup_free_ char *s = read_line(h, path, ret_error);
+        if (!s || !*s || streq(s, "(null)"))
+                return NULL;
+        return TAKE_PTR(s);
+}
+
+/*
+ * session: the iSCSI session device above the disk ("devices/platform/host3/session1"), the child
+ * of its SCSI host; driver: the host's proc_name. iscsi_tcp makes one host per session
+ * (drivers/scsi/iscsi_tcp.c iscsi_sw_tcp_session_create()), so the host's attributes are the
+ * session's: ipaddress the local address of its socket (iscsi_sw_tcp_host_get_param()), netdev the
+ * device iscsid bound the socket to (SO_BINDTODEVICE for an iface with iface.net_ifacename or
+ * iface.hwaddress: open-iscsi usr/io.c bind_conn_to_iface()), "(null)" for none. Any other driver
+ * (bnx2i, qedi, cxgb4i, be2iscsi, qla4xxx offload the session; ib_iser runs it over RDMA) carries
+ * the connection on its own hardware.
+ */
+static int gather_iscsi(HostFs *h, NetFacts *n, const char *session, const char *driver) {
         char path[PATH_MAX];
         unsigned sid;
         int r;
@@ -152,11 +172,40 @@ static int gather_iscsi(HostFs *h, NetFacts *n, const char *session) {
         n->trsvcid = read_line(h, path, &r);
         if (!n->trsvcid && net_facts_set_unknown(n, NET_FACT_TRSVCID, "%s: %s", path, errno_what(r)) < 0)
                 return -ENOMEM;
-        if (net_facts_set_unknown(n, NET_FACT_SRC_ADDR, "not exported for iSCSI connections") < 0 ||
-            net_facts_set_unknown(n, NET_FACT_HOST_IFACE, "none known (iscsi_host netdev is for offload HBAs)") < 0 ||
-            net_facts_set_unknown(n, NET_FACT_NR_IO_QUEUES, "not applicable: an iSCSI session sends every command on its "
+        if (net_facts_set_unknown(n, NET_FACT_NR_IO_QUEUES, "not applicable: an iSCSI session sends every command on its "
                                   "leading connection (drivers/scsi/libiscsi.c iscsi_queuecommand())") < 0)
                 return -ENOMEM;
+
+        if (!streq_ptr(driver, "iscsi_tcp")) {
+                if (asprintf(&n->offload, "%s carries session%u on its own hardware (an offload HBA, or iSER over RDMA), not "
+                             "the host's TCP/IP stack: no host NIC queue carries its I/O", driver ?: "an unknown driver", sid) < 0)
+                        return -ENOMEM;
+                return net_facts_set_all_unknown(n, n->offload);
+        }
+
+        /* the session's SCSI host: the parent of the session device */
+        size_t l = basename_of(session) - session;
+        while (l > 0 && session[l - 1] == '/')
+                l--;
+        _cleanup_free_ char *parent = strndup(session, l);
+        if (!parent)
+                return -ENOMEM;
+        const char *host = basename_of(parent);
+        n->src_addr = iscsi_host_attr(h, host, "ipaddress", &r);
+        if (!n->src_addr && net_facts_set_unknown(n, NET_FACT_SRC_ADDR, "class/iscsi_host/%s/ipaddress: %s", host,
+                                                  r < 0 ? errno_what(r) : "not set") < 0)
+                return -ENOMEM;
+        n->host_iface = iscsi_host_attr(h, host, "netdev", &r);
+        if (!n->host_iface) {
+                snprintf(path, sizeof(path), "class/iscsi_session/session%u/ifacename", sid);
+                _cleanup_free_ char *iface = read_line(h, path, NULL);
+                if (net_facts_set_unknown(n, NET_FACT_HOST_IFACE, r < 0 ? "class/iscsi_host/%s/netdev: %s" :
+                                          "none: %s's iface %s binds it to no device (class/iscsi_host/%s/netdev unset): "
+                                          "the route decides", r < 0 ? host : n->controller,
+                                          r < 0 ? errno_what(r) : strna(iface), host) < 0)
+                        return -ENOMEM;
+        }
+
         /* the session's connections: class/iscsi_connection/connection<sid>:<cid> */
         _cleanup_strv_free_ char **conns = NULL;
         char prefix[32];
@@ -737,7 +786,7 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
                    (session = device_ancestor_with(h, devpath, "iscsi_session"))) {
                 if (!(n = f->net = net_facts_new("iscsi")))
                         return -ENOMEM;
-                r = gather_iscsi(h, n, session);
+                r = gather_iscsi(h, n, session, f->driver);
         } else if (!devpath && streq_ptr(f->driver, "nbd")) {
                 if (!(n = f->net = net_facts_new("nbd")))
                         return -ENOMEM;
@@ -746,6 +795,8 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
                 return 0;
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
+        if (n->offload)
+                return 0;
 
         if (!hostfs_net_available(h, &why))
                 return (n->unavailable = strdup(why)) ? 0 : -ENOMEM;

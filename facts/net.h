@@ -14,8 +14,13 @@
  *                          ",src_addr=…" of the connected admin socket, drivers/nvme/host/tcp.c
  *                          nvme_tcp_get_address()), <ctrl>/queue_count (I/O queues + the admin
  *                          queue, drivers/nvme/host/sysfs.c).
- *   iSCSI                  the "sessionN" component of the device path; class/iscsi_connection/
- *                          connectionN:0/{address,port} (drivers/scsi/scsi_transport_iscsi.c).
+ *   iSCSI                  the session device above the disk (holding iscsi_session/);
+ *                          class/iscsi_connection/connectionN:0/{address,port}
+ *                          (drivers/scsi/scsi_transport_iscsi.c); the session's SCSI host (its
+ *                          parent: one per session, drivers/scsi/iscsi_tcp.c)
+ *                          class/iscsi_host/<host>/{ipaddress,netdev} for src_addr and the
+ *                          device iscsid bound it to; a driver other than iscsi_tcp offloads
+ *                          the session (NetFacts.offload).
  *   NBD                    nbd<N> disks: the kernel exports no socket address (drivers/block/nbd.c
  *                          takes the socket from user space); the route stays unknown.
  *   route, links, channels hostfs-net (RTM_GETROUTE, RTM_GETLINK, ETHTOOL_MSG_CHANNELS_GET).

@@ -326,6 +326,12 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
                                     f->transport ?: "unknown", overrides_idle_note(o, NET_KNOBS, idle, sizeof(idle)));
         if (!np)
                 np = &defaults;
+        if (n->offload) {
+                r = set_alignment(plan, NET_ALIGNMENT_NOT_APPLICABLE, "%s", n->offload);
+                return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE, "net-align-offload",
+                                                "transport=%s %s -> not applicable: %s", n->transport,
+                                                strna(n->controller), n->offload);
+        }
         if (n->unavailable) {
                 r = set_alignment(plan, NET_ALIGNMENT_UNAVAILABLE, "%s", n->unavailable);
                 return r < 0 ? r : plan_explain(plan, f->name, NET_KNOBS, PLAN_OUTCOME_LEFT_ALONE,

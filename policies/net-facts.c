@@ -107,6 +107,7 @@ NetFacts *net_facts_free(NetFacts *n) {
         free(n->bond_hash);
         free(n->bond_ports);
         free(n->unavailable);
+        free(n->offload);
         nic_facts_free(n->nic);
         for (size_t i = 0; i < _NET_FACT_MAX; i++)
                 free(n->unknown[i]);

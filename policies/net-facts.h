@@ -27,8 +27,10 @@ typedef enum NetFact {
         NET_FACT_TRADDR,        /* target address (nvme address traddr=; iSCSI connection address; NBD: the remote
                                  * end of the client's sockets, /proc/<pid>/net/tcp{,6}) */
         NET_FACT_TRSVCID,       /* target port */
-        NET_FACT_SRC_ADDR,      /* local address in use (nvme-tcp src_addr=, else host_traddr=; NBD: the sockets' local end) */
-        NET_FACT_HOST_IFACE,    /* interface the controller is bound to (nvme-tcp host_iface=) */
+        NET_FACT_SRC_ADDR,      /* local address in use (nvme-tcp src_addr=, else host_traddr=; iSCSI
+                                 * class/iscsi_host/<host>/ipaddress; NBD: the sockets' local end) */
+        NET_FACT_HOST_IFACE,    /* interface the controller is bound to (nvme-tcp host_iface=; iSCSI
+                                 * class/iscsi_host/<host>/netdev) */
         NET_FACT_NR_IO_QUEUES,  /* I/O queues of the controller (queue_count - 1) */
         NET_FACT_INTERFACE,     /* egress interface of the route to traddr */
         NET_FACT_LOWER_DEVICE,  /* the NIC below VLAN/bond/bridge ("eth1"); chain in lower_chain */
@@ -118,6 +120,10 @@ typedef struct NetFacts {
         /* non-NULL: the route and NIC facts (interface .. xps) cannot be read at all on this
          * build or root ("built without libnl"); they read "unavailable: <why>" */
         char *unavailable;
+        /* non-NULL: the transport's own hardware carries the connections (an iSCSI offload HBA,
+         * iSER over RDMA), not the host's TCP/IP stack and its NIC queues: the route and NIC facts
+         * read "unknown: <why>" and the alignment is not applicable, saying why */
+        char *offload;
         char *unknown[_NET_FACT_MAX];
 } NetFacts;
 

@@ -9,7 +9,7 @@ RUN="meson ninja-build pkg-config gcc libc6-dev libudev-dev libfuse3-dev fuse3 l
      clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev kmod util-linux scdoc
      libnl-3-dev libnl-route-3-dev libnl-genl-3-dev debhelper dpkg-dev"
 TESTS="dmsetup umockdev libumockdev-dev valgrind libclang-rt-14-dev fio inotify-tools ethtool iproute2
-       qemu-system-x86 qemu-utils nbd-client busybox-static cpio udev mmdebstrap e2fsprogs
+       qemu-system-x86 qemu-utils nbd-client open-iscsi busybox-static cpio udev mmdebstrap e2fsprogs
        prometheus prometheus-node-exporter curl python3
        fakeroot lintian"
 
@@ -32,7 +32,7 @@ fi
 echo "install-deps: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# prometheus-node-exporter and prometheus ship services; never start them on install.
+# prometheus-node-exporter, prometheus, nbd-client and open-iscsi ship services; never start them on install.
 printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
 chmod +x /usr/sbin/policy-rc.d
 trap 'rm -f /usr/sbin/policy-rc.d' EXIT

@@ -552,25 +552,131 @@ nvme_tcp_bond() {
     nvme_tcp_connect "$@"
 }
 
+# nic_watch IF: the NIC whose writes a scenario counts; sets NIC_VEC (the MSI vectors of its PCI
+# function, ascending) and NIC_PATHS (its vectors' affinity and TX queues' XPS as blkmqd's log
+# names them: relative to /proc and /sys).
+# nic_state: every vector's affinity and every TX queue's XPS of that NIC, one line.
+# nic_writes: blkmqd's writes to them in its -v log (/tmp/blkmqd.log); each is logged twice, as
+# the item (apply/apply-net.c) and as the job's op (apply/apply.c, "to procfs" for /proc).
+nic_watch() {
+    NIC_IF=$1
+    _d=$(readlink -f /sys/class/net/$1/device)   # the virtio device; MSI-X sits on its PCI function
+    NIC_VEC=$(ls "${_d%/*}/msi_irqs" 2>/dev/null | sort -n | tr '\n' ' ')
+    NIC_PATHS="irq/[0-9]+/smp_affinity_list|class/net/$1/queues/tx-[0-9]+/xps_cpus"
+}
+nic_state() {
+    for _q in $NIC_VEC; do printf '%s ' "$(cat /proc/irq/$_q/smp_affinity_list 2>/dev/null)"; done
+    for _t in /sys/class/net/$NIC_IF/queues/tx-*; do printf '%s ' "$(cat $_t/xps_cpus)"; done
+    echo
+}
+nic_writes() { echo $(( $(grep -cE "Writing \".*\" to (procfs )?\"($NIC_PATHS)\"" /tmp/blkmqd.log) / 2 )); }
+
+# iscsi_setup: _vt_net_pair, then an LIO iSCSI target in "tgt" ($ISCSI_IQN, portal
+# $NVME_TCP_ADDR:3260, LUN 0 a 1 GiB null_blk disk through the iblock backstore, no
+# authentication, node ACLs made for any initiator), iscsid, and two sessions to it over the
+# initiator NIC: one through open-iscsi's iface "default" (the socket bound to no device), one
+# through iface "ini" bound to $NVME_INI_IF (iface.net_ifacename: iscsid binds the socket,
+# SO_BINDTODEVICE).  Sets ISCSI_DISKS ("sdX sdY", in session order) and ISCSI_SIDS ("1 2").
+ISCSI_IQN=iqn.2026-12.org.blkmqd:target
+iscsi_setup() {
+    [ -x /usr/sbin/iscsid ] && [ -x /usr/sbin/iscsiadm ] ||
+        skip_all "open-iscsi not packed (# binary: /usr/sbin/iscsid, /usr/sbin/iscsiadm)"
+    _vt_net_pair
+    modprobe null_blk nr_devices=1 submit_queues=1 memory_backed=0 gb=1
+    wait_for_file /sys/block/nullb0 10
+    # crc32c: the target's login allocates the hash whether or not digests are negotiated
+    # (drivers/target/iscsi/iscsi_target_login.c iscsi_login_setup_crypto())
+    modprobe crc32c_generic && modprobe iscsi_target_mod && modprobe target_core_iblock && modprobe iscsi_tcp ||
+        { fail "modprobe crc32c_generic iscsi_target_mod target_core_iblock iscsi_tcp"; return 1; }
+    _t=/sys/kernel/config/target
+    _g=$_t/iscsi/$ISCSI_IQN/tpgt_1
+    # the network portal's listening socket is made in the network namespace of the process
+    # that creates the np directory (drivers/target/iscsi/iscsi_target_login.c
+    # iscsit_setup_np(): sock_create()), so that mkdir runs inside "tgt"
+    if ! sh -ec "
+        mkdir -p $_t/core/iblock_0/d0
+        echo udev_path=/dev/nullb0 > $_t/core/iblock_0/d0/control
+        echo 1 > $_t/core/iblock_0/d0/enable
+        mkdir -p $_g/lun/lun_0
+        ln -s $_t/core/iblock_0/d0 $_g/lun/lun_0/d0
+        echo 0 > $_g/attrib/authentication
+        echo 1 > $_g/attrib/generate_node_acls
+        echo 1 > $_g/attrib/cache_dynamic_acls
+        echo 0 > $_g/attrib/demo_mode_write_protect
+        nsenter --net=/run/netns/tgt mkdir $_g/np/$NVME_TCP_ADDR:3260
+        echo 1 > $_g/enable"; then
+        fail "LIO target $ISCSI_IQN on $NVME_TCP_ADDR:3260 (configfs)"; return 1
+    fi
+    _vt_reach_target "$NVME_INI_IF" || return 1
+    mkdir -p /etc/iscsi /var/lib/iscsi /run/lock/iscsi
+    echo "InitiatorName=iqn.2026-12.org.blkmqd:initiator" > /etc/iscsi/initiatorname.iscsi
+    printf 'node.startup = manual\nnode.session.scan = auto\n' > /etc/iscsi/iscsid.conf
+    /usr/sbin/iscsid || { fail "iscsid"; return 1; }
+    _vt_poll 10 sh -c '/usr/sbin/iscsiadm -m iface >/dev/null 2>&1' || true
+    /usr/sbin/iscsiadm -m iface -I ini -o new >/dev/null &&
+        /usr/sbin/iscsiadm -m iface -I ini -o update -n iface.net_ifacename -v "$NVME_INI_IF" >/dev/null ||
+        { fail "iscsiadm: iface ini bound to $NVME_INI_IF"; return 1; }
+    /usr/sbin/iscsiadm -m discovery -t sendtargets -p "$NVME_TCP_ADDR:3260" -I default -I ini >/dev/null ||
+        { fail "iscsiadm: discovery at $NVME_TCP_ADDR:3260"; return 1; }
+    /usr/sbin/iscsiadm -m node -T "$ISCSI_IQN" -p "$NVME_TCP_ADDR:3260" -I default --login >/dev/null &&
+        /usr/sbin/iscsiadm -m node -T "$ISCSI_IQN" -p "$NVME_TCP_ADDR:3260" -I ini --login >/dev/null ||
+        { fail "iscsiadm: login to $ISCSI_IQN through ifaces default and ini"; return 1; }
+    ISCSI_SIDS="" ISCSI_DISKS=""
+    for _s in /sys/class/iscsi_session/session*; do
+        _sid=${_s##*session}
+        _d=""
+        _vt_poll 20 sh -c "ls -d /sys/class/iscsi_session/session$_sid/device/target*/*/block/* >/dev/null 2>&1" || true
+        for _b in /sys/class/iscsi_session/session$_sid/device/target*/*/block/*; do
+            [ -d "$_b" ] && _d=${_b##*/}
+        done
+        [ -n "$_d" ] || { fail "iSCSI session $_sid: no disk"; return 1; }
+        ISCSI_SIDS="${ISCSI_SIDS:+$ISCSI_SIDS }$_sid"
+        ISCSI_DISKS="${ISCSI_DISKS:+$ISCSI_DISKS }$_d"
+    done
+    note "iscsi: sessions $ISCSI_SIDS, disks $ISCSI_DISKS to $ISCSI_IQN at $NVME_TCP_ADDR:3260 over $NVME_INI_IF"
+    [ "$(echo $ISCSI_DISKS | wc -w)" -eq 2 ] || { fail "two iSCSI sessions with a disk each" "disks: $ISCSI_DISKS"; return 1; }
+    return 0
+}
+
+# _vt_route_record DST [OIF]: the "route" record of DST (the lookup through OIF when given), once
+_vt_route_record() {
+    _k="$1${2:+%$2}"
+    case " $_vt_routes " in *" $_k "*) return 0 ;; esac
+    _vt_routes="$_vt_routes $_k"
+    $IP -o route get "$1" ${2:+oif "$2"} | awk -v dst="$1" -v oif="${2:-}" '{
+        dev = ""; src = ""
+        for (i = 1; i < NF; i++) { if ($i == "dev") dev = $(i + 1); if ($i == "src") src = $(i + 1) }
+        printf "route dst=%s", dst
+        if (oif != "") printf " oif=%s", oif
+        printf " dev=%s", dev
+        if (src != "") printf " src=%s", src
+        printf "\n" }' | while read -r _l; do
+            _d=$(echo "$_l" | sed -n 's/.* dev=\([^ ]*\).*/\1/p')
+            echo "$_l" | sed "s/ dev=$_d/ dev=$_d ifindex=$(cat /sys/class/net/$_d/ifindex)/"
+        done
+}
+
 # The <root>/netlink/facts records blkmqd reads in --root mode (docs/DESIGN-NOTES.md "Fixtures and netlink"):
 # the route to every nvme-tcp target, every link of the initiator's namespace, every link's
 # channels.  Written from iproute2 (ip route get; ifindex/iflink/master from sysfs) and ethtool
 # (-l through its netlink interface: "netlink error" when a driver has no channels).
 netlink_facts() {
+    _vt_routes=""
     echo "# netlink facts of $(uname -r), from iproute2 ($($IP -V 2>&1 | head -n 1)) and ethtool ($(ethtool --version 2>&1 | head -n 1)) in the guest"
     for _c in /sys/class/nvme/nvme*; do
         [ -f "$_c/address" ] || continue
         _a=$(sed -n 's/.*traddr=\([^,]*\).*/\1/p' "$_c/address")
         [ -n "$_a" ] || continue
-        $IP -o route get "$_a" | awk -v dst="$_a" '{
-            dev = ""; src = ""
-            for (i = 1; i < NF; i++) { if ($i == "dev") dev = $(i + 1); if ($i == "src") src = $(i + 1) }
-            printf "route dst=%s dev=%s", dst, dev
-            if (src != "") printf " src=%s", src
-            printf "\n" }' | while read -r _l; do
-                _d=$(echo "$_l" | sed -n 's/.* dev=\([^ ]*\).*/\1/p')
-                echo "$_l" | sed "s/ dev=$_d/ dev=$_d ifindex=$(cat /sys/class/net/$_d/ifindex)/"
-            done
+        _vt_route_record "$_a"
+    done
+    # iSCSI: each connection's target, through the session's bound device when iscsid bound
+    # it (class/iscsi_host/<host>/netdev, "(null)" when not)
+    for _c in /sys/class/iscsi_connection/connection*; do
+        [ -f "$_c/address" ] || continue
+        _h=$(readlink -f "$_c/device/../..")
+        _o=$(cat "$_h/iscsi_host/${_h##*/}/netdev" 2>/dev/null)
+        case "$_o" in ""|"(null)"|default) _o="" ;; esac
+        _vt_route_record "$(cat "$_c/address")" $_o
     done
     for _i in /sys/class/net/*; do
         [ -f "$_i/ifindex" ] || continue        # not an interface: bonding_masters

@@ -63,9 +63,13 @@ MODULES = [
 ]
 # Network block devices (issue 15): virtio-net NICs, the nvme-tcp initiator and the nvmet-tcp
 # target (both in the guest: the nvme-tcp scenario puts the target behind a second NIC in a
-# guest network namespace), nbd (the nbd scenario's disk; its server is qemu-nbd, packed).  Kept apart from MODULES because distro.py hashes MODULES into its
-# cache key; the busybox base's cache key hashes both.
-NET_MODULES = ["virtio_net", "nvme-tcp", "nvme-fabrics", "nvmet", "nvmet-tcp", "8021q", "bonding", "nbd"]
+# guest network namespace), nbd (the nbd scenario's disk; its server is qemu-nbd, packed), the
+# iSCSI initiator (iscsi_tcp; iscsid and iscsiadm are packed) and the LIO target (iscsi_target_mod
+# with the iblock backstore, and crc32c_generic: its login allocates a crc32c hash whether or not
+# digests are negotiated, iscsi_login_setup_crypto()) for the iscsi scenario.  Kept apart from MODULES because distro.py
+# hashes MODULES into its cache key; the busybox base's cache key hashes both.
+NET_MODULES = ["virtio_net", "nvme-tcp", "nvme-fabrics", "nvmet", "nvmet-tcp", "8021q", "bonding", "nbd",
+               "iscsi_tcp", "iscsi_target_mod", "target_core_iblock", "crc32c_generic"]
 # Request-based and bio-based dm-multipath maps built with dmsetup (the dm-multipath scenario;
 # dm-mod comes as their dependency).  Apart from MODULES for the same reason as NET_MODULES.
 DM_MODULES = ["dm-multipath", "dm-round-robin"]

@@ -41,16 +41,8 @@ assert_fail "A: nbd-client (pid $PID) has exited: the kernel holds the sockets" 
 # connections to the server's port 10809 (0x2A39), state 01 ESTABLISHED
 conns() { grep -c ':2A39 01 ' /proc/net/tcp; }
 assert_eq "A: 2 established connections to :10809" 2 "$(conns)"
-VDEV=$(readlink -f /sys/class/net/$I/device)          # the virtio device; MSI-X sits on its PCI function
-VEC=$(ls "${VDEV%/*}/msi_irqs" 2>/dev/null | sort -n | tr '\n' ' ')
-assert_match "$I: MSI-X vectors" '^[0-9]+( [0-9]+)+ $' "$VEC"
-# nic_state: every MSI vector's affinity and every TX queue's XPS, one line
-nic_state() { for q in $VEC; do printf '%s ' "$(cat /proc/irq/$q/smp_affinity_list 2>/dev/null)"; done
-              for t in $Q/tx-*; do printf '%s ' "$(cat $t/xps_cpus)"; done; echo; }
-NICPATHS="irq/[0-9]+/smp_affinity_list|class/net/$I/queues/tx-[0-9]+/xps_cpus"
-# nic_writes: blkmqd's NIC writes in its -v log, each logged twice: the item (apply/apply-net.c)
-# and the job's op (apply/apply.c, "to procfs" for /proc), paths relative to /proc and /sys
-nic_writes() { echo $(( $(grep -cE "Writing \".*\" to (procfs )?\"($NICPATHS)\"" /tmp/blkmqd.log) / 2 )); }
+nic_watch $I
+assert_match "$I: MSI-X vectors" '^[0-9]+( [0-9]+)+ $' "$NIC_VEC"
 reads_per_cpu $D 20
 NIC0=$(nic_state)
 
