@@ -15,6 +15,9 @@
 #           in the same run: the FUSE floor of one `cat` on this machine (FLOOR/..., FLOOR-DIO/...)
 #           SPIN=1: diagnostic, one nice-19 busy loop per CPU during the run (no idle vCPU: in a
 #           VM without guest halt-polling each FUSE round trip's wake-ups are VM exits otherwise)
+#           ROUNDTRIPS=N: after the timing, FUSE round trips per `cat` of every FUSE path by
+#           opcode, N cats each (default 100; 0: not counted; needs perf and the fuse
+#           tracepoints), next to the protocol's minimum (below)
 #           COMPARE=OLD_BLKMQD: a second daemon (another build) on a loop of its own, mounted on
 #           OLD/, its static and live files read in the same interleaved run (before/after
 #           figures side by side, never from two runs)
@@ -156,4 +159,30 @@ echo
 cpu() { awk '{ printf "%.2f s user, %.2f s system", $14 / 100, $15 / 100 }' /proc/"$1"/stat; }
 echo "blkmqd CPU for the whole run: $(cpu "$PID")"
 [[ -n $OLD_PID ]] && echo "compared blkmqd CPU for the whole run: $(cpu "$OLD_PID")"
+
+# Round trips per `cat` of each FUSE path (ROUNDTRIPS cats each, default 100; 0 skips): the
+# kernel's fuse:fuse_request_send tracepoint (perf record, filtered on the mount's connection,
+# its st_dev), after one warming cat, by opcode. The least the protocol allows on a connection
+# that answers OPEN (blkmqd must: its live files are direct_io): a page-cached file OPEN +
+# RELEASE (no FLUSH with FOPEN_NOFLUSH, READ from the page cache, no LOOKUP/GETATTR while the
+# entry and attributes are valid); a direct_io file OPEN + READ + READ + RELEASE (cat reads until
+# a read returns 0, and direct_io sends every read). The floor's rows show it measured.
+RT=${ROUNDTRIPS:-100}
+if (( RT > 0 )) && command -v perf >/dev/null && perf list 2>/dev/null | grep -c 'fuse:fuse_request_send' >/dev/null; then
+        echo
+        echo "FUSE round trips per cat ($RT cats each after one warming cat; perf record -e fuse:fuse_request_send)"
+        printf '%-8s %-44s %s\n' total path "per opcode"
+        for p in "${paths[@]}"; do
+                [[ $(stat -f -c %T "$p" 2>/dev/null) == fuseblk || $(stat -f -c %T "$p" 2>/dev/null) == fuse ]] || continue
+                conn=$(stat -c %d "$(dirname "$p")")
+                cat "$p" >/dev/null
+                perf record -q -e fuse:fuse_request_send --filter "connection == $conn" -a -o "$DIR/rt.data" -- \
+                        sh -c "i=0; while [ \$i -lt $RT ]; do cat '$p' >/dev/null; i=\$((i + 1)); done" >/dev/null 2>&1
+                perf script -i "$DIR/rt.data" -F trace 2>/dev/null |
+                        awk -v n="$RT" -v path="$p" '{ for (i = 1; i < NF; i++) if ($i ~ /^\(FUSE_/) { op = $i; gsub(/[()]|FUSE_/, "", op); c[op]++; t++ } }
+                             END { s = ""; for (o in c) s = s sprintf("%s %.2f  ", o, c[o] / n); printf "%-8.2f %-44s %s\n", t / n, path, s }' |
+                        sed -e "s|$DIR/mnt|MNT|" -e "s|$DIR/old|OLD|" -e "s|$DIR/lxcfs|LXCFS|" -e "s|$DIR/floor-dio|FLOOR-DIO|" -e "s|$DIR/floor|FLOOR|"
+        done
+        rm -f "$DIR/rt.data"
+fi
 exit 0
