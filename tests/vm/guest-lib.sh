@@ -552,16 +552,16 @@ nvme_tcp_bond() {
     nvme_tcp_connect "$@"
 }
 
-# nic_watch IF: the NIC whose writes a scenario counts; sets NIC_VEC (the MSI vectors of its PCI
-# function, ascending) and NIC_PATHS (its vectors' affinity and TX queues' XPS as blkmqd's log
+# nic_watch IF: the NIC whose writes a scenario counts; sets NIC_DEV (its device, virtio0),
+# NIC_VEC (the MSI vectors of its PCI function, ascending) and NIC_PATHS (its vectors' affinity and TX queues' XPS as blkmqd's log
 # names them: relative to /proc and /sys).
 # nic_state: every vector's affinity and every TX queue's XPS of that NIC, one line.
 # nic_writes: blkmqd's writes to them in its -v log (/tmp/blkmqd.log); each is logged twice, as
 # the item (apply/apply-net.c) and as the job's op (apply/apply.c, "to procfs" for /proc).
 nic_watch() {
     NIC_IF=$1
-    _d=$(readlink -f /sys/class/net/$1/device)   # the virtio device; MSI-X sits on its PCI function
-    NIC_VEC=$(ls "${_d%/*}/msi_irqs" 2>/dev/null | sort -n | tr '\n' ' ')
+    NIC_DEV=$(readlink -f /sys/class/net/$1/device)     # the virtio device; MSI-X sits on its PCI function
+    NIC_VEC=$(ls "${NIC_DEV%/*}/msi_irqs" 2>/dev/null | sort -n | tr '\n' ' ')
     NIC_PATHS="irq/[0-9]+/smp_affinity_list|class/net/$1/queues/tx-[0-9]+/xps_cpus"
 }
 nic_state() {

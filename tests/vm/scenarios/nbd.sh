@@ -75,7 +75,7 @@ mask() { _m=0; for c in $(cpus "$1"); do _m=$((_m | (1 << c))); done; printf '%x
 # writes_needed: per hctx i, queue i's vectors (input.i, output.i) not on its cpu_list and TX
 # queue i's XPS not its mask (2 hctx over 2 queues: hctx i -> queue i)
 writes_needed() {
-    _n=0; _vname=${VDEV##*/}
+    _n=0; _vname=${NIC_DEV##*/}
     for i in 0 1; do
         _want=$(cpus "$(cat /sys/block/$D/mq/$i/cpu_list)")
         for v in input output; do
