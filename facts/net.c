@@ -882,35 +882,3 @@ int net_refresh(HostFs *h, DiskFacts *f) {
         }
         return changed;
 }
-
-int net_arbitrate(const Registry *reg, const Device *d, Plan *plan) {
-        const NicFacts *nic = d->facts && d->facts->net ? d->facts->net->nic : NULL;
-        const Device *owner = NULL;
-
-        if (!reg || !nic || (!plan->nic_irq_affinity && !plan->xps))
-                return 0;
-        for (size_t i = 0; i < reg->n_devices && !owner; i++) {
-                const Device *e = reg->devices[i];
-                const NicFacts *en = e->facts && e->facts->net ? e->facts->net->nic : NULL;
-                if (e == d || !en || !streq(en->ifname, nic->ifname) || strverscmp(e->name, d->name) >= 0)
-                        continue;
-                if (!e->plan.nic_irq_affinity && !e->plan.xps)
-                        continue;
-                if (streq_ptr(e->plan.nic_irq_affinity, plan->nic_irq_affinity) && streq_ptr(e->plan.xps, plan->xps))
-                        continue;       /* the same wishes (one controller): no conflict */
-                owner = e;
-        }
-        if (!owner)
-                return 0;
-        int r = plan_explain(plan, d->name, KNOB_BIT(KNOB_NIC_IRQ_AFFINITY) | KNOB_BIT(KNOB_XPS), PLAN_OUTCOME_LEFT_ALONE,
-                             "net-align-shared",
-                             "%s is placed for %s (controller %s), whose hctx layout differs from this disk's "
-                             "(controller %s): one disk places a NIC -> nic_irq_affinity and xps left to %s",
-                             nic->ifname, owner->name, strna(owner->facts->net->controller), strna(d->facts->net->controller),
-                             owner->name);
-        if (r < 0)
-                return r;
-        plan->nic_irq_affinity = mfree_str(plan->nic_irq_affinity);
-        plan->xps = mfree_str(plan->xps);
-        return 0;
-}

@@ -45,15 +45,6 @@
  */
 int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, GatherCache *cache);
 
-/*
- * One disk places a NIC. Disks of one controller share its tagset, hence one hctx layout and
- * the same NIC wishes; disks of different controllers over one NIC may want different ones and
- * would overwrite each other (and each other's originals). So when another disk in reg over
- * the same NIC wants other nic_irq_affinity/xps values and sorts first by name (strverscmp),
- * d's plan (being evaluated, not yet in d) drops its NIC wishes and says so in one explain
- * line (rule net-align-shared); nr_io_queues stays (it is the controller's). Returns 0 or -ENOMEM.
- */
-int net_arbitrate(const Registry *reg, const Device *d, Plan *plan);
 
 /*
  * Has the network side of f changed since its facts were gathered? The route, the links below

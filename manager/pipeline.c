@@ -17,6 +17,7 @@
 #include "macro.h"
 #include "agents.h"
 #include "manager-internal.h"
+#include "net-align.h"
 #include "net.h"
 #include "parse.h"
 #include "policy.h"
@@ -259,6 +260,28 @@ bool manager_disk_settled(Manager *m, const char *name) {
         return !d || !d->run.active || d->run.timed_out;
 }
 
+/* The NIC name of d's network facts, NULL none. */
+static const char *disk_nic(const Device *d) {
+        return d->facts && d->facts->net && d->facts->net->nic ? d->facts->net->nic->ifname : NULL;
+}
+
+/* Rule net-align-shared (policy_net_arbitrate()) over the registry: the other disks over a NIC
+ * are its peers, collected only when d's plan wants a NIC placement (most disks want none). */
+static int arbitrate_nic(Manager *m, const Device *d, Plan *plan) {
+        if (!disk_nic(d) || (!plan->nic_irq_affinity && !plan->xps))
+                return 0;
+        _cleanup_free_ PolicyPeer *peers = calloc(m->registry.n_devices, sizeof(PolicyPeer));
+        if (!peers)
+                return -ENOMEM;
+        size_t n = 0;
+        for (size_t i = 0; i < m->registry.n_devices; i++) {
+                const Device *e = m->registry.devices[i];
+                if (e != d && disk_nic(e))
+                        peers[n++] = (PolicyPeer) { .name = e->name, .facts = e->facts, .plan = &e->plan };
+        }
+        return policy_net_arbitrate(d->name, d->facts, peers, n, plan);
+}
+
 /* Policy for d's facts, deciding the elevator from the one blkmqd found (its recorded original),
  * told which rq_affinity and nr_requests values blkmqd wrote (their originals) and which
  * module parameters its modprobe.d gave this boot (the history: apply_history_to_facts(),
@@ -271,14 +294,9 @@ static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
         d->facts->sources = &m->sources;
         modules_history(&m->modules, &history);         /* what blkmqd's modprobe.d gave this boot */
         r = policy_evaluate_history(d->facts, &m->config.policy, &d->overrides, &d->speed, &history, ret);
-        if (r >= 0 && (r = net_arbitrate(&m->registry, d, ret)) < 0)    /* one disk places a NIC */
+        if (r >= 0 && (r = arbitrate_nic(m, d, ret)) < 0)       /* one disk places a NIC */
                 plan_done(ret);
         return r;
-}
-
-/* The NIC name of d's network facts, NULL none. */
-static const char *disk_nic(const Device *d) {
-        return d->facts && d->facts->net && d->facts->net->nic ? d->facts->net->nic->ifname : NULL;
 }
 
 /*
@@ -568,7 +586,7 @@ size_t manager_net_changed(Manager *m, const char *why) {
                 }
         }
         /* the other disks over a NIC that changed: their facts (and the owner of the NIC's
-         * placement, net_arbitrate()) follow too */
+         * placement, policy_net_arbitrate()) follow too */
         for (size_t i = 0; nics && i < m->registry.n_devices; i++) {
                 const Device *d = m->registry.devices[i];
                 if (disk_nic(d) && strv_contains(nics, disk_nic(d)) && !strv_contains(again, d->name) &&

@@ -730,3 +730,39 @@ int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o
         return plan_explain(plan, f->name, NET_KNOBS & ~planned, PLAN_OUTCOME_LEFT_ALONE, "net-align", "over %s -> %s",
                             nic->ifname, left);
 }
+
+static const NicFacts *nic_of(const DiskFacts *f) {
+        return f && f->net ? f->net->nic : NULL;
+}
+
+int policy_net_arbitrate(const char *name, const DiskFacts *facts, const PolicyPeer *peers, size_t n_peers, Plan *plan) {
+        const NicFacts *nic = nic_of(facts);
+        const PolicyPeer *owner = NULL;
+
+        if (!nic || (!plan->nic_irq_affinity && !plan->xps))
+                return 0;
+        for (size_t i = 0; i < n_peers && !owner; i++) {
+                const PolicyPeer *e = &peers[i];
+                const NicFacts *en = nic_of(e->facts);
+                if (!en || !e->plan || streq(e->name, name) || !streq(en->ifname, nic->ifname) || strverscmp(e->name, name) >= 0)
+                        continue;
+                if (!e->plan->nic_irq_affinity && !e->plan->xps)
+                        continue;
+                if (streq_ptr(e->plan->nic_irq_affinity, plan->nic_irq_affinity) && streq_ptr(e->plan->xps, plan->xps))
+                        continue;       /* the same wishes (one controller): no conflict */
+                owner = e;
+        }
+        if (!owner)
+                return 0;
+        int r = plan_explain(plan, name, KNOB_BIT(KNOB_NIC_IRQ_AFFINITY) | KNOB_BIT(KNOB_XPS), PLAN_OUTCOME_LEFT_ALONE,
+                             "net-align-shared",
+                             "%s is placed for %s (controller %s), whose hctx layout differs from this disk's "
+                             "(controller %s): one disk places a NIC -> nic_irq_affinity and xps left to %s",
+                             nic->ifname, owner->name, strna(owner->facts->net->controller), strna(facts->net->controller),
+                             owner->name);
+        if (r < 0)
+                return r;
+        plan->nic_irq_affinity = mfree_str(plan->nic_irq_affinity);
+        plan->xps = mfree_str(plan->xps);
+        return 0;
+}
