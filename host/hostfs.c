@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <search.h>
 #include <stdio.h>
@@ -88,7 +89,41 @@ struct HostFs {
         uint64_t hold_usec;
         uint64_t debugfs_checked_usec;  /* debugfs availability, re-checked at most once a second */
         const char *debugfs_reason;
+        unsigned event_depth;           /* hostfs_event_begin() minus hostfs_event_end() */
+        pthread_t event_thread;         /* the thread of the event: only its reads are kept */
+        struct EventRead *event_reads;  /* sysfs files read in the event, their content */
+        size_t n_event_reads;
 };
+
+typedef struct EventRead {
+        char *path;
+        char *text;
+} EventRead;
+
+static void event_reads_clear(HostFs *h) {
+        for (size_t i = 0; i < h->n_event_reads; i++) {
+                free(h->event_reads[i].path);
+                free(h->event_reads[i].text);
+        }
+        free(h->event_reads);
+        h->event_reads = NULL;
+        h->n_event_reads = 0;
+}
+
+void hostfs_event_begin(HostFs *h) {
+        if (h->event_depth++ == 0)
+                h->event_thread = pthread_self();
+}
+
+void hostfs_event_end(HostFs *h) {
+        if (h->event_depth > 0 && --h->event_depth == 0)
+                event_reads_clear(h);
+}
+
+/* The event's reads apply to this call: a sysfs read on the thread of an open event. */
+static bool event_reads_apply(const HostFs *h, HostFsKind kind) {
+        return h->event_depth > 0 && kind == HOSTFS_SYSFS && pthread_equal(h->event_thread, pthread_self());
+}
 
 static uint64_t now_usec(void) {
         struct timespec ts;
@@ -174,6 +209,7 @@ HostFs *hostfs_free(HostFs *h) {
                 closep(&h->fd[i]);
         closep(&h->root_fd);
         free(h->scratch);
+        event_reads_clear(h);
         strv_free(h->writes);
         free(h->hold);
         free(h->hold_glob);
@@ -367,11 +403,31 @@ static int open_read(HostFs *h, HostFsKind kind, const char *path) {
 }
 
 int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        bool event = event_reads_apply(h, kind);
+        for (size_t i = 0; event && i < h->n_event_reads; i++)
+                if (streq(h->event_reads[i].path, path))
+                        return (*ret = strdup(h->event_reads[i].text)) ? 0 : -ENOMEM;
+
         _cleanup_close_ int fd = open_read(h, kind, path);
         if (fd < 0)
                 return fd;
         /* modules.dep of a distribution kernel is ~1 MiB (6,000 modules) */
-        return read_fd_max(fd, kind == HOSTFS_SYSFS, kind == HOSTFS_MODULES ? HOSTFS_MODULES_READ_MAX : HOSTFS_READ_MAX, ret);
+        int r = read_fd_max(fd, kind == HOSTFS_SYSFS, kind == HOSTFS_MODULES ? HOSTFS_MODULES_READ_MAX : HOSTFS_READ_MAX, ret);
+        if (r < 0 || !event)
+                return r;
+        /* kept for the rest of the event (no memory: simply read again) */
+        EventRead *n = reallocarray(h->event_reads, h->n_event_reads + 1, sizeof(EventRead));
+        if (!n)
+                return 0;
+        h->event_reads = n;
+        EventRead e = { .path = strdup(path), .text = strdup(*ret) };
+        if (!e.path || !e.text) {
+                free(e.path);
+                free(e.text);
+                return 0;
+        }
+        h->event_reads[h->n_event_reads++] = e;
+        return 0;
 }
 
 int hostfs_read_bytes(HostFs *h, HostFsKind kind, const char *path, void *buf, size_t size, size_t *ret_n) {
@@ -662,6 +718,9 @@ int hostfs_write_raw_instance(HostFs *h, HostFsKind kind, const char *path, cons
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;
+        /* a write of the event's own thread (apply_device() without a writer): read anew after it */
+        if (event_reads_apply(h, kind))
+                event_reads_clear(h);
 
         test_hold(h, kind, path);
 

@@ -76,6 +76,18 @@ bool hostfs_debugfs_available(HostFs *h, const char **ret_reason);
 int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret);
 
 /*
+ * One uevent's reads: between hostfs_event_begin() and the matching hostfs_event_end() (they
+ * nest), a sysfs file that hostfs_read() (and the _u64()/_int() helpers) read successfully on
+ * the calling thread is not read again: a second read returns the first one's content (the
+ * gathering and apply's check of the current value read queue/scheduler and nr_requests within
+ * microseconds, docs/BENCHMARKS.md "Events at the floor"). Other threads (the writer's workers,
+ * whose read backs must see the kernel) always read; a write on the event's thread forgets
+ * the reads. Failed reads are not kept.
+ */
+void hostfs_event_begin(HostFs *h);
+void hostfs_event_end(HostFs *h);
+
+/*
  * Read at most size bytes of a binary file (a sysfs bin_attribute such as a SCSI device's
  * vpd_pgb1, drivers/scsi/scsi_sysfs.c) from offset 0 into buf; *ret_n is the number read.
  * Returns 0 or -errno from open/read (-ENOENT, -EACCES, ...), -ENODEV for an unavailable kind.

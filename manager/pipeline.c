@@ -429,7 +429,15 @@ void manager_evaluate(Manager *m, Device *d, bool log_decisions) {
         }
 }
 
+/* The end of an event's reads (hostfs_event_begin()), once: *h is NULLed. */
+static void event_reads_end(HostFs **h) {
+        if (*h)
+                hostfs_event_end(*h);
+        *h = NULL;
+}
+
 static void device_event_one(Manager *m, const char *name, bool removed) {
+        _cleanup_(event_reads_end) HostFs *reads = NULL;
         _cleanup_(disk_facts_freep) DiskFacts *facts = NULL;
         /* a single event: machine-wide inputs read for it alone, but the module tree's
          * elevators from the manager's cache while the tree is unchanged */
@@ -488,6 +496,10 @@ static void device_event_one(Manager *m, const char *name, bool removed) {
                 goto finish;
         }
 
+        /* from the gathering to the write handed over, a sysfs file is read once: apply's
+         * check of the current value finds what the gathering read (hostfs_event_begin()) */
+        hostfs_event_begin(m->hostfs);
+        reads = m->hostfs;
         r = device_gather_cached(m->hostfs, name, m->batch ?: &single, &facts);
         if (r == -ENOENT || r == -ENOMEDIUM || r == -EINVAL) {
                 char path[300];
@@ -553,6 +565,7 @@ static void device_event_one(Manager *m, const char *name, bool removed) {
         log_device_debug(name, "Evaluating (facts gathered%s)", added ? ", new disk" : "");
         manager_evaluate(m, d, added);
 finish:
+        event_reads_end(&reads);        /* what follows reads anew (module parameters) */
         if (m->fuse && !m->batch)       /* a batch updates hosts/ once at its end */
                 (void) fuse_fs_hosts_updated(m->fuse);
         if (m->started) {
