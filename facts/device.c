@@ -931,7 +931,8 @@ static int gather_kernel_config(HostFs *h, DiskFacts *f, GatherCache *c) {
         };
         _Static_assert(ELEMENTSOF(((GatherCache *) 0)->kernel_unknown) == _KERNEL_UNKNOWN_MAX, "kernel_unknown");
         if (!c->have_kernel_config) {
-                int r = kernel_config_gather(h, f->kernel_release, &c->kernel, c->kernel_unknown);
+                int r = kernel_config_gather(h, f->kernel_release, c->machine && c->machine->have_boot ? &c->machine->boot : NULL,
+                                             &c->kernel, c->kernel_unknown);
                 if (r < 0)
                         return r;
                 c->have_kernel_config = true;
@@ -952,7 +953,8 @@ int device_kernel_config_changed(HostFs *h, const DiskFacts *f, GatherCache *c) 
                 [KERNEL_UNKNOWN_ISOLATED] = FACT_ISOLATED_CPUS,
         };
         if (!c->have_kernel_config) {
-                int r = kernel_config_gather(h, f->kernel_release, &c->kernel, c->kernel_unknown);
+                int r = kernel_config_gather(h, f->kernel_release, c->machine && c->machine->have_boot ? &c->machine->boot : NULL,
+                                             &c->kernel, c->kernel_unknown);
                 if (r < 0)
                         return r;
                 c->have_kernel_config = true;
@@ -1095,6 +1097,7 @@ void root_mounts_done(RootMounts *r) {
 
 void machine_cache_done(MachineCache *c) {
         free(c->kernel_release);
+        kernel_boot_done(&c->boot);
         root_mounts_done(&c->roots);
         *c = (MachineCache) {};
 }

@@ -22,6 +22,7 @@
 #include "facts.h"
 #include "hostfs.h"
 #include "interrupts.h"
+#include "kernel.h"
 
 /* One SCSI host's attributes as read once in a batch (class/scsi_host/<host>/...). */
 typedef struct GatherHost {
@@ -97,6 +98,8 @@ void root_mounts_done(RootMounts *r);
  */
 typedef struct MachineCache {
         char *kernel_release;           /* NULL: unreadable at start, read at every gather */
+        bool have_boot;                 /* boot read at start; false: read at every gather */
+        KernelBoot boot;
         bool mounts_watched;
         RootMounts roots;
 } MachineCache;

@@ -39,7 +39,8 @@ static int cpuset_merge(CpuSet *into, const CpuSet *from) {
         return 0;
 }
 
-static int gather_preempt_rt(HostFs *h, const char *config, const char *config_file, KernelConfigFacts *k, char **ret_unknown) {
+static int gather_preempt_rt(HostFs *h, const KernelBoot *b, const char *config, const char *config_file, KernelConfigFacts *k,
+                             char **ret_unknown) {
         _cleanup_free_ char *rt = NULL, *version = NULL;
 
         int r = hostfs_read(h, HOSTFS_SYSFS, "kernel/realtime", &rt);
@@ -49,9 +50,9 @@ static int gather_preempt_rt(HostFs *h, const char *config, const char *config_f
                 k->preempt_rt = TRISTATE_YES;
                 return free_and_strdup(&k->preempt_rt_source, "read from /sys/kernel/realtime");
         }
-        r = hostfs_read(h, HOSTFS_PROCFS, "sys/kernel/version", &version);
-        if (r == -ENOMEM)
-                return r;
+        r = b->version ? 0 : b->version_error;
+        if (b->version && !(version = strdup(b->version)))
+                return -ENOMEM;
         if (r >= 0 && strstr(version, "PREEMPT_RT")) {
                 k->preempt_rt = TRISTATE_YES;
                 return free_and_strdup(&k->preempt_rt_source, "PREEMPT_RT in /proc/sys/kernel/version");
@@ -346,10 +347,35 @@ static int gather_isolated(HostFs *h, const KernelCmdline *cl, bool cmdline_read
                                  cgroup_error, isempty(k->isolated_list) ? "none" : k->isolated_list, k->isolated_source);
 }
 
-int kernel_config_gather(HostFs *h, const char *release, KernelConfigFacts *ret, char *ret_unknown[_KERNEL_UNKNOWN_MAX]) {
+void kernel_boot_done(KernelBoot *b) {
+        kernel_cmdline_done(&b->cmdline);
+        free(b->version);
+        *b = (KernelBoot) {};
+}
+
+int kernel_boot_read(HostFs *h, KernelBoot *ret) {
+        _cleanup_free_ char *cmdline = NULL;
+        KernelBoot b = {};
+
+        int r = hostfs_read(h, HOSTFS_PROCFS, "cmdline", &cmdline);
+        if (r == -ENOMEM || (r >= 0 && kernel_cmdline_parse(cmdline, &b.cmdline) < 0))
+                return -ENOMEM;
+        b.cmdline_read = r >= 0;
+        r = hostfs_read(h, HOSTFS_PROCFS, "sys/kernel/version", &b.version);
+        if (r == -ENOMEM) {
+                kernel_boot_done(&b);
+                return r;
+        }
+        b.version_error = r < 0 ? r : 0;
+        *ret = b;
+        return 0;
+}
+
+int kernel_config_gather(HostFs *h, const char *release, const KernelBoot *boot, KernelConfigFacts *ret,
+                         char *ret_unknown[_KERNEL_UNKNOWN_MAX]) {
         _cleanup_(kernel_config_facts_done) KernelConfigFacts k = {};
-        _cleanup_(kernel_cmdline_done) KernelCmdline cl = {};
-        _cleanup_free_ char *cmdline = NULL, *config = NULL;
+        _cleanup_(kernel_boot_done) KernelBoot read_now = {};
+        _cleanup_free_ char *config = NULL;
         char *unknown[_KERNEL_UNKNOWN_MAX] = {};
         char config_file[300];
         int r;
@@ -361,17 +387,20 @@ int kernel_config_gather(HostFs *h, const char *release, KernelConfigFacts *ret,
                 if (r == -ENOMEM)
                         return r;
         }
-        r = hostfs_read(h, HOSTFS_PROCFS, "cmdline", &cmdline);
-        if (r == -ENOMEM || (r >= 0 && kernel_cmdline_parse(cmdline, &cl) < 0))
-                return -ENOMEM;
-        bool cmdline_read = r >= 0;
+        if (!boot) {
+                if (kernel_boot_read(h, &read_now) < 0)
+                        return -ENOMEM;
+                boot = &read_now;
+        }
+        const KernelCmdline *cl = &boot->cmdline;
+        bool cmdline_read = boot->cmdline_read;
 
-        r = gather_preempt_rt(h, config, config_file, &k, &unknown[KERNEL_UNKNOWN_PREEMPT_RT]);
+        r = gather_preempt_rt(h, boot, config, config_file, &k, &unknown[KERNEL_UNKNOWN_PREEMPT_RT]);
         if (r >= 0)
-                r = gather_irq_threads(&cl, cmdline_read, config, config_file, &k, unknown[KERNEL_UNKNOWN_PREEMPT_RT],
+                r = gather_irq_threads(cl, cmdline_read, config, config_file, &k, unknown[KERNEL_UNKNOWN_PREEMPT_RT],
                                        &unknown[KERNEL_UNKNOWN_IRQ_THREADS]);
         if (r >= 0)
-                r = gather_isolated(h, &cl, cmdline_read, &k, &unknown[KERNEL_UNKNOWN_ISOLATED]);
+                r = gather_isolated(h, cl, cmdline_read, &k, &unknown[KERNEL_UNKNOWN_ISOLATED]);
         if (r < 0) {
                 for (size_t i = 0; i < _KERNEL_UNKNOWN_MAX; i++)
                         free(unknown[i]);

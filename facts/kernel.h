@@ -16,6 +16,7 @@
  *           SUSE install it; /proc/config.gz needs CONFIG_IKCONFIG_PROC, which they leave off)
  */
 
+#include "cmdline.h"
 #include "facts.h"
 #include "hostfs.h"
 
@@ -28,8 +29,26 @@ enum {
 };
 
 /*
- * Read the facts below h's root for kernel release (NULL: unknown) into *ret (which must be
- * empty); ret_unknown[i] gets a newly allocated reason for each part that cannot be read
- * (NULL: known). Returns 0 or -ENOMEM (nothing allocated then).
+ * What the running kernel was booted with and built as, fixed until the next boot: the
+ * command line (parsed) and UTS_VERSION. The manager reads it once at start
+ * (MachineCache.boot, facts/device.h) instead of at every uevent.
  */
-int kernel_config_gather(HostFs *h, const char *release, KernelConfigFacts *ret, char *ret_unknown[_KERNEL_UNKNOWN_MAX]);
+typedef struct KernelBoot {
+        bool cmdline_read;              /* false: proc/cmdline unreadable */
+        KernelCmdline cmdline;
+        char *version;                  /* proc/sys/kernel/version, NULL: unreadable */
+        int version_error;              /* its read's -errno (0 when read) */
+} KernelBoot;
+
+/* Read proc/cmdline and proc/sys/kernel/version into *ret. Returns 0 or -ENOMEM. */
+int kernel_boot_read(HostFs *h, KernelBoot *ret);
+void kernel_boot_done(KernelBoot *b);
+
+/*
+ * Read the facts below h's root for kernel release (NULL: unknown) into *ret (which must be
+ * empty), the command line and version from boot (NULL: read them now); ret_unknown[i] gets a
+ * newly allocated reason for each part that cannot be read (NULL: known). Returns 0 or
+ * -ENOMEM (nothing allocated then).
+ */
+int kernel_config_gather(HostFs *h, const char *release, const KernelBoot *boot, KernelConfigFacts *ret,
+                         char *ret_unknown[_KERNEL_UNKNOWN_MAX]);

@@ -640,6 +640,10 @@ int manager_startup(Manager *m) {
         (void) hostfs_boot_id(m->hostfs, &m->boot_id);
         if (m->kernel_release && !(m->machine.kernel_release = strdup(m->kernel_release)))
                 return log_error_errno(ENOMEM, "Out of memory: %m");
+        /* the command line and UTS_VERSION are the boot's: read once, not at every uevent */
+        if (kernel_boot_read(m->hostfs, &m->machine.boot) < 0)
+                return log_error_errno(ENOMEM, "Out of memory: %m");
+        m->machine.have_boot = true;
         watch_mounts(m);
         r = stats_new(m->hostfs, &m->stats);
         if (r < 0)
