@@ -7,7 +7,7 @@ What one uevent costs blkmqd, in counts (issue 32 item 3, "Events at the floor")
 by kind, the sysfs/procfs/debugfs files opened and read, and instructions. Counts do not depend
 on the machine's load, so figures from a loaded machine are comparable with any other run.
 
-One loop device of its own (LOOP_CTL_ADD, loop220 and up) on a 1 MiB temp file, blkmqd on it
+One loop device of its own (tests/pylib PrivateLoops: LOOP_CTL_ADD, loop220 and up) on a 1 MiB temp file, blkmqd on it
 alone (`-m MNT --devices loopN -s STATE -c CONF`, no NOTIFY_SOCKET, CONF `[Manager]
 VirtualDevices=manage`, `[Class:stacked] Elevator=mq-deadline`, so every attach needs a write:
 loops come up "none" on 6.x and the bench writes "none" back after each detach). N rounds of an
@@ -41,7 +41,6 @@ Needs root, losetup, strace (phase strace), valgrind (phase callgrind). --quick:
 
 import argparse
 import collections
-import fcntl
 import glob
 import os
 import re
@@ -54,8 +53,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+
 NETLINK_KOBJECT_UEVENT = 15
-LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C80, 0x4C81
 LOOP_FIRST = 220
 NS_ENV = "BLKMQD_BENCH_PRIVATE_NS"
 DEADLINE = 10.0
@@ -90,54 +91,18 @@ class Bench:
     def __init__(self, args):
         self.args = args
         self.tmp = tempfile.mkdtemp(prefix="blkmqd-event-cost.")
-        self.backing = os.path.join(self.tmp, "backing.img")
-        with open(self.backing, "wb") as f:
-            f.truncate(1 << 20)
         self.conf = os.path.join(self.tmp, "blkmqd.conf")
         with open(self.conf, "w") as f:
             f.write("[Manager]\nVirtualDevices=manage\n[Class:stacked]\nElevator=mq-deadline\n")
-        self.loop = self.loop_nr = None
-        self.attached = False
+        # a loop device of our own, far above what losetup -f hands out (tests/pylib)
+        self.loops = bt.PrivateLoops(self.tmp, 1, base_min=LOOP_FIRST)
+        self.loop = self.loops.names[0]
         self.daemon = self.lines = None
         self.uevents = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK,
                                      NETLINK_KOBJECT_UEVENT)
         self.uevents.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.uevents.bind((0, 1))
         self.seen = 0           # kernel uevents of our disk
-
-    def pick_loop(self):
-        fd = os.open("/dev/loop-control", os.O_RDWR)
-        try:
-            for n in range(LOOP_FIRST, LOOP_FIRST + 20):
-                if os.path.exists(f"/sys/block/loop{n}"):
-                    continue
-                try:
-                    fcntl.ioctl(fd, LOOP_CTL_ADD, n)
-                except OSError:
-                    continue
-                self.loop, self.loop_nr = f"loop{n}", n
-                break
-            else:
-                raise RuntimeError("no loop number free for LOOP_CTL_ADD")
-        finally:
-            os.close(fd)
-        t = time.monotonic()
-        while not os.path.exists(f"/dev/{self.loop}"):
-            if time.monotonic() - t > 5:
-                raise RuntimeError(f"/dev/{self.loop} did not appear")
-            time.sleep(0.01)
-
-    def remove_loop(self):
-        if self.loop_nr is None:
-            return
-        fd = os.open("/dev/loop-control", os.O_RDWR)
-        try:
-            fcntl.ioctl(fd, LOOP_CTL_REMOVE, self.loop_nr)
-        except OSError as e:
-            print(f"warning: LOOP_CTL_REMOVE {self.loop}: {e}", file=sys.stderr)
-        finally:
-            os.close(fd)
-        self.loop_nr = None
 
     def count_uevents(self):
         while True:
@@ -198,23 +163,16 @@ class Bench:
             if self.scheduler() != "none":
                 with open(f"/sys/block/{self.loop}/queue/scheduler", "w") as f:
                     f.write("none")
-            subprocess.run(["losetup", f"/dev/{self.loop}", self.backing], check=True)
-            self.attached = True
+            self.loops.attach(0)
             self.wait(lambda ln: f"{self.loop}: elevator none -> mq-deadline" in ln, DEADLINE * (1 + gap), "the write")
             attaches += 1
             time.sleep(gap)
-            subprocess.run(["losetup", "-d", f"/dev/{self.loop}"], check=True)
-            self.attached = False
+            self.loops.detach(0)
             self.wait(lambda ln: f"{self.loop}: Disk removed" in ln, DEADLINE * (1 + gap), "the removal")
             detaches += 1
             time.sleep(gap)
         self.count_uevents()
         return attaches, detaches
-
-    def detach(self):
-        if self.attached:
-            subprocess.run(["losetup", "-d", f"/dev/{self.loop}"])
-            self.attached = False
 
 
 # ---- the strace phase ------------------------------------------------------------------------
@@ -383,7 +341,8 @@ def phase_strace(b, n, gap):
 
 # ---- the callgrind phase ---------------------------------------------------------------------
 
-ANNOT = re.compile(r"^\s*([\d,]+)\s+\([\s\d.]+%\)\s+(?:\S+:)?(\S+)(?:\s|$)")
+# "  451,969 (100.0%)  /path/file.c:function [/path/object]"
+ANNOT = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)\s+\[[^\]]*\]\s*$")
 
 
 def phase_callgrind(b, n, gap):
@@ -418,12 +377,12 @@ def phase_callgrind(b, n, gap):
     if att and shutil.which("callgrind_annotate"):
         incl = collections.Counter()
         for d, _ in att:
-            r = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", d],
+            r = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--auto=no", d],
                                capture_output=True, text=True)
             for ln in r.stdout.splitlines():
                 m = ANNOT.match(ln)
                 if m:
-                    incl[m.group(2)] += int(m.group(1).replace(",", ""))
+                    incl[m.group(2).rsplit(":", 1)[-1]] += int(m.group(1).replace(",", ""))
         print(f"  top functions by inclusive Ir per attach (mean of {len(att)})")
         for fn, v in sorted(incl.items(), key=lambda kv: -kv[1])[:b.args.top]:
             print(f"    {v / len(att):12,.0f}  {fn}")
@@ -461,9 +420,9 @@ def main():
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755,size=1M", "bench-udev", "/run/udev"], check=True)
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
-    b = Bench(args)
+    b = None
     try:
-        b.pick_loop()
+        b = Bench(args)
         print(f"kernel:  {os.uname().release} ({os.uname().version})")
         print(f"date:    {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
         print(f"load:    {open('/proc/loadavg').read().strip()}")
@@ -484,10 +443,10 @@ def main():
             sys.stdout.flush()
         print(f"load:    {open('/proc/loadavg').read().strip()} (at the end)")
     finally:
-        b.stop()
-        b.detach()
-        b.remove_loop()
-        shutil.rmtree(b.tmp, ignore_errors=True)
+        if b:
+            b.stop()
+            b.loops.cleanup()
+            shutil.rmtree(b.tmp, ignore_errors=True)
         subprocess.run(["umount", "-l", "/run/udev"])
         if created:
             os.rmdir("/run/udev")
