@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "apply.h"
+#include "cross-disk.h"
 #include "log.h"
 #include "macro.h"
 #include "memstream.h"
@@ -195,7 +196,8 @@ static int set_note(ModuleParam *p, const char *fmt, ...) {
         return r;
 }
 
-/* Collect wishes: one entry per (module, param); disagreeing disks -> conflict. */
+/* The disks' wishes merged (policies/cross-disk.h policy_modules_merge(): one entry per
+ * (module, param), disagreeing disks a conflict) into the parameters' state. */
 static int collect(Modules *m, const Registry *reg) {
         for (size_t i = 0; i < m->n_params; i++) {
                 ModuleParam *p = &m->params[i];
@@ -207,51 +209,38 @@ static int collect(Modules *m, const Registry *reg) {
                 p->deferred = false;
                 p->owner = mfree_str(p->owner);
         }
+        _cleanup_free_ PolicyPeer *peers = calloc(reg->n_devices ?: 1, sizeof(PolicyPeer));
+        if (!peers)
+                return -ENOMEM;
+        size_t n_peers = 0;
         for (size_t i = 0; i < reg->n_devices; i++) {
                 const Device *d = reg->devices[i];
-                if (!d->plan.manage || !d->facts)
-                        continue;
-                for (size_t j = 0; j < d->plan.n_modules; j++) {
-                        const ModuleWish *w = &d->plan.modules[j];
-                        ModuleParam *p = param_get_or_add(m, w->module, w->param);
-                        if (!p)
-                                return -ENOMEM;
-                        if (p->wanted && !streq(p->wanted, w->value))
-                                p->state = MODPARAM_CONFLICT;
-                        else if (free_and_strdup(&p->wanted, w->value) < 0)
-                                return -ENOMEM;
-                        char *by = NULL;
-                        if (asprintf(&by, "%s%s%s", p->wanted_by ?: "", p->wanted_by ? " " : "", d->name) < 0)
-                                return -ENOMEM;
-                        free(p->wanted_by);
-                        p->wanted_by = by;
-                        p->unsupported = p->unsupported || w->unsupported;
-                        p->root_disk = p->root_disk || d->facts->root_disk;
-                }
+                if (d->plan.manage && d->facts && (d->plan.n_modules > 0 || d->plan.n_modules_deferred > 0))
+                        peers[n_peers++] = (PolicyPeer) { .name = d->name, .facts = d->facts, .plan = &d->plan };
         }
-        /* the wishes another tool's setting wins over: deferred, unless a disk wants it written */
-        for (size_t i = 0; i < reg->n_devices; i++) {
-                const Device *d = reg->devices[i];
-                if (!d->plan.manage || !d->facts)
-                        continue;
-                for (size_t j = 0; j < d->plan.n_modules_deferred; j++) {
-                        const ModuleWish *w = &d->plan.modules_deferred[j];
-                        ModuleParam *p = param_get_or_add(m, w->module, w->param);
-                        if (!p)
-                                return -ENOMEM;
-                        if (p->wanted && !p->deferred)
-                                continue;
-                        char *by = NULL;
-                        if (free_and_strdup(&p->wanted, w->value) < 0 || free_and_strdup(&p->owner, w->owner) < 0 ||
-                            asprintf(&by, "%s%s%s", p->wanted_by ?: "", p->wanted_by ? " " : "", d->name) < 0)
-                                return -ENOMEM;
-                        free(p->wanted_by);
-                        p->wanted_by = by;
-                        p->deferred = true;
-                        p->root_disk = p->root_disk || d->facts->root_disk;
+        ModuleMerged *merged = NULL;
+        size_t n_merged = 0;
+        int r = policy_modules_merge(peers, n_peers, &merged, &n_merged);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_merged; i++) {
+                ModuleMerged *e = &merged[i];
+                ModuleParam *p = param_get_or_add(m, e->module, e->param);
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
                 }
+                p->wanted = TAKE_PTR(e->wanted);
+                p->wanted_by = TAKE_PTR(e->wanted_by);
+                p->owner = TAKE_PTR(e->owner);
+                if (e->conflict)
+                        p->state = MODPARAM_CONFLICT;
+                p->unsupported = e->unsupported;
+                p->root_disk = p->root_disk || e->root_disk;
+                p->deferred = e->deferred;
         }
-        return 0;
+        module_merged_free(merged, n_merged);
+        return r;
 }
 
 static uint64_t now_usec(void) {

@@ -17,7 +17,7 @@
 #include "macro.h"
 #include "agents.h"
 #include "manager-internal.h"
-#include "net-align.h"
+#include "cross-disk.h"
 #include "net.h"
 #include "parse.h"
 #include "policy.h"

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cross-disk.h"
 #include "macro.h"
 #include "policy-internal.h"
 
@@ -251,4 +252,83 @@ bool modprobe_file_is_blkmqd(const char *text) {
                 p += l + 1;
         }
         return !wanted_by;
+}
+
+void module_merged_free(ModuleMerged *a, size_t n) {
+        for (size_t i = 0; a && i < n; i++) {
+                free(a[i].module);
+                free(a[i].param);
+                free(a[i].wanted);
+                free(a[i].wanted_by);
+                free(a[i].owner);
+        }
+        free(a);
+}
+
+static ModuleMerged *merged_get_or_add(ModuleMerged **a, size_t *n, const char *module, const char *param) {
+        for (size_t i = 0; i < *n; i++)
+                if (streq((*a)[i].module, module) && streq((*a)[i].param, param))
+                        return &(*a)[i];
+        ModuleMerged *b = reallocarray(*a, *n + 1, sizeof(ModuleMerged));
+        if (!b)
+                return NULL;
+        *a = b;
+        ModuleMerged *e = &b[(*n)++];
+        *e = (ModuleMerged) { .module = strdup(module), .param = strdup(param) };
+        return e->module && e->param ? e : NULL;
+}
+
+static int append_name(char **list, const char *name) {
+        char *s = NULL;
+        if (asprintf(&s, "%s%s%s", *list ?: "", *list ? " " : "", name) < 0)
+                return -ENOMEM;
+        free(*list);
+        *list = s;
+        return 0;
+}
+
+int policy_modules_merge(const PolicyPeer *peers, size_t n_peers, ModuleMerged **ret, size_t *ret_n) {
+        ModuleMerged *a = NULL;
+        size_t n = 0;
+
+        for (size_t i = 0; i < n_peers; i++) {
+                const Plan *pl = peers[i].plan;
+                for (size_t j = 0; j < pl->n_modules; j++) {
+                        const ModuleWish *w = &pl->modules[j];
+                        ModuleMerged *e = merged_get_or_add(&a, &n, w->module, w->param);
+                        if (!e)
+                                goto oom;
+                        if (e->wanted && !streq(e->wanted, w->value))
+                                e->conflict = true;
+                        else if (free_and_strdup(&e->wanted, w->value) < 0)
+                                goto oom;
+                        if (append_name(&e->wanted_by, peers[i].name) < 0)
+                                goto oom;
+                        e->unsupported = e->unsupported || w->unsupported;
+                        e->root_disk = e->root_disk || peers[i].facts->root_disk;
+                }
+        }
+        /* the wishes another tool's setting wins over: deferred, unless a disk wants it written */
+        for (size_t i = 0; i < n_peers; i++) {
+                const Plan *pl = peers[i].plan;
+                for (size_t j = 0; j < pl->n_modules_deferred; j++) {
+                        const ModuleWish *w = &pl->modules_deferred[j];
+                        ModuleMerged *e = merged_get_or_add(&a, &n, w->module, w->param);
+                        if (!e)
+                                goto oom;
+                        if (e->wanted && !e->deferred)
+                                continue;
+                        if (free_and_strdup(&e->wanted, w->value) < 0 || free_and_strdup(&e->owner, w->owner) < 0 ||
+                            append_name(&e->wanted_by, peers[i].name) < 0)
+                                goto oom;
+                        e->deferred = true;
+                        e->root_disk = e->root_disk || peers[i].facts->root_disk;
+                }
+        }
+        *ret = a;
+        *ret_n = n;
+        return 0;
+oom:
+        module_merged_free(a, n);
+        return -ENOMEM;
 }

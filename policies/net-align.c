@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cross-disk.h"
 #include "macro.h"
 #include "net-align.h"
 #include "owners.h"

@@ -7,7 +7,6 @@
 #include <stddef.h>
 
 #include "facts.h"
-#include "policy.h"
 
 /* NIC queues that carry traffic: channels combined + max(rx, tx); without ethtool channels the
  * TX queue count. 0 when neither is known. */
@@ -51,21 +50,3 @@ int net_align_layout(const DiskFacts *f, const size_t maps[_HCTX_TYPE_MAX], unsi
 /* Fabrics options ("nr_io_queues=2 nr_write_queues=2") as nvme-cli spells them
  * ("--nr-io-queues=2 --nr-write-queues=2"). NULL on ENOMEM. */
 char *net_align_cli_options(const char *options);
-
-/* Another disk as a cross-disk rule sees it: its name, facts and plan (read only, not owned). */
-typedef struct PolicyPeer {
-        const char *name;
-        const DiskFacts *facts;
-        const Plan *plan;
-} PolicyPeer;
-
-/*
- * Rule net-align-shared: one disk places a NIC. Disks of one controller share its tagset, hence
- * one hctx layout and the same NIC wishes; disks of different controllers over one NIC may want
- * different ones and would overwrite each other (and each other's originals). So when one of
- * peers (n_peers; the disk itself among them is skipped by name) over the same NIC wants other
- * nic_irq_affinity/xps values and sorts before name (strverscmp), plan (the disk's, being
- * evaluated) drops its NIC wishes and says whose placement it is in one explain line;
- * nr_io_queues stays (it is the controller's). Returns 0 or -ENOMEM. Pure.
- */
-int policy_net_arbitrate(const char *name, const DiskFacts *facts, const PolicyPeer *peers, size_t n_peers, Plan *plan);

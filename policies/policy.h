@@ -63,7 +63,7 @@ typedef struct ClassPolicy {
 
 /*
  * A module parameter the policy wants. Module parameters are per driver, not per disk:
- * the manager merges the wishes of all disks (apply/modules.c).
+ * policy_modules_merge() (cross-disk.h) merges the wishes of all disks for apply/modules.c.
  */
 typedef struct ModuleWish {
         char *module, *param, *value;

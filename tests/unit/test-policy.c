@@ -2,6 +2,7 @@
 /* Unit tests for policies/: classification, the elevator plan, explanation lines. */
 #include <errno.h>
 
+#include "cross-disk.h"
 #include "facts.h"
 #include "macro.h"
 #include "parse.h"
@@ -973,6 +974,47 @@ static void test_virtual_devices(void) {
         CHECK_STR(unk, "unknown: driver unknown (virtual device without a parent device)\n");
 }
 
+/* policy_modules_merge(): one entry per (module, param) in the order first wanted; a value two
+ * disks disagree on is a conflict (the first disk's stays); a wish to write wins over deferred
+ * ones, which merge to the last of them with its owner. */
+static void test_modules_merge(void) {
+        DiskFacts fa = { .name = (char *) "sda", .root_disk = true }, fb = { .name = (char *) "sdb" },
+                  fc = { .name = (char *) "sdc" };
+        Plan pa = {}, pb = {}, pc = {};
+        CHECK_INT(module_wishes_add(&pa.modules, &pa.n_modules, "megaraid_sas", "host_tagset_enable", "0"), 0);
+        CHECK_INT(module_wishes_add(&pb.modules, &pb.n_modules, "megaraid_sas", "host_tagset_enable", "1"), 0);
+        CHECK_INT(module_wishes_add(&pb.modules_deferred, &pb.n_modules_deferred, "nvme", "poll_queues", "0"), 0);
+        CHECK_INT(module_wishes_add(&pc.modules_deferred, &pc.n_modules_deferred, "nvme", "poll_queues", "2"), 0);
+        CHECK_INT(module_wishes_add(&pc.modules_deferred, &pc.n_modules_deferred, "megaraid_sas", "host_tagset_enable", "0"), 0);
+        if (pc.modules_deferred)
+                pc.modules_deferred[0].owner = strdup("/etc/modprobe.d/nvme.conf");
+        PolicyPeer peers[] = { { "sda", &fa, &pa }, { "sdb", &fb, &pb }, { "sdc", &fc, &pc } };
+        ModuleMerged *m = NULL;
+        size_t n = 0;
+        CHECK_INT(policy_modules_merge(peers, ELEMENTSOF(peers), &m, &n), 0);
+        CHECK_INT(n, 2);
+        if (n == 2) {
+                CHECK_STR(m[0].module, "megaraid_sas");
+                CHECK_STR(m[0].wanted, "0");            /* the first disk's */
+                CHECK_STR(m[0].wanted_by, "sda sdb");   /* sdc's deferred wish does not join a written one */
+                CHECK(m[0].conflict);
+                CHECK(m[0].root_disk);
+                CHECK(!m[0].deferred);
+                CHECK_STR(m[1].module, "nvme");
+                CHECK_STR(m[1].wanted, "2");            /* deferred only: the last of them */
+                CHECK_STR(m[1].wanted_by, "sdb sdc");
+                CHECK_STR(m[1].owner, "/etc/modprobe.d/nvme.conf");
+                CHECK(m[1].deferred && !m[1].conflict && !m[1].root_disk);
+        }
+        module_merged_free(m, n);
+        CHECK_INT(policy_modules_merge(peers, 0, &m, &n), 0);
+        CHECK_INT(n, 0);
+        module_merged_free(m, n);
+        plan_done(&pa);
+        plan_done(&pb);
+        plan_done(&pc);
+}
+
 int main(void) {
         /* the flag of every hand-made disk is taken as it is; test_speed_*() use their own config */
         if (test_policy_config_init(&config, false, "*") < 0)
@@ -989,6 +1031,7 @@ int main(void) {
         test_multipath();
         test_state_after_writes();
         test_virtual_devices();
+        test_modules_merge();
         policy_config_done(&config);
         return tap_finish("test-policy");
 }
