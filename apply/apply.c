@@ -2625,44 +2625,45 @@ int apply_adopt_written(HostFs *h, Device *d, char * const *kv) {
         return n;
 }
 
-int apply_history_to_facts(Device *d, bool reassert) {
-        DiskFacts *f = d->facts;
-        int rq, r = free_and_strdup(&f->elevator_before, d->applied[KNOB_ELEVATOR].original);
+int apply_history(const Device *d, bool reassert, PolicyHistory *ret) {
+        _cleanup_(policy_history_done) PolicyHistory h = POLICY_HISTORY_INIT;
         uint64_t nr;
-        if (r < 0)
-                return r;
-        f->elevator_held = d->applied[KNOB_ELEVATOR].state == APPLY_EXTERNAL && !reassert;
+        int rq;
+
+        assert(d);
+        assert(ret);
         const Applied *e = &d->applied[KNOB_ELEVATOR];
         bool unloaded = d->elevator_unloaded && e->state == APPLY_ERROR;
-        if ((r = free_and_strdup(&f->elevator_unloaded, unloaded ? d->elevator_unloaded : NULL)) < 0)
-                return r;
-        f->elevator_load_attempts = unloaded ? e->retry.level : 0;
-        f->elevator_retry_sec = unloaded ? (unsigned) (apply_backoff_delay(e->retry.level) / 1000000) : 0;
-        f->rq_affinity_before = d->applied[KNOB_RQ_AFFINITY].original &&
-                                parse_int(d->applied[KNOB_RQ_AFFINITY].original, &rq) >= 0 ? rq : -1;
-        f->nr_requests_before = d->applied[KNOB_NR_REQUESTS].original &&
-                                parse_u64(d->applied[KNOB_NR_REQUESTS].original, &nr) >= 0 && nr <= INT64_MAX ?
-                                (int64_t) nr : -1;
-        f->irq_written = 0;
-        for (size_t i = 0; i < d->n_irq_applied; i++)
-                f->irq_written += d->irq_applied[i].original && !d->irq_applied[i].external;
-        /* the vectors blkmqd moved are matched to their hctx by the affinity they had before
-         * (after a reload or a restart their affinity is blkmqd's placement, which matches no
-         * hctx: hctx/N/irq "unknown", mapping=none or order) */
-        bool remap = false;
-        for (size_t i = 0; i < f->n_irqs; i++) {
-                const char *before = NULL;
-                for (size_t j = 0; j < d->n_irq_applied && !before; j++)
-                        if (d->irq_applied[j].irq == f->irqs[i].irq)
-                                before = d->irq_applied[j].original;
-                if (streq_ptr(f->irqs[i].affinity_before, before))
+        if ((e->original && !(h.elevator_before = strdup(e->original))) ||
+            (unloaded && !(h.elevator_unloaded = strdup(d->elevator_unloaded))))
+                return -ENOMEM;
+        h.elevator_held = e->state == APPLY_EXTERNAL && !reassert;
+        h.elevator_load_attempts = unloaded ? e->retry.level : 0;
+        h.elevator_retry_sec = unloaded ? (unsigned) (apply_backoff_delay(e->retry.level) / 1000000) : 0;
+        h.rq_affinity_before = d->applied[KNOB_RQ_AFFINITY].original &&
+                               parse_int(d->applied[KNOB_RQ_AFFINITY].original, &rq) >= 0 ? rq : -1;
+        h.nr_requests_before = d->applied[KNOB_NR_REQUESTS].original &&
+                               parse_u64(d->applied[KNOB_NR_REQUESTS].original, &nr) >= 0 && nr <= INT64_MAX ?
+                               (int64_t) nr : -1;
+        /* the vectors blkmqd moved, with the affinity they had before (after a reload or a
+         * restart their affinity is blkmqd's placement, which matches no hctx: the IRQ map
+         * matches them by this, disk_facts_map_irqs()) */
+        if (d->n_irq_applied > 0 && !(h.irqs = calloc(d->n_irq_applied, sizeof(IrqHistory))))
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_irq_applied; i++) {
+                const IrqApplied *a = &d->irq_applied[i];
+                h.irq_written += a->original && !a->external;
+                if (!a->original)
                         continue;
-                /* vectors shared with other disks' facts: this disk's own copy first */
-                if ((r = disk_facts_own_irqs(f)) < 0 || (r = free_and_strdup(&f->irqs[i].affinity_before, before)) < 0)
-                        return r;
-                remap = true;
+                if (!(h.irqs[h.n_irqs].affinity_before = strdup(a->original)))
+                        return -ENOMEM;
+                h.irqs[h.n_irqs++].irq = a->irq;
         }
-        if (remap && f->hctx_details && (r = disk_facts_map_irqs(f)) < 0)
-                return r;
+
+        /* the disk's part into *ret; the modules' part stays */
+        h.boot_modules = ret->boot_modules;
+        h.n_boot_modules = ret->n_boot_modules;
+        *ret = h;
+        h = POLICY_HISTORY_INIT;
         return 0;
 }

@@ -106,15 +106,20 @@ uint64_t apply_backoff_delay(unsigned level);
 int apply_device(HostFs *h, Device *d, const ApplyOptions *o);
 
 /*
- * What blkmqd wrote to d, put into d->facts' fields that are not gathered (elevator_before,
- * elevator_held, rq_affinity_before, nr_requests_before, irq_written, irqs[].affinity_before,
- * and the vectors' hctx matched again by it) from the recorded originals in d->applied and
- * d->irq_applied, before an evaluation: a decision is made from the values blkmqd
- * found, so carrying it out does not change it. reassert: the config's Reassert=. The one
- * place the manager (manager/pipeline.c) and the fixture tests take this history from.
- * Returns 0 or -ENOMEM.
+ * What blkmqd did to d, as the policy's history (policies/history.h): the disk's part of *ret
+ * (elevator_before, elevator_held, elevator_unloaded with its attempts and retry delay,
+ * rq_affinity_before, nr_requests_before, irq_written, irqs) from the recorded originals and
+ * states in d->applied, d->irq_applied and d->elevator_unloaded, for an evaluation: a decision
+ * is made from the values blkmqd found, so carrying it out does not change it. d's facts are
+ * not touched (their IRQ map follows with disk_facts_remap_irqs()).
+ *   d:        the disk (its facts are not read)
+ *   reassert: the config's Reassert= (elevator_held only without it)
+ *   ret:      filled in its disk's part, which must hold nothing (POLICY_HISTORY_INIT); the
+ *             modules' part (modules_history()) is left; policy_history_done() frees it
+ * The one place the manager (manager/pipeline.c) and the fixture tests take this history from.
+ * Returns 0 or -ENOMEM (*ret's disk's part then unchanged).
  */
-int apply_history_to_facts(Device *d, bool reassert);
+int apply_history(const Device *d, bool reassert, PolicyHistory *ret);
 
 typedef struct RestoreCounts {
         unsigned restored;      /* originals written back */

@@ -58,7 +58,8 @@ void modules_done(Modules *m) {
 }
 
 void modules_history(const Modules *m, PolicyHistory *ret) {
-        *ret = (PolicyHistory) { .boot_modules = m->boot_options, .n_boot_modules = m->n_boot_options };
+        ret->boot_modules = m->boot_options;
+        ret->n_boot_modules = m->n_boot_options;
 }
 
 /* The line after l's (its NUL at the end of the text when l's is the last one). */

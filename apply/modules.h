@@ -105,8 +105,9 @@ void modules_init(HostFs *h, Modules *m);
 
 /*
  * What blkmqd's own modprobe.d gave this boot, as the policy's history (PolicyHistory: a
- * wish whose own effect removed its cause stays wanted). *ret points into m: valid until the
- * next modules_init(), restore or modules_done().
+ * wish whose own effect removed its cause stays wanted): sets ret's modules' part
+ * (boot_modules, n_boot_modules) and leaves the rest of *ret (the disk's part, apply_history()).
+ * It points into m: valid until the next modules_init(), restore or modules_done().
  */
 void modules_history(const Modules *m, PolicyHistory *ret);
 

@@ -182,7 +182,7 @@ static int gather_hctx(HostFs *h, DiskFacts *f, bool debugfs) {
         return disk_facts_set_unknown(f, FACT_SHARED_TAGS, "debugfs block/%s/hctx%u/flags unreadable", f->name, f->hctx[0].index);
 }
 
-int device_gather_hctx_details(HostFs *h, DiskFacts *f) {
+int device_gather_hctx_details(HostFs *h, DiskFacts *f, const PolicyHistory *history) {
         if (f->hctx_details)
                 return 0;
         bool debugfs = hostfs_debugfs_available(h, NULL);
@@ -191,7 +191,7 @@ int device_gather_hctx_details(HostFs *h, DiskFacts *f) {
                 if (r < 0)
                         return r;
         }
-        int r = disk_facts_map_irqs(f);
+        int r = disk_facts_map_irqs(f, history);
         if (r < 0)
                 return r;
         f->hctx_details = true;
@@ -2056,7 +2056,7 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
         if (r < 0)
                 return r;
         if (f->n_hctx <= 1 || irq_affinity_needs_map(f)) {
-                r = device_gather_hctx_details(h, f);
+                r = device_gather_hctx_details(h, f, /* history = */ NULL);     /* a gather: the facts alone */
                 if (r < 0)
                         return r;
         }

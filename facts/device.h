@@ -150,11 +150,12 @@ int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFa
 /*
  * Read the per-hctx details device_gather() leaves out (see DiskFacts.hctx_details): for
  * hctx 1..n-1 mq/N/{cpu_list,nr_tags,nr_reserved_tags} and debugfs hctxN/flags, then match
- * queue vectors to hctx. ~4 reads per hctx; a no-op when already read. A value that cannot
- * be read stays unknown (-1, NULL, TRISTATE_UNKNOWN) as at gather time.
+ * queue vectors to hctx (disk_facts_map_irqs(): a vector blkmqd moved by its affinity before, from
+ * history; NULL: blkmqd moved none, as at gather time). ~4 reads per hctx; a no-op when already
+ * read. A value that cannot be read stays unknown (-1, NULL, TRISTATE_UNKNOWN) as at gather time.
  * Returns 0 or -ENOMEM.
  */
-int device_gather_hctx_details(HostFs *h, DiskFacts *f);
+int device_gather_hctx_details(HostFs *h, DiskFacts *f, const PolicyHistory *history);
 
 /*
  * Read again every fact a blkmqd write can change: queue/scheduler (elevator, elevators),

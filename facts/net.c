@@ -810,7 +810,7 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
         if (!n->traddr)
                 return net_facts_set_all_unknown(n, "the target address is unknown");
         /* the alignment compares every hctx's cpu_list with the NIC's queues */
-        r = f->has_mq ? device_gather_hctx_details(h, f) : 0;
+        r = f->has_mq ? device_gather_hctx_details(h, f, /* history = */ NULL) : 0;
         if (r < 0)
                 return r;
         return gather_path(h, n, f->kernel_release, debugfs, cache);

@@ -282,18 +282,27 @@ static int arbitrate_nic(Manager *m, const Device *d, Plan *plan) {
         return policy_net_arbitrate(d->name, d->facts, peers, n, plan);
 }
 
-/* Policy for d's facts, deciding the elevator from the one blkmqd found (its recorded original),
- * told which rq_affinity and nr_requests values blkmqd wrote (their originals) and which
- * module parameters its modprobe.d gave this boot (the history: apply_history_to_facts(),
- * modules_history()). */
+/* Policy for d's facts and what blkmqd did (the history, its own input: apply_history() from
+ * the recorded originals, so the elevator is decided from the one blkmqd found and explain
+ * knows which rq_affinity, nr_requests and vectors blkmqd wrote; modules_history(): the module
+ * parameters its modprobe.d gave this boot). The history is kept as d->policy_history, and the
+ * IRQ map of d's facts follows its vectors' affinity before blkmqd. */
 static int evaluate_policy(Manager *m, Device *d, Plan *ret) {
-        PolicyHistory history;
-        int r = apply_history_to_facts(d, m->config.reassert);
+        _cleanup_(policy_history_done) PolicyHistory now = POLICY_HISTORY_INIT;
+        int r = apply_history(d, m->config.reassert, &now);
         if (r < 0)
                 return r;
-        d->facts->sources = &m->sources;
+        r = disk_facts_remap_irqs(d->facts, &d->policy_history, &now);
+        if (r < 0)
+                return r;
+        policy_history_done(&d->policy_history);
+        d->policy_history = now;
+        now = POLICY_HISTORY_INIT;
+
+        PolicyHistory history = d->policy_history;      /* not owned: d's */
         modules_history(&m->modules, &history);         /* what blkmqd's modprobe.d gave this boot */
-        r = policy_evaluate_history(d->facts, &m->config.policy, &d->overrides, &d->speed, &history, ret);
+        d->facts->sources = &m->sources;
+        r = policy_evaluate_measured(d->facts, &history, &m->config.policy, &d->overrides, &d->speed, ret);
         if (r >= 0 && (r = arbitrate_nic(m, d, ret)) < 0)       /* one disk places a NIC */
                 plan_done(ret);
         return r;
@@ -550,6 +559,7 @@ static void device_event_one(Manager *m, const char *name, bool removed) {
 
         disk_facts_free(d->facts);
         d->facts = TAKE_PTR(facts);
+        policy_history_done(&d->policy_history);        /* the new facts' map is made without it */
         d->generation++;
         if (added)
                 manager_speed_watch(m, d);

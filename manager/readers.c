@@ -33,7 +33,7 @@ int manager_load_hctx_details(void *userdata, const char *device) {
         Device *d = registry_get(&m->registry, device);
         if (!d || !d->facts)
                 return -ENOENT;
-        return device_gather_hctx_details(m->hostfs, d->facts);
+        return device_gather_hctx_details(m->hostfs, d->facts, &d->policy_history);
 }
 
 int manager_read_hctx(void *userdata, const char *device, size_t pos, unsigned flags, HctxReading *ret) {
@@ -43,7 +43,7 @@ int manager_read_hctx(void *userdata, const char *device, size_t pos, unsigned f
 
         if (!d || !d->facts || pos >= d->facts->n_hctx)
                 return -ENOENT;
-        r = device_gather_hctx_details(m->hostfs, d->facts);    /* cpu_list, queue vector */
+        r = device_gather_hctx_details(m->hostfs, d->facts, &d->policy_history);        /* cpu_list, queue vector */
         if (r < 0)
                 return r;
         if (d->n_hctx_files != d->facts->n_hctx) {

@@ -77,6 +77,7 @@ static Device *device_free(Device *d) {
         free(d->hctx_files);
         free(d->nr_before_override);
         free(d->elevator_unloaded);
+        policy_history_done(&d->policy_history);
         free(d);
         return NULL;
 }
@@ -125,6 +126,7 @@ int registry_add(Registry *reg, const char *name, Device **ret) {
         if (!d)
                 return -ENOMEM;
         d->name = strdup(name);
+        d->policy_history = POLICY_HISTORY_INIT;
         Device **n = realloc(reg->devices, (reg->n_devices + 1) * sizeof(Device *));
         if (!d->name || !n) {
                 if (n)

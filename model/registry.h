@@ -157,9 +157,17 @@ typedef struct Device {
          * The elevator blkmqd's last switch found not registered: the write failed with EINVAL
          * while queue/scheduler did not list it and its module may still come (apply.c
          * elevator_not_loaded()); the switch is retried with applied[KNOB_ELEVATOR].retry. NULL
-         * otherwise. Into DiskFacts.elevator_unloaded for explain (apply_history_to_facts()).
+         * otherwise. Into PolicyHistory.elevator_unloaded for explain (apply_history()).
          */
         char *elevator_unloaded;
+        /*
+         * What blkmqd did, as d's last evaluation took it (the disk's part of a PolicyHistory:
+         * apply_history() at manager/pipeline.c evaluate_policy(); boot_modules NULL): the IRQ
+         * map of facts is made with its vectors' affinity before blkmqd (disk_facts_remap_irqs(),
+         * and device_gather_hctx_details() when a reader asks for the map later). Reset when
+         * facts is replaced (a gather maps without it). Owned.
+         */
+        PolicyHistory policy_history;
         StatSample *history;    /* STATS_HISTORY per hctx position, ring; sized to facts->n_hctx */
         size_t n_history_hctx;
         StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */

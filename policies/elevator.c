@@ -15,7 +15,7 @@
  *  - Zoned disks before zone write plugging (6.10, dd291d77cc90) order writes by
  *    mq-deadline's zone write locking: mq-deadline is kept or set, overrides included.
  * Decisions are made from the elevator the disk had before blkmqd switched it
- * (DiskFacts.elevator_before) when blkmqd did: a class that keeps what it finds keeps that
+ * (PolicyHistory.elevator_before) when blkmqd did: a class that keeps what it finds keeps that
  * one, so taking an override back ("auto") puts it back; explain shows what the kernel has.
  */
 #include <errno.h>
@@ -109,7 +109,8 @@ static const char *kept_or_restored(const DiskFacts *f, const char *base) {
 }
 
 /* Zoned disk on a kernel without zone write plugging: mq-deadline is never taken away. */
-static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, Plan *plan, const char *why) {
+static int policy_elevator_zoned(const DiskFacts *f, const PolicyHistory *h, const PolicyOverrides *o, Plan *plan,
+                                 const char *why) {
         const char *z = zoned_to_string(f->zoned), *kernel = f->kernel_release ?: "unknown";
         int r;
 
@@ -120,14 +121,14 @@ static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, P
                 if (r < 0)
                         return r;
         }
-        if (streq(f->elevator, "mq-deadline") && f->elevator_before && !streq(f->elevator_before, "mq-deadline")) {
+        if (streq(f->elevator, "mq-deadline") && h->elevator_before && !streq(h->elevator_before, "mq-deadline")) {
                 /* blkmqd switched to it: not kept (the switch stays) */
                 r = plan_set(plan, "mq-deadline");
                 if (r < 0)
                         return r;
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_PLANNED, "elevator-zoned",
                                     "zoned=%s kernel=%s elevator=mq-deadline (%s before blkmqd switched it) -> elevator=mq-deadline: %s",
-                                    z, kernel, f->elevator_before, why);
+                                    z, kernel, h->elevator_before, why);
         }
         if (streq(f->elevator, "mq-deadline")) {
                 r = plan_set(plan, "mq-deadline");
@@ -150,12 +151,12 @@ static int policy_elevator_zoned(const DiskFacts *f, const PolicyOverrides *o, P
         return r < 0 ? r : explain_source(f, plan);
 }
 
-int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+int policy_elevator(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
         _cleanup_free_ char *available = NULL, *wanted = NULL, *shown = NULL;
         const char *cls = disk_class_to_string(plan->class), *zwhy;
         /* what the disk had before blkmqd switched it (decisions), and what it has (shown) */
-        const char *base = f->elevator_before && strv_contains(f->elevators, f->elevator_before) ?
-                           f->elevator_before : f->elevator;
+        const char *base = h->elevator_before && strv_contains(f->elevators, h->elevator_before) ?
+                           h->elevator_before : f->elevator;
         int r;
 
         if (!f->elevator_configurable || !f->elevator) {
@@ -165,7 +166,7 @@ int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverr
         }
 
         if (disk_facts_zoned_needs_deadline(f, &zwhy))
-                return policy_elevator_zoned(f, o, plan, zwhy);
+                return policy_elevator_zoned(f, h, o, plan, zwhy);
 
         available = available_list(f);
         if (!available)

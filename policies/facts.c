@@ -94,8 +94,8 @@ DiskFacts *disk_facts_new(const char *name) {
                 return NULL;
         }
         f->rotational = f->shared_tags = f->sq_sched = TRISTATE_UNKNOWN;
-        f->rq_affinity = f->rq_affinity_before = -1;
-        f->nr_requests = f->nr_requests_before = f->queue_depth = f->host_nr_hw_queues = f->host_can_queue = -1;
+        f->rq_affinity = -1;
+        f->nr_requests = f->queue_depth = f->host_nr_hw_queues = f->host_can_queue = -1;
         f->numa_node = -1;
         f->scsi_channel = f->rotation_rate = -1;
         f->kernel.preempt_rt = f->kernel.irq_threads_forced = TRISTATE_UNKNOWN;
@@ -230,7 +230,6 @@ static void irq_facts_done(IrqFacts *q) {
         cpuset_done(&q->affinity);
         free(q->affinity_list);
         free(q->managed_source);
-        free(q->affinity_before);
 }
 
 void irq_facts_free_array(IrqFacts *irqs, size_t n) {
@@ -243,8 +242,7 @@ static int irq_facts_copy(const IrqFacts *src, IrqFacts *dst) {
         *dst = (IrqFacts) { .irq = src->irq, .managed = src->managed, .queue = src->queue, .hctx = src->hctx };
         if (!(dst->name = strdup(strempty(src->name))) || cpuset_copy(&src->affinity, &dst->affinity) < 0 ||
             (src->affinity_list && !(dst->affinity_list = strdup(src->affinity_list))) ||
-            (src->managed_source && !(dst->managed_source = strdup(src->managed_source))) ||
-            (src->affinity_before && !(dst->affinity_before = strdup(src->affinity_before)))) {
+            (src->managed_source && !(dst->managed_source = strdup(src->managed_source)))) {
                 irq_facts_done(dst);
                 return -ENOMEM;
         }
@@ -319,8 +317,6 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
         free(f->hctx);
         free(f->name);
         free(f->elevator);
-        free(f->elevator_before);
-        free(f->elevator_unloaded);
         strv_free(f->elevators);
         free(f->driver);
         free(f->transport);
@@ -662,7 +658,7 @@ static int irqs_set_hctx(DiskFacts *f, const int *hctx) {
         return 0;
 }
 
-int disk_facts_map_irqs(DiskFacts *f) {
+int disk_facts_map_irqs(DiskFacts *f, const PolicyHistory *history) {
         size_t n_queue = 0, mapped = 0, n_irq_hctx = 0;
         const char *how = NULL;
         _cleanup_free_ int *hctx = calloc(f->n_irqs ?: 1, sizeof(int));     /* each vector's hctx, -1 none */
@@ -685,7 +681,8 @@ int disk_facts_map_irqs(DiskFacts *f) {
                         const IrqFacts *q = &f->irqs[i];
                         _cleanup_(cpuset_done) CpuSet before = {};
                         const CpuSet *aff = &q->affinity;
-                        if (q->affinity_before && cpuset_parse(q->affinity_before, &before) >= 0)
+                        const char *was = policy_history_irq_before(history, q->irq);
+                        if (was && cpuset_parse(was, &before) >= 0)
                                 aff = &before;
                         else if (!q->affinity_list)
                                 continue;
@@ -721,4 +718,15 @@ int disk_facts_map_irqs(DiskFacts *f) {
         if (r < 0)
                 return r;
         return how ? free_and_strdup(&f->irq_mapping, how) : 0;
+}
+
+int disk_facts_remap_irqs(DiskFacts *f, const PolicyHistory *was, const PolicyHistory *now) {
+        bool remap = false;
+        for (size_t i = 0; i < f->n_irqs && !remap; i++)
+                remap = !streq_ptr(policy_history_irq_before(was, f->irqs[i].irq),
+                                   policy_history_irq_before(now, f->irqs[i].irq));
+        if (!remap || !f->hctx_details)
+                return 0;
+        int r = disk_facts_map_irqs(f, now);
+        return r < 0 ? r : 1;
 }

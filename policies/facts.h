@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "history.h"
 #include "net-facts.h"
 #include "parse.h"
 
@@ -147,11 +148,6 @@ typedef struct IrqFacts {
         char *managed_source;   /* how that is known, for explain; NULL when unknown */
         bool queue;             /* a request queue vector (not config/control/event/admin) */
         int hctx;               /* position in DiskFacts.hctx it serves; -1 none */
-        /* Not gathered: set by the manager from what apply recorded, like elevator_before: the
-         * affinity before blkmqd's first write of this vector (its recorded original), NULL when
-         * blkmqd has not written it. disk_facts_map_irqs() matches a vector to its hctx by it,
-         * so the map does not change because blkmqd moved the vector. */
-        char *affinity_before;
 } IrqFacts;
 
 /* One file of queue/iosched/: a tunable of the running elevator. */
@@ -261,46 +257,10 @@ typedef struct DiskFacts {
 
         Tristate rotational;
         char *elevator;                 /* current; NULL if unknown or not configurable */
-        /*
-         * Not gathered: set by the manager from what apply recorded. The elevator the disk had
-         * before blkmqd's first switch (the recorded original); NULL when blkmqd has not
-         * switched it. The elevator policy decides from it, so a decision does not change
-         * because blkmqd carried it out, and "auto" means what blkmqd would do had it never
-         * written (the original comes back when the class keeps it); explain shows both.
-         */
-        char *elevator_before;
-        /*
-         * Set by the manager too: someone else switched the elevator over blkmqd's and blkmqd
-         * leaves it (applied/elevator "changed externally", Reassert=no). The plan keeps
-         * blkmqd's wish (apply compares it with what it wrote), but what depends on the
-         * running elevator (nr_requests, the tunables) is planned for the one that runs, and
-         * explain says so (policy_target_elevator()).
-         */
-        bool elevator_held;
-        /*
-         * Set by the manager too: the elevator blkmqd's last switch found not registered (EINVAL
-         * while queue/scheduler did not list it: its module did not load, apply/apply.c
-         * elevator_not_loaded()), NULL otherwise; the failed attempts so far and the delay
-         * before the next one in seconds (the retry backoff). explain says so (rule
-         * elevator-not-loaded), and the elevator's tunables wait for it.
-         */
-        char *elevator_unloaded;
-        unsigned elevator_load_attempts, elevator_retry_sec;
         char **elevators;               /* available (strv) */
         bool elevator_configurable;     /* false: scheduler reads "none" without brackets */
         int rq_affinity;                /* -1 unknown */
         int64_t nr_requests;            /* -1 unknown */
-        /*
-         * Not gathered, set by the manager like elevator_before: the value before blkmqd's
-         * first write of rq_affinity / nr_requests (the recorded original); -1 when blkmqd has
-         * not written it (or the original is not a number). explain says "kept" only for a
-         * value blkmqd did not write, and says what comes back when a write is undone.
-         */
-        int rq_affinity_before;
-        int64_t nr_requests_before;
-        /* Set by the manager too: queue vectors whose affinity blkmqd wrote and can put back
-         * (an original recorded); 0 when none. */
-        size_t irq_written;
         int64_t queue_depth;            /* -1 unknown */
 
         char *driver;
@@ -525,12 +485,21 @@ const IrqFacts *disk_facts_find_irq(const DiskFacts *f, unsigned irq);
  * Match request-queue vectors to hctx: a vector whose affinity equals the hctx cpu_list
  * serves it (blk_mq_pci_map_queues(): hctx N's CPUs are the affinity mask of vector
  * offset+N, block/blk-mq-pci.c), the affinity it had before blkmqd moved it
- * (irqs[].affinity_before) when there is one; when no affinity matches (vectors moved by irqbalance),
- * the i-th queue vector serves the i-th hctx if the counts agree. A poll hctx (HCTX_TYPE_POLL)
- * has no vector and is left out of both. Fills hctx[].irq,
- * irqs[].hctx and irq_mapping. Pure. Returns 0 or -ENOMEM.
+ * (policy_history_irq_before() of history, NULL: blkmqd moved none) when there is one; when no
+ * affinity matches (vectors moved by irqbalance), the i-th queue vector serves the i-th hctx if
+ * the counts agree. A poll hctx (HCTX_TYPE_POLL) has no vector and is left out of both. Fills
+ * hctx[].irq, irqs[].hctx and irq_mapping. Pure. Returns 0 or -ENOMEM.
  */
-int disk_facts_map_irqs(DiskFacts *f);
+int disk_facts_map_irqs(DiskFacts *f, const PolicyHistory *history);
+
+/*
+ * Map f's vectors again (disk_facts_map_irqs() with now) when the affinity before blkmqd's write
+ * of one of them differs between was, the history the map was made with (NULL: none, as
+ * gathered), and now; and only when the map is there (f->hctx_details). After a reload or a
+ * restart the vectors blkmqd moved have blkmqd's placement, which matches no hctx. Returns 1
+ * when mapped again, 0 when not, -ENOMEM. Pure.
+ */
+int disk_facts_remap_irqs(DiskFacts *f, const PolicyHistory *was, const PolicyHistory *now);
 
 /* Free the queue/iosched values of f (n_iosched 0 after). */
 void disk_facts_clear_iosched(DiskFacts *f);

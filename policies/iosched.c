@@ -218,8 +218,8 @@ static const char *iosched_label(const PolicyOverrides *o, IoschedTunable t, cha
  * variable (bfqd->bfq_slice_idle): with both wanted, slice_idle_us wins and slice_idle is
  * left out (else each write would undo the other).
  */
-int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
-        const char *running = policy_target_elevator(f, plan);
+int policy_iosched(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+        const char *running = policy_target_elevator(f, h, plan);
         bool current = running && streq_ptr(running, f->elevator);
         char label[256];
         size_t lines = plan->n_entries;

@@ -86,11 +86,11 @@ static int add_removed(const DiskFacts *f, const char *wanted, CpuSet *removed) 
 
 /* "; isolated CPUs <list> (<source>) get no vector: IRQ 45 (hctx 1, CPUs 1) left where it is, IRQ 44 on 0 (not 0-1)"
  * for the vectors want would place that isolated CPUs change; "" when none. A vector with only
- * isolated CPUs that blkmqd had moved (IrqFacts.affinity_before, not its affinity now) reads
+ * isolated CPUs that blkmqd had moved (its affinity before blkmqd in h, not its affinity now) reads
  * "back to <its affinity before blkmqd>". Newly allocated; NULL on ENOMEM.
  * *ret_applied: the same vectors for applied/irq_affinity, after the CPUs left out and where
  * each came from ("CPU 3 isolated (...): IRQ 28 (hctx 3, CPUs 3) left where it is"); NULL when none. */
-static char *isolated_note(const DiskFacts *f, const char *want, char **ret_applied) {
+static char *isolated_note(const DiskFacts *f, const PolicyHistory *h, const char *want, char **ret_applied) {
         _cleanup_(memstream_done) MemStream m = {};
         _cleanup_(cpuset_done) CpuSet removed = {};
         FILE *out = memstream_open(&m);
@@ -115,9 +115,10 @@ static char *isolated_note(const DiskFacts *f, const char *want, char **ret_appl
                         fprintf(out, "IRQ %u (hctx %u, CPUs %s) ", q->irq, f->hctx[q->hctx].index, wanted);
                 else
                         fprintf(out, "IRQ %u (CPUs %s) ", q->irq, wanted);
-                if (t == IRQ_TARGET_ISOLATED && q->affinity_before && !streq_ptr(q->affinity_before, q->affinity_list))
+                const char *before = policy_history_irq_before(h, q->irq);
+                if (t == IRQ_TARGET_ISOLATED && before && !streq_ptr(before, q->affinity_list))
                         /* blkmqd placed it: apply puts its original back (irq_isolated_decide()) */
-                        fprintf(out, "back to %s (its affinity before blkmqd)", q->affinity_before);
+                        fprintf(out, "back to %s (its affinity before blkmqd)", before);
                 else if (t == IRQ_TARGET_ISOLATED)
                         fputs("left where it is", out);
                 else
@@ -143,7 +144,7 @@ static char *isolated_note(const DiskFacts *f, const char *want, char **ret_appl
         return s;
 }
 
-int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+int policy_irq_affinity(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
         const char *cls = disk_class_to_string(plan->class);
         size_t queue = 0, managed = 0, mapped = 0;
 
@@ -164,22 +165,22 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
 
         const char *want = o->irq_affinity ?: (cp->irq_follow_hctx ? "hctx" : NULL);
         if (override_keeps(o, KNOB_IRQ_AFFINITY)) {
-                if (f->irq_written > 0)
+                if (h->irq_written > 0)
                         return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
                                             RULE_OF_ORIGIN(o, KNOB_IRQ_AFFINITY),
                                             "%s=keep queue vectors=%zu (%zu placed by blkmqd) -> no wish, blkmqd's write undone: "
                                             "irq_affinity before blkmqd restored", override_label(o, KNOB_IRQ_AFFINITY), queue,
-                                            f->irq_written);
+                                            h->irq_written);
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_ORIGIN(o, KNOB_IRQ_AFFINITY),
                                     "%s=keep queue vectors=%zu -> irq_affinity left alone", override_label(o, KNOB_IRQ_AFFINITY), queue);
         }
-        if (!want && f->irq_written > 0)
+        if (!want && h->irq_written > 0)
                 /* an override taken back: blkmqd's writes are undone (apply/apply.c), not left */
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
                                     RULE_OF_CLASS("irq-affinity", cls),
                                     "class=%s queue vectors=%zu (%zu placed by blkmqd) -> no wish, blkmqd's write undone: "
                                     "irq_affinity before blkmqd restored (IrqAffinity=keep for [Class:%s])",
-                                    cls, queue, f->irq_written, cls);
+                                    cls, queue, h->irq_written, cls);
         if (!want)
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_IRQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
                                     RULE_OF_CLASS("irq-affinity", cls),
@@ -201,7 +202,7 @@ int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyO
                                     "queue vectors=%zu hctx=%zu -> irq_affinity left alone: no vector could be matched to an hctx",
                                     queue, f->n_hctx);
 
-        _cleanup_free_ char *isolated = isolated_note(f, want, &plan->isolated[KNOB_IRQ_AFFINITY]);
+        _cleanup_free_ char *isolated = isolated_note(f, h, want, &plan->isolated[KNOB_IRQ_AFFINITY]);
         plan->irq_affinity = strdup(want);
         if (!plan->irq_affinity || !isolated)
                 return -ENOMEM;

@@ -151,20 +151,20 @@ static bool source_is_knob(const Source *src, int k) {
         return k == KNOB_NIC_IRQ_AFFINITY && src->knob == KNOB_IRQ_AFFINITY && src->target == SOURCE_TARGET_IRQ;
 }
 
-/* Knob k's value as the disk had it before blkmqd (what a rule or tuned left), else now; into buf. */
-static const char *value_before_blkmqd(const DiskFacts *f, int k, char *buf, size_t size) {
+/* Knob k's value as the disk had it before blkmqd (h: what a rule or tuned left), else now; into buf. */
+static const char *value_before_blkmqd(const DiskFacts *f, const PolicyHistory *h, int k, char *buf, size_t size) {
         switch (k) {
         case KNOB_ELEVATOR:
-                return f->elevator_before ?: f->elevator;
+                return h->elevator_before ?: f->elevator;
         case KNOB_RQ_AFFINITY: {
-                int v = f->rq_affinity_before >= 0 ? f->rq_affinity_before : f->rq_affinity;
+                int v = h->rq_affinity_before >= 0 ? h->rq_affinity_before : f->rq_affinity;
                 if (v < 0)
                         return NULL;
                 snprintf(buf, size, "%d", v);
                 return buf;
         }
         case KNOB_NR_REQUESTS: {
-                int64_t v = f->nr_requests_before >= 0 ? f->nr_requests_before : f->nr_requests;
+                int64_t v = h->nr_requests_before >= 0 ? h->nr_requests_before : f->nr_requests;
                 if (v < 0)
                         return NULL;
                 snprintf(buf, size, "%lld", (long long) v);
@@ -211,9 +211,9 @@ static bool about_knob(const Source *src, const void *arg) {
         return source_is_knob(src, *(const int *) arg);
 }
 
-const Source *sources_find_knob(const Sources *s, const DiskFacts *f, int k) {
+const Source *sources_find_knob(const Sources *s, const DiskFacts *f, const PolicyHistory *h, int k) {
         char buf[32];
-        return pick(s, f, about_knob, &k, value_before_blkmqd(f, k, buf, sizeof(buf)));
+        return pick(s, f, about_knob, &k, value_before_blkmqd(f, policy_history_or_none(h), k, buf, sizeof(buf)));
 }
 
 static bool about_tunable(const Source *src, const void *arg) {
@@ -312,7 +312,8 @@ static int owner_channels(const DiskFacts *f, Plan *plan) {
         return r;
 }
 
-int policy_owner(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, int k, Plan *plan) {
+int policy_owner(const DiskFacts *f, const PolicyHistory *h, const PolicyConfig *config, const PolicyOverrides *o, int k,
+                 Plan *plan) {
         char **slot = plan_knob_slot(plan, (Knob) k);
         const char *knob = knob_to_string((Knob) k), *origin;
         char desc[512];
@@ -321,7 +322,7 @@ int policy_owner(const DiskFacts *f, const PolicyConfig *config, const PolicyOve
                 return 0;
         if (k == KNOB_NR_IO_QUEUES)
                 return owner_channels(f, plan);
-        const Source *src = sources_find_knob(f->sources, f, k);
+        const Source *src = sources_find_knob(f->sources, f, h, k);
         if (!src)
                 return set_owner(plan, k, OWNERSHIP_NONE, NULL);
         source_describe(src, desc, sizeof(desc));

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "history.h"
 #include "iosched.h"
 
 typedef struct DiskFacts DiskFacts;
@@ -151,9 +152,10 @@ const char *ownership_to_string(Ownership o);
  * distribution's; among those of one kind, the one that acts last (udev rules in order, then
  * tuned, which acts after udev; for a NIC only the first .link file that matches it counts,
  * systemd src/udev/net/link-config.c link_get_config()). The disk's NIC (network disks:
- * DiskFacts.net) for the NIC knobs. Pure.
+ * DiskFacts.net) for the NIC knobs. h: what blkmqd did (policies/history.h, NULL: nothing), a
+ * source's value is compared with the knob's value before blkmqd's write. Pure.
  */
-const Source *sources_find_knob(const Sources *s, const DiskFacts *f, int k);
+const Source *sources_find_knob(const Sources *s, const DiskFacts *f, const PolicyHistory *h, int k);
 /* The same for elevator tunable t of the elevator the disk runs. Pure. */
 const Source *sources_find_tunable(const Sources *s, const DiskFacts *f, IoschedTunable t);
 /* The source that sets the channel count of the NIC under network disk f (a .link file's
@@ -178,9 +180,10 @@ const char *source_describe(const Source *src, char *buf, size_t size);
  * line names the source, the value blkmqd would write and its rule, and how to change it) or
  * kept with a line naming what it corrects or overrides. Sets plan->owner[k] and
  * plan->owner_source[k]. o: the merged overrides (DeferTo= of [Device:], the knob's own
- * value). 0 or -ENOMEM. Pure.
+ * value); h: what blkmqd did (policies/history.h, NULL: nothing). 0 or -ENOMEM. Pure.
  */
-int policy_owner(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, int k, Plan *plan);
+int policy_owner(const DiskFacts *f, const PolicyHistory *h, const PolicyConfig *config, const PolicyOverrides *o, int k,
+                 Plan *plan);
 /* The same for the elevator tunables the plan wants (plan->iosched) and the module parameters
  * (plan->modules: a <module>.<param>= on the kernel command line or an options line in
  * /etc/modprobe.d is the admin's; a deferred wish moves to plan->modules_deferred). */

@@ -16,24 +16,27 @@ static inline const char *rule_of_class_buf(const char *prefix, const char *cls,
 /* Where plan p keeps the wanted value of knob k (plan_get() reads it), NULL for no knob. */
 char **plan_knob_slot(Plan *p, Knob k);
 
+/* In every area function below, h is what blkmqd did (policies/history.h), never NULL
+ * (policy_history_or_none()). */
+
 /* Elevator area (policies/elevator.c): sets plan->elevator and explains. 0 or -ENOMEM. */
-int policy_elevator(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
+int policy_elevator(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 
 /* The elevator the disk will run after this plan: the planned one, or the running one when
- * there is none planned or someone else's switch holds it (DiskFacts.elevator_held). */
-static inline const char *policy_target_elevator(const DiskFacts *f, const Plan *plan) {
-        return f->elevator_held || !plan->elevator ? f->elevator : plan->elevator;
+ * there is none planned or someone else's switch holds it (PolicyHistory.elevator_held). */
+static inline const char *policy_target_elevator(const DiskFacts *f, const PolicyHistory *h, const Plan *plan) {
+        return h->elevator_held || !plan->elevator ? f->elevator : plan->elevator;
 }
 
 /* rq_affinity (policies/rq-affinity.c), nr_requests and irq_affinity (policies/irq-affinity.c). 0 or -ENOMEM. */
-int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
-int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan);
+int policy_rq_affinity(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
+int policy_nr_requests(const DiskFacts *f, const PolicyHistory *h, const PolicyOverrides *o, Plan *plan);
 
 /* What queue/nr_requests accepts under elevator (block/blk-sysfs.c queue_requests_store()):
  * at least BLKDEV_MIN_RQ and more than the reserved tags; at most MAX_SCHED_RQ (2048) with
  * an elevator, the tag set depth (hctx 0 nr_tags) with none. */
 void nr_requests_limits(const DiskFacts *f, const char *elevator, uint64_t *ret_min, uint64_t *ret_max);
-int policy_irq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
+int policy_irq_affinity(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +77,7 @@ static inline const char *rule_of_class_buf(const char *prefix, const char *cls,
 int policy_net(const DiskFacts *f, const NetPolicy *np, const PolicyOverrides *o, Plan *plan);
 
 /* Elevator tunables (policies/iosched.c): plan->iosched for the elevator the disk will run. 0 or -ENOMEM. */
-int policy_iosched(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
+int policy_iosched(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan);
 
 /* Remove plan->modules[i] (its strings freed, the rest moved down). Pure. */
 static inline void plan_module_drop(Plan *plan, size_t i) {

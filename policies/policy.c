@@ -535,29 +535,26 @@ static int explain_virtual(const DiskFacts *f, const VirtualDriver *virt, const 
 }
 
 /* Who else sets each knob, for a disk blkmqd does not manage (the owner column only). */
-static int owners_unmanaged(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, Plan *plan) {
+static int owners_unmanaged(const DiskFacts *f, const PolicyHistory *h, const PolicyConfig *config,
+                            const PolicyOverrides *o, Plan *plan) {
         for (Knob k = 0; k < _KNOB_MAX; k++) {
-                int r = policy_owner(f, config, o, k, plan);
+                int r = policy_owner(f, h, config, o, k, plan);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
+int policy_evaluate(const DiskFacts *facts, const PolicyHistory *history, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret) {
-        return policy_evaluate_measured(facts, config, overrides, NULL, ret);
+        return policy_evaluate_measured(facts, history, config, overrides, NULL, ret);
 }
 
-int policy_evaluate_measured(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
-                             const SpeedState *speed, Plan *ret) {
-        return policy_evaluate_history(facts, config, overrides, speed, NULL, ret);
-}
-
-int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
-                            const SpeedState *speed, const PolicyHistory *history, Plan *ret) {
+int policy_evaluate_measured(const DiskFacts *facts, const PolicyHistory *history, const PolicyConfig *config,
+                             const PolicyOverrides *overrides, const SpeedState *speed, Plan *ret) {
         _cleanup_(plan_done) Plan plan = {};
         static const PolicyOverrides no_overrides = {};
+        const PolicyHistory *h = policy_history_or_none(history);
         SpeedVerdict verdict;
         int r;
 
@@ -630,7 +627,7 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
                 if (r >= 0)
                         r = policy_net(facts, &config->net, NULL, &plan);
                 if (r >= 0)
-                        r = owners_unmanaged(facts, config, NULL, &plan);
+                        r = owners_unmanaged(facts, h, config, NULL, &plan);
                 if (r < 0)
                         return r;
                 *ret = plan;
@@ -649,7 +646,7 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
                 if (r >= 0)
                         r = policy_net(facts, &config->net, overrides, &plan);
                 if (r >= 0)
-                        r = owners_unmanaged(facts, config, overrides, &plan);
+                        r = owners_unmanaged(facts, h, config, overrides, &plan);
                 if (r < 0)
                         return r;
                 *ret = plan;
@@ -662,7 +659,7 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
                 return r;
         if (r == 0) {
                 if ((r = policy_net(facts, &config->net, overrides, &plan)) < 0 ||
-                    (r = owners_unmanaged(facts, config, overrides, &plan)) < 0)
+                    (r = owners_unmanaged(facts, h, config, overrides, &plan)) < 0)
                         return r;
                 *ret = plan;
                 plan = (Plan) {};
@@ -671,11 +668,11 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
 
         plan.manage = true;
         const ClassPolicy *cp = &config->classes[plan.class];
-        r = policy_elevator(facts, cp, overrides, &plan);
+        r = policy_elevator(facts, h, cp, overrides, &plan);
         /* another tool's elevator may win: decided before what follows the running elevator */
         if (r >= 0)
-                r = policy_owner(facts, config, overrides, KNOB_ELEVATOR, &plan);
-        if (r >= 0 && facts->elevator_held && plan.elevator && !streq_ptr(plan.elevator, facts->elevator))
+                r = policy_owner(facts, h, config, overrides, KNOB_ELEVATOR, &plan);
+        if (r >= 0 && h->elevator_held && plan.elevator && !streq_ptr(plan.elevator, facts->elevator))
                 /* the line above is blkmqd's wish; apply leaves their elevator (Reassert=no) */
                 r = plan_explain(&plan, facts->name, 0, PLAN_OUTCOME_NOTE, "elevator-external",
                                  "elevator=%s: switched by someone else over blkmqd's %s, left as theirs (Reassert=no) -> "
@@ -683,29 +680,29 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
                                  facts->elevator, plan.elevator, facts->elevator);
         else if (r >= 0 && plan.elevator && !streq_ptr(plan.elevator, facts->elevator))
                 r = explain_known_issue(facts, plan.elevator, true, &plan);
-        if (r >= 0 && facts->elevator_unloaded && streq_ptr(plan.elevator, facts->elevator_unloaded) &&
+        if (r >= 0 && h->elevator_unloaded && streq_ptr(plan.elevator, h->elevator_unloaded) &&
             !streq_ptr(plan.elevator, facts->elevator))
                 /* apply/apply.c elevator_not_loaded(): EINVAL for an elevator no module registered yet */
                 r = plan_explain(&plan, facts->name, KNOB_BIT(KNOB_ELEVATOR), PLAN_OUTCOME_NOTE, "elevator-not-loaded",
                                  "elevator=%s wanted=%s: not registered at blkmqd's switch (EINVAL at %u attempt(s): the kernel's "
                                  "request_module(\"%s-iosched\") did not register it, its module is not installed or not "
                                  "loaded yet) -> retried with backoff, next try %u s after the last; %s's tunables wait for it",
-                                 facts->elevator, plan.elevator, facts->elevator_load_attempts, plan.elevator,
-                                 facts->elevator_retry_sec, plan.elevator);
+                                 facts->elevator, plan.elevator, h->elevator_load_attempts, plan.elevator,
+                                 h->elevator_retry_sec, plan.elevator);
         if (r >= 0)
-                r = policy_rq_affinity(facts, cp, overrides, &plan);
+                r = policy_rq_affinity(facts, h, cp, overrides, &plan);
         if (r >= 0)
-                r = policy_owner(facts, config, overrides, KNOB_RQ_AFFINITY, &plan);
+                r = policy_owner(facts, h, config, overrides, KNOB_RQ_AFFINITY, &plan);
         if (r >= 0)
-                r = policy_nr_requests(facts, overrides, &plan);
+                r = policy_nr_requests(facts, h, overrides, &plan);
         if (r >= 0)
-                r = policy_owner(facts, config, overrides, KNOB_NR_REQUESTS, &plan);
+                r = policy_owner(facts, h, config, overrides, KNOB_NR_REQUESTS, &plan);
         if (r >= 0)
-                r = policy_irq_affinity(facts, cp, overrides, &plan);
+                r = policy_irq_affinity(facts, h, cp, overrides, &plan);
         if (r >= 0)
-                r = policy_owner(facts, config, overrides, KNOB_IRQ_AFFINITY, &plan);
+                r = policy_owner(facts, h, config, overrides, KNOB_IRQ_AFFINITY, &plan);
         if (r >= 0)
-                r = policy_iosched(facts, cp, overrides, &plan);
+                r = policy_iosched(facts, h, cp, overrides, &plan);
         if (r >= 0)
                 r = policy_owner_tunables(facts, config, overrides, &plan);
         if (r >= 0)
@@ -715,11 +712,11 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
         if (r >= 0)
                 r = policy_net(facts, &config->net, overrides, &plan);
         if (r >= 0)
-                r = policy_owner(facts, config, overrides, KNOB_NIC_IRQ_AFFINITY, &plan);
+                r = policy_owner(facts, h, config, overrides, KNOB_NIC_IRQ_AFFINITY, &plan);
         if (r >= 0)
-                r = policy_owner(facts, config, overrides, KNOB_XPS, &plan);
+                r = policy_owner(facts, h, config, overrides, KNOB_XPS, &plan);
         if (r >= 0)
-                r = policy_owner(facts, config, overrides, KNOB_NR_IO_QUEUES, &plan);
+                r = policy_owner(facts, h, config, overrides, KNOB_NR_IO_QUEUES, &plan);
         if (r >= 0)
                 r = policy_owner_irqbalance(facts, &plan);
         if (r < 0)

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "facts.h"
+#include "history.h"
 #include "iosched.h"
 #include "owners.h"
 #include "speed.h"
@@ -462,37 +463,21 @@ DiskClass policy_classify(const DiskFacts *f, char **ret_reason);
 /*
  * Evaluate the policy for one disk.
  *   facts:     gathered facts (must not be NULL)
+ *   history:   what blkmqd itself did (policies/history.h: the originals it recorded, the
+ *              options its modprobe.d gave this boot), NULL for nothing (a first start); a
+ *              layout parameter blkmqd's modprobe.d set at this boot and the running module has
+ *              (policy_layout_by_blkmqd()) classifies the disk as the layout before it, and its
+ *              wish stays
  *   config:    class policies (must not be NULL)
  *   overrides: admin overrides, or NULL for none
- *   speed:     what the disk's I/O measured so far (history: the manager keeps it, speed_feed()),
- *              NULL for nothing (policy_evaluate())
+ *   speed:     what the disk's I/O measured so far (the manager keeps it, speed_feed()), NULL
+ *              for nothing (policy_evaluate())
  *   ret:       the plan; call plan_done() on it
  * Returns 0 or -ENOMEM. An override the device cannot take is not an error: the plan
- * leaves the knob alone and the explanation says why.
+ * leaves the knob alone and the explanation says why. Pure.
  */
-int policy_evaluate_measured(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
-                             const SpeedState *speed, Plan *ret);
-
-/*
- * What blkmqd itself did before this evaluation, an input of its own, not a fact (DESIGN:
- * decisions are fixed points of their own effect): a rule whose cause blkmqd's own change
- * removes decides from the state before that change, so a wish that took effect stays wanted
- * until the config or a restore says otherwise. Zero-initialised = blkmqd did nothing.
- */
-typedef struct PolicyHistory {
-        /* The options of blkmqd's own /etc/modprobe.d/zz-blkmqd.conf as this boot's modules read
-         * them (the file predates the boot and is blkmqd's; apply/modules.c keeps them). Not owned. */
-        const ModuleWish *boot_modules;
-        size_t n_boot_modules;
-} PolicyHistory;
-
-/*
- * policy_evaluate_measured() told what blkmqd did (history, NULL for nothing): a layout
- * parameter blkmqd's modprobe.d set at this boot and the running module has
- * (policy_layout_by_blkmqd()) classifies the disk as the layout before it, and its wish stays.
- */
-int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, const PolicyOverrides *overrides,
-                            const SpeedState *speed, const PolicyHistory *history, Plan *ret);
+int policy_evaluate_measured(const DiskFacts *facts, const PolicyHistory *history, const PolicyConfig *config,
+                             const PolicyOverrides *overrides, const SpeedState *speed, Plan *ret);
 
 /*
  * The queue-layout module parameter of f's driver whose running value blkmqd's own modprobe.d
@@ -502,8 +487,9 @@ int policy_evaluate_history(const DiskFacts *facts, const PolicyConfig *config, 
  * The disk's one hctx is then blkmqd's effect, not the disk's nature. Pure.
  */
 const ModuleParamFacts *policy_layout_by_blkmqd(const DiskFacts *f, const PolicyHistory *history);
-/* policy_evaluate_measured() without a measurement (a disk idle since blkmqd started). */
-int policy_evaluate(const DiskFacts *facts, const PolicyConfig *config,
+/* policy_evaluate_measured() without a measurement (a disk idle since blkmqd started): the same
+ * arguments, the same returns. */
+int policy_evaluate(const DiskFacts *facts, const PolicyHistory *history, const PolicyConfig *config,
                     const PolicyOverrides *overrides, Plan *ret);
 
 /* Slow or fast for the class: a trusted rotational=1 (a seeking medium, whatever a window

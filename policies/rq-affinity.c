@@ -36,7 +36,7 @@ bool rq_affinity_ignored(const DiskFacts *f) {
         "return false whatever it is (block/blk-mq.c, \"blk-mq: Don't complete on a remote CPU in force threaded mode\", " \
         "5.11), so completions run where the interrupt thread runs"
 
-int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+int policy_rq_affinity(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
         const char *cls = disk_class_to_string(plan->class);
         char want[16];
 
@@ -47,10 +47,10 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
         /* blkmqd wrote the value the disk has (an override, or one taken back): the class
          * decides from the one blkmqd found, and a plan without a wish puts it back
          * (apply/apply.c queue_knob_no_wish()): that is no "left alone" and no "kept" */
-        bool wrote = f->rq_affinity_before >= 0 && f->rq_affinity_before != f->rq_affinity;
+        bool wrote = h->rq_affinity_before >= 0 && h->rq_affinity_before != f->rq_affinity;
         char before[48] = "";
         if (wrote)
-                snprintf(before, sizeof(before), " (%d before blkmqd wrote it)", f->rq_affinity_before);
+                snprintf(before, sizeof(before), " (%d before blkmqd wrote it)", h->rq_affinity_before);
 
         bool ignored = rq_affinity_ignored(f);
         if (ignored && !o->rq_affinity) {
@@ -59,7 +59,7 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
                         snprintf(wish, sizeof(wish), "the class's %d not written", cp->rq_affinity);
                 char undone[80] = "";
                 if (wrote)
-                        snprintf(undone, sizeof(undone), ", blkmqd's write undone: rq_affinity=%d restored", f->rq_affinity_before);
+                        snprintf(undone, sizeof(undone), ", blkmqd's write undone: rq_affinity=%d restored", h->rq_affinity_before);
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
                                     "rq-affinity-forced-threading",
                                     "class=%s rq_affinity=%d%s -> rq_affinity left alone (%s)%s; " RQ_AFFINITY_IGNORED_WHY,
@@ -70,7 +70,7 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
                         return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE,
                                             RULE_OF_ORIGIN(o, KNOB_RQ_AFFINITY),
                                             "%s=keep rq_affinity=%d%s -> no wish, blkmqd's write undone: rq_affinity=%d restored",
-                                            override_label(o, KNOB_RQ_AFFINITY), f->rq_affinity, before, f->rq_affinity_before);
+                                            override_label(o, KNOB_RQ_AFFINITY), f->rq_affinity, before, h->rq_affinity_before);
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_ORIGIN(o, KNOB_RQ_AFFINITY),
                                     "%s=keep rq_affinity=%d -> rq_affinity left alone", override_label(o, KNOB_RQ_AFFINITY),
                                     f->rq_affinity);
@@ -93,8 +93,8 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
         if (cp->rq_affinity < 0 && wrote)
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_CLASS("rq-affinity", cls),
                                     "class=%s rq_affinity=%d (%d before blkmqd wrote it) -> no wish, blkmqd's write undone: "
-                                    "rq_affinity=%d restored (no class setting, 1 is the kernel default)", cls, f->rq_affinity, f->rq_affinity_before,
-                                    f->rq_affinity_before);
+                                    "rq_affinity=%d restored (no class setting, 1 is the kernel default)", cls, f->rq_affinity, h->rq_affinity_before,
+                                    h->rq_affinity_before);
         if (cp->rq_affinity < 0)
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_LEFT_ALONE, RULE_OF_CLASS("rq-affinity", cls),
                                     "class=%s rq_affinity=%d -> rq_affinity left alone: no class setting, 1 is the kernel default; "
@@ -107,8 +107,8 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
         if (wrote)
                 return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("rq-affinity", cls),
                                     "class=%s rq_affinity=%d (%d before blkmqd wrote it) -> rq_affinity=%s%s",
-                                    cls, f->rq_affinity, f->rq_affinity_before, want,
-                                    f->rq_affinity_before == cp->rq_affinity ? ", restored" : "");
+                                    cls, f->rq_affinity, h->rq_affinity_before, want,
+                                    h->rq_affinity_before == cp->rq_affinity ? ", restored" : "");
         return plan_explain(plan, f->name, KNOB_BIT(KNOB_RQ_AFFINITY), PLAN_OUTCOME_PLANNED, RULE_OF_CLASS("rq-affinity", cls),
                             "class=%s rq_affinity=%d -> rq_affinity=%s%s",
                             cls, f->rq_affinity, want, f->rq_affinity == cp->rq_affinity ? ", kept" : "");
@@ -121,10 +121,10 @@ int policy_rq_affinity(const DiskFacts *f, const ClassPolicy *cp, const PolicyOv
  * default (blk_mq_init_sched(), block/blk-mq-sched.c), so a switch blkmqd plans or made is explained here; an
  * override is written after the switch, within what the new elevator accepts.
  */
-int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan) {
-        const char *target = policy_target_elevator(f, plan);
+int policy_nr_requests(const DiskFacts *f, const PolicyHistory *h, const PolicyOverrides *o, Plan *plan) {
+        const char *target = policy_target_elevator(f, h, plan);
         bool planned_switch = target && f->elevator && !streq(target, f->elevator);
-        bool made_switch = !planned_switch && f->elevator_before && f->elevator && !streq(f->elevator_before, f->elevator);
+        bool made_switch = !planned_switch && h->elevator_before && f->elevator && !streq(h->elevator_before, f->elevator);
         char now[32] = "unknown";
 
         if (disk_facts_known(f, FACT_NR_REQUESTS))
@@ -143,15 +143,15 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
                                             "nr-requests-elevator-switch",
                                             "nr_requests=%s: reset by the kernel when blkmqd switched the elevator %s -> %s; "
                                             "no override, so it is not written (the value before comes back when the elevator is restored)",
-                                            now, f->elevator_before, f->elevator);
-                if (f->nr_requests_before >= 0 && f->nr_requests_before != f->nr_requests)
+                                            now, h->elevator_before, f->elevator);
+                if (h->nr_requests_before >= 0 && h->nr_requests_before != f->nr_requests)
                         /* the override that made blkmqd write it was taken back: its write is
                          * undone (apply/apply.c queue_knob_no_wish()), nothing is kept */
                         return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
                                             "nr-requests-no-override",
                                             "nr_requests=%s (%" PRIi64 " before blkmqd wrote it) -> no wish, blkmqd's write undone: "
                                             "nr_requests=%" PRIi64 " restored (no override; the kernel sizes it from the tag set and the elevator)",
-                                            now, f->nr_requests_before, f->nr_requests_before);
+                                            now, h->nr_requests_before, h->nr_requests_before);
                 if (keep)
                         return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_LEFT_ALONE,
                                             RULE_OF_ORIGIN(o, KNOB_NR_REQUESTS), "%s=keep nr_requests=%s -> nr_requests left alone",
@@ -179,11 +179,11 @@ int policy_nr_requests(const DiskFacts *f, const PolicyOverrides *o, Plan *plan)
         char after[96] = "";
         if (planned_switch || made_switch)
                 snprintf(after, sizeof(after), ", written after the elevator switch %s -> %s (which resets it)",
-                         planned_switch ? f->elevator : f->elevator_before, planned_switch ? target : f->elevator);
+                         planned_switch ? f->elevator : h->elevator_before, planned_switch ? target : f->elevator);
         /* blkmqd wrote the value the disk has (not an elevator switch's reset: that is said in after) */
         char before[48] = "";
-        if (!planned_switch && !made_switch && f->nr_requests_before >= 0 && f->nr_requests_before != f->nr_requests)
-                snprintf(before, sizeof(before), " (%" PRIi64 " before blkmqd wrote it)", f->nr_requests_before);
+        if (!planned_switch && !made_switch && h->nr_requests_before >= 0 && h->nr_requests_before != f->nr_requests)
+                snprintf(before, sizeof(before), " (%" PRIi64 " before blkmqd wrote it)", h->nr_requests_before);
         return plan_explain(plan, f->name, KNOB_BIT(KNOB_NR_REQUESTS), PLAN_OUTCOME_PLANNED, RULE_OF_ORIGIN(o, KNOB_NR_REQUESTS),
                             "%s=%s nr_requests=%s%s -> nr_requests=%" PRIu64 "%s%s",
                             override_label(o, KNOB_NR_REQUESTS), o->nr_requests, now, before, v, capped, after);

@@ -6,16 +6,41 @@
  *
  *   test_check_plan_entries(disk, plan)   every entry's fields agree with its line and the plan
  *   test_policy_config_init(c, virt, trust)  the shipped defaults as the suites run them
+ *   test_evaluate_as_manager(d, mods, config, o)  d's plan with the history the manager gives
  */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "apply.h"
 #include "macro.h"
+#include "modules.h"
 #include "policy.h"
 #include "strv.h"
 #include "tap.h"
+
+/*
+ * d's plan as the manager evaluates it (manager/pipeline.c evaluate_policy()), d->facts just
+ * gathered: with the history apply_history() takes from d's records (Reassert=no), d->facts'
+ * IRQ map made with it (disk_facts_remap_irqs(): a gather maps without it) and what mods (NULL:
+ * none) gave this boot (modules_history()). d->plan is replaced. Returns policy_evaluate()'s
+ * (0 or -ENOMEM).
+ */
+static inline int test_evaluate_as_manager(Device *d, const Modules *mods, const PolicyConfig *config,
+                                           const PolicyOverrides *o) {
+        PolicyHistory history = POLICY_HISTORY_INIT;
+        int r = apply_history(d, /* reassert = */ false, &history);
+        if (r >= 0)
+                r = disk_facts_remap_irqs(d->facts, NULL, &history);
+        if (mods)
+                modules_history(mods, &history);
+        plan_done(&d->plan);
+        if (r >= 0)
+                r = policy_evaluate(d->facts, &history, config, o, &d->plan);
+        policy_history_done(&history);
+        return r;
+}
 
 /*
  * policy_config_init_defaults(), then what the suites opt in (docs/TESTING.md "Virtual devices

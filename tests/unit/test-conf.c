@@ -673,7 +673,7 @@ static void test_matches(void) {
            "[Device:ssd]\nMatchRotational=no\nEnabled=no\n", &c);
         {
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(sda, &c.policy, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(sda, NULL, &c.policy, NULL, &p), 0);
                 CHECK_STR(p.elevator, "kyber");         /* big-hba, later than all-sd */
                 CHECK_STR(p.rq_affinity, "0");          /* all-sd: the only rule setting it */
                 bool seen = false;
@@ -685,13 +685,13 @@ static void test_matches(void) {
                 PolicyOverrides admin = {};
                 CHECK_INT(policy_overrides_set(&admin, KNOB_ELEVATOR, "mq-deadline"), 0);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(sda, &c.policy, &admin, &p), 0);
+                CHECK_INT(policy_evaluate(sda, NULL, &c.policy, &admin, &p), 0);
                 CHECK_STR(p.elevator, "mq-deadline");
                 policy_overrides_done(&admin);
         }
         {
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(nvme, &c.policy, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(nvme, NULL, &c.policy, NULL, &p), 0);
                 CHECK(!p.manage);                       /* [Device:ssd] Enabled=no */
                 CHECK_NULL(p.elevator);
         }
@@ -703,7 +703,7 @@ static void test_matches(void) {
         OK("[Device:x (rule spoof)]\nMatchName=sd*\nElevator=bfq\n", &c);
         {
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(sda, &c.policy, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(sda, NULL, &c.policy, NULL, &p), 0);
                 CHECK_STR(p.elevator, "bfq");
                 size_t quoting = 0;
                 PLAN_FOREACH_ENTRY(e, &p) {

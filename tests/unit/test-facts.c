@@ -272,13 +272,13 @@ static void test_shared_irqs(void) {
         }
         CHECK(a->irqs == b->irqs && a->irqs_shared && a->irqs_shared->refs == 2);
         /* hctx 0 and 1 by order, as the vectors say already: still shared */
-        CHECK_INT(disk_facts_map_irqs(a), 0);
+        CHECK_INT(disk_facts_map_irqs(a, NULL), 0);
         CHECK_STR(a->irq_mapping, "order");
         CHECK(a->irqs == b->irqs && a->irqs_shared == b->irqs_shared);
         /* a poll hctx 0 on b: one hctx with a vector, two queue vectors, no cpu_list to match
          * by: none mapped, which changes both: b's own copy */
         b->hctx[0].type = HCTX_TYPE_POLL;
-        CHECK_INT(disk_facts_map_irqs(b), 0);
+        CHECK_INT(disk_facts_map_irqs(b, NULL), 0);
         CHECK(b->irqs != a->irqs && !b->irqs_shared);
         CHECK_INT(a->irqs[0].hctx, 0);                  /* a's unchanged */
         CHECK_INT(a->irqs_shared->refs, 1);

@@ -142,7 +142,7 @@ int main(void) {
         CHECK(strv_extend(&f->elevators, "mq-deadline") >= 0 && strv_extend(&f->elevators, "bfq") >= 0 &&
               strv_extend(&f->elevators, "none") >= 0);
         f->kernel_release = strdup("5.17.15");
-        CHECK_INT(policy_evaluate(f, &cfg, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &cfg, NULL, &p), 0);
         bool found = false;
         PLAN_FOREACH_ENTRY(l, &p)
                 found = found || (strstr(l->text, "sdx: elevator=bfq kernel=5.17.15 -> known issue: bfq waker") &&
@@ -151,7 +151,7 @@ int main(void) {
         plan_done(&p);
         free(f->kernel_release);
         f->kernel_release = strdup("6.1.0-57-amd64");
-        CHECK_INT(policy_evaluate(f, &cfg, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &cfg, NULL, &p), 0);
         PLAN_FOREACH_ENTRY(l, &p)
                 CHECK(!strstr(l->text, "known issue"));
         plan_done(&p);
@@ -165,7 +165,7 @@ int main(void) {
         f->iosched_elevator = strdup("bfq");
         cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].iosched[IOSCHED_BFQ_SLICE_IDLE] = strdup("0");
         cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].iosched[IOSCHED_DEADLINE_FIFO_BATCH] = strdup("32");
-        CHECK_INT(policy_evaluate(f, &cfg, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &cfg, NULL, &p), 0);
         CHECK(p.iosched[IOSCHED_BFQ_SLICE_IDLE] && streq(p.iosched[IOSCHED_BFQ_SLICE_IDLE], "0"));
         CHECK(!p.iosched[IOSCHED_DEADLINE_FIFO_BATCH]);          /* mq-deadline does not run */
         found = false;
@@ -183,7 +183,7 @@ int main(void) {
         CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_BFQ_SLICE_IDLE, "4"), 0);
         CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_KYBER_READ_LAT_NSEC, "1000"), 0);
         CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_BFQ_MAX_BUDGET, "100"), 0);
-        CHECK_INT(policy_evaluate(f, &cfg, &o, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &cfg, &o, &p), 0);
         CHECK(p.iosched[IOSCHED_BFQ_SLICE_IDLE] && streq(p.iosched[IOSCHED_BFQ_SLICE_IDLE], "4"));
         CHECK(!p.iosched[IOSCHED_KYBER_READ_LAT_NSEC]);
         CHECK(!p.iosched[IOSCHED_BFQ_MAX_BUDGET]);
@@ -197,7 +197,7 @@ int main(void) {
         CHECK(waits && missing);
         plan_done(&p);
         CHECK_INT(policy_overrides_set_iosched(&o, IOSCHED_BFQ_SLICE_IDLE_US, "500"), 0);
-        CHECK_INT(policy_evaluate(f, &cfg, &o, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &cfg, &o, &p), 0);
         CHECK(!p.iosched[IOSCHED_BFQ_SLICE_IDLE]);
         CHECK(p.iosched[IOSCHED_BFQ_SLICE_IDLE_US] && streq(p.iosched[IOSCHED_BFQ_SLICE_IDLE_US], "500"));
         found = false;
@@ -232,7 +232,7 @@ int main(void) {
         /* a switch blkmqd plans: the new elevator's tunables, written after it */
         cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].elevators = strv_free(cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].elevators);
         CHECK_INT(strv_extend(&cfg.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].elevators, "mq-deadline"), 0);
-        CHECK_INT(policy_evaluate(f, &cfg, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &cfg, NULL, &p), 0);
         CHECK(p.elevator && streq(p.elevator, "mq-deadline"));
         CHECK(p.iosched[IOSCHED_DEADLINE_FIFO_BATCH] && streq(p.iosched[IOSCHED_DEADLINE_FIFO_BATCH], "32"));
         CHECK(!p.iosched[IOSCHED_BFQ_SLICE_IDLE]);
@@ -245,7 +245,7 @@ int main(void) {
 
         /* an unmanaged disk (policy/enabled 0) wants nothing */
         o = (PolicyOverrides) { .disabled = true };
-        CHECK_INT(policy_evaluate(f, &cfg, &o, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &cfg, &o, &p), 0);
         for (IoschedTunable k = 0; k < _IOSCHED_TUNABLE_MAX; k++)
                 CHECK(!p.iosched[k]);
         plan_done(&p);

@@ -149,7 +149,7 @@ static void test_rule(void) {
 
         /* the example: 4 hctx over 2 channels, IRQ 40 -> cpu0, 41 -> cpu1, 4 I/O queues */
         DiskFacts *f = make(4, 2, (const unsigned[]) { 0, 1 }, 4, false);
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK(has_line(&p, "nvme1n1: 4 hctx over eth1 (2 combined channels; IRQ 40 -> cpu0, IRQ 41 -> cpu1); "
                            "hctx 2-3 have no NIC queue on their CPUs"));
         CHECK_STR(p.nic_irq_affinity, "40:0-1 41:2-3");
@@ -166,7 +166,7 @@ static void test_rule(void) {
                 free(f->net->nic->xps[i]);
                 f->net->nic->xps[i] = strdup(f->hctx[i].cpu_list);
         }
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_STR(p.net_alignment, "aligned: 4 hctx over 4 NIC queue(s) of eth1");
         CHECK_NULL(p.nr_io_queues);
         CHECK_INT(p.net_hctx_without_queue, 0);
@@ -178,7 +178,7 @@ static void test_rule(void) {
         /* managed NIC vectors are never wished for */
         disk_facts_free(f);
         f = make(4, 2, (const unsigned[]) { 0, 1 }, 4, true);
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_NULL(p.nic_irq_affinity);
         CHECK_STR(p.xps, "eth1/tx-0:0-1 eth1/tx-1:2-3");
         CHECK(has_line(&p, "2 managed NIC vector(s) left to the kernel"));
@@ -189,7 +189,7 @@ static void test_rule(void) {
         f = make(8, 2, (const unsigned[]) { 0, 1 }, 8, false);
         config.net.nic_irq_follow_hctx = false;
         config.net.propose_nr_io_queues = false;
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_NULL(p.nic_irq_affinity);
         CHECK_NULL(p.nr_io_queues);
         CHECK_STR(p.xps, "eth1/tx-0:0-3 eth1/tx-1:4-7");
@@ -199,7 +199,7 @@ static void test_rule(void) {
         CHECK_INT(policy_overrides_set(&o, KNOB_NIC_IRQ_AFFINITY, "hctx"), 0);
         CHECK_INT(policy_overrides_set(&o, KNOB_XPS, "keep"), 0);
         CHECK_INT(policy_overrides_set(&o, KNOB_NR_IO_QUEUES, "4"), 0);
-        CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, &o, &p), 0);
         CHECK_STR(p.nic_irq_affinity, "40:0-3 41:4-7");
         CHECK_NULL(p.xps);
         CHECK_STR(p.nr_io_queues, "nr_io_queues=4");
@@ -209,7 +209,7 @@ static void test_rule(void) {
 
         /* policy/enabled=0: alignment shown, nothing wished */
         o.disabled = true;
-        CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, &o, &p), 0);
         CHECK(p.net_alignment && startswith(p.net_alignment, "misaligned: "));
         CHECK_NULL(p.nic_irq_affinity);
         CHECK_NULL(p.xps);
@@ -220,7 +220,7 @@ static void test_rule(void) {
         /* more NIC queues than hctx: queue i serves hctx i, the rest none */
         disk_facts_free(f);
         f = make(2, 4, (const unsigned[]) { 0, 0, 0, 0 }, 2, false);
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_STR(p.nic_irq_affinity, "40:0 41:1");
         CHECK_STR(p.xps, "eth1/tx-0:0 eth1/tx-1:1");
         CHECK_NULL(p.nr_io_queues);
@@ -230,7 +230,7 @@ static void test_rule(void) {
         f->net->nic->combined = 0;
         nic_facts_set_unknown(f->net->nic, NIC_FACT_CHANNELS, "ethtool channels: not supported by the driver (EOPNOTSUPP)");
         nic_facts_set_unknown(f->net->nic, NIC_FACT_TX_QUEUES, "class/net/eth1/queues: not present");
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_STR(p.net_alignment, "unknown: ethtool channels: not supported by the driver (EOPNOTSUPP)");
         CHECK_NULL(p.nic_irq_affinity);
         plan_done(&p);
@@ -239,7 +239,7 @@ static void test_rule(void) {
         disk_facts_free(f);
         f = make(4, 1, (const unsigned[]) { 0 }, 4, false);
         f->net->nic->virtual_reason = strdup("a software interface (veth) without a parent device: no hardware queue or interrupt to align");
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK(p.net_alignment && startswith(p.net_alignment, "not applicable: eth1 is virtual: a software interface (veth)"));
         CHECK_NULL(p.nic_irq_affinity);
         CHECK_NULL(p.xps);
@@ -248,7 +248,7 @@ static void test_rule(void) {
 
         /* a bio-based multipath head has no hctx: not applicable */
         f->has_mq = false;
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK(p.net_alignment && startswith(p.net_alignment, "not applicable: no blk-mq queue here"));
         CHECK_NULL(p.nic_irq_affinity);
         plan_done(&p);
@@ -256,7 +256,7 @@ static void test_rule(void) {
         /* built without libnl */
         f->has_mq = true;
         f->net->unavailable = strdup("built without libnl");
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK(has_line(&p, "nvme1n1: network facts: unavailable (built without libnl) (rule net-align-unavailable)"));
         CHECK_STR(p.net_alignment, "unavailable: built without libnl");
         char *s = NULL;
@@ -273,7 +273,7 @@ static void test_rule(void) {
         f->net->unavailable = NULL;
         net_facts_free(f->net);
         f->net = NULL;
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_NULL(p.net_alignment);
         CHECK_NULL(p.nic_irq_affinity);
         plan_done(&p);
@@ -323,7 +323,7 @@ static void test_maps(void) {
         /* nr_io_queues=2,nr_write_queues=2 on 4 CPUs (6.12: "mapped 2/2/0"), virtio-net's own
          * placement: queue 0 on CPUs 0-1, queue 1 on 2-3: aligned, nothing to change or propose */
         DiskFacts *f = make_maps(4, (const char *[]) { "0-1", "2-3", "0-1", "2-3" }, dr, 2, 2, (const char *[]) { "0-1", "2-3" }, 4);
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_STR(p.net_alignment, "aligned: 4 hctx over 2 NIC queue(s) of eth1");
         CHECK_STR(p.nic_irq_affinity, "40:0-1 41:2-3");
         CHECK_STR(p.xps, "eth1/tx-0:0-1 eth1/tx-1:2-3");
@@ -341,7 +341,7 @@ static void test_maps(void) {
          * nobody can tell apart: unknown, nothing wished */
         disk_facts_free(f);
         f = make_maps(4, (const char *[]) { "0-1", "2-3", "0-1", "2-3" }, NULL, 2, 2, (const char *[]) { "0-1", "2-3" }, 4);
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK(p.net_alignment && startswith(p.net_alignment, "unknown: the hctx cpu_lists overlap (several queue maps)"));
         CHECK(p.net_alignment && strstr(p.net_alignment, "debugfs not mounted"));
         CHECK_NULL(p.nic_irq_affinity);
@@ -352,7 +352,7 @@ static void test_maps(void) {
         /* types unknown but cpu_lists apart: one map */
         disk_facts_free(f);
         f = make_maps(2, (const char *[]) { "0-1", "2-3" }, NULL, 2, 2, (const char *[]) { "0-1", "2-3" }, 2);
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_STR(p.net_alignment, "aligned: 2 hctx over 2 NIC queue(s) of eth1");
         CHECK(p.net_maps && startswith(p.net_maps, "default 2 hctx (0-1) -> eth1 queues 0-1\n(one map: hctxN/type unread"));
         plan_done(&p);
@@ -363,7 +363,7 @@ static void test_maps(void) {
         const HctxType d4r2[] = { HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT,
                                   HCTX_TYPE_READ, HCTX_TYPE_READ };
         f = make_maps(6, (const char *[]) { "0", "1", "2", "3", "0-1", "2-3" }, d4r2, 2, 2, (const char *[]) { "0-1", "2-3" }, 6);
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_STR(p.net_alignment, "misaligned: the default map's 4 hctx over 2 NIC queues");
         CHECK_STR(p.nr_io_queues, "nr_io_queues=2 nr_write_queues=2");
         CHECK_INT(p.net_action, NET_ACTION_RECONNECT);
@@ -376,7 +376,7 @@ static void test_maps(void) {
         /* the same NIC able to run 4 channels: no help, the read map's 2 hctx would then not fit
          * the default map's 4 queues */
         f->net->nic->max_combined = 4;
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_INT(p.net_channels, 0);
         CHECK(p.net_recommended && strstr(p.net_recommended, "not proposed: the maps would still not fit"));
         plan_done(&p);
@@ -386,7 +386,7 @@ static void test_maps(void) {
         const HctxType d4r4[] = { HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT,
                                   HCTX_TYPE_READ, HCTX_TYPE_READ, HCTX_TYPE_READ, HCTX_TYPE_READ };
         f = make_maps(8, (const char *[]) { "0", "1", "2", "3", "0", "1", "2", "3" }, d4r4, 2, 4, (const char *[]) { "0-1", "2-3" }, 8);
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_STR(p.net_alignment, "misaligned: the default map's 4 hctx over 2 NIC queues; the read map's 4 hctx over 2 NIC queues");
         CHECK_INT(p.net_channels, 4);
         CHECK_INT(p.net_action, NET_ACTION_NIC_CHANNELS);
@@ -397,7 +397,7 @@ static void test_maps(void) {
                            "(recommended)"));
         plan_done(&p);
         config.net.propose_nic_channels = false;        /* NicChannels=keep */
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_INT(p.net_channels, 0);
         CHECK_INT(p.net_action, NET_ACTION_RECONNECT);
         CHECK(p.net_recommended && strstr(p.net_recommended, "not proposed: NicChannels=keep"));
@@ -409,7 +409,7 @@ static void test_maps(void) {
         disk_facts_free(f);
         const HctxType d2p1[] = { HCTX_TYPE_DEFAULT, HCTX_TYPE_DEFAULT, HCTX_TYPE_POLL };
         f = make_maps(3, (const char *[]) { "0-1", "2-3", "0-3" }, d2p1, 2, 2, (const char *[]) { "0-1", "2-3" }, 3);
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_STR(p.net_alignment, "misaligned: the poll map's 1 hctx do not fit the placement of the maps before it on 2 NIC queues");
         CHECK_STR(p.nic_irq_affinity, "40:0-1 41:2-3");
         CHECK_STR(p.nr_io_queues, "nr_io_queues=2 nr_poll_queues=2");
@@ -420,7 +420,7 @@ static void test_maps(void) {
         disk_facts_free(f);
         f = make(4, 2, (const unsigned[]) { 0, 2 }, 4, false);
         f->net->nic->max_combined = 4;
-        CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
         CHECK_STR(p.nr_io_queues, "nr_io_queues=2");
         CHECK_INT(p.net_channels, 4);
         CHECK_INT(p.net_action, NET_ACTION_NIC_CHANNELS);
@@ -429,7 +429,7 @@ static void test_maps(void) {
         /* what is in use is never proposed: nr_io_queues 4 asked for (override) with 4 in use */
         PolicyOverrides o = {};
         CHECK_INT(policy_overrides_set(&o, KNOB_NR_IO_QUEUES, "4"), 0);
-        CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &config, &o, &p), 0);
         CHECK_NULL(p.nr_io_queues);
         plan_done(&p);
         policy_overrides_done(&o);

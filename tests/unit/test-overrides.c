@@ -310,7 +310,7 @@ static void test_module_params(void) {
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "5.10.0-28-amd64", "1", true, TRISTATE_YES, 64);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK_INT(p.class, DISK_CLASS_MANY_HCTX_SLOW);
                 CHECK_INT(p.n_modules, 1);
                 check_wish(__LINE__, &p, "megaraid_sas", "host_tagset_enable", "0", true);
@@ -323,7 +323,7 @@ static void test_module_params(void) {
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("mpt3sas", "5.11.22", "1", true, TRISTATE_YES, 8);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 check_wish(__LINE__, &p, "mpt3sas", "host_tagset_enable", "0", true);
         }
         /* 5.12 and 6.1 have the fix: nothing proposed by default, the reason is explained */
@@ -331,7 +331,7 @@ static void test_module_params(void) {
         for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", fixed[i], "1", true, TRISTATE_YES, 64);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK_INT(p.n_modules, 0);
                 CHECK(explain_has(&p, "single-queue elevator fix"));
         }
@@ -340,7 +340,7 @@ static void test_module_params(void) {
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "6.1.0-28-amd64", "1", true, TRISTATE_YES, 64);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK_INT(p.n_modules, 1);
                 check_wish(__LINE__, &p, "megaraid_sas", "host_tagset_enable", "0", true);
         }
@@ -349,7 +349,7 @@ static void test_module_params(void) {
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "5.10.0-28-amd64", "1", true, TRISTATE_YES, 64);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK_INT(p.n_modules, 0);
                 CHECK(explain_has(&p, "HostTagset=keep"));
         }
@@ -358,7 +358,7 @@ static void test_module_params(void) {
         for (int have = 0; have <= 1; have++) {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "5.10.0-28-amd64", NULL, have, TRISTATE_YES, 64);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK_INT(p.n_modules, 0);
                 CHECK(explain_has(&p, "no such parameter"));
         }
@@ -366,7 +366,7 @@ static void test_module_params(void) {
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "5.10.0-28-amd64", "1", true, TRISTATE_NO, 64);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK_INT(p.class, DISK_CLASS_SHARED_TAGS);
                 CHECK_INT(p.n_modules, 0);
         }
@@ -374,7 +374,7 @@ static void test_module_params(void) {
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("smartpqi", "5.10.0-28-amd64", "1", true, TRISTATE_YES, 64);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK_INT(p.n_modules, 0);
         }
         /* policy/enabled=0: a disk left alone wants nothing */
@@ -382,7 +382,7 @@ static void test_module_params(void) {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "5.10.0-28-amd64", "1", true, TRISTATE_YES, 64);
                 _cleanup_(plan_done) Plan p = {};
                 PolicyOverrides o = { .disabled = true };
-                CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, &o, &p), 0);
                 CHECK(!p.manage);
                 CHECK_INT(p.n_modules, 0);
         }
@@ -395,7 +395,7 @@ static void test_module_params(void) {
                 f->transport = strdup("virtio");
                 f->shared_tags = TRISTATE_NO;
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK_INT(p.n_modules, 1);
                 check_wish(__LINE__, &p, "virtio_blk", "num_request_queues", "1", false);
                 CHECK(explain_has(&p, "config [Module:virtio_blk] num_request_queues=1"));
@@ -404,7 +404,7 @@ static void test_module_params(void) {
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "6.1.0-28-amd64", "1", true, TRISTATE_YES, 64);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK_INT(p.n_modules, 0);
         }
         policy_config_done(&c);
@@ -437,7 +437,7 @@ static void test_idle_overrides(void) {
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "6.1.0-28-amd64", "1", true, TRISTATE_YES, 4);
                 _cleanup_(plan_done) Plan p = {}, q = {};
-                CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, &o, &p), 0);
                 CHECK(explain_has(&p, "no request-queue IRQ vectors (no MSI/MSI-X vectors: legacy INTx interrupts); "
                                       "policy/irq_affinity=0 has nothing to act on (rule irq-affinity-none)"));
                 CHECK(explain_has(&p, "not a network block device; policy/xps=hctx has nothing to act on; "
@@ -446,7 +446,7 @@ static void test_idle_overrides(void) {
                 if (tap_failed)
                         dump_explain(&p);
                 /* without overrides the lines say nothing of them */
-                CHECK_INT(policy_evaluate(f, &c, NULL, &q), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &q), 0);
                 CHECK(explain_has(&q, "(rule irq-affinity-none)") && !explain_has(&q, "nothing to act on"));
         }
         /* "keep" asks for nothing: it is not an override with nothing to act on (a first-time
@@ -458,7 +458,7 @@ static void test_idle_overrides(void) {
                 CHECK_INT(policy_overrides_set(&k, KNOB_NR_IO_QUEUES, "2"), 0);
                 _cleanup_(disk_facts_freep) DiskFacts *f = make_hba_disk("megaraid_sas", "6.1.0-28-amd64", "1", true, TRISTATE_YES, 4);
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, &k, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, &k, &p), 0);
                 CHECK(explain_has(&p, "not a network block device; policy/nr_io_queues=2 has nothing to act on (rule net-align-local)"));
                 CHECK(!explain_has(&p, "=keep has nothing to act on"));
                 if (tap_failed)
@@ -473,7 +473,7 @@ static void test_idle_overrides(void) {
                 for (int i = 0; i < 2; i++)
                         f->irqs[i] = (IrqFacts) { .irq = 40 + i, .managed = TRISTATE_YES, .queue = true, .hctx = i };
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, &o, &p), 0);
                 CHECK(explain_has(&p, "managed by kernel; policy/irq_affinity=0 has nothing to act on (rule irq-affinity-managed)"));
                 CHECK(!p.irq_affinity);
                 if (tap_failed)
@@ -493,18 +493,19 @@ static void test_override_before(void) {
         /* mq-deadline already: no switch (after one, nr_requests is the kernel's reset, said so) */
         _cleanup_(disk_facts_freep) DiskFacts *f = make_disk("[mq-deadline] kyber bfq none\n", 128, 0);
         f->rq_affinity = 2;
-        f->rq_affinity_before = 1;
         f->nr_requests = 64;
-        f->nr_requests_before = 128;
+        PolicyHistory h = POLICY_HISTORY_INIT;
+        h.rq_affinity_before = 1;
+        h.nr_requests_before = 128;
         _cleanup_(plan_done) Plan p = {}, q = {};
-        CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+        CHECK_INT(policy_evaluate(f, &h, &c, &o, &p), 0);
         CHECK(explain_has(&p, "policy/rq_affinity=2 rq_affinity=2 (1 before blkmqd wrote it) -> rq_affinity=2"));
         CHECK(explain_has(&p, "policy/nr_requests=64 nr_requests=64 (128 before blkmqd wrote it) -> nr_requests=64"));
         if (tap_failed)
                 dump_explain(&p);
         /* nothing written by blkmqd: no "before" */
-        f->rq_affinity_before = f->nr_requests_before = -1;
-        CHECK_INT(policy_evaluate(f, &c, &o, &q), 0);
+        h.rq_affinity_before = h.nr_requests_before = -1;
+        CHECK_INT(policy_evaluate(f, &h, &c, &o, &q), 0);
         CHECK(explain_has(&q, "policy/rq_affinity=2 rq_affinity=2 -> rq_affinity=2") && !explain_has(&q, "before blkmqd wrote"));
         policy_overrides_done(&o);
         policy_config_done(&c);
@@ -534,7 +535,7 @@ static void test_keep(void) {
         c.classes[DISK_CLASS_SINGLE_QUEUE_ROTATIONAL].irq_follow_hctx = true;
         {
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
                 CHECK(p.elevator && streq(p.elevator, "mq-deadline") && p.rq_affinity && p.irq_affinity);
         }
         PolicyOverrides o = {};
@@ -542,7 +543,7 @@ static void test_keep(void) {
                 CHECK_INT(policy_overrides_set(&o, k, "keep"), 0);
         {
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, &o, &p), 0);
                 CHECK(p.elevator && streq(p.elevator, "none"));
                 CHECK(!p.rq_affinity && !p.nr_requests && !p.irq_affinity);
                 CHECK(explain_has(&p, "policy/elevator=keep elevator=none -> elevator=none, kept (rule override)"));
@@ -555,13 +556,14 @@ static void test_keep(void) {
         /* blkmqd had switched the elevator and written rq_affinity and an IRQ: put back */
         free(f->elevator);
         f->elevator = strdup("mq-deadline");
-        f->elevator_before = strdup("none");
         f->rq_affinity = 2;
-        f->rq_affinity_before = 1;
-        f->irq_written = 1;
+        PolicyHistory h = POLICY_HISTORY_INIT;
+        h.elevator_before = (char *) "none";    /* not owned: no policy_history_done() */
+        h.rq_affinity_before = 1;
+        h.irq_written = 1;
         {
                 _cleanup_(plan_done) Plan p = {};
-                CHECK_INT(policy_evaluate(f, &c, &o, &p), 0);
+                CHECK_INT(policy_evaluate(f, &h, &c, &o, &p), 0);
                 CHECK(p.elevator && streq(p.elevator, "none"));
                 CHECK(!p.rq_affinity && !p.irq_affinity);
                 CHECK(explain_has(&p, "policy/elevator=keep elevator=mq-deadline (none before blkmqd switched it) -> elevator=none, restored"));

@@ -81,7 +81,7 @@ static void eval(const Disk *d, const PolicyOverrides *o, DiskClass cls, bool ma
         _cleanup_(disk_facts_freep) DiskFacts *f = make(d);
         Plan p = {};
 
-        int r = policy_evaluate(f, &config, o, &p);
+        int r = policy_evaluate(f, NULL, &config, o, &p);
         CHECK_INT(r, 0);
         if (p.class != cls)
                 TAP_FAIL("%s: class %s, expected %s", d->name, disk_class_to_string(p.class), disk_class_to_string(cls));
@@ -377,7 +377,7 @@ static void test_many_hctx_slow_never_unlisted(void) {
                                                            .scheduler = scheds[s], .stacked = st };
                                                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&d);
                                                 _cleanup_(plan_done) Plan p = {};
-                                                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                                                CHECK_INT(policy_evaluate(f, NULL, &config, NULL, &p), 0);
                                                 if (p.elevator && !strv_contains(f->elevators, p.elevator))
                                                         TAP_FAIL("sched \"%s\" class %s: plan %s not offered", scheds[s],
                                                                  disk_class_to_string(p.class), p.elevator);
@@ -408,8 +408,9 @@ static void test_zoned(void) {
         /* mq-deadline blkmqd switched to is not "kept" */
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&zns);
-                f->elevator_before = strdup("none");
-                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                PolicyHistory h = POLICY_HISTORY_INIT;      /* the strings are not owned */
+                h.elevator_before = (char *) "none";
+                CHECK_INT(policy_evaluate(f, &h, &config, NULL, &p), 0);
                 CHECK(plan_has(&p, "nvme0n1: zoned=host-managed kernel=6.1.0-28-amd64 elevator=mq-deadline (none before blkmqd "
                                    "switched it) -> elevator=mq-deadline: kernel before zone write plugging"));
                 CHECK(!plan_has(&p, "kept"));
@@ -634,7 +635,7 @@ static void test_irq_managed_per_hctx(void) {
         _cleanup_(disk_facts_freep) DiskFacts *a = with_vectors(&d, 1, 4);
         CHECK(irq_affinity_hctx_all_managed(a));
         CHECK(!irq_affinity_needs_map(a));
-        CHECK_INT(policy_evaluate(a, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(a, NULL, &config, NULL, &p), 0);
         CHECK_NULL(p.irq_affinity);
         CHECK_STR(irq_line(&p), "sdm: queue vectors=5 managed=4 hctx=4 -> irq_affinity left alone: every hctx has its own"
                                 " kernel-managed vector, the other 1 serve no hctx (rule irq-affinity-managed)");
@@ -648,7 +649,7 @@ static void test_irq_managed_per_hctx(void) {
         /* nothing unmanaged: no map needed, and the plain "managed by kernel" rule */
         _cleanup_(disk_facts_freep) DiskFacts *c = with_vectors(&d, 0, 4);
         CHECK(!irq_affinity_needs_map(c));
-        CHECK_INT(policy_evaluate(c, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(c, NULL, &config, NULL, &p), 0);
         CHECK(irq_line(&p) && strstr(irq_line(&p), "(rule irq-affinity-managed)"));
         plan_done(&p);
 
@@ -661,13 +662,14 @@ static void test_irq_managed_per_hctx(void) {
         one.n_hctx = 1;
         one.shared_tags = TRISTATE_NO;
         _cleanup_(disk_facts_freep) DiskFacts *k = with_vectors(&one, 1, 0);
-        CHECK_INT(policy_evaluate(k, &config, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(k, NULL, &config, NULL, &p), 0);
         CHECK_STR(irq_line(&p), "sdm: class=single-queue-rotational queue vectors=1 -> irq_affinity left alone: the class does not "
                                 "place IRQs (IrqAffinity=keep for [Class:single-queue-rotational]) (rule irq-affinity-single-queue-rotational)");
         plan_done(&p);
         /* after an irq_affinity override taken back, blkmqd puts its placement back: no "left alone" */
-        k->irq_written = 1;
-        CHECK_INT(policy_evaluate(k, &config, NULL, &p), 0);
+        PolicyHistory placed = POLICY_HISTORY_INIT;
+        placed.irq_written = 1;
+        CHECK_INT(policy_evaluate(k, &placed, &config, NULL, &p), 0);
         CHECK_STR(irq_line(&p), "sdm: class=single-queue-rotational queue vectors=1 (1 placed by blkmqd) -> no wish, blkmqd's "
                                 "write undone: irq_affinity before blkmqd restored (IrqAffinity=keep for [Class:single-queue-rotational]) "
                                 "(rule irq-affinity-single-queue-rotational)");
@@ -722,7 +724,7 @@ static void test_defaults(void) {
 }
 
 /*
- * Issue 13: the elevator is decided from the one blkmqd found (elevator_before) and explain
+ * Issue 13: the elevator is decided from the one blkmqd found (PolicyHistory.elevator_before) and explain
  * shows both; the nr_requests reset of an elevator switch is explained and an override capped
  * to what the new elevator takes; an admin's enabled=1 wins over a config Enabled=no.
  */
@@ -736,9 +738,10 @@ static void test_state_after_writes(void) {
          * mq-deadline, "keep" means mq-deadline (an override that went back to auto) */
         {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&sq);
-                f->elevator_before = strdup("mq-deadline");
+                PolicyHistory h = POLICY_HISTORY_INIT;      /* the strings are not owned */
+                h.elevator_before = (char *) "mq-deadline";
                 f->nr_requests = 64;
-                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, &h, &config, NULL, &p), 0);
                 CHECK_INT(p.class, DISK_CLASS_SINGLE_QUEUE_FAST);
                 CHECK_STR(p.elevator, "mq-deadline");
                 CHECK_STR(line(&p, 1), "vda: class=single-queue-fast elevator=none (mq-deadline before blkmqd switched it) -> "
@@ -755,21 +758,22 @@ static void test_state_after_writes(void) {
                 Disk b = sq;
                 b.scheduler = "none mq-deadline kyber [bfq]\n";
                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&b);
-                f->elevator_before = strdup("mq-deadline");
+                PolicyHistory h = POLICY_HISTORY_INIT;      /* the strings are not owned */
+                h.elevator_before = (char *) "mq-deadline";
                 PolicyOverrides o = { .elevator = (char *) "bfq" };
-                CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+                CHECK_INT(policy_evaluate(f, &h, &config, &o, &p), 0);
                 CHECK_STR(p.elevator, "bfq");
                 CHECK_STR(line(&p, 1), "vda: policy/elevator=bfq elevator=bfq (mq-deadline before blkmqd switched it) -> elevator=bfq (rule override)");
                 CHECK(!plan_has(&p, "kept"));
                 plan_done(&p);
                 /* the same override on a disk that had bfq: kept */
-                f->elevator_before = mfree_str(f->elevator_before);
-                CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+                h.elevator_before = NULL;
+                CHECK_INT(policy_evaluate(f, &h, &config, &o, &p), 0);
                 CHECK_STR(line(&p, 1), "vda: policy/elevator=bfq elevator=bfq -> elevator=bfq, kept (rule override)");
                 plan_done(&p);
                 /* the reset: the class keeps what blkmqd found, which is put back */
-                f->elevator_before = strdup("mq-deadline");
-                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                h.elevator_before = (char *) "mq-deadline";
+                CHECK_INT(policy_evaluate(f, &h, &config, NULL, &p), 0);
                 CHECK_STR(p.elevator, "mq-deadline");
                 CHECK(plan_has(&p, "vda: class=single-queue-fast elevator=bfq (mq-deadline before blkmqd switched it) -> "
                                    "elevator=mq-deadline, restored: "));
@@ -782,22 +786,23 @@ static void test_state_after_writes(void) {
                 CHECK_INT(test_policy_config_init(&c, false, "*"), 0);
                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&sq);
                 f->rq_affinity = 2;
-                f->rq_affinity_before = 1;
+                PolicyHistory h = POLICY_HISTORY_INIT;      /* the strings are not owned */
+                h.rq_affinity_before = 1;
                 c.classes[DISK_CLASS_SINGLE_QUEUE_FAST].rq_affinity = 2;
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, &h, &c, NULL, &p), 0);
                 CHECK(plan_has(&p, "vda: class=single-queue-fast rq_affinity=2 (1 before blkmqd wrote it) -> rq_affinity=2 "
                                    "(rule rq-affinity-single-queue-fast)"));
                 CHECK(!plan_has(&p, "rq_affinity=2, kept"));
                 plan_done(&p);
                 c.classes[DISK_CLASS_SINGLE_QUEUE_FAST].rq_affinity = -1;
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, &h, &c, NULL, &p), 0);
                 CHECK(plan_has(&p, "vda: class=single-queue-fast rq_affinity=2 (1 before blkmqd wrote it) -> no wish, blkmqd's write "
                                    "undone: rq_affinity=1 restored"));
                 plan_done(&p);
                 /* nr_requests written for an override taken back */
                 f->nr_requests = 32;
-                f->nr_requests_before = 64;
-                CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+                h.nr_requests_before = 64;
+                CHECK_INT(policy_evaluate(f, &h, &c, NULL, &p), 0);
                 CHECK(plan_has(&p, "vda: nr_requests=32 (64 before blkmqd wrote it) -> no wish, blkmqd's write undone: "
                                    "nr_requests=64 restored"));
                 CHECK(!plan_has(&p, "nr_requests left alone"));
@@ -811,10 +816,11 @@ static void test_state_after_writes(void) {
                             .shared_tags = TRISTATE_NO, .scheduler = "[none] mq-deadline kyber bfq\n",
                             .transport = "loop", .driver = "loop", .stacked = true };
                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&lo);
-                f->elevator_before = strdup("mq-deadline");
+                PolicyHistory h = POLICY_HISTORY_INIT;      /* the strings are not owned */
+                h.elevator_before = (char *) "mq-deadline";
                 f->nr_requests = 64;
                 config.manage_virtual = true;
-                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                CHECK_INT(policy_evaluate(f, &h, &config, NULL, &p), 0);
                 config.manage_virtual = false;
                 CHECK_STR(p.elevator, "none");
                 CHECK_STR(line(&p, 1), "loop0: class=stacked elevator=none (mq-deadline before blkmqd switched it) wanted=none "
@@ -828,8 +834,9 @@ static void test_state_after_writes(void) {
                              .shared_tags = TRISTATE_YES, .scheduler = "[mq-deadline] kyber bfq none\n",
                              .transport = "scsi", .driver = "megaraid_sas" };
                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&hba);
-                f->elevator_before = strdup("bfq");
-                CHECK_INT(policy_evaluate(f, &config, NULL, &p), 0);
+                PolicyHistory h = POLICY_HISTORY_INIT;      /* the strings are not owned */
+                h.elevator_before = (char *) "bfq";
+                CHECK_INT(policy_evaluate(f, &h, &config, NULL, &p), 0);
                 CHECK_STR(p.elevator, "mq-deadline");
                 CHECK(plan_has(&p, "sda: class=many-hctx-slow elevator=mq-deadline (bfq before blkmqd switched it) -> bfq not wanted here: "));
                 CHECK(!plan_has(&p, "elevator=bfq ->"));
@@ -842,7 +849,7 @@ static void test_state_after_writes(void) {
                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&dl);
                 f->nr_requests = 256;
                 PolicyOverrides o = { .elevator = (char *) "none", .nr_requests = (char *) "1024" };
-                CHECK_INT(policy_evaluate(f, &config, &o, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &config, &o, &p), 0);
                 CHECK_STR(p.elevator, "none");
                 CHECK_STR(p.nr_requests, "64");         /* make(): nr_tags 64 */
                 CHECK(plan_has(&p, "vda: policy/nr_requests=1024 nr_requests=256 -> nr_requests=64, capped: the kernel takes "
@@ -850,7 +857,7 @@ static void test_state_after_writes(void) {
                 plan_done(&p);
                 /* under an elevator the same override is taken as it is */
                 PolicyOverrides o2 = { .nr_requests = (char *) "1024" };
-                CHECK_INT(policy_evaluate(f, &config, &o2, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &config, &o2, &p), 0);
                 CHECK_STR(p.nr_requests, "1024");
                 plan_done(&p);
         }
@@ -865,13 +872,13 @@ static void test_state_after_writes(void) {
                 c.rules[0].settings.disabled = true;
                 _cleanup_(disk_facts_freep) DiskFacts *f = make(&sq);
                 PolicyOverrides automatic = {}, on = { .enabled_set = true }, off = { .enabled_set = true, .disabled = true };
-                CHECK_INT(policy_evaluate(f, &c, &automatic, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, &automatic, &p), 0);
                 CHECK(!p.manage);
                 plan_done(&p);
-                CHECK_INT(policy_evaluate(f, &c, &on, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, &on, &p), 0);
                 CHECK(p.manage);
                 plan_done(&p);
-                CHECK_INT(policy_evaluate(f, &c, &off, &p), 0);
+                CHECK_INT(policy_evaluate(f, NULL, &c, &off, &p), 0);
                 CHECK(!p.manage);
                 plan_done(&p);
                 policy_config_done(&c);
@@ -941,7 +948,7 @@ static void test_virtual_devices(void) {
                                     .match_rotational = TRISTATE_UNKNOWN, .has_enabled = true };
         c.rules[0].settings.origin[POLICY_FILE_ENABLED] = c.rules[0].label;
         _cleanup_(disk_facts_freep) DiskFacts *f = make(&nb);
-        CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
         CHECK(p.manage);
         CHECK_STR(p.elevator, "none");
         CHECK(plan_has(&p, "nullb1: driver=null_blk -> a virtual device: no storage at all, requests complete without data "
@@ -949,7 +956,7 @@ static void test_virtual_devices(void) {
         plan_done(&p);
         c.rules[0].settings.disabled = true;
         c.manage_virtual = true;
-        CHECK_INT(policy_evaluate(f, &c, NULL, &p), 0);
+        CHECK_INT(policy_evaluate(f, NULL, &c, NULL, &p), 0);
         CHECK(!p.manage);
         CHECK(plan_has(&p, "nullb1: config [Device:nb] Enabled=no -> left alone (rule config)"));
         plan_done(&p);

@@ -435,7 +435,7 @@ static void test_class(void) {
         Plan p;
 
         /* nothing measured: unknown, the kernel's none stays, explain says it waits */
-        CHECK_INT(policy_evaluate_measured(v, &pc, NULL, NULL, &p), 0);
+        CHECK_INT(policy_evaluate_measured(v, NULL, &pc, NULL, NULL, &p), 0);
         CHECK_INT(p.class, DISK_CLASS_UNKNOWN);
         CHECK(!p.manage && !p.elevator);
         CHECK(has(&p, "vda: rotational=1 (untrusted: virtio_blk cannot report the medium"));
@@ -452,7 +452,7 @@ static void test_class(void) {
         speed_feed(&s, &pc.speed, &x);
         x = service(&cum, 61 * SEC, 12408, 84);
         CHECK_INT(speed_feed(&s, &pc.speed, &x), 1);
-        CHECK_INT(policy_evaluate_measured(v, &pc, NULL, &s, &p), 0);
+        CHECK_INT(policy_evaluate_measured(v, NULL, &pc, NULL, &s, &p), 0);
         CHECK_INT(p.class, DISK_CLASS_FAST_MULTIQUEUE);
         CHECK_STR(p.elevator, "none");
         CHECK(has(&p, "vda: nr_hw_queues=4 rotational=1 speed=fast shared_tags=0"));
@@ -469,7 +469,7 @@ static void test_class(void) {
         speed_feed(&slow, &pc.speed, &x);
         x = service(&c2, 9 * SEC, 1200, 40000);
         CHECK_INT(speed_feed(&slow, &pc.speed, &x), 1);
-        CHECK_INT(policy_evaluate_measured(v, &pc, NULL, &slow, &p), 0);
+        CHECK_INT(policy_evaluate_measured(v, NULL, &pc, NULL, &slow, &p), 0);
         CHECK_INT(p.class, DISK_CLASS_MANY_HCTX_SLOW);
         CHECK_STR(p.elevator, "mq-deadline");
         plan_done(&p);
@@ -478,13 +478,13 @@ static void test_class(void) {
         _cleanup_(disk_facts_freep) DiskFacts *hdd = disk("sdb", "ahci", "scsi", 1, TRISTATE_YES);
         hdd->rotation_rate = 7200;
         hdd->unknown[FACT_MEDIUM_ROTATION] = mfree_str(hdd->unknown[FACT_MEDIUM_ROTATION]);
-        CHECK_INT(policy_evaluate_measured(hdd, &pc, NULL, &s, &p), 0);
+        CHECK_INT(policy_evaluate_measured(hdd, NULL, &pc, NULL, &s, &p), 0);
         CHECK_INT(p.class, DISK_CLASS_SINGLE_QUEUE_ROTATIONAL);
         CHECK(has(&p, "-> slow: the trusted flag stands against the measurement"));
         CHECK(has(&p, "sdb: nr_hw_queues=1 rotational=1 shared_tags=0"));     /* the class line as the flag says */
         plan_done(&p);
         /* ... and idle since blkmqd started, it says so */
-        CHECK_INT(policy_evaluate_measured(hdd, &pc, NULL, NULL, &p), 0);
+        CHECK_INT(policy_evaluate_measured(hdd, NULL, &pc, NULL, NULL, &p), 0);
         CHECK(has(&p, "-> slow, from the flag until a measurement exists (a disk idle since blkmqd started stays so) "
                       "(rule speed-hint)"));
         plan_done(&p);
@@ -492,11 +492,11 @@ static void test_class(void) {
         /* a trusted rotational=0 is fast until measured slow: a throttled cloud volume behind
          * an NVMe front end is slow by measurement (the class follows), a fast one agrees */
         _cleanup_(disk_facts_freep) DiskFacts *nv = disk("nvme0n1", "nvme", "nvme", 4, TRISTATE_NO);
-        CHECK_INT(policy_evaluate_measured(nv, &pc, NULL, NULL, &p), 0);
+        CHECK_INT(policy_evaluate_measured(nv, NULL, &pc, NULL, NULL, &p), 0);
         CHECK_INT(p.class, DISK_CLASS_FAST_MULTIQUEUE);
         CHECK(has(&p, "-> fast, from the flag until a measurement exists"));
         plan_done(&p);
-        CHECK_INT(policy_evaluate_measured(nv, &pc, NULL, &slow, &p), 0);
+        CHECK_INT(policy_evaluate_measured(nv, NULL, &pc, NULL, &slow, &p), 0);
         CHECK_INT(p.class, DISK_CLASS_MANY_HCTX_SLOW);
         CHECK_STR(p.elevator, "mq-deadline");
         CHECK(has(&p, "nvme0n1: nr_hw_queues=4 rotational=0 speed=slow shared_tags=0"));
@@ -504,14 +504,14 @@ static void test_class(void) {
                       "rotational=0) (rule speed-measured)"));
         test_check_plan_entries("nvme0n1", &p);
         plan_done(&p);
-        CHECK_INT(policy_evaluate_measured(nv, &pc, NULL, &s, &p), 0);
+        CHECK_INT(policy_evaluate_measured(nv, NULL, &pc, NULL, &s, &p), 0);
         CHECK_INT(p.class, DISK_CLASS_FAST_MULTIQUEUE);
         CHECK(has(&p, "-> fast, and the measurement agrees (rule speed-hint)"));
         plan_done(&p);
 
         /* Measure=no: the measurement is not used */
         pc.speed.measure = false;
-        CHECK_INT(policy_evaluate_measured(v, &pc, NULL, &s, &p), 0);
+        CHECK_INT(policy_evaluate_measured(v, NULL, &pc, NULL, &s, &p), 0);
         CHECK_INT(p.class, DISK_CLASS_UNKNOWN);
         CHECK(has(&p, "speed=not measured ([Speed] Measure=no)"));
         plan_done(&p);

@@ -667,7 +667,7 @@ static void check_scrape_reads(const char *name, const char *disk, const char *r
         if (!root)
                 return;
         CHECK_INT(hostfs_new(root, &h), 0);
-        if (h && device_gather(h, disk, &f) >= 0 && device_gather_hctx_details(h, f) >= 0 && stats_new(h, &s) >= 0 &&
+        if (h && device_gather(h, disk, &f) >= 0 && device_gather_hctx_details(h, f, NULL) >= 0 && stats_new(h, &s) >= 0 &&
             f->n_hctx > 1) {
                 if (edit)
                         put_hctx_values(root, f, 5, 2, 3);
