@@ -290,6 +290,47 @@ static void test_shared_irqs(void) {
         disk_facts_free(b);
 }
 
+/* A vector blkmqd moved is matched to its hctx by its affinity before (the history), not by
+ * blkmqd's placement; disk_facts_remap_irqs() maps again only when that history changes. */
+static void test_map_by_history(void) {
+        _cleanup_(disk_facts_freep) DiskFacts *f = disk_facts_new("nvme0n1");
+        if (!f || !(f->hctx = calloc(2, sizeof(HctxFacts))) || !(f->irqs = calloc(2, sizeof(IrqFacts)))) {
+                TAP_FAIL("out of memory");
+                return;
+        }
+        f->n_hctx = f->n_irqs = 2;
+        for (unsigned i = 0; i < 2; i++) {
+                const char *cpus = i ? "2-3" : "0-1";
+                f->hctx[i] = (HctxFacts) { .index = i, .irq = -1, .cpu_list = strdup(cpus) };
+                CHECK_INT(cpuset_parse(cpus, &f->hctx[i].cpus), 0);
+                /* both on CPU 0: blkmqd's placement */
+                f->irqs[i] = (IrqFacts) { .irq = 25 + i, .name = strdup("nvme0q"), .queue = true, .hctx = -1,
+                                          .affinity_list = strdup("0") };
+                CHECK_INT(cpuset_parse("0", &f->irqs[i].affinity), 0);
+        }
+        f->hctx_details = true;
+        /* the kernel's spread had them the other way round from the order */
+        IrqHistory moved[] = { { .irq = 26, .affinity_before = (char *) "0-1" }, { .irq = 25, .affinity_before = (char *) "2-3" } };
+        PolicyHistory h = POLICY_HISTORY_INIT;          /* not owned: no policy_history_done() */
+        h.irqs = moved;
+        h.n_irqs = 2;
+        CHECK_STR(policy_history_irq_before(&h, 26), "0-1");
+        CHECK_NULL(policy_history_irq_before(&h, 27));
+        CHECK_NULL(policy_history_irq_before(NULL, 25));
+
+        CHECK_INT(disk_facts_map_irqs(f, NULL), 0);     /* CPU 0 is no hctx's cpu_list: by order */
+        CHECK_STR(f->irq_mapping, "order");
+        CHECK_INT(disk_facts_remap_irqs(f, NULL, &h), 1);
+        CHECK_STR(f->irq_mapping, "affinity");
+        CHECK_INT(f->hctx[0].irq, 1);                   /* IRQ 26, the second vector, was on 0-1 */
+        CHECK_INT(f->hctx[1].irq, 0);
+        CHECK_INT(f->irqs[0].hctx, 1);
+        CHECK_INT(disk_facts_remap_irqs(f, &h, &h), 0); /* the same history: the map stands */
+        f->hctx_details = false;
+        CHECK_INT(disk_facts_remap_irqs(f, &h, NULL), 0);       /* no map read yet: nothing to remap */
+        CHECK_STR(f->irq_mapping, "affinity");
+}
+
 int main(void) {
         test_names();
         test_new_is_unknown_not_zero();
@@ -297,5 +338,6 @@ int main(void) {
         test_kernel_release();
         test_zoned_and_sources();
         test_shared_irqs();
+        test_map_by_history();
         return tap_finish("test-facts");
 }
