@@ -167,7 +167,7 @@ def put(root, rel, text):
 
 
 def state_word(text):
-    """The state of an applied/ file as blkmqctl status reads it (ctl/blkmqctl.c state_word())."""
+    """The state of an applied/ file as blkmqctl status reads it (ctl/tree.c state_word())."""
     if text.startswith("changed externally"):
         return "changed externally"
     return re.split(r"[:\n]", text, 1)[0]

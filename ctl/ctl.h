@@ -2,12 +2,15 @@
 #pragma once
 
 /*
- * What blkmqctl's verbs share (ctl/blkmqctl.c): the tree's location, reading its files, the
- * exit codes. Each verb in a file of its own takes argc/argv from the command on
- * (argv[0] is the verb) and returns the exit status.
+ * What blkmqctl's verbs share (ctl/tree.c): the options, the tree's location, reading its
+ * files, how values are shown, the JSON helpers, the exit codes. Each verb, in a file of its
+ * own, takes argc/argv from the command on (argv[0] is the verb) and returns the exit status;
+ * ctl/main.c parses the options and dispatches.
  */
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 enum {
@@ -19,6 +22,11 @@ enum {
 
 /* The tree (-m, $BLKMQD_MOUNTPOINT, else the build's default /run/blkmqd). */
 extern const char *arg_mountpoint;
+/* -j: JSON output (status, explain); -w: status keeps every column; -n N: watch stops after N
+ * frames (-1: never). */
+extern bool arg_json;
+extern bool arg_wide;
+extern long arg_iterations;
 
 #define FREE_STRV(v, n) do { for (size_t _i = 0; _i < (n); _i++) free((v)[_i]); free(v); } while (0)
 
@@ -39,6 +47,9 @@ int check_running(void);
 /* disk ("sda", "/dev/sda", "cciss/c0d0"; normalized in place) is under devices/: 0; else
  * -EXIT_USAGE (an invalid name) or -EXIT_FAILED, with blkmqd's reason on stderr. */
 int check_disk(char *disk);
+/* The DISK argument (argv[1]) of a disk command taking min_argc..max_argc words: usage
+ * ("Usage: blkmqctl <usage>"), daemon running, disk present. 0 or an exit code. */
+int disk_arguments(int argc, char **argv, int min_argc, int max_argc, const char *usage);
 
 /*
  * The disks a verb works on: argv[1..] (each checked with check_disk(): *ret_missing counts
@@ -52,5 +63,27 @@ int disk_arguments_or_all(int argc, char **argv, char ***ret, size_t *ret_n, int
 #define STATE_EXTERNAL "changed externally"
 void state_word(char *v);
 
-/* blkmqctl verify [DISK...] (ctl/blkmqctl-verify.c). */
+/* NULL (no such file), or a value that says "unknown..." or "unavailable...". */
+bool value_unavailable(const char *v);
+/* "-" when the file does not exist, "n/a" when it says unknown/unavailable, else the value. */
+const char *show(const char *v);
+/* The class as it is ("unknown" is a class), "-" when missing. */
+const char *show_class(const char *v);
+/* A decimal number, blanks and newlines after it allowed; false for anything else or NULL. */
+bool parse_u64(const char *v, uint64_t *ret);
+
+/* s as a JSON string, null for NULL. */
+void json_string(FILE *f, const char *s);
+/* A number when v holds one, null when missing or unavailable, else the string. */
+void json_value(FILE *f, const char *v);
+
+/* The verbs: blkmqctl status [DISK...] (ctl/status.c), verify [DISK...] (ctl/verify.c),
+ * explain DISK (ctl/explain.c), watch DISK (ctl/watch.c), set DISK KNOB VALUE, reset DISK
+ * [KNOB], restore (ctl/set.c). */
+int cmd_status(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_set(int argc, char **argv);
+int cmd_reset(int argc, char **argv);
+int cmd_restore(int argc, char **argv);

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "blkmqctl.h"
+#include "ctl.h"
 
 static bool in_effect(const char *state) {
         static const char *const ok[] = { "ok", "kept", "unmanaged", "managed by kernel" };

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * blkmqctl explain DISK: why blkmqd decided what it did for DISK. Prints devices/DISK/explain
+ * (one decision a line), what the disk's own I/O measured (facts/speed, facts/speed_source,
+ * facts/rotational_hint), then per knob of plan/: planned (plan/<knob>), applied
+ * (applied/<knob>), policy (policy/<knob>) and owner (owner/<knob>); a knob with one line per
+ * tunable (iosched) as a block. --json: class, the explain lines and the facts/, plan/,
+ * applied/, policy/ and owner/ files as objects. A disk blkmqd does not list: its reason from
+ * not_listed (check_disk()), exit 2.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+/* "<name padded to w> <label> <first line>", then every further line of v under the first. */
+static void print_lines(int w, const char *name, const char *label, const char *v) {
+        int indent = w + 1 + (int) strlen(label) + 1;
+        printf("%-*s %s ", w, name, label);
+        for (const char *l = v; *l;) {
+                size_t k = strcspn(l, "\n");
+                printf("%.*s\n", (int) k, l);
+                l += k;
+                if (*l == '\n' && *++l)
+                        printf("%*s", indent, "");
+        }
+        if (!*v)
+                printf("\n");
+}
+
+static void json_dir_object(const char *disk, const char *sub) {
+        char **names = NULL;
+        size_t n = 0;
+        printf("\"%s\":", sub);
+        if (list_dev_dir(disk, sub, &names, &n) < 0) {
+                printf("null");
+                return;
+        }
+        printf("{");
+        for (size_t i = 0; i < n; i++) {
+                char *v = read_dev(disk, sub, names[i], NULL);
+                if (i)
+                        printf(",");
+                json_string(stdout, names[i]);
+                printf(":");
+                json_string(stdout, v);
+                free(v);
+        }
+        printf("}");
+        FREE_STRV(names, n);
+}
+
+int cmd_explain(int argc, char **argv) {
+        int r = disk_arguments(argc, argv, 2, 2, "explain DISK");
+        if (r != 0)
+                return r;
+        const char *disk = argv[1];
+
+        char *explain = read_dev(disk, "explain", NULL, NULL);
+        char *class = read_dev(disk, "class", NULL, NULL);
+        if (!explain) {
+                err("Failed to read %s/devices/%s/explain", arg_mountpoint, disk);
+                free(class);
+                return EXIT_FAILED;
+        }
+
+        if (arg_json) {
+                printf("{\"disk\":");
+                json_string(stdout, disk);
+                printf(",\"class\":");
+                json_string(stdout, class);
+                printf(",\"explain\":[");
+                bool first = true;
+                for (char *save = NULL, *l = strtok_r(explain, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                        printf("%s", first ? "" : ",");
+                        json_string(stdout, l);
+                        first = false;
+                }
+                printf("],");
+                json_dir_object(disk, "facts");
+                printf(",");
+                json_dir_object(disk, "plan");
+                printf(",");
+                json_dir_object(disk, "applied");
+                printf(",");
+                json_dir_object(disk, "policy");
+                printf(",");
+                json_dir_object(disk, "owner");
+                printf("}\n");
+        } else {
+                char **knobs = NULL;
+                size_t n = 0;
+                printf("%s\n", explain);
+                /* what the disk's own I/O measured, and how far its rotational flag is trusted */
+                char *speed = read_dev(disk, "facts", "speed", NULL), *source = read_dev(disk, "facts", "speed_source", NULL);
+                char *hint = read_dev(disk, "facts", "rotational_hint", NULL);
+                printf("\nspeed:           %s\nmeasured by:     %s\nrotational flag: %s\n", show(speed), show(source), show(hint));
+                free(speed);
+                free(source);
+                free(hint);
+                if (list_dev_dir(disk, "plan", &knobs, &n) >= 0 && n > 0) {
+                        int w = 14;     /* the knob column fits the longest name (nic_irq_affinity) */
+                        for (size_t i = 0; i < n; i++)
+                                if ((int) strlen(knobs[i]) > w)
+                                        w = (int) strlen(knobs[i]);
+                        printf("\n");
+                        for (size_t i = 0; i < n; i++) {
+                                char *plan = read_dev(disk, "plan", knobs[i], NULL);
+                                char *applied = read_dev(disk, "applied", knobs[i], NULL);
+                                char *policy = read_dev(disk, "policy", knobs[i], NULL);
+                                char *owner = read_dev(disk, "owner", knobs[i], NULL);
+                                if ((!plan || !strchr(plan, '\n')) && (!applied || !strchr(applied, '\n')))
+                                        printf("%-*s planned %s, applied %s, policy %s, owner %s\n", w, knobs[i], show(plan),
+                                               show(applied), show(policy), show(owner));
+                                else {
+                                        /* one line per tunable (iosched): a block, each line under its label */
+                                        print_lines(w, knobs[i], "planned", show(plan));
+                                        print_lines(w, "", "applied", show(applied));
+                                        print_lines(w, "", "policy", show(policy));
+                                }
+                                free(plan);
+                                free(applied);
+                                free(policy);
+                                free(owner);
+                        }
+                }
+                FREE_STRV(knobs, n);
+        }
+        free(explain);
+        free(class);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILED;
+}
