@@ -28,20 +28,22 @@ extern bool arg_json;
 extern bool arg_wide;
 extern long arg_iterations;
 
-#define FREE_STRV(v, n) do { for (size_t _i = 0; _i < (n); _i++) free((v)[_i]); free(v); } while (0)
-
 /* "blkmqctl: <message>\n" on stderr. */
 void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* arg_mountpoint/a/b/... (a NULL-terminated list of components), newly allocated; NULL on ENOMEM. */
 char *path_join(const char *first, ...) __attribute__((sentinel));
 /* A whole file into *ret, NUL-terminated, trailing newlines stripped. Returns 0 or -errno. */
 int read_text(const char *path, char **ret);
+/* A file of the tree's top (mode, version, restore, not_listed), read_text(); NULL when it
+ * cannot be read. */
+char *read_top(const char *name);
 /* devices/<disk>/a[/b[/c]]; NULL when the file does not exist or cannot be read. */
 char *read_dev(const char *disk, const char *a, const char *b, const char *c);
-/* The entries of a directory (no dot files), sorted (numbers numerically). 0 or -errno. */
-int list_dir(const char *path, char ***ret, size_t *ret_n);
+/* The entries of a directory (no dot files), sorted (numbers numerically), as a strv (lib/strv.h;
+ * NULL when there are none). 0 or -errno. */
+int list_dir(const char *path, char ***ret);
 /* ... of devices/<disk>/<sub>. */
-int list_dev_dir(const char *disk, const char *sub, char ***ret, size_t *ret_n);
+int list_dev_dir(const char *disk, const char *sub, char ***ret);
 /* 0 when arg_mountpoint is a live blkmqd tree, else -EXIT_NOT_RUNNING (said on stderr). */
 int check_running(void);
 /* disk ("sda", "/dev/sda", "cciss/c0d0"; normalized in place) is under devices/: 0; else
@@ -54,10 +56,10 @@ int disk_arguments(int argc, char **argv, int min_argc, int max_argc, const char
 /*
  * The disks a verb works on: argv[1..] (each checked with check_disk(): *ret_missing counts
  * those not listed, said on stderr), or every disk under devices/ without arguments. Returns
- * EXIT_OK with *ret (free with FREE_STRV), EXIT_USAGE for an invalid name, EXIT_FAILED when
- * none is left or on an error (said).
+ * EXIT_OK with *ret (a strv), EXIT_USAGE for an invalid name, EXIT_FAILED when none is left or
+ * on an error (said).
  */
-int disk_arguments_or_all(int argc, char **argv, char ***ret, size_t *ret_n, int *ret_missing);
+int disk_arguments_or_all(int argc, char **argv, char ***ret, int *ret_missing);
 
 /* An applied/ line's state, in place: up to the ':', STATE_EXTERNAL without its detail. */
 #define STATE_EXTERNAL "changed externally"
@@ -69,8 +71,9 @@ bool value_unavailable(const char *v);
 const char *show(const char *v);
 /* The class as it is ("unknown" is a class), "-" when missing. */
 const char *show_class(const char *v);
-/* A decimal number, blanks and newlines after it allowed; false for anything else or NULL. */
-bool parse_u64(const char *v, uint64_t *ret);
+/* lib/'s parse_u64() of a file's value (read_text() dropped its newlines; the tree writes
+ * numbers as "%" PRIu64 "\n"); false for NULL or anything else. */
+bool value_u64(const char *v, uint64_t *ret);
 
 /* s as a JSON string, null for NULL. */
 void json_string(FILE *f, const char *s);

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "macro.h"
+#include "strv.h"
 
 /* "<name padded to w> <label> <first line>", then every further line of v under the first. */
 static void print_lines(int w, const char *name, const char *label, const char *v) {
@@ -30,26 +32,24 @@ static void print_lines(int w, const char *name, const char *label, const char *
                 printf("\n");
 }
 
+/* "<sub>":{"<file>":"<value>",...} of devices/<disk>/<sub>/, null when it cannot be listed. */
 static void json_dir_object(const char *disk, const char *sub) {
-        char **names = NULL;
-        size_t n = 0;
+        _cleanup_strv_free_ char **names = NULL;
         printf("\"%s\":", sub);
-        if (list_dev_dir(disk, sub, &names, &n) < 0) {
+        if (list_dev_dir(disk, sub, &names) < 0) {
                 printf("null");
                 return;
         }
         printf("{");
-        for (size_t i = 0; i < n; i++) {
-                char *v = read_dev(disk, sub, names[i], NULL);
-                if (i)
+        STRV_FOREACH(name, names) {
+                _cleanup_free_ char *v = read_dev(disk, sub, *name, NULL);
+                if (name != names)
                         printf(",");
-                json_string(stdout, names[i]);
+                json_string(stdout, *name);
                 printf(":");
                 json_string(stdout, v);
-                free(v);
         }
         printf("}");
-        FREE_STRV(names, n);
 }
 
 int cmd_explain(int argc, char **argv) {
@@ -58,11 +58,9 @@ int cmd_explain(int argc, char **argv) {
                 return r;
         const char *disk = argv[1];
 
-        char *explain = read_dev(disk, "explain", NULL, NULL);
-        char *class = read_dev(disk, "class", NULL, NULL);
+        _cleanup_free_ char *explain = read_dev(disk, "explain", NULL, NULL), *class = read_dev(disk, "class", NULL, NULL);
         if (!explain) {
                 err("Failed to read %s/devices/%s/explain", arg_mountpoint, disk);
-                free(class);
                 return EXIT_FAILED;
         }
 
@@ -78,57 +76,43 @@ int cmd_explain(int argc, char **argv) {
                         json_string(stdout, l);
                         first = false;
                 }
-                printf("],");
-                json_dir_object(disk, "facts");
-                printf(",");
-                json_dir_object(disk, "plan");
-                printf(",");
-                json_dir_object(disk, "applied");
-                printf(",");
-                json_dir_object(disk, "policy");
-                printf(",");
-                json_dir_object(disk, "owner");
+                printf("]");
+                static const char *const dirs[] = { "facts", "plan", "applied", "policy", "owner" };
+                for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                        printf(",");
+                        json_dir_object(disk, dirs[i]);
+                }
                 printf("}\n");
         } else {
-                char **knobs = NULL;
-                size_t n = 0;
+                _cleanup_strv_free_ char **knobs = NULL;
                 printf("%s\n", explain);
                 /* what the disk's own I/O measured, and how far its rotational flag is trusted */
-                char *speed = read_dev(disk, "facts", "speed", NULL), *source = read_dev(disk, "facts", "speed_source", NULL);
-                char *hint = read_dev(disk, "facts", "rotational_hint", NULL);
+                _cleanup_free_ char *speed = read_dev(disk, "facts", "speed", NULL),
+                                    *source = read_dev(disk, "facts", "speed_source", NULL),
+                                    *hint = read_dev(disk, "facts", "rotational_hint", NULL);
                 printf("\nspeed:           %s\nmeasured by:     %s\nrotational flag: %s\n", show(speed), show(source), show(hint));
-                free(speed);
-                free(source);
-                free(hint);
-                if (list_dev_dir(disk, "plan", &knobs, &n) >= 0 && n > 0) {
+                if (list_dev_dir(disk, "plan", &knobs) >= 0 && knobs) {
                         int w = 14;     /* the knob column fits the longest name (nic_irq_affinity) */
-                        for (size_t i = 0; i < n; i++)
-                                if ((int) strlen(knobs[i]) > w)
-                                        w = (int) strlen(knobs[i]);
+                        STRV_FOREACH(k, knobs)
+                                if ((int) strlen(*k) > w)
+                                        w = (int) strlen(*k);
                         printf("\n");
-                        for (size_t i = 0; i < n; i++) {
-                                char *plan = read_dev(disk, "plan", knobs[i], NULL);
-                                char *applied = read_dev(disk, "applied", knobs[i], NULL);
-                                char *policy = read_dev(disk, "policy", knobs[i], NULL);
-                                char *owner = read_dev(disk, "owner", knobs[i], NULL);
+                        STRV_FOREACH(k, knobs) {
+                                _cleanup_free_ char *plan = read_dev(disk, "plan", *k, NULL),
+                                                    *applied = read_dev(disk, "applied", *k, NULL),
+                                                    *policy = read_dev(disk, "policy", *k, NULL),
+                                                    *owner = read_dev(disk, "owner", *k, NULL);
                                 if ((!plan || !strchr(plan, '\n')) && (!applied || !strchr(applied, '\n')))
-                                        printf("%-*s planned %s, applied %s, policy %s, owner %s\n", w, knobs[i], show(plan),
+                                        printf("%-*s planned %s, applied %s, policy %s, owner %s\n", w, *k, show(plan),
                                                show(applied), show(policy), show(owner));
                                 else {
                                         /* one line per tunable (iosched): a block, each line under its label */
-                                        print_lines(w, knobs[i], "planned", show(plan));
+                                        print_lines(w, *k, "planned", show(plan));
                                         print_lines(w, "", "applied", show(applied));
                                         print_lines(w, "", "policy", show(policy));
                                 }
-                                free(plan);
-                                free(applied);
-                                free(policy);
-                                free(owner);
                         }
                 }
-                FREE_STRV(knobs, n);
         }
-        free(explain);
-        free(class);
         return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILED;
 }

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "macro.h"
 
 static void help(void) {
         printf("blkmqctl %s - query and steer blkmqd through its FUSE tree\n\n"
@@ -111,8 +112,8 @@ int main(int argc, char *argv[]) {
                 err("Missing command, see --help");
                 return EXIT_USAGE;
         }
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                if (strcmp(argv[optind], commands[i].name) == 0) {
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (streq(argv[optind], commands[i].name)) {
                         /* Options may also follow the command: blkmqctl status --json. */
                         int sub_argc = argc - optind;
                         char **sub_argv = argv + optind;

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +22,15 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "macro.h"
+#include "strv.h"
 
 /* One write() of "value\n"; errors from write() and close() (FUSE may answer at flush). */
 static int write_text(const char *path, const char *value) {
         int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        char *buf = NULL;
+        _cleanup_free_ char *buf = NULL;
         int len = asprintf(&buf, "%s\n", value);
         if (len < 0) {
                 close(fd);
@@ -35,7 +38,6 @@ static int write_text(const char *path, const char *value) {
         }
         ssize_t k = write(fd, buf, (size_t) len);
         int r = k < 0 ? -errno : k != len ? -EIO : 0;
-        free(buf);
         if (close(fd) < 0 && r == 0)
                 r = -errno;
         return r;
@@ -43,7 +45,7 @@ static int write_text(const char *path, const char *value) {
 
 /* "iosched/<elevator>/<tunable>": an elevator tunable's policy file (issue 18). */
 static bool knob_is_iosched(const char *knob) {
-        const char *e = strncmp(knob, "iosched/", 8) == 0 ? knob + 8 : NULL, *t = e ? strchr(e, '/') : NULL;
+        const char *e = startswith(knob, "iosched/"), *t = e ? strchr(e, '/') : NULL;
         return t && t > e && t[1] && !strchr(t + 1, '/') && e[0] != '.' && t[1] != '.';
 }
 
@@ -52,30 +54,27 @@ static int write_policy(const char *disk, const char *knob, const char *value) {
                 err("Invalid knob name \"%s\"", knob);
                 return EXIT_USAGE;
         }
-        char *p = path_join("devices", disk, "policy", knob, NULL);
+        _cleanup_free_ char *p = path_join("devices", disk, "policy", knob, NULL);
         if (!p)
                 return EXIT_FAILED;
         int r = write_text(p, value);
         if (r == -ENOENT) {
-                char **knobs = NULL;
-                size_t n = 0;
-                if (list_dev_dir(disk, "policy", &knobs, &n) < 0)
+                _cleanup_strv_free_ char **knobs = NULL;
+                if (list_dev_dir(disk, "policy", &knobs) < 0)
                         err("This blkmqd serves no %s/devices/%s/policy/ (writable overrides are not available yet)",
                             arg_mountpoint, disk);
                 else {
                         fprintf(stderr, "blkmqctl: Unknown knob \"%s\" for %s; knobs:", knob, disk);
-                        for (size_t i = 0; i < n; i++)
-                                fprintf(stderr, " %s", knobs[i]);
+                        STRV_FOREACH(k, knobs)
+                                fprintf(stderr, " %s", *k);
                         fputc('\n', stderr);
                 }
-                FREE_STRV(knobs, n);
         } else if (r == -EINVAL || r == -ERANGE)
                 /* blkmqd refused the value; its one log line says what it expects */
                 err("Failed to write \"%s\" to \"%s\": %s (blkmqd's log says what it expects: journalctl -u blkmqd, or its standard error)",
                     value, p, strerror(-r));
         else if (r < 0)
                 err("Failed to write \"%s\" to \"%s\": %s", value, p, strerror(-r));
-        free(p);
         return r < 0 ? EXIT_FAILED : EXIT_OK;
 }
 
@@ -84,31 +83,27 @@ static int write_policy(const char *disk, const char *knob, const char *value) {
  * state only; NULL when applied/iosched has no line for it (unmanaged).
  */
 static char *read_applied_iosched(const char *disk, const char *knob) {
-        char *all = read_dev(disk, "applied", "iosched", NULL), *ret = NULL, label[256];
+        _cleanup_free_ char *all = read_dev(disk, "applied", "iosched", NULL);
+        char label[256];
         const char *e = knob + strlen("iosched/"), *t = strchr(e, '/');
         if (!all || !t)
-                goto done;
+                return NULL;
         snprintf(label, sizeof(label), "%.*s.%s ", (int) (t - e), e, t + 1);
         for (char *line = all, *next; line && *line; line = next) {
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = '\0';
-                if (strncmp(line, label, strlen(label)) == 0) {
-                        ret = strdup(line + strlen(label));
-                        break;
-                }
+                const char *state = startswith(line, label);
+                if (state)
+                        return strdup(state);
         }
-done:
-        free(all);
-        return ret;
+        return NULL;
 }
 
 /* A policy file (devices/<disk>/<sub>/<file>) that reads "auto" already: no override to reset. */
 static bool policy_is_auto(const char *disk, const char *sub, const char *file) {
-        char *v = read_dev(disk, sub, file, NULL);     /* read_text() drops the newline */
-        bool is_auto = v && strcmp(v, "auto") == 0;
-        free(v);
-        return is_auto;
+        _cleanup_free_ char *v = read_dev(disk, sub, file, NULL);      /* read_text() drops the newline */
+        return streq_ptr(v, "auto");
 }
 
 int cmd_set(int argc, char **argv) {
@@ -117,9 +112,9 @@ int cmd_set(int argc, char **argv) {
                 return r;
         r = write_policy(argv[1], argv[2], argv[3]);
         if (r == EXIT_OK) {
-                char *applied = knob_is_iosched(argv[2]) ? read_applied_iosched(argv[1], argv[2]) : read_dev(argv[1], "applied", argv[2], NULL);
-                printf("%s %s = %s%s%s\n", argv[1], argv[2], argv[3], applied ? ", applied: " : "", applied ?: "");
-                free(applied);
+                _cleanup_free_ char *applied = knob_is_iosched(argv[2]) ? read_applied_iosched(argv[1], argv[2]) :
+                                                                          read_dev(argv[1], "applied", argv[2], NULL);
+                printf("%s %s = %s%s%s\n", argv[1], argv[2], argv[3], applied ? ", applied: " : "", strempty(applied));
         }
         return r;
 }
@@ -156,53 +151,48 @@ int cmd_reset(int argc, char **argv) {
                 return reset_knob(argv[1], argv[2], &n_reset);
         }
 
-        char **knobs = NULL;
-        size_t n = 0;
-        if (list_dev_dir(argv[1], "policy", &knobs, &n) < 0) {
+        _cleanup_strv_free_ char **knobs = NULL;
+        if (list_dev_dir(argv[1], "policy", &knobs) < 0) {
                 err("This blkmqd serves no %s/devices/%s/policy/ (writable overrides are not available yet)",
                     arg_mountpoint, argv[1]);
                 return EXIT_FAILED;
         }
         int ret = EXIT_OK;
         bool elevator = false;
-        for (size_t i = 0; i < n; i++) {
-                if (strcmp(knobs[i], "iosched") == 0) {
+        STRV_FOREACH(k, knobs) {
+                if (streq(*k, "iosched")) {
                         /* policy/iosched/<elevator>/<tunable>: each one not auto already */
-                        char **elevs = NULL;
-                        size_t ne = 0;
-                        if (list_dev_dir(argv[1], "policy/iosched", &elevs, &ne) < 0)
+                        _cleanup_strv_free_ char **elevs = NULL;
+                        if (list_dev_dir(argv[1], "policy/iosched", &elevs) < 0)
                                 continue;
-                        for (size_t e = 0; e < ne; e++) {
-                                char **tun = NULL, sub[512];
-                                size_t nt = 0;
-                                snprintf(sub, sizeof(sub), "policy/iosched/%s", elevs[e]);
-                                if (list_dev_dir(argv[1], sub, &tun, &nt) < 0)
+                        STRV_FOREACH(e, elevs) {
+                                _cleanup_strv_free_ char **tun = NULL;
+                                char sub[512];
+                                snprintf(sub, sizeof(sub), "policy/iosched/%s", *e);
+                                if (list_dev_dir(argv[1], sub, &tun) < 0)
                                         continue;
-                                for (size_t t = 0; t < nt; t++) {
+                                STRV_FOREACH(t, tun) {
                                         char knob[768];
-                                        if (policy_is_auto(argv[1], sub, tun[t]))
+                                        if (policy_is_auto(argv[1], sub, *t))
                                                 continue;
-                                        snprintf(knob, sizeof(knob), "iosched/%s/%s", elevs[e], tun[t]);
+                                        snprintf(knob, sizeof(knob), "iosched/%s/%s", *e, *t);
                                         if (reset_knob(argv[1], knob, &n_reset) != EXIT_OK)
                                                 ret = EXIT_FAILED;
                                 }
-                                FREE_STRV(tun, nt);
                         }
-                        FREE_STRV(elevs, ne);
                         continue;
                 }
-                if (strcmp(knobs[i], "elevator") == 0) {
+                if (streq(*k, "elevator")) {
                         elevator = true;
                         continue;
                 }
-                if (!policy_is_auto(argv[1], "policy", knobs[i]) && reset_knob(argv[1], knobs[i], &n_reset) != EXIT_OK)
+                if (!policy_is_auto(argv[1], "policy", *k) && reset_knob(argv[1], *k, &n_reset) != EXIT_OK)
                         ret = EXIT_FAILED;
         }
         if (elevator && !policy_is_auto(argv[1], "policy", "elevator") && reset_knob(argv[1], "elevator", &n_reset) != EXIT_OK)
                 ret = EXIT_FAILED;
         if (ret == EXIT_OK && n_reset == 0)
                 printf("%s: no override to reset: every policy file reads auto\n", argv[1]);
-        FREE_STRV(knobs, n);
         return ret;
 }
 
@@ -215,7 +205,7 @@ int cmd_restore(int argc, char **argv) {
         int r = check_running();
         if (r < 0)
                 return -r;
-        char *p = path_join("restore", NULL);
+        _cleanup_free_ char *p = path_join("restore", NULL);
         if (!p)
                 return EXIT_FAILED;
         r = write_text(p, "1");
@@ -226,24 +216,20 @@ int cmd_restore(int argc, char **argv) {
         else {
                 /* the write returns once every value is back (or its write failed, which blkmqd
                  * logs); restore then reads how many the last restore put back */
-                char *count = NULL, *mode = NULL, *modep = path_join("mode", NULL), *end = NULL;
-                unsigned long k = read_text(p, &count) >= 0 ? strtoul(count, &end, 10) : 0;
-                if (!end || end == count || *end)
+                _cleanup_free_ char *count = read_top("restore"), *mode = read_top("mode"), *modep = path_join("mode", NULL);
+                uint64_t k;
+                if (!value_u64(count, &k))
                         printf("Restore done (%s does not say how many values it put back).\n", p);
                 else if (k == 0)
                         printf("Nothing to restore: blkmqd had changed no value.\n");
                 else
-                        printf("Restored %lu original value(s).\n", k);
-                if (modep && read_text(modep, &mode) >= 0) {
-                        if (strcmp(mode, "off") == 0)
+                        printf("Restored %" PRIu64 " original value(s).\n", k);
+                if (mode && modep) {
+                        if (streq(mode, "off"))
                                 printf("mode: off: blkmqd writes nothing until 'echo auto > %s'\n", modep);
                         else
                                 printf("mode: %s\n", mode);
                 }
-                free(count);
-                free(mode);
-                free(modep);
         }
-        free(p);
         return r < 0 ? EXIT_FAILED : EXIT_OK;
 }

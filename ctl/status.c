@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "macro.h"
+#include "strv.h"
 
 static bool parse_double(const char *v, double *ret) {
         if (!v || !*v)
@@ -58,35 +60,30 @@ static int state_rank(const char *s) {
                 "error", "timeout (still pending)", "pending-reboot", "unsupported", "dry-run", "pending", STATE_EXTERNAL,
                 "deferred", "ok", "kept", "unmanaged",
         };
-        for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
-                if (strcmp(s, order[i]) == 0)
+        for (size_t i = 0; i < ELEMENTSOF(order); i++)
+                if (streq(s, order[i]))
                         return (int) i;
         return 50;
 }
 
 /* The most significant state over applied/<knob>: "error" beats "ok" beats "kept". */
 static char *applied_state(const char *disk) {
-        char **knobs = NULL, *best = NULL;
-        size_t n = 0;
-        if (list_dev_dir(disk, "applied", &knobs, &n) < 0)
+        _cleanup_strv_free_ char **knobs = NULL;
+        char *best = NULL;
+        if (list_dev_dir(disk, "applied", &knobs) < 0)
                 return NULL;
-        for (size_t i = 0; i < n; i++) {
-                char *v = read_dev(disk, "applied", knobs[i], NULL);
+        STRV_FOREACH(k, knobs) {
+                char *v = read_dev(disk, "applied", *k, NULL);
                 if (!v)
                         continue;
-                if (strcmp(knobs[i], "iosched") == 0) {
+                if (streq(*k, "iosched")) {
                         /* one "<elevator>.<tunable> <state>: ..." line per tunable */
                         for (char *save = NULL, *l = strtok_r(v, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
                                 char *st = strchr(l, ' ');
                                 st = st ? st + 1 : l;
                                 state_word(st);
-                                if (!best || state_rank(st) < state_rank(best)) {
-                                        char *c = strdup(st);
-                                        if (c) {
-                                                free(best);
-                                                best = c;
-                                        }
-                                }
+                                if (!best || state_rank(st) < state_rank(best))
+                                        (void) free_and_strdup(&best, st);     /* ENOMEM: best stays */
                         }
                         free(v);
                         continue;
@@ -98,7 +95,6 @@ static char *applied_state(const char *disk) {
                 } else
                         free(v);
         }
-        FREE_STRV(knobs, n);
         return best;
 }
 
@@ -106,24 +102,24 @@ static char *applied_state(const char *disk) {
  * completed_remote; else the mean of hctx/<n>/remote_pct. Returns 1 with a value, 0 when the
  * files exist but are unavailable, -ENOENT when this blkmqd has no such files. */
 static int remote_pct(const char *disk, double *ret) {
-        char **hctx = NULL;
-        size_t n = 0;
+        _cleanup_strv_free_ char **hctx = NULL;
         uint64_t local = 0, remote = 0;
         double pct_sum = 0;
         size_t pct_n = 0;
         bool any_file = false, counters_ok = true;
 
-        if (list_dev_dir(disk, "hctx", &hctx, &n) < 0)
+        if (list_dev_dir(disk, "hctx", &hctx) < 0)
                 return -ENOENT;
-        for (size_t i = 0; i < n; i++) {
-                char *l = read_dev(disk, "hctx", hctx[i], "completed_local");
-                char *r = read_dev(disk, "hctx", hctx[i], "completed_remote");
-                char *p = read_dev(disk, "hctx", hctx[i], "remote_pct");
+        size_t n = strv_length(hctx);
+        STRV_FOREACH(h, hctx) {
+                _cleanup_free_ char *l = read_dev(disk, "hctx", *h, "completed_local"),
+                                    *r = read_dev(disk, "hctx", *h, "completed_remote"),
+                                    *p = read_dev(disk, "hctx", *h, "remote_pct");
                 uint64_t a, b;
                 double d;
                 if (l || r || p)
                         any_file = true;
-                if (parse_u64(l, &a) && parse_u64(r, &b)) {
+                if (value_u64(l, &a) && value_u64(r, &b)) {
                         local += a;
                         remote += b;
                 } else
@@ -132,11 +128,7 @@ static int remote_pct(const char *disk, double *ret) {
                         pct_sum += d;
                         pct_n++;
                 }
-                free(l);
-                free(r);
-                free(p);
         }
-        FREE_STRV(hctx, n);
         if (!any_file)
                 return -ENOENT;
         if (counters_ok && n > 0) {
@@ -175,30 +167,29 @@ static void row_free(Row *r) {
  */
 static char *owner_summary(const char *disk) {
         static const char *const order[] = { "deferred", "overridden", "corrected", "agrees", "none" };
-        char **knobs = NULL, *out = NULL;
-        size_t n = 0, best = sizeof(order) / sizeof(order[0]);
+        _cleanup_strv_free_ char **knobs = NULL;
+        char *out = NULL;
+        size_t best = ELEMENTSOF(order);
         char list[256] = "";
-        if (list_dev_dir(disk, "owner", &knobs, &n) < 0)
+        if (list_dev_dir(disk, "owner", &knobs) < 0)
                 return NULL;
         for (size_t pass = 0; pass < 2; pass++)
-                for (size_t i = 0; i < n; i++) {
-                        char *v = read_dev(disk, "owner", knobs[i], NULL);
+                STRV_FOREACH(k, knobs) {
+                        _cleanup_free_ char *v = read_dev(disk, "owner", *k, NULL);
                         if (!v)
                                 continue;
                         v[strcspn(v, ":\n")] = '\0';
-                        for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++)
-                                if (strcmp(v, order[o]) == 0) {
+                        for (size_t o = 0; o < ELEMENTSOF(order); o++)
+                                if (streq(v, order[o])) {
                                         if (pass == 0 && o < best)
                                                 best = o;
                                         else if (pass == 1 && o == best && best < 3) {
                                                 size_t l = strlen(list);
-                                                snprintf(list + l, sizeof(list) - l, "%s%s", l ? "," : "", knobs[i]);
+                                                snprintf(list + l, sizeof(list) - l, "%s%s", l ? "," : "", *k);
                                         }
                                 }
-                        free(v);
                 }
-        FREE_STRV(knobs, n);
-        if (best >= sizeof(order) / sizeof(order[0]))
+        if (best >= ELEMENTSOF(order))
                 return NULL;
         if (asprintf(&out, "%s%s%s", order[best], *list ? " " : "", list) < 0)
                 return NULL;
@@ -231,41 +222,32 @@ static int row_fill(Row *row, const char *disk) {
 }
 
 int cmd_status(int argc, char **argv) {
-        char **disks = NULL;
-        size_t n = 0;
+        _cleanup_strv_free_ char **disks = NULL;
         int r, missing = 0;
 
         r = check_running();
         if (r < 0)
                 return -r;
         /* status DISK...: those disks' rows; one not listed says why (check_disk()) */
-        r = disk_arguments_or_all(argc, argv, &disks, &n, &missing);
+        r = disk_arguments_or_all(argc, argv, &disks, &missing);
         if (r != EXIT_OK)
                 return r;
 
+        size_t n = strv_length(disks);
         Row *rows = calloc(n ? n : 1, sizeof(Row));
-        if (!rows) {
-                FREE_STRV(disks, n);
+        if (!rows)
                 return EXIT_FAILED;
-        }
         for (size_t i = 0; i < n; i++)
                 (void) row_fill(&rows[i], disks[i]);
 
         /* the daemon's mode (auto, dry-run, off): the STATE column reads differently in each
          * (after "blkmqctl restore" it is off and nothing is written) */
-        char *mode = NULL, *mp = path_join("mode", NULL);
-        if (mp && read_text(mp, &mode) >= 0)
+        _cleanup_free_ char *mode = read_top("mode");
+        if (mode)
                 mode[strcspn(mode, "\n")] = '\0';
-        else
-                mode = NULL;
-        free(mp);
 
         if (arg_json) {
-                char *version = NULL;
-                char *vp = path_join("version", NULL);
-                if (vp)
-                        (void) read_text(vp, &version);
-                free(vp);
+                _cleanup_free_ char *version = read_top("version");
                 printf("{\"mountpoint\":");
                 json_string(stdout, arg_mountpoint);
                 printf(",\"version\":");
@@ -307,7 +289,6 @@ int cmd_status(int argc, char **argv) {
                         printf("}");
                 }
                 printf("]}\n");
-                free(version);
         } else {
                 /* Columns to the terminal's width (80 when not a terminal): when the widest row
                  * does not fit, PLANNED goes first, then ROT, then HCTX, then SPEED, then OWNER (--wide
@@ -335,7 +316,7 @@ int cmd_status(int argc, char **argv) {
                 if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
                         cols = ws.ws_col;
                 static const int drop[] = { C_PLAN, C_ROT, C_HCTX, C_SPEED, C_OWNER };
-                for (size_t d = 0; !arg_wide && d < sizeof(drop) / sizeof(drop[0]); d++) {
+                for (size_t d = 0; !arg_wide && d < ELEMENTSOF(drop); d++) {
                         int total = 0;
                         for (int k = 0; k < _C_MAX; k++)
                                 total += on[k] ? w[k] + (total ? 2 : 0) : 0;
@@ -343,9 +324,9 @@ int cmd_status(int argc, char **argv) {
                                 break;
                         on[drop[d]] = false;
                 }
-                printf("mode: %s%s\n", show(mode), mode && strcmp(mode, "off") == 0 ?
+                printf("mode: %s%s\n", show(mode), streq_ptr(mode, "off") ?
                        " (nothing is written: echo auto > mode to manage again)" :
-                       mode && strcmp(mode, "dry-run") == 0 ? " (nothing is written; applied/ says what would be)" : "");
+                       streq_ptr(mode, "dry-run") ? " (nothing is written; applied/ says what would be)" : "");
                 for (size_t i = 0; i <= n; i++) {
                         const Row *x = i ? &rows[i - 1] : NULL;
                         const char *cell[_C_MAX];
@@ -378,7 +359,5 @@ int cmd_status(int argc, char **argv) {
         for (size_t i = 0; i < n; i++)
                 row_free(&rows[i]);
         free(rows);
-        free(mode);
-        FREE_STRV(disks, n);
         return fflush(stdout) == 0 && missing == 0 ? EXIT_OK : EXIT_FAILED;
 }

@@ -24,6 +24,9 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "macro.h"
+#include "parse.h"
+#include "strv.h"
 
 #define FUSE_SUPER_MAGIC 0x65735546
 
@@ -61,24 +64,21 @@ char *path_join(const char *first, ...) {
         return p;
 }
 
+/* Every trailing newline goes, not only the one lib/'s strip_newline() drops: a file such as
+ * explain, printed with its own "\n" after it, must not end in an empty line. */
 int read_text(const char *path, char **ret) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         size_t n = 0, size = 4096;
-        char *buf = malloc(size);
-        if (!buf) {
-                close(fd);
+        _cleanup_free_ char *buf = malloc(size);
+        if (!buf)
                 return -ENOMEM;
-        }
         for (;;) {
                 if (n + 1 >= size) {
                         char *nb = realloc(buf, size * 2);
-                        if (!nb) {
-                                free(buf);
-                                close(fd);
+                        if (!nb)
                                 return -ENOMEM;
-                        }
                         buf = nb;
                         size *= 2;
                 }
@@ -86,35 +86,37 @@ int read_text(const char *path, char **ret) {
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        int r = -errno;
-                        free(buf);
-                        close(fd);
-                        return r;
+                        return -errno;
                 }
                 if (k == 0)
                         break;
                 n += (size_t) k;
         }
-        close(fd);
         buf[n] = '\0';
         while (n > 0 && buf[n - 1] == '\n')
                 buf[--n] = '\0';
-        *ret = buf;
+        *ret = TAKE_PTR(buf);
         return 0;
 }
 
 char *read_dev(const char *disk, const char *a, const char *b, const char *c) {
-        char *p = path_join("devices", disk, a, b, c, NULL), *v = NULL;
-        if (!p)
+        _cleanup_free_ char *p = path_join("devices", disk, a, b, c, NULL);
+        char *v = NULL;
+        if (!p || read_text(p, &v) < 0)
                 return NULL;
-        if (read_text(p, &v) < 0)
-                v = NULL;
-        free(p);
+        return v;
+}
+
+char *read_top(const char *name) {
+        _cleanup_free_ char *p = path_join(name, NULL);
+        char *v = NULL;
+        if (!p || read_text(p, &v) < 0)
+                return NULL;
         return v;
 }
 
 bool value_unavailable(const char *v) {
-        return !v || strncmp(v, "unknown", 7) == 0 || strncmp(v, "unavailable", 11) == 0;
+        return !v || startswith(v, "unknown") || startswith(v, "unavailable");
 }
 
 /* "-" when the file does not exist, "n/a" when it says unknown/unavailable, else the value. */
@@ -133,23 +135,15 @@ const char *show_class(const char *v) {
         return v ?: "-";
 }
 
-
-bool parse_u64(const char *v, uint64_t *ret) {
-        if (!v || !*v || *v == '-')
-                return false;
-        char *end;
-        errno = 0;
-        unsigned long long x = strtoull(v, &end, 10);
-        if (errno || end == v)
-                return false;
-        while (*end == ' ' || *end == '\n')
-                end++;
-        if (*end)
-                return false;
-        *ret = x;
-        return true;
+bool value_u64(const char *v, uint64_t *ret) {
+        return v && parse_u64(v, ret) >= 0;
 }
 
+/*
+ * Names that are both numbers in numeric order (hctx/ 0 1 2 ... 10), all others in strcmp()
+ * order (nvme10n1 < nvme2n1): the order status prints its rows in. lib/ has no such sort; the
+ * strverscmp() of host/'s hostfs_list_dir() (nvme2n1 < nvme10n1) would reorder the rows.
+ */
 static int cmp_natural(const void *a, const void *b) {
         const char *x = *(const char * const *) a, *y = *(const char * const *) b;
         char *ex, *ey;
@@ -159,47 +153,29 @@ static int cmp_natural(const void *a, const void *b) {
         return strcmp(x, y);
 }
 
-int list_dir(const char *path, char ***ret, size_t *ret_n) {
-        DIR *d = opendir(path);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
+
+int list_dir(const char *path, char ***ret) {
+        _cleanup_(closedirp) DIR *d = opendir(path);
         if (!d)
                 return -errno;
-        char **v = NULL;
-        size_t n = 0;
+        _cleanup_strv_free_ char **v = NULL;
         struct dirent *de;
-        while ((errno = 0, de = readdir(d))) {
-                if (de->d_name[0] == '.')
-                        continue;
-                char **nv = realloc(v, (n + 1) * sizeof(char *));
-                if (!nv || !(nv[n] = strdup(de->d_name))) {
-                        if (nv)
-                                v = nv;
-                        FREE_STRV(v, n);
-                        closedir(d);
+        while ((errno = 0, de = readdir(d)))
+                if (de->d_name[0] != '.' && strv_extend(&v, de->d_name) < 0)
                         return -ENOMEM;
-                }
-                v = nv;
-                n++;
-        }
-        int r = errno ? -errno : 0;
-        closedir(d);
-        if (r < 0) {
-                FREE_STRV(v, n);
-                return r;
-        }
-        if (n > 1)
-                qsort(v, n, sizeof(char *), cmp_natural);
-        *ret = v;
-        *ret_n = n;
+        if (errno)
+                return -errno;
+        qsort(v, strv_length(v), sizeof(char *), cmp_natural);
+        *ret = TAKE_PTR(v);
         return 0;
 }
 
-int list_dev_dir(const char *disk, const char *sub, char ***ret, size_t *ret_n) {
-        char *p = path_join("devices", disk, sub, NULL);
+int list_dev_dir(const char *disk, const char *sub, char ***ret) {
+        _cleanup_free_ char *p = path_join("devices", disk, sub, NULL);
         if (!p)
                 return -ENOMEM;
-        int r = list_dir(p, ret, ret_n);
-        free(p);
-        return r;
+        return list_dir(p, ret);
 }
 
 int check_running(void) {
@@ -216,11 +192,9 @@ int check_running(void) {
                 err("blkmqd is not running: \"%s\" is not a FUSE mount", arg_mountpoint);
                 return -EXIT_NOT_RUNNING;
         }
-        char *p = path_join("devices", NULL);
+        _cleanup_free_ char *p = path_join("devices", NULL);
         struct stat st;
-        int r = p && stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-        free(p);
-        if (r < 0) {
+        if (!p || stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 err("\"%s\" is a FUSE mount but not a blkmqd tree (no devices/)", arg_mountpoint);
                 return -EXIT_NOT_RUNNING;
         }
@@ -232,11 +206,10 @@ int check_running(void) {
  * (or "/dev/cciss/c0d0") -> sysfs's "cciss!c0d0", the name under devices/.
  */
 static void normalize_disk(char *disk) {
-        if (strncmp(disk, "/dev/", 5) == 0)
-                memmove(disk, disk + 5, strlen(disk + 5) + 1);
-        for (char *c = disk; *c; c++)
-                if (*c == '/')
-                        *c = '!';
+        const char *d = startswith(disk, "/dev/");
+        if (d)
+                memmove(disk, d, strlen(d) + 1);
+        (void) disk_name_from_kernel(disk, disk, strlen(disk) + 1);    /* in place: never too long */
 }
 
 /*
@@ -245,38 +218,35 @@ static void normalize_disk(char *disk) {
  * -ENOENT when this blkmqd has no such file (older than the file), -ENOMEM.
  */
 static int not_listed_reason(const char *disk, char **ret) {
-        char *p = path_join("not_listed", NULL), *text = NULL;
+        _cleanup_free_ char *p = path_join("not_listed", NULL), *text = NULL;
         int r = p ? read_text(p, &text) : -ENOMEM;
-        free(p);
         if (r < 0)
                 return r == -ENOMEM ? r : -ENOENT;
-        size_t len = strlen(disk);
-        r = 0;
-        for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && r == 0; l = strtok_r(NULL, "\n", &save))
-                if (strncmp(l, disk, len) == 0 && strncmp(l + len, ": ", 2) == 0) {
-                        *ret = strdup(l + len + 2);
-                        r = *ret ? 1 : -ENOMEM;
+        for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                const char *after = startswith(l, disk), *reason = after ? startswith(after, ": ") : NULL;
+                if (reason) {
+                        *ret = strdup(reason);
+                        return *ret ? 1 : -ENOMEM;
                 }
-        free(text);
-        return r;
+        }
+        return 0;
 }
 
 int check_disk(char *disk) {
         normalize_disk(disk);
-        if (!*disk || strcmp(disk, ".") == 0 || strcmp(disk, "..") == 0) {
+        /* not lib/'s disk_name_is_valid(), which also refuses a name longer than 31 bytes: such
+         * a name is blkmqd's to explain (its not_listed line), exit 2, not a usage error */
+        if (!*disk || streq(disk, ".") || streq(disk, "..")) {
                 err("Invalid disk name \"%s\"", disk);
                 return -EXIT_USAGE;
         }
-        char *p = path_join("devices", disk, NULL);
+        _cleanup_free_ char *p = path_join("devices", disk, NULL), *reason = NULL;
         struct stat st;
-        int r = p && stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-        free(p);
-        if (r == 0)
+        if (p && stat(p, &st) == 0 && S_ISDIR(st.st_mode))
                 return 0;
         /* why a block device the kernel has is not listed is the daemon's to say: its
          * not_listed file has one line per block device it saw and does not list */
-        char *reason = NULL;
-        r = not_listed_reason(disk, &reason);
+        int r = not_listed_reason(disk, &reason);
         if (r > 0)
                 err("blkmqd does not list %s: %s", disk, reason);
         else if (r == 0)
@@ -287,19 +257,16 @@ int check_disk(char *disk) {
                     "medium that match its --devices/Devices= globs: a disk of size 0 (an unused zram, a drive "
                     "without medium), a partition or a disk outside the globs is not listed (its debug log names "
                     "a disk without medium)", disk, arg_mountpoint);
-        free(reason);
         return -EXIT_FAILED;
 }
 
-int disk_arguments_or_all(int argc, char **argv, char ***ret, size_t *ret_n, int *ret_missing) {
-        char **disks = NULL;
-        size_t n = 0;
+int disk_arguments_or_all(int argc, char **argv, char ***ret, int *ret_missing) {
+        _cleanup_strv_free_ char **disks = NULL;
         int r, missing = 0;
 
         if (argc <= 1) {
-                char *p = path_join("devices", NULL);
-                r = p ? list_dir(p, ret, ret_n) : -ENOMEM;
-                free(p);
+                _cleanup_free_ char *p = path_join("devices", NULL);
+                r = p ? list_dir(p, ret) : -ENOMEM;
                 if (r < 0) {
                         err("Failed to list %s/devices: %s", arg_mountpoint, strerror(-r));
                         return EXIT_FAILED;
@@ -307,28 +274,18 @@ int disk_arguments_or_all(int argc, char **argv, char ***ret, size_t *ret_n, int
                 *ret_missing = 0;
                 return EXIT_OK;
         }
-        disks = calloc(argc - 1, sizeof(char *));
-        if (!disks)
-                return EXIT_FAILED;
         for (int i = 1; i < argc; i++) {
                 r = check_disk(argv[i]);
-                if (r == -EXIT_USAGE) {
-                        FREE_STRV(disks, n);
+                if (r == -EXIT_USAGE)
                         return EXIT_USAGE;
-                }
                 if (r < 0)
                         missing++;
-                else if (!(disks[n++] = strdup(argv[i]))) {
-                        FREE_STRV(disks, n);
+                else if (strv_extend(&disks, argv[i]) < 0)
                         return EXIT_FAILED;
-                }
         }
-        if (n == 0) {
-                FREE_STRV(disks, n);
+        if (!disks)
                 return EXIT_FAILED;
-        }
-        *ret = disks;
-        *ret_n = n;
+        *ret = TAKE_PTR(disks);
         *ret_missing = missing;
         return EXIT_OK;
 }
@@ -362,22 +319,19 @@ void json_value(FILE *f, const char *v) {
         uint64_t u;
         if (!v || value_unavailable(v))
                 fputs("null", f);
-        else if (parse_u64(v, &u))
+        else if (value_u64(v, &u))
                 fprintf(f, "%" PRIu64, u);
         else
                 json_string(f, v);
 }
 
 void state_word(char *v) {
-        if (strncmp(v, STATE_EXTERNAL, strlen(STATE_EXTERNAL)) == 0)
+        if (startswith(v, STATE_EXTERNAL))
                 v[strlen(STATE_EXTERNAL)] = '\0';
         else
                 v[strcspn(v, ":\n")] = '\0';
 }
 
-
-/* The DISK argument (argv[1]) of a disk command taking min_argc..max_argc words: usage, daemon
- * running, disk present. 0 or an exit code. */
 int disk_arguments(int argc, char **argv, int min_argc, int max_argc, const char *usage) {
         if (argc < min_argc || argc > max_argc) {
                 err("Usage: blkmqctl %s", usage);

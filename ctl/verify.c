@@ -20,36 +20,37 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "macro.h"
+#include "strv.h"
 
 static bool in_effect(const char *state) {
         static const char *const ok[] = { "ok", "kept", "unmanaged", "managed by kernel" };
-        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-                if (strcmp(state, ok[i]) == 0)
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++)
+                if (streq(state, ok[i]))
                         return true;
         return false;
 }
 
 /* The differences of disk's applied/ files, printed; how many, or -1 when it cannot be read. */
 static int verify_disk(const char *disk) {
-        char **knobs = NULL;
-        size_t n = 0;
+        _cleanup_strv_free_ char **knobs = NULL;
         int diffs = 0;
 
-        if (list_dev_dir(disk, "applied", &knobs, &n) < 0) {
+        if (list_dev_dir(disk, "applied", &knobs) < 0) {
                 err("Failed to list %s/devices/%s/applied", arg_mountpoint, disk);
                 return -1;
         }
-        for (size_t i = 0; i < n; i++) {
-                char *v = read_dev(disk, "applied", knobs[i], NULL);
+        STRV_FOREACH(k, knobs) {
+                _cleanup_free_ char *v = read_dev(disk, "applied", *k, NULL);
                 if (!v)
                         continue;       /* gone meanwhile */
-                if (strcmp(knobs[i], "iosched") == 0) {
+                if (streq(*k, "iosched")) {
                         /* one "<elevator>.<tunable> <state>: ..." line per tunable */
                         for (char *save = NULL, *l = strtok_r(v, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
                                 char *sp = strchr(l, ' ');
                                 if (!sp)
                                         continue;
-                                char *st = strdup(sp + 1);
+                                _cleanup_free_ char *st = strdup(sp + 1);
                                 if (st)
                                         state_word(st);
                                 if (st && !in_effect(st)) {
@@ -57,106 +58,85 @@ static int verify_disk(const char *disk) {
                                         printf("%s iosched.%s: %s\n", disk, l, sp + 1);
                                         diffs++;
                                 }
-                                free(st);
                         }
                 } else {
-                        char *st = strdup(v);
+                        _cleanup_free_ char *st = strdup(v);
                         if (st)
                                 state_word(st);
                         if (st && !in_effect(st)) {
-                                printf("%s %s: %s\n", disk, knobs[i], v);
+                                printf("%s %s: %s\n", disk, *k, v);
                                 diffs++;
                         }
-                        free(st);
                 }
-                free(v);
         }
-        FREE_STRV(knobs, n);
         return diffs;
 }
 
 static char *read_module(const char *m, const char *p, const char *file) {
-        char *path = path_join("modules", m, p, file, NULL), *v = NULL;
-        if (path && read_text(path, &v) < 0)
-                v = NULL;
-        free(path);
+        _cleanup_free_ char *path = path_join("modules", m, p, file, NULL);
+        char *v = NULL;
+        if (!path || read_text(path, &v) < 0)
+                return NULL;
         return v;
 }
 
 /* Module parameters blkmqd wants and has not brought into effect. */
 static int verify_modules(void) {
-        char *dir = path_join("modules", NULL), **mods = NULL;
-        size_t n_mods = 0;
+        _cleanup_free_ char *dir = path_join("modules", NULL);
+        _cleanup_strv_free_ char **mods = NULL;
         int diffs = 0;
 
-        if (!dir || list_dir(dir, &mods, &n_mods) < 0) {
-                free(dir);
+        if (!dir || list_dir(dir, &mods) < 0)
                 return 0;       /* none wanted (or an older blkmqd without modules/) */
-        }
-        for (size_t i = 0; i < n_mods; i++) {
-                char *mdir = path_join("modules", mods[i], NULL), **params = NULL;
-                size_t n_params = 0;
-                if (mdir && list_dir(mdir, &params, &n_params) >= 0)
-                        for (size_t k = 0; k < n_params; k++) {
-                                char *state = read_module(mods[i], params[k], "state");
-                                if (state && strcmp(state, "effective") != 0 && strcmp(state, "proposed") != 0) {
-                                        char *cur = read_module(mods[i], params[k], "current"),
-                                             *want = read_module(mods[i], params[k], "wanted");
-                                        printf("module %s %s: %s (now %s, wanted %s)\n", mods[i], params[k], state,
+        STRV_FOREACH(m, mods) {
+                _cleanup_free_ char *mdir = path_join("modules", *m, NULL);
+                _cleanup_strv_free_ char **params = NULL;
+                if (mdir && list_dir(mdir, &params) >= 0)
+                        STRV_FOREACH(p, params) {
+                                _cleanup_free_ char *state = read_module(*m, *p, "state");
+                                if (state && !streq(state, "effective") && !streq(state, "proposed")) {
+                                        _cleanup_free_ char *cur = read_module(*m, *p, "current"),
+                                                            *want = read_module(*m, *p, "wanted");
+                                        printf("module %s %s: %s (now %s, wanted %s)\n", *m, *p, state,
                                                cur ?: "-", want ?: "-");
-                                        free(cur);
-                                        free(want);
                                         diffs++;
                                 }
-                                free(state);
                         }
-                FREE_STRV(params, n_params);
-                free(mdir);
         }
-        FREE_STRV(mods, n_mods);
-        free(dir);
         return diffs;
 }
 
 int cmd_verify(int argc, char **argv) {
-        char **disks = NULL, *mode = NULL, *mp;
-        size_t n = 0;
+        _cleanup_strv_free_ char **disks = NULL;
         int r, diffs = 0;
 
         r = check_running();
         if (r < 0)
                 return -r;
         int missing;
-        r = disk_arguments_or_all(argc, argv, &disks, &n, &missing);
+        r = disk_arguments_or_all(argc, argv, &disks, &missing);
         if (r != EXIT_OK)
                 return r;
-        if (missing > 0) {              /* said by check_disk(): not a difference, a failure */
-                FREE_STRV(disks, n);
+        if (missing > 0)                /* said by check_disk(): not a difference, a failure */
                 return EXIT_FAILED;
-        }
 
         /* in dry-run and off nothing is applied: the plan is not in effect, whatever applied/ says */
-        mp = path_join("mode", NULL);
-        if (mp && read_text(mp, &mode) >= 0 && strcmp(mode, "auto") != 0) {
+        _cleanup_free_ char *mode = read_top("mode");
+        if (mode && !streq(mode, "auto")) {
                 printf("mode %s: blkmqd writes nothing (echo auto > %s/mode)\n", mode, arg_mountpoint);
                 diffs++;
         }
-        free(mp);
-        free(mode);
 
-        for (size_t i = 0; i < n; i++) {
-                r = verify_disk(disks[i]);
-                if (r < 0) {
-                        FREE_STRV(disks, n);
+        STRV_FOREACH(d, disks) {
+                r = verify_disk(*d);
+                if (r < 0)
                         return EXIT_FAILED;
-                }
                 diffs += r;
         }
         if (argc <= 1)
                 diffs += verify_modules();
         if (diffs == 0)
-                printf("%zu disk(s) as planned\n", n);
-        FREE_STRV(disks, n);
+                printf("%zu disk(s) as planned\n", strv_length(disks));
         if (fflush(stdout) != 0)
                 return EXIT_FAILED;
         return diffs > 0 ? EXIT_USAGE : EXIT_OK;

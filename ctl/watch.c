@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "macro.h"
+#include "strv.h"
 
 static volatile sig_atomic_t quit_signal = 0;
 static struct termios saved_termios;
@@ -79,7 +81,7 @@ static const WatchColumn watch_columns[] = {
         { "active",           "active",   false, 7 },
         { "tags_busy",        "busy",     false, 8 },
 };
-#define N_COL (sizeof(watch_columns) / sizeof(watch_columns[0]))
+#define N_COL ELEMENTSOF(watch_columns)
 #define COL_WIDTH 8             /* each column: two spaces and a value of up to 8 ("999.9k/s" is shown as "999.9k") */
 #define HCTX_WIDTH 4
 #define TAGS_WIDTH 5
@@ -193,15 +195,20 @@ static void stat_summary(const char *stat, char *buf, size_t size) {
         snprintf(buf, size, "reads/s %s  writes/s %s  in_flight %s", rv ?: "-", wv ?: "-", fv ?: "-");
 }
 
+/* A row's values (cpu_list, nr_tags, then one per column): NULL where a file could not be read,
+ * so not a strv. */
+static void values_free(char **v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
 static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt, Sample **ret, size_t *ret_n) {
-        char **hctx = NULL;
-        size_t n = 0;
+        _cleanup_strv_free_ char **hctx = NULL;
         bool present[N_COL] = {}, shown[N_COL] = {};
         unsigned rows, cols;
-        char *class = read_dev(disk, "class", NULL, NULL);
-        char *elev = read_dev(disk, "facts", "elevator", NULL);
-        char *stat = read_dev(disk, "stat", NULL, NULL);
-        char *applied = read_dev(disk, "applied", "elevator", NULL);
+        _cleanup_free_ char *class = read_dev(disk, "class", NULL, NULL), *elev = read_dev(disk, "facts", "elevator", NULL),
+                            *stat = read_dev(disk, "stat", NULL, NULL), *applied = read_dev(disk, "applied", "elevator", NULL);
         time_t t = time(NULL);
         char tbuf[32];
 
@@ -217,23 +224,19 @@ static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt,
                 put_line(cols, "stat: %s", sum);
         }
         unsigned used = stat ? 3 : 2;
-        free(class);
-        free(elev);
-        free(stat);
-        free(applied);
 
-        if (list_dev_dir(disk, "hctx", &hctx, &n) < 0) {
+        if (list_dev_dir(disk, "hctx", &hctx) < 0) {
                 put_line(cols, "(disk %s has gone away)", disk);
                 fflush(stdout);
                 return -ENOENT;
         }
 
+        size_t n = strv_length(hctx);
         Sample *cur = calloc(n ? n : 1, sizeof(Sample));
         char ***vals = calloc(n ? n : 1, sizeof(char **));
         if (!cur || !vals) {
                 free(cur);
                 free(vals);
-                FREE_STRV(hctx, n);
                 return -ENOMEM;
         }
         unsigned cpus_width = 4;
@@ -243,9 +246,9 @@ static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt,
                 for (size_t a = 0; a < N_COL; a++) {
                         char *v = read_dev(disk, "hctx", hctx[i], watch_columns[a].attr);
                         /* a column whose every value is unavailable is no column: nothing to watch */
-                        if (v && (watch_columns[a].rate ? parse_u64(v, &cur[i].v[a]) : strncmp(v, "unavailable", 11) != 0))
+                        if (v && (watch_columns[a].rate ? value_u64(v, &cur[i].v[a]) : !startswith(v, "unavailable")))
                                 present[a] = true;
-                        cur[i].have[a] = watch_columns[a].rate && parse_u64(v, &cur[i].v[a]);
+                        cur[i].have[a] = watch_columns[a].rate && value_u64(v, &cur[i].v[a]);
                         if (vals[i])
                                 vals[i][a + 2] = v;
                         else
@@ -295,7 +298,7 @@ static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt,
         for (size_t i = 0; i < n; i++) {
                 const Sample *p = NULL;
                 for (size_t j = 0; j < n_prev; j++)
-                        if (prev[j].hctx && cur[i].hctx && strcmp(prev[j].hctx, cur[i].hctx) == 0)
+                        if (prev[j].hctx && cur[i].hctx && streq(prev[j].hctx, cur[i].hctx))
                                 p = &prev[j];
                 if (i < n_rows) {
                         char cpus[CPUS_WIDTH_MAX + 8], tags[TAGS_WIDTH + 8];
@@ -306,7 +309,7 @@ static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt,
                                 if (!shown[a] || k < 0 || (size_t) k >= sizeof(line))
                                         continue;
                                 if (!watch_columns[a].rate)
-                                        fit(cell, sizeof(cell), vals[i] && vals[i][a + 2] && strncmp(vals[i][a + 2], "unavailable", 11) != 0 ?
+                                        fit(cell, sizeof(cell), vals[i] && vals[i][a + 2] && !startswith(vals[i][a + 2], "unavailable") ?
                                             vals[i][a + 2] : "n/a", COL_WIDTH);
                                 else if (!cur[i].have[a])
                                         snprintf(cell, sizeof(cell), "n/a");
@@ -319,7 +322,7 @@ static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt,
                         put_line(cols, "%s", line);
                 }
                 if (vals[i])
-                        FREE_STRV(vals[i], N_COL + 2);
+                        values_free(vals[i], N_COL + 2);
         }
         if (n > n_rows || n_hidden > 0) {
                 k = 0;
@@ -338,7 +341,6 @@ static int watch_frame(const char *disk, Sample *prev, size_t n_prev, double dt,
                 put_line(cols, "(no per-hctx counters for this disk yet: the hctx layout only)");
         fflush(stdout);
         free(vals);
-        FREE_STRV(hctx, n);
         *ret = cur;
         *ret_n = n;
         return 0;
