@@ -57,18 +57,15 @@ static int write_policy(const char *disk, const char *knob, const char *value) {
         _cleanup_free_ char *p = path_join("devices", disk, "policy", knob, NULL);
         if (!p)
                 return EXIT_FAILED;
+        _cleanup_strv_free_ char **knobs = NULL;
         int r = write_text(p, value);
-        if (r == -ENOENT) {
-                _cleanup_strv_free_ char **knobs = NULL;
-                if (list_dev_dir(disk, "policy", &knobs) < 0)
-                        err("This blkmqd serves no %s/devices/%s/policy/ (writable overrides are not available yet)",
-                            arg_mountpoint, disk);
-                else {
-                        fprintf(stderr, "blkmqctl: Unknown knob \"%s\" for %s; knobs:", knob, disk);
-                        STRV_FOREACH(k, knobs)
-                                fprintf(stderr, " %s", *k);
-                        fputc('\n', stderr);
-                }
+        /* every disk has policy/ (fuse-fs/fuse-fs.c build_device()): a knob it does not have is
+         * not there; policy/ itself is gone only with the disk, and that is the write's error */
+        if (r == -ENOENT && list_dev_dir(disk, "policy", &knobs) >= 0) {
+                fprintf(stderr, "blkmqctl: Unknown knob \"%s\" for %s; knobs:", knob, disk);
+                STRV_FOREACH(k, knobs)
+                        fprintf(stderr, " %s", *k);
+                fputc('\n', stderr);
         } else if (r == -EINVAL || r == -ERANGE)
                 /* blkmqd refused the value; its one log line says what it expects */
                 err("Failed to write \"%s\" to \"%s\": %s (blkmqd's log says what it expects: journalctl -u blkmqd, or its standard error)",
@@ -152,9 +149,9 @@ int cmd_reset(int argc, char **argv) {
         }
 
         _cleanup_strv_free_ char **knobs = NULL;
-        if (list_dev_dir(argv[1], "policy", &knobs) < 0) {
-                err("This blkmqd serves no %s/devices/%s/policy/ (writable overrides are not available yet)",
-                    arg_mountpoint, argv[1]);
+        r = list_dev_dir(argv[1], "policy", &knobs);
+        if (r < 0) {            /* the disk went away since check_disk() */
+                err("Failed to list %s/devices/%s/policy: %s", arg_mountpoint, argv[1], strerror(-r));
                 return EXIT_FAILED;
         }
         int ret = EXIT_OK;
@@ -209,9 +206,7 @@ int cmd_restore(int argc, char **argv) {
         if (!p)
                 return EXIT_FAILED;
         r = write_text(p, "1");
-        if (r == -ENOENT)
-                err("This blkmqd serves no %s/restore control file yet", arg_mountpoint);
-        else if (r < 0)
+        if (r < 0)
                 err("Failed to write 1 to \"%s\": %s", p, strerror(-r));
         else {
                 /* the write returns once every value is back (or its write failed, which blkmqd

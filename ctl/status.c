@@ -100,7 +100,8 @@ static char *applied_state(const char *disk) {
 
 /* Remote completion share: sum of hctx/<n>/completed_remote over sum of completed_local +
  * completed_remote; else the mean of hctx/<n>/remote_pct. Returns 1 with a value, 0 when the
- * files exist but are unavailable, -ENOENT when this blkmqd has no such files. */
+ * files say unavailable (or no completion yet), -ENOENT when there are none to read (the disk
+ * lists no hctx, or went away). */
 static int remote_pct(const char *disk, double *ret) {
         _cleanup_strv_free_ char **hctx = NULL;
         uint64_t local = 0, remote = 0;
@@ -163,7 +164,7 @@ static void row_free(Row *r) {
 /*
  * The most significant owner over owner/<knob> (policies/owners.h): "deferred" (another tool's
  * setting wins), then "overridden", "corrected", "agrees", "none"; with the knobs it is about
- * ("deferred elevator,xps"). NULL when the tree has no owner/ (an older blkmqd).
+ * ("deferred elevator,xps"). NULL when owner/ names none (or the disk went away).
  */
 static char *owner_summary(const char *disk) {
         static const char *const order[] = { "deferred", "overridden", "corrected", "agrees", "none" };

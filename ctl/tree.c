@@ -215,13 +215,13 @@ static void normalize_disk(char *disk) {
 /*
  * Why blkmqd does not list disk: its line of the daemon's not_listed file ("<name>: <reason>",
  * manager/pipeline.c). Returns 1 with *ret the reason, 0 when the file has no line for disk,
- * -ENOENT when this blkmqd has no such file (older than the file), -ENOMEM.
+ * -errno when the file cannot be read.
  */
 static int not_listed_reason(const char *disk, char **ret) {
         _cleanup_free_ char *p = path_join("not_listed", NULL), *text = NULL;
         int r = p ? read_text(p, &text) : -ENOMEM;
         if (r < 0)
-                return r == -ENOMEM ? r : -ENOENT;
+                return r;
         for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
                 const char *after = startswith(l, disk), *reason = after ? startswith(after, ": ") : NULL;
                 if (reason) {
@@ -253,10 +253,8 @@ int check_disk(char *disk) {
                 err("No such disk \"%s\": blkmqd saw no block device of that name (%s/not_listed names every one it saw "
                     "and does not list; see blkmqctl status for the disks it lists)", disk, arg_mountpoint);
         else
-                err("No such disk \"%s\" under %s/devices (see blkmqctl status). blkmqd lists whole disks with a "
-                    "medium that match its --devices/Devices= globs: a disk of size 0 (an unused zram, a drive "
-                    "without medium), a partition or a disk outside the globs is not listed (its debug log names "
-                    "a disk without medium)", disk, arg_mountpoint);
+                err("No such disk \"%s\" under %s/devices (see blkmqctl status); %s/not_listed, which says why, "
+                    "cannot be read: %s", disk, arg_mountpoint, arg_mountpoint, strerror(-r));
         return -EXIT_FAILED;
 }
 

@@ -87,7 +87,7 @@ static int verify_modules(void) {
         int diffs = 0;
 
         if (!dir || list_dir(dir, &mods) < 0)
-                return 0;       /* none wanted (or an older blkmqd without modules/) */
+                return 0;       /* modules/ lists the parameters blkmqd wants: gone only with the daemon */
         STRV_FOREACH(m, mods) {
                 _cleanup_free_ char *mdir = path_join("modules", *m, NULL);
                 _cleanup_strv_free_ char **params = NULL;
