@@ -29,7 +29,7 @@ extern bool arg_wide;
 extern long arg_iterations;
 
 /* "blkmqctl: <message>\n" on stderr. */
-void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* arg_mountpoint/a/b/... (a NULL-terminated list of components), newly allocated; NULL on ENOMEM. */
 char *path_join(const char *first, ...) __attribute__((sentinel));
 /* A whole file into *ret, NUL-terminated, trailing newlines stripped. Returns 0 or -errno. */
@@ -54,10 +54,10 @@ int check_disk(char *disk);
 int disk_arguments(int argc, char **argv, int min_argc, int max_argc, const char *usage);
 
 /*
- * The disks a verb works on: argv[1..] (each checked with check_disk(): *ret_missing counts
- * those not listed, said on stderr), or every disk under devices/ without arguments. Returns
- * EXIT_OK with *ret (a strv), EXIT_USAGE for an invalid name, EXIT_FAILED when none is left or
- * on an error (said).
+ * The disks a verb works on, once check_running() found the daemon: argv[1..] (each checked
+ * with check_disk(): *ret_missing counts those not listed, said on stderr), or every disk under
+ * devices/ without arguments. Returns EXIT_OK with *ret (a strv), EXIT_NOT_RUNNING,
+ * EXIT_USAGE for an invalid name, EXIT_FAILED when none is left or on an error (said).
  */
 int disk_arguments_or_all(int argc, char **argv, char ***ret, int *ret_missing);
 
@@ -79,6 +79,8 @@ bool value_u64(const char *v, uint64_t *ret);
 void json_string(FILE *f, const char *s);
 /* A number when v holds one, null when missing or unavailable, else the string. */
 void json_value(FILE *f, const char *v);
+/* ,"key":v on stdout: json_value() when number, else json_string(). */
+void json_field(const char *key, const char *v, bool number);
 
 /* The verbs: blkmqctl status [DISK...] (ctl/status.c), verify [DISK...] (ctl/verify.c),
  * explain DISK (ctl/explain.c), watch DISK (ctl/watch.c), set DISK KNOB VALUE, reset DISK

@@ -60,15 +60,14 @@ int cmd_explain(int argc, char **argv) {
 
         _cleanup_free_ char *explain = read_dev(disk, "explain", NULL, NULL), *class = read_dev(disk, "class", NULL, NULL);
         if (!explain) {
-                err("Failed to read %s/devices/%s/explain", arg_mountpoint, disk);
+                ctl_error("Failed to read %s/devices/%s/explain", arg_mountpoint, disk);
                 return EXIT_FAILED;
         }
 
         if (arg_json) {
                 printf("{\"disk\":");
                 json_string(stdout, disk);
-                printf(",\"class\":");
-                json_string(stdout, class);
+                json_field("class", class, /* number = */ false);
                 printf(",\"explain\":[");
                 bool first = true;
                 for (char *save = NULL, *l = strtok_r(explain, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {

@@ -46,15 +46,43 @@ static int parse_iterations(const char *arg) {
         errno = 0;
         long n = strtol(arg, &end, 10);
         if (errno || *end || n < 1) {
-                err("Invalid --iterations \"%s\"", arg);
+                ctl_error("Invalid --iterations \"%s\"", arg);
                 return -EINVAL;
         }
         arg_iterations = n;
         return 0;
 }
 
+enum { ARG_VERSION = 0x100 };
+
+/* The option c getopt_long() returned, before or after the command: -1 to go on, else the exit
+ * status (--help, --version, an invalid option or value: said). */
+static int handle_option(int c) {
+        switch (c) {
+        case 'm':
+                arg_mountpoint = optarg;
+                return -1;
+        case 'j':
+                arg_json = true;
+                return -1;
+        case 'w':
+                arg_wide = true;
+                return -1;
+        case 'n':
+                return parse_iterations(optarg) < 0 ? EXIT_USAGE : -1;
+        case 'h':
+                help();
+                return EXIT_OK;
+        case ARG_VERSION:
+                printf("blkmqctl %s\n", BLKMQD_VERSION);
+                return EXIT_OK;
+        default:        /* getopt said which option */
+                ctl_error("See blkmqctl --help for the commands and options.");
+                return EXIT_USAGE;
+        }
+}
+
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100 };
         static const struct option options[] = {
                 { "mountpoint", required_argument, NULL, 'm' },
                 { "json",       no_argument,       NULL, 'j' },
@@ -77,39 +105,17 @@ int main(int argc, char *argv[]) {
                 { "verify",  cmd_verify },
         };
         const char *e = getenv("BLKMQD_MOUNTPOINT");
-        int c;
+        int c, r;
 
         if (e && *e)
                 arg_mountpoint = e;
 
         while ((c = getopt_long(argc, argv, "+m:jwn:h", options, NULL)) >= 0)
-                switch (c) {
-                case 'm':
-                        arg_mountpoint = optarg;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'w':
-                        arg_wide = true;
-                        break;
-                case 'n':
-                        if (parse_iterations(optarg) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'h':
-                        help();
-                        return EXIT_OK;
-                case ARG_VERSION:
-                        printf("blkmqctl %s\n", BLKMQD_VERSION);
-                        return EXIT_OK;
-                default:        /* getopt said which option */
-                        err("See blkmqctl --help for the commands and options.");
-                        return EXIT_USAGE;
-                }
+                if ((r = handle_option(c)) >= 0)
+                        return r;
 
         if (optind >= argc) {
-                err("Missing command, see --help");
+                ctl_error("Missing command, see --help");
                 return EXIT_USAGE;
         }
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)
@@ -119,24 +125,12 @@ int main(int argc, char *argv[]) {
                         char **sub_argv = argv + optind;
                         optind = 0;
                         while ((c = getopt_long(sub_argc, sub_argv, "m:jwn:h", options, NULL)) >= 0)
-                                switch (c) {
-                                case 'm': arg_mountpoint = optarg; break;
-                                case 'j': arg_json = true; break;
-                                case 'w': arg_wide = true; break;
-                                case 'n':
-                                        if (parse_iterations(optarg) < 0)
-                                                return EXIT_USAGE;
-                                        break;
-                                case 'h': help(); return EXIT_OK;
-                                case ARG_VERSION: printf("blkmqctl %s\n", BLKMQD_VERSION); return EXIT_OK;
-                                default:
-                                        err("See blkmqctl --help for the commands and options.");
-                                        return EXIT_USAGE;
-                                }
+                                if ((r = handle_option(c)) >= 0)
+                                        return r;
                         /* Rebuild argv as COMMAND ARGS... without the options. */
                         sub_argv[optind - 1] = sub_argv[0];
                         return commands[i].run(sub_argc - optind + 1, sub_argv + optind - 1);
                 }
-        err("Unknown command \"%s\", see --help", argv[optind]);
+        ctl_error("Unknown command \"%s\", see --help", argv[optind]);
         return EXIT_USAGE;
 }

@@ -51,7 +51,7 @@ static bool knob_is_iosched(const char *knob) {
 
 static int write_policy(const char *disk, const char *knob, const char *value) {
         if (!*knob || (strchr(knob, '/') && !knob_is_iosched(knob)) || knob[0] == '.') {
-                err("Invalid knob name \"%s\"", knob);
+                ctl_error("Invalid knob name \"%s\"", knob);
                 return EXIT_USAGE;
         }
         _cleanup_free_ char *p = path_join("devices", disk, "policy", knob, NULL);
@@ -68,10 +68,10 @@ static int write_policy(const char *disk, const char *knob, const char *value) {
                 fputc('\n', stderr);
         } else if (r == -EINVAL || r == -ERANGE)
                 /* blkmqd refused the value; its one log line says what it expects */
-                err("Failed to write \"%s\" to \"%s\": %s (blkmqd's log says what it expects: journalctl -u blkmqd, or its standard error)",
+                ctl_error("Failed to write \"%s\" to \"%s\": %s (blkmqd's log says what it expects: journalctl -u blkmqd, or its standard error)",
                     value, p, strerror(-r));
         else if (r < 0)
-                err("Failed to write \"%s\" to \"%s\": %s", value, p, strerror(-r));
+                ctl_error("Failed to write \"%s\" to \"%s\": %s", value, p, strerror(-r));
         return r < 0 ? EXIT_FAILED : EXIT_OK;
 }
 
@@ -151,7 +151,7 @@ int cmd_reset(int argc, char **argv) {
         _cleanup_strv_free_ char **knobs = NULL;
         r = list_dev_dir(argv[1], "policy", &knobs);
         if (r < 0) {            /* the disk went away since check_disk() */
-                err("Failed to list %s/devices/%s/policy: %s", arg_mountpoint, argv[1], strerror(-r));
+                ctl_error("Failed to list %s/devices/%s/policy: %s", arg_mountpoint, argv[1], strerror(-r));
                 return EXIT_FAILED;
         }
         int ret = EXIT_OK;
@@ -196,7 +196,7 @@ int cmd_reset(int argc, char **argv) {
 int cmd_restore(int argc, char **argv) {
         (void) argv;
         if (argc != 1) {
-                err("restore takes no arguments");
+                ctl_error("restore takes no arguments");
                 return EXIT_USAGE;
         }
         int r = check_running();
@@ -207,7 +207,7 @@ int cmd_restore(int argc, char **argv) {
                 return EXIT_FAILED;
         r = write_text(p, "1");
         if (r < 0)
-                err("Failed to write 1 to \"%s\": %s", p, strerror(-r));
+                ctl_error("Failed to write 1 to \"%s\": %s", p, strerror(-r));
         else {
                 /* the write returns once every value is back (or its write failed, which blkmqd
                  * logs); restore then reads how many the last restore put back */

@@ -225,10 +225,6 @@ static int row_fill(Row *row, const char *disk) {
 int cmd_status(int argc, char **argv) {
         _cleanup_strv_free_ char **disks = NULL;
         int r, missing = 0;
-
-        r = check_running();
-        if (r < 0)
-                return -r;
         /* status DISK...: those disks' rows; one not listed says why (check_disk()) */
         r = disk_arguments_or_all(argc, argv, &disks, &missing);
         if (r != EXIT_OK)
@@ -251,37 +247,24 @@ int cmd_status(int argc, char **argv) {
                 _cleanup_free_ char *version = read_top("version");
                 printf("{\"mountpoint\":");
                 json_string(stdout, arg_mountpoint);
-                printf(",\"version\":");
-                json_string(stdout, version);
-                printf(",\"mode\":");
-                json_string(stdout, mode);
+                json_field("version", version, /* number = */ false);
+                json_field("mode", mode, /* number = */ false);
                 printf(",\"devices\":[");
                 for (size_t i = 0; i < n; i++) {
                         Row *w = &rows[i];
                         printf("%s{\"disk\":", i ? "," : "");
                         json_string(stdout, w->disk);
-                        printf(",\"class\":");
-                        json_string(stdout, w->class);
-                        printf(",\"nr_hw_queues\":");
-                        json_value(stdout, w->hwq);
-                        printf(",\"rotational\":");
-                        json_value(stdout, w->rot);
-                        printf(",\"rotational_hint\":");
-                        json_string(stdout, w->hint);
-                        printf(",\"speed\":");
-                        json_string(stdout, w->speed_word);
-                        printf(",\"speed_evidence\":");
-                        json_string(stdout, w->speed);
-                        printf(",\"elevator\":");
-                        json_string(stdout, value_unavailable(w->elev) ? NULL : w->elev);
-                        printf(",\"planned_elevator\":");
-                        json_string(stdout, w->plan);
-                        printf(",\"applied_elevator\":");
-                        json_string(stdout, w->applied_elevator);
-                        printf(",\"state\":");
-                        json_string(stdout, w->state);
-                        printf(",\"owner\":");
-                        json_string(stdout, w->owner);
+                        json_field("class", w->class, /* number = */ false);
+                        json_field("nr_hw_queues", w->hwq, /* number = */ true);
+                        json_field("rotational", w->rot, /* number = */ true);
+                        json_field("rotational_hint", w->hint, /* number = */ false);
+                        json_field("speed", w->speed_word, /* number = */ false);
+                        json_field("speed_evidence", w->speed, /* number = */ false);
+                        json_field("elevator", value_unavailable(w->elev) ? NULL : w->elev, /* number = */ false);
+                        json_field("planned_elevator", w->plan, /* number = */ false);
+                        json_field("applied_elevator", w->applied_elevator, /* number = */ false);
+                        json_field("state", w->state, /* number = */ false);
+                        json_field("owner", w->owner, /* number = */ false);
                         printf(",\"remote_pct\":");
                         if (w->have_remote)
                                 printf("%.2f", w->remote_pct);

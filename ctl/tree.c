@@ -35,7 +35,7 @@ bool arg_json = false;
 bool arg_wide = false;
 long arg_iterations = -1;
 
-void err(const char *fmt, ...) {
+void ctl_error(const char *fmt, ...) {
         va_list ap;
         fputs("blkmqctl: ", stderr);
         va_start(ap, fmt);
@@ -182,20 +182,20 @@ int check_running(void) {
         struct statfs sfs;
         if (statfs(arg_mountpoint, &sfs) < 0) {
                 if (errno == ENOTCONN)
-                        err("blkmqd is not running: \"%s\" is a dead FUSE mount (Transport endpoint is not connected)",
+                        ctl_error("blkmqd is not running: \"%s\" is a dead FUSE mount (Transport endpoint is not connected)",
                             arg_mountpoint);
                 else
-                        err("blkmqd is not running: \"%s\": %s", arg_mountpoint, strerror(errno));
+                        ctl_error("blkmqd is not running: \"%s\": %s", arg_mountpoint, strerror(errno));
                 return -EXIT_NOT_RUNNING;
         }
         if ((uint32_t) sfs.f_type != FUSE_SUPER_MAGIC) {
-                err("blkmqd is not running: \"%s\" is not a FUSE mount", arg_mountpoint);
+                ctl_error("blkmqd is not running: \"%s\" is not a FUSE mount", arg_mountpoint);
                 return -EXIT_NOT_RUNNING;
         }
         _cleanup_free_ char *p = path_join("devices", NULL);
         struct stat st;
         if (!p || stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                err("\"%s\" is a FUSE mount but not a blkmqd tree (no devices/)", arg_mountpoint);
+                ctl_error("\"%s\" is a FUSE mount but not a blkmqd tree (no devices/)", arg_mountpoint);
                 return -EXIT_NOT_RUNNING;
         }
         return 0;
@@ -237,7 +237,7 @@ int check_disk(char *disk) {
         /* not lib/'s disk_name_is_valid(), which also refuses a name longer than 31 bytes: such
          * a name is blkmqd's to explain (its not_listed line), exit 2, not a usage error */
         if (!*disk || streq(disk, ".") || streq(disk, "..")) {
-                err("Invalid disk name \"%s\"", disk);
+                ctl_error("Invalid disk name \"%s\"", disk);
                 return -EXIT_USAGE;
         }
         _cleanup_free_ char *p = path_join("devices", disk, NULL), *reason = NULL;
@@ -248,12 +248,12 @@ int check_disk(char *disk) {
          * not_listed file has one line per block device it saw and does not list */
         int r = not_listed_reason(disk, &reason);
         if (r > 0)
-                err("blkmqd does not list %s: %s", disk, reason);
+                ctl_error("blkmqd does not list %s: %s", disk, reason);
         else if (r == 0)
-                err("No such disk \"%s\": blkmqd saw no block device of that name (%s/not_listed names every one it saw "
+                ctl_error("No such disk \"%s\": blkmqd saw no block device of that name (%s/not_listed names every one it saw "
                     "and does not list; see blkmqctl status for the disks it lists)", disk, arg_mountpoint);
         else
-                err("No such disk \"%s\" under %s/devices (see blkmqctl status); %s/not_listed, which says why, "
+                ctl_error("No such disk \"%s\" under %s/devices (see blkmqctl status); %s/not_listed, which says why, "
                     "cannot be read: %s", disk, arg_mountpoint, arg_mountpoint, strerror(-r));
         return -EXIT_FAILED;
 }
@@ -262,11 +262,15 @@ int disk_arguments_or_all(int argc, char **argv, char ***ret, int *ret_missing) 
         _cleanup_strv_free_ char **disks = NULL;
         int r, missing = 0;
 
+        r = check_running();
+        if (r < 0)
+                return -r;
+
         if (argc <= 1) {
                 _cleanup_free_ char *p = path_join("devices", NULL);
                 r = p ? list_dir(p, ret) : -ENOMEM;
                 if (r < 0) {
-                        err("Failed to list %s/devices: %s", arg_mountpoint, strerror(-r));
+                        ctl_error("Failed to list %s/devices: %s", arg_mountpoint, strerror(-r));
                         return EXIT_FAILED;
                 }
                 *ret_missing = 0;
@@ -289,6 +293,11 @@ int disk_arguments_or_all(int argc, char **argv, char ***ret, int *ret_missing) 
 }
 
 /* ---- JSON output ---- */
+
+void json_field(const char *key, const char *v, bool number) {
+        printf(",\"%s\":", key);
+        (number ? json_value : json_string)(stdout, v);
+}
 
 void json_string(FILE *f, const char *s) {
         if (!s) {
@@ -332,7 +341,7 @@ void state_word(char *v) {
 
 int disk_arguments(int argc, char **argv, int min_argc, int max_argc, const char *usage) {
         if (argc < min_argc || argc > max_argc) {
-                err("Usage: blkmqctl %s", usage);
+                ctl_error("Usage: blkmqctl %s", usage);
                 return EXIT_USAGE;
         }
         int r = check_running();

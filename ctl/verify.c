@@ -37,7 +37,7 @@ static int verify_disk(const char *disk) {
         int diffs = 0;
 
         if (list_dev_dir(disk, "applied", &knobs) < 0) {
-                err("Failed to list %s/devices/%s/applied", arg_mountpoint, disk);
+                ctl_error("Failed to list %s/devices/%s/applied", arg_mountpoint, disk);
                 return -1;
         }
         STRV_FOREACH(k, knobs) {
@@ -109,10 +109,6 @@ static int verify_modules(void) {
 int cmd_verify(int argc, char **argv) {
         _cleanup_strv_free_ char **disks = NULL;
         int r, diffs = 0;
-
-        r = check_running();
-        if (r < 0)
-                return -r;
         int missing;
         r = disk_arguments_or_all(argc, argv, &disks, &missing);
         if (r != EXIT_OK)
