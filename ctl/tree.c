@@ -5,8 +5,8 @@
  * disk (check_running(), check_disk(): blkmqd's own not_listed reason when it does not), the
  * disk arguments of a verb, how a value is shown (show(): "-" for a file that cannot be read,
  * "n/a" for one that says "unknown: ..." or "unavailable: ...", show_class()), an applied/
- * line's state word, and the JSON output helpers. It reads only under the tree: no private
- * protocol, no library beyond libc.
+ * line's state word, and the JSON output helpers. It reads only under the tree (no private
+ * protocol) and uses lib/ only (libblkmqd-util: strv, parse_u64(), the cleanup macros).
  */
 #include <dirent.h>
 #include <errno.h>
