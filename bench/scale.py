@@ -32,6 +32,8 @@ debugfs hctx flags), generated on a private tmpfs.
 """
 
 import os
+import random
+import select
 import shutil
 import signal
 import socket
@@ -61,31 +63,145 @@ def cpu_s(pid):
     return int(fields[11]) / tck, int(fields[12]) / tck
 
 
-def read_tree(d):
-    """find -type f | xargs cat > /dev/null; returns (seconds, files, bytes)."""
+def read_tree(d, limit=None):
+    """find -type f | xargs cat > /dev/null over d (a directory or a list of them); returns
+    (seconds, files, bytes, finished). With limit (seconds) the read is stopped there, bytes are
+    not counted (0) and files is what find had handed on by then (ahead of cat by at most a pipe and an xargs batch:
+    a few thousand names)."""
+    dirs = [d] if isinstance(d, str) else list(d)
     t = time.monotonic()
-    find = subprocess.Popen(["find", d, "-type", "f", "-print0"], stdout=subprocess.PIPE)
-    xargs = subprocess.Popen(["xargs", "-0", "cat"], stdin=find.stdout, stdout=subprocess.PIPE)
-    find.stdout.close()
+    find = subprocess.Popen(["find", *dirs, "-type", "f", "-print0"], stdout=subprocess.PIPE)
+    if limit is None:
+        xargs = subprocess.Popen(["xargs", "-0", "cat"], stdin=find.stdout, stdout=subprocess.PIPE)
+        find.stdout.close()
+    else:
+        # a relay that counts the names: a stopped read still knows how far it got
+        xargs = subprocess.Popen(["xargs", "-0", "cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
     nbytes = 0
+    handed = 0
+    finished = True
     try:
-        while True:
-            b = xargs.stdout.read(1 << 20)
-            if not b:
-                break
-            nbytes += len(b)
+        if limit is None:
+            while True:
+                b = xargs.stdout.read(1 << 20)
+                if not b:
+                    break
+                nbytes += len(b)
+        else:
+            # cat's output to /dev/null here: a relay that also drained it could block on
+            # xargs's stdin while cat blocks on its full stdout
+            while True:
+                left = limit - (time.monotonic() - t)
+                if left <= 0:
+                    finished = False
+                    break
+                if not select.select([find.stdout], [], [], min(left, 1.0))[0]:
+                    continue
+                b = os.read(find.stdout.fileno(), 1 << 16)
+                if not b:
+                    xargs.stdin.close()
+                    try:
+                        xargs.wait(max(limit - (time.monotonic() - t), 0.01))
+                    except subprocess.TimeoutExpired:
+                        finished = False
+                    break
+                handed += b.count(b"\0")
+                xargs.stdin.write(b)
+                xargs.stdin.flush()
     finally:
-        # interrupted: no find/xargs/cat may keep the tmpfs busy
+        # interrupted or stopped: no find/xargs/cat may keep the tmpfs busy (xargs's cat first:
+        # once xargs is gone its child is no longer found by its parent's pid)
+        if xargs.poll() is None:
+            subprocess.run(["pkill", "-KILL", "-P", str(xargs.pid)], stderr=subprocess.DEVNULL)
         for p in (find, xargs):
             if p.poll() is None:
                 p.kill()
-        subprocess.run(["pkill", "-KILL", "-P", str(xargs.pid)], stderr=subprocess.DEVNULL)
     xargs.wait()
     find.wait()
     el = time.monotonic() - t
-    nfiles = int(subprocess.run(f"find {d} -type f | wc -l", shell=True, capture_output=True,
+    if limit is not None and not finished:
+        return el, handed, nbytes, False
+    nfiles = int(subprocess.run(["sh", "-c", 'find "$@" -type f | wc -l', "sh", *dirs], capture_output=True,
                                 text=True).stdout)
-    return el, nfiles, nbytes
+    return el, nfiles, nbytes, True
+
+
+def read_list(paths):
+    """xargs -0 cat > /dev/null over a list of files; returns seconds."""
+    t = time.monotonic()
+    p = subprocess.Popen(["xargs", "-0", "cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    p.communicate(b"".join(x.encode() + b"\0" for x in paths))
+    return time.monotonic() - t
+
+
+def list_files(dirs):
+    """(static, live) files below dirs: live = st_size 0 (blkmqd's direct_io statistics files
+    say 0, like /proc; every page-cache file has its exact size)."""
+    static, live = [], []
+    for top in dirs:
+        for d, _, files in os.walk(top):
+            for f in files:
+                p = os.path.join(d, f)
+                try:
+                    (live if os.lstat(p).st_size == 0 else static).append(p)
+                except OSError:
+                    pass
+    return static, live
+
+
+def sample_sources(root, disk):
+    """A disk's own files in the source tree: its sysfs device directory and debugfs block/<disk>."""
+    dirs = [os.path.realpath(os.path.join(root, "sys", "block", disk))]
+    dbg = os.path.join(root, "sys", "kernel", "debug", "block", disk)
+    if os.path.isdir(dbg):
+        dirs.append(dbg)
+    return dirs
+
+
+def read_sample(a, root, mnt, trees, pick, rounds):
+    """Every file of the sampled disks, on blkmqd's mount (MNT/devices/<d>) and on the source
+    (and through the floors: the same source files), cold then warm: a find | xargs cat walk of
+    those directories, then the files read again by kind (static: page cache; live: direct_io)
+    from lists made after the walk."""
+    src_dirs = [x for d in pick for x in sample_sources(root, d)]
+    dirs = {"src": src_dirs}
+    for name, d in trees:
+        if name.startswith("floor"):
+            dirs[name] = [os.path.join(d, os.path.relpath(x, root)) for x in src_dirs]
+        else:
+            dirs[name] = [os.path.join(d, "devices", x) for x in pick]
+    print()
+    print(f"sample: every file of {len(pick)} disks drawn with random.Random({a.seed}).sample() from the "
+          f"{a.sample_of} names in devices/ ({', '.join(pick[:6])}, ...)")
+    for i, rnd in enumerate(("cold", "warm", "warm2", "warm3")[:max(1, min(4, rounds))]):
+        per = {}
+        for name in ["src"] + [n for n, _ in (trees if i % 2 == 0 else trees[::-1])]:
+            el, nf, nb, _ = read_tree(dirs[name])
+            per[name] = el / max(nf, 1) * 1e6
+            print(f"  sample {rnd} walk {name}: {el:7.2f} s  {nf:7d} files  {nb / 2**20:7.1f} MiB  "
+                  f"{per[name]:6.1f} us/file", flush=True)
+        kinds = {}
+        for name in ["src"] + [n for n, _ in trees]:
+            st, lv = list_files(dirs[name])
+            if name.startswith("floor") or name == "src":
+                lists = [("all", st + lv)]
+            else:
+                lists = [("static", st), ("live", lv)]
+            for kind, files in lists:
+                el = read_list(files)
+                kinds[(name, kind)] = el / max(len(files), 1) * 1e6
+                print(f"  sample {rnd} {name} {kind}: {el:7.2f} s  {len(files):7d} files  "
+                      f"{kinds[(name, kind)]:6.1f} us/file", flush=True)
+        for name, _ in trees:
+            if name.startswith("floor"):
+                continue
+            line = f"  sample {rnd} {name}/src per file: walk {per[name] / per['src']:.2f}"
+            if ("floor-cache", "all") in kinds:
+                line += (f"; {name}/floor static {kinds[(name, 'static')] / kinds[('floor-cache', 'all')]:.2f} "
+                         f"(page cache floor), live {kinds[(name, 'live')] / kinds[('floor-dio', 'all')]:.2f} "
+                         f"(direct_io floor); walk/floor-cache {per[name] / per['floor-cache']:.2f}, "
+                         f"walk/floor-dio {per[name] / per['floor-dio']:.2f}")
+            print(line, flush=True)
 
 
 def reset_schedulers(root, text):
@@ -121,6 +237,15 @@ def main():
     ap.add_argument("--floor", metavar="FUSE_FLOOR",
                     help="also read the source tree through bench/fuse-floor (page cache and --direct-io) in the same "
                     "rounds")
+    ap.add_argument("--sample", type=int, metavar="K",
+                    help="also read every file of K disks drawn at random (--seed) from devices/, on every tree "
+                    "(blkmqd: MNT/devices/<d>; source and floors: the disk's sysfs device directory and debugfs "
+                    "block/<d>), per file and per kind (static, live); before the whole-tree read")
+    ap.add_argument("--seed", type=int, default=1, help="with --sample: the random.Random() seed")
+    ap.add_argument("--no-full", action="store_true", help="with --sample: skip the whole-tree read")
+    ap.add_argument("--full-rounds", type=int, metavar="N", help="rounds of the whole-tree read (default --rounds)")
+    ap.add_argument("--full-limit", type=float, metavar="SEC",
+                    help="stop each whole-tree read after SEC seconds (reported with the files it reached)")
     ap.add_argument("--spin", action="store_true",
                     help="diagnostic: keep every CPU busy with nice-19 loops during the reads (no idle vCPU)")
     a = ap.parse_args()
@@ -241,19 +366,28 @@ def main():
                         for _ in range(os.cpu_count())]
             print(f"spin:    {len(spinners)} nice-19 busy loops during the reads (diagnostic)")
 
-        if not a.no_read:
+        if not a.no_read and a.sample:
+            names = sorted(os.listdir(os.path.join(mnt, "devices")))
+            a.sample_of = len(names)
+            pick = sorted(random.Random(a.seed).sample(names, min(a.sample, len(names))))
+            read_sample(a, root, mnt, trees, pick, a.rounds)
+            st = status(proc.pid)
+            print(f"RSS after the sample: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
+        if not a.no_read and not (a.sample and a.no_full):
             print()
             print("full-tree read (find -type f -print0 | xargs -0 cat > /dev/null):")
             res = {}
             files = {}
-            for i, rnd in enumerate(("cold", "warm", "warm2", "warm3")[:max(1, min(4, a.rounds))]):
+            for i, rnd in enumerate(("cold", "warm", "warm2", "warm3")[:max(1, min(4, a.full_rounds or a.rounds))]):
                 order = trees if i % 2 == 0 else trees[::-1]
                 for name, d in [("src", root)] + order:
-                    el, nf, nb = read_tree(d)
+                    el, nf, nb, done = read_tree(d, a.full_limit)
                     res[(rnd, name)] = el
                     files[name] = nf
                     print(f"  {rnd} {name}: {el:8.2f} s  {nf:8d} files  {nb / 2**20:8.1f} MiB  "
-                          f"{el / max(nf, 1) * 1e6:6.1f} us/file", flush=True)
+                          f"{el / max(nf, 1) * 1e6:6.1f} us/file" +
+                          ("" if done else f"  (stopped at --full-limit {a.full_limit:g} s: files = names "
+                           "handed to cat by then)"), flush=True)
                 for name, _ in trees:
                     print(f"  {rnd} ratio {name}/src: {res[(rnd, name)] / res[(rnd, 'src')]:.2f} whole tree, "
                           f"{res[(rnd, name)] / files[name] / (res[(rnd, 'src')] / files['src']):.2f} per file")
