@@ -378,6 +378,18 @@ static int restore_job(const Device *d, Knob k, WriteJob **ret) {
 }
 
 /*
+ * nr's state after blkmqd's elevator switch el_before -> el_after reset nr_requests from before
+ * to after: what applied/nr_requests says, whether the switch is this instance's own write
+ * (queue_knob_finish()) or stands from an earlier instance of the disk or an earlier run
+ * (queue_knob_no_wish()), so that a disk reads the same after a history as from scratch.
+ */
+static void nr_reset_said(Applied *nr, const char *before, const char *after, const char *el_before, const char *el_after) {
+        applied_set(nr, APPLY_UNMANAGED, 0,
+                    "reset by the kernel from %s to %s when blkmqd switched the elevator %s -> %s; %s comes back when the elevator is restored",
+                    before, after, el_before, el_after, strna(nr->original));
+}
+
+/*
  * The plan has no wish for k (policy keeps it, the override went back to "auto", or the
  * disk is not managed: policy/enabled=0): a value blkmqd wrote is put back now, not at stop
  * (a job, finished by restore_in_run_finish()). nr_requests recorded only because blkmqd
@@ -416,7 +428,16 @@ static int queue_knob_no_wish(HostFs *h, Device *d, Knob k, const ApplyOptions *
                                     "%s stays: %s belongs to the elevator before blkmqd's switch and comes back with it",
                                     a->value, a->original);
                         a->value = mfree_str(a->value);
+                        return 0;
                 }
+                /* blkmqd's switch stands from before this instance of the disk (it was removed
+                 * and added again, or blkmqd started again, its originals kept): said as the
+                 * switch said it */
+                const Applied *el = &d->applied[KNOB_ELEVATOR];
+                if (a->state == APPLY_UNMANAGED && !a->message && el->state == APPLY_OK && el->value &&
+                    !streq(el->value, el->original) && read_knob(h, d->name, k, &current) >= 0 &&
+                    !streq(current, a->original))
+                        nr_reset_said(a, a->original, current, el->original, el->value);
                 return 0;
         }
         int r = read_knob(h, d->name, k, &current);
@@ -797,9 +818,7 @@ static int queue_knob_finish(HostFs *h, Device *d, Knob k, const WriteJob *j) {
                                 want_nr ? " again" : "");
                 run->nr_reset_said = want_nr;
                 if (!want_nr)
-                        applied_set(nr, APPLY_UNMANAGED, 0,
-                                    "reset by the kernel from %s to %s when blkmqd switched the elevator %s -> %s; %s comes back when the elevator is restored",
-                                    d->run.nr_before, nr_after, strna(current), wanted, strna(nr->original));
+                        nr_reset_said(nr, d->run.nr_before, nr_after, strna(current), wanted);
         }
         return 1;
 }
