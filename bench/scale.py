@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-bench/scale.py [--blkmqd PATH] [--tree DIR] [--rounds 2] [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64] [--quick]
+bench/scale.py [--blkmqd PATH] [--tree DIR] [--rounds 2] [--disks 4096] [--hosts 64] [--hctx 64] [--cpus 64]
+               [--floor FUSE_FLOOR] [--sample K [--seed S] [--no-full]] [--full-limit SEC] [--full-rounds N] [--quick]
 
 P3 scale: blkmqd --root on a synthetic machine (bench/gen-scale.py: 4,096 disks x 64 hctx on
 64 megaraid_sas hosts with 65 MSI-X vectors each, 64 CPUs, /proc/interrupts, scheduler lists,
@@ -23,6 +24,12 @@ debugfs hctx flags), generated on a private tmpfs.
             files; --direct-io, as its live files) and read in the same rounds: what a FUSE file
             costs on this machine with no daemon work at all, per file against the same files on
             tmpfs (floor/src).
+  --sample K: every file of K disks drawn with random.Random(--seed) from devices/, on blkmqd's
+            mount and (their sysfs device directory and debugfs block/<d>) on the source and the
+            floors: a find | xargs cat walk, then by kind (static: an exact size, page cache;
+            live: size 0, direct_io) in interleaved slices, blkmqd/floor per kind; before the
+            whole-tree read (--no-full: none). --full-limit SEC stops a whole-tree read there,
+            --full-rounds N gives it its own number of rounds.
   --spin:   diagnostic: one nice-19 busy loop per CPU during the reads, so no CPU goes idle. In a
             VM without guest halt-polling an idle vCPU's wake-up is a VM exit, and each FUSE round
             trip wakes two tasks; the figures with and without show how much of a FUSE read is
@@ -149,6 +156,9 @@ def list_files(dirs):
     return static, live
 
 
+SLICES = 16
+
+
 def sample_sources(root, disk):
     """A disk's own files in the source tree: its sysfs device directory and debugfs block/<disk>."""
     dirs = [os.path.realpath(os.path.join(root, "sys", "block", disk))]
@@ -162,7 +172,7 @@ def read_sample(a, root, mnt, trees, pick, rounds):
     """Every file of the sampled disks, on blkmqd's mount (MNT/devices/<d>) and on the source
     (and through the floors: the same source files), cold then warm: a find | xargs cat walk of
     those directories, then the files read again by kind (static: page cache; live: direct_io)
-    from lists made after the walk."""
+    from lists made after the walk, every list in SLICES slices taken in turn."""
     src_dirs = [x for d in pick for x in sample_sources(root, d)]
     dirs = {"src": src_dirs}
     for name, d in trees:
@@ -180,18 +190,24 @@ def read_sample(a, root, mnt, trees, pick, rounds):
             per[name] = el / max(nf, 1) * 1e6
             print(f"  sample {rnd} walk {name}: {el:7.2f} s  {nf:7d} files  {nb / 2**20:7.1f} MiB  "
                   f"{per[name]:6.1f} us/file", flush=True)
-        kinds = {}
+        # by kind: the lists read in 16 slices, one slice of each list in turn, so a change of
+        # the machine's load during the round falls on every list alike
+        lists = {}
         for name in ["src"] + [n for n, _ in trees]:
             st, lv = list_files(dirs[name])
             if name.startswith("floor") or name == "src":
-                lists = [("all", st + lv)]
+                lists[(name, "all")] = st + lv
             else:
-                lists = [("static", st), ("live", lv)]
-            for kind, files in lists:
-                el = read_list(files)
-                kinds[(name, kind)] = el / max(len(files), 1) * 1e6
-                print(f"  sample {rnd} {name} {kind}: {el:7.2f} s  {len(files):7d} files  "
-                      f"{kinds[(name, kind)]:6.1f} us/file", flush=True)
+                lists[(name, "static")], lists[(name, "live")] = st, lv
+        spent = dict.fromkeys(lists, 0.0)
+        for j in range(SLICES):
+            for key, files in lists.items():
+                spent[key] += read_list(files[j * len(files) // SLICES:(j + 1) * len(files) // SLICES])
+        kinds = {}
+        for (name, kind), files in lists.items():
+            kinds[(name, kind)] = spent[(name, kind)] / max(len(files), 1) * 1e6
+            print(f"  sample {rnd} {name} {kind}: {spent[(name, kind)]:7.2f} s  {len(files):7d} files  "
+                  f"{kinds[(name, kind)]:6.1f} us/file", flush=True)
         for name, _ in trees:
             if name.startswith("floor"):
                 continue
