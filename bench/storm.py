@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """
-bench/storm.py [--blkmqd PATH] [-n 1000] [--pool 64] [--base-set 8] [--seed 1] [--quick]
+bench/storm.py [--blkmqd PATH] [-n 1000] [--pool 64] [--base-set 8] [--seed 1] [--wrapper CMD] [--quick]
 
 P3 hot-plug storm (issue 32 item 1): the built blkmqd on the real host, raw kernel uevents (no
 udevd), --devices naming only loop devices this bench makes, and -n adds and removes of them as
@@ -26,7 +26,8 @@ names exactly those. blkmqd's config is the one of bench/reaction.py: virtual de
             not_listed ("no medium"), no removed number in either; each survivor's class, plan/*
             and applied/* read (D1); VmRSS
   gone      every number not in the base set removed (the base set attached as before), settled:
-            VmRSS against before (the margin is printed)
+            VmRSS against before (the margin is printed) and Rss by mapping (/proc/PID/smaps:
+            [heap], anon, files), gone - before
   again     the survivors made again (same numbers, same backing files), settled: their
             decisions read again (D1b) through the same daemon
   fresh     blkmqd stopped (SIGTERM restores every elevator: checked), a fresh blkmqd with an
@@ -35,7 +36,9 @@ names exactly those. blkmqd's config is the one of bench/reaction.py: virtual de
 
 The kernel's uevents for the pool are counted on a NETLINK_KOBJECT_UEVENT socket (group 1).
 Every loop device made is detached and removed at the end, also on failure or SIGTERM.
-Exit 1 when a check fails. --quick: 100 adds and removes, pool 16 (CI smoke).
+Exit 1 when a check fails. --quick: 100 adds and removes, pool 16 (CI smoke). --wrapper CMD
+(diagnostic, e.g. "heaptrack -o OUT"): the storm's daemon under CMD, for the heap in use over time
+(heaptrack_print --print-massif); its signals and VmRSS go to blkmqd itself.
 Needs root, /dev/loop-control, /dev/fuse.
 """
 
