@@ -508,12 +508,9 @@ def run(args):
                     return H.report_tap(tap, rc)
                 log("%s on %s: %s (wall %ss, boot %d of %d)"
                     % (name, kern["kver"], reason, "+".join(walls), boot, boots))
-                # as harness.py: retry a hang, and a boot that died before the scenario started
-                # (a CI run saw 6.12 panic at 2 s under MTTCG, "Oops: int3" in sched_clock_cpu
-                # during the initcalls: a kernel text patch racing TCG; systemd never ran). A
-                # crash after the START marker is the scenario's and is reported, not retried.
-                # A retry boots every boot of the scenario again, from a fresh root.
-                if not reason.startswith("timeout") and start is not None:
+                # as harness.py (retry_boot): a hang, a death before the scenario started, the
+                # emulator's text-patch race; a retry boots every boot again, from a fresh root
+                if not H.retry_boot(reason, start):
                     break
         if not args.log:
             keep = os.path.join(tempfile.gettempdir(), "blkmqd-distro-%s-%d.log"
