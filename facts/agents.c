@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -364,6 +365,7 @@ static char *sysfs_device_glob(const char *key) {
 }
 
 int agents_scan_tuned(const char *text, const AgentFile *af, Sources *s, char **ret_include) {
+        assert(af);
         _cleanup_free_ char *copy = strdup(text ?: "");
         _cleanup_free_ char *section = NULL, *include = NULL;
         TunedKey *keys = NULL;
@@ -507,6 +509,7 @@ out:
 /* ---- .link files ------------------------------------------------------------------------------ */
 
 int agents_scan_link(const char *text, const AgentFile *af, Sources *s) {
+        assert(af);
         _cleanup_free_ char *copy = strdup(text ?: "");
         _cleanup_strv_free_ char **names = NULL, **drivers = NULL;
         _cleanup_free_ char *unevaluated = NULL;
@@ -697,6 +700,8 @@ static void module_normalize(char *m) {
 }
 
 int agents_scan_modprobe(const char *text, const AgentFile *af, Sources *s) {
+        assert(af);
+        assert(s);
         _cleanup_free_ char *joined = NULL;
         int n = 0;
         unsigned line = 0;
@@ -991,6 +996,7 @@ static int scan_link(const char *text, const AgentFile *af, Sources *s) {
 }
 
 int agents_gather(HostFs *h, Sources *ret) {
+        assert(ret);
         _cleanup_(sources_done) Sources s = {};
         _cleanup_free_ char *cmdline = NULL;
         int r;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -183,6 +184,7 @@ static int gather_hctx(HostFs *h, DiskFacts *f, bool debugfs) {
 }
 
 int device_gather_hctx_details(HostFs *h, DiskFacts *f, const PolicyHistory *history) {
+        assert(f);
         if (f->hctx_details)
                 return 0;
         bool debugfs = hostfs_debugfs_available(h, NULL);
@@ -1755,6 +1757,7 @@ static int gather_elevators_available(HostFs *h, DiskFacts *f, GatherCache *c) {
 }
 
 int device_elevators_offered(HostFs *h, ModuleTreeCache *tree, char ***ret) {
+        assert(ret);
         _cleanup_(gather_cache_done) GatherCache c = { .module_tree = tree };
         _cleanup_strv_free_ char **out = NULL, **disks = NULL;
         _cleanup_free_ char *release = NULL;
@@ -1964,6 +1967,7 @@ int device_gather(HostFs *h, const char *name, DiskFacts **ret) {
 }
 
 int device_gather_cached(HostFs *h, const char *name, GatherCache *cache, DiskFacts **ret) {
+        assert(ret);
         if (!cache)
                 return device_gather(h, name, ret);
 
@@ -2201,6 +2205,7 @@ int device_refresh_knobs(HostFs *h, DiskFacts *f, bool irqs) {
 }
 
 int device_list_disks(HostFs *h, char ***ret) {
+        assert(ret);
         _cleanup_strv_free_ char **names = NULL, **disks = NULL;
         int r = hostfs_list(h, HOSTFS_SYSFS, "block", &names);
         if (r < 0)
@@ -2216,6 +2221,8 @@ int device_list_disks(HostFs *h, char ***ret) {
 }
 
 int device_list_partitions(HostFs *h, const char *name, char ***ret) {
+        assert(name);
+        assert(ret);
         _cleanup_strv_free_ char **entries = NULL, **parts = calloc(1, sizeof(char *));
         char path[PATH_MAX];
         struct stat st;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -817,6 +818,7 @@ int net_gather(HostFs *h, DiskFacts *f, const char *devpath, bool debugfs, Gathe
 }
 
 int net_recheck(HostFs *h, const DiskFacts *f, GatherCache *cache) {
+        assert(f);
         const NetFacts *old = f->net;
         if (!old || old->unavailable || !old->traddr)
                 return 0;       /* nothing the network side can change (no route to follow) */
@@ -836,6 +838,7 @@ int net_recheck(HostFs *h, const DiskFacts *f, GatherCache *cache) {
 }
 
 int net_refresh(HostFs *h, DiskFacts *f) {
+        assert(f);
         NicFacts *nic = f->net ? f->net->nic : NULL;
         char path[PATH_MAX];
         int changed = 0;

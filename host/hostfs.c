@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -111,6 +112,7 @@ static void event_reads_clear(HostFs *h) {
 }
 
 void hostfs_event_begin(HostFs *h) {
+        assert(h);
         if (h->event_depth++ == 0)
                 h->event_thread = pthread_self();
 }
@@ -132,6 +134,7 @@ static uint64_t now_usec(void) {
 }
 
 void hostfs_set_write_hook(HostFs *h, hostfs_write_hook_t hook, void *userdata) {
+        assert(h);
         h->write_hook = hook;
         h->write_hook_userdata = userdata;
 }
@@ -156,10 +159,12 @@ static void parse_test_hold(HostFs *h, const char *spec) {
 }
 
 const char *hostfs_test_hold(const HostFs *h) {
+        assert(h);
         return h->hold_glob ? h->hold : NULL;
 }
 
 int hostfs_new(const char *root, HostFs **ret) {
+        assert(ret);
         if (!root)
                 root = getenv("BLKMQD_ROOT");
         if (isempty(root))
@@ -219,10 +224,12 @@ HostFs *hostfs_free(HostFs *h) {
 }
 
 const char *hostfs_root(const HostFs *h) {
+        assert(h);
         return h->root;
 }
 
 bool hostfs_is_live(const HostFs *h) {
+        assert(h);
         return h->live;
 }
 
@@ -389,6 +396,7 @@ static int read_fd(int fd, bool one_record, char **ret) {
 }
 
 uint64_t hostfs_read_count(const HostFs *h, HostFsKind kind) {
+        assert(h);
         return kind >= 0 && kind < _HOSTFS_KIND_MAX ? h->read_count[kind] : 0;
 }
 
@@ -403,6 +411,8 @@ static int open_read(HostFs *h, HostFsKind kind, const char *path) {
 }
 
 int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        assert(h);
+        assert(ret);
         bool event = event_reads_apply(h, kind);
         for (size_t i = 0; event && i < h->n_event_reads; i++)
                 if (streq(h->event_reads[i].path, path))
@@ -431,6 +441,7 @@ int hostfs_read(HostFs *h, HostFsKind kind, const char *path, char **ret) {
 }
 
 int hostfs_read_bytes(HostFs *h, HostFsKind kind, const char *path, void *buf, size_t size, size_t *ret_n) {
+        assert(ret_n);
         _cleanup_close_ int fd = open_read(h, kind, path);
         if (fd < 0)
                 return fd;
@@ -647,6 +658,7 @@ static void find_prefix(const void *node, VISIT which, void *userdata) {
 }
 
 void hostfs_close_kept(HostFs *h, HostFsKind kind, const char *prefix) {
+        assert(h);
         for (;;) {
                 KeptMatch m = { .kind = kind, .prefix = prefix, .len = strlen(prefix) };
                 twalk_r(h->kept, find_prefix, &m);
@@ -673,6 +685,7 @@ int hostfs_read_int(HostFs *h, HostFsKind kind, const char *path, int *ret) {
 }
 
 uint64_t hostfs_write_count(const HostFs *h, HostFsKind kind) {
+        assert(h);
         return kind >= 0 && kind < _HOSTFS_KIND_MAX ? h->write_count[kind] : 0;
 }
 
@@ -758,6 +771,7 @@ int hostfs_write(HostFs *h, HostFsKind kind, const char *path, const char *value
 }
 
 int hostfs_readlink(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        assert(ret);
         int dfd = kind_fd_for(h, kind, path);
         if (dfd < 0)
                 return dfd;
@@ -799,6 +813,7 @@ static int path_push(char *buf, size_t size, const char *c, size_t l) {
 }
 
 int hostfs_resolve(HostFs *h, HostFsKind kind, const char *path, char **ret) {
+        assert(ret);
         int dfd = kind_fd_for(h, kind, path), r;
         if (dfd < 0)
                 return dfd;
@@ -953,6 +968,7 @@ int hostfs_boot_id(HostFs *h, char **ret) {
 }
 
 char * const *hostfs_writes(const HostFs *h) {
+        assert(h);
         return h->writes;
 }
 
@@ -962,6 +978,7 @@ void hostfs_writes_clear(HostFs *h) {
 }
 
 int hostfs_replace_file_raw(HostFs *h, HostFsKind kind, const char *name, const char *content) {
+        assert(name);
         _cleanup_free_ char *tmp = NULL;
         int dfd, r;
 
@@ -992,12 +1009,14 @@ int hostfs_replace_file_raw(HostFs *h, HostFsKind kind, const char *name, const 
 }
 
 void hostfs_replace_file_record(HostFs *h, HostFsKind kind, const char *name, const char *content, int result) {
+        assert(content);
         _cleanup_free_ char *first = strndup(content, strcspn(content, "\n"));
         if (kind >= 0 && kind < _HOSTFS_KIND_MAX)
                 record_write(h, kind, name, first ?: "", result);
 }
 
 int hostfs_replace_file(HostFs *h, HostFsKind kind, const char *name, const char *content) {
+        assert(name);
         if (kind != HOSTFS_MODPROBE_D || strchr(name, '/'))
                 return -EPERM;
         int r = hostfs_replace_file_raw(h, kind, name, content);
@@ -1042,6 +1061,8 @@ int hostfs_textfile_replace(const char *path, const char *content) {
 }
 
 int hostfs_rename_file(HostFs *h, HostFsKind kind, const char *from, const char *to) {
+        assert(from);
+        assert(to);
         char what[512];
         int dfd, r = 0;
 
@@ -1094,6 +1115,7 @@ int hostfs_open_mounts_watch(HostFs *h) {
 }
 
 int hostfs_mtime(HostFs *h, HostFsKind kind, const char *path, int64_t *ret) {
+        assert(ret);
         struct stat st;
         int r = hostfs_stat(h, kind, path, &st);
         if (r < 0)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -136,6 +137,7 @@ static int open_socket(struct nl_sock **ret, nl_recvmsg_msg_cb_t cb, void *arg) 
 }
 
 int net_monitor_new(sd_event *event, on_net_change_t cb, void *userdata, NetMonitor **ret) {
+        assert(ret);
         _cleanup_(net_monitor_freep) NetMonitor *m = calloc(1, sizeof(NetMonitor));
         int r;
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +28,7 @@ struct State {
 };
 
 const char *state_dir(const State *s) {
+        assert(s);
         return s->dir;
 }
 
@@ -47,6 +49,7 @@ static int mkdir_p(const char *path, mode_t mode) {
 }
 
 int state_open(const char *dir, State **ret) {
+        assert(ret);
         int r = mkdir_p(dir, 0700);
         if (r < 0)
                 return r;
@@ -139,6 +142,7 @@ char *state_format(StateSection section, const char *identity, char * const *kv)
 }
 
 int state_save_text(State *s, StateSection section, const char *identity, const char *text) {
+        assert(s);
         _cleanup_free_ char *name = state_escape_identity(identity), *tmp = NULL;
         int dfd = s->fd[section];
         size_t size = strlen(text);
@@ -180,6 +184,8 @@ int state_save(State *s, StateSection section, const char *identity, char * cons
 }
 
 int state_load(State *s, StateSection section, const char *identity, char ***ret) {
+        assert(s);
+        assert(ret);
         _cleanup_free_ char *name = state_escape_identity(identity), *line = NULL;
         _cleanup_strv_free_ char **l = NULL;
         int dfd = s->fd[section];
@@ -235,6 +241,8 @@ int state_load(State *s, StateSection section, const char *identity, char ***ret
 }
 
 int state_overrides_kv(const PolicyOverrides *o, char ***ret) {
+        assert(o);
+        assert(ret);
         _cleanup_strv_free_ char **kv = NULL;
 
         for (Knob k = 0; k < _KNOB_MAX; k++) {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <libudev.h>
 #include <stdio.h>
@@ -151,6 +152,7 @@ static int on_monitor(sd_event_source *s, int fd, uint32_t revents, void *userda
 }
 
 int uevent_monitor_new(sd_event *event, bool use_udev_source, on_device_event_t cb, void *userdata, UeventMonitor **ret) {
+        assert(ret);
         _cleanup_(uevent_monitor_freep) UeventMonitor *m = calloc(1, sizeof(UeventMonitor));
         int r;
 
@@ -195,6 +197,7 @@ UeventMonitor *uevent_monitor_free(UeventMonitor *m) {
 }
 
 int uevent_monitor_coldplug(UeventMonitor *m) {
+        assert(m);
         struct udev_enumerate *e = udev_enumerate_new(m->udev);
         struct udev_list_entry *item;
         int r, n = 0;
@@ -234,5 +237,6 @@ int uevent_monitor_coldplug(UeventMonitor *m) {
 }
 
 const char *uevent_monitor_source(const UeventMonitor *m) {
+        assert(m);
         return m->udev_source ? "udev" : "kernel";
 }

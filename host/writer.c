@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -49,6 +50,7 @@ WriteJob *write_job_new(const char *lane) {
 }
 
 int write_job_add(WriteJob *j, HostFsKind kind, const char *path, const char *value, bool read_back) {
+        assert(j);
         WriteOp *n = realloc(j->ops, (j->n_ops + 1) * sizeof(WriteOp));
         if (!n)
                 return -ENOMEM;
@@ -183,6 +185,7 @@ static void run_ops(HostFs *h, WriteJob *j, bool record) {
 }
 
 void writer_run_inline(HostFs *h, WriteJob *j) {
+        assert(j);
         j->submitted_usec = now_usec();
         run_ops(h, j, true);
         j->done_usec = now_usec();
@@ -322,6 +325,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 int writer_new(sd_event *event, HostFs *h, uint64_t timeout_usec, Writer **ret) {
+        assert(ret);
         _cleanup_(writer_freep) Writer *w = calloc(1, sizeof(Writer));
         int r;
 
@@ -389,6 +393,7 @@ Writer *writer_free(Writer *w) {
 }
 
 int writer_submit(Writer *w, WriteJob *j, write_job_handler_t on_done, write_job_handler_t on_timeout, void *userdata) {
+        assert(w);
         int r;
 
         if (j->n_ops == 0) {
@@ -454,5 +459,6 @@ size_t writer_overdue(const Writer *w) {
 }
 
 uint64_t writer_timeout_usec(const Writer *w) {
+        assert(w);
         return w->timeout_usec;
 }

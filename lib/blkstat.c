@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ static int next_u64(const char **p, uint64_t *ret) {
 }
 
 int disk_stat_parse(const char *text, DiskStat *ret) {
+        assert(ret);
         DiskStat st = {};
         const char *p = text;
 
@@ -76,6 +78,7 @@ int debugfs_tags_parse(const char *text, uint64_t *ret_nr_tags, uint64_t *ret_bu
 }
 
 int debugfs_dispatched_parse(const char *text, uint64_t *ret_batches) {
+        assert(ret_batches);
         uint64_t sum = 0, bucket, count;
         const char *p = text;
         unsigned lines = 0;
@@ -104,6 +107,7 @@ int debugfs_dispatched_parse(const char *text, uint64_t *ret_batches) {
 }
 
 int proc_softirqs_block_parse(const char *text, uint64_t *ret_counts, size_t max, size_t *ret_n) {
+        assert(ret_n);
         const char *p = strstr(text, "BLOCK:");
         size_t n = 0;
         if (!p || (p != text && p[-1] != ' ' && p[-1] != '\n'))
@@ -124,6 +128,8 @@ int proc_softirqs_block_parse(const char *text, uint64_t *ret_counts, size_t max
 }
 
 int disk_inflight_parse(const char *text, uint64_t *ret_read, uint64_t *ret_write) {
+        assert(ret_read);
+        assert(ret_write);
         const char *p = text;
         uint64_t r, w;
         if (next_u64(&p, &r) < 0 || next_u64(&p, &w) < 0)

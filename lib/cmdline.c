@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ static int next_word(const char **p, char **ret_word) {
 }
 
 int kernel_cmdline_parse(const char *text, KernelCmdline *ret) {
+        assert(ret);
         _cleanup_(kernel_cmdline_done) KernelCmdline c = {};
         unsigned index = 0;
 
@@ -91,6 +93,7 @@ int kernel_cmdline_parse(const char *text, KernelCmdline *ret) {
 }
 
 const KernelCmdlineParam *kernel_cmdline_find(const KernelCmdline *c, const char *module, const char *param) {
+        assert(c);
         _cleanup_free_ char *want_module = module ? name_dup(module, strlen(module)) : NULL,
                             *want = name_dup(param, strlen(param));
         if (!want || (module && !want_module))
@@ -104,6 +107,8 @@ const KernelCmdlineParam *kernel_cmdline_find(const KernelCmdline *c, const char
 }
 
 int kernel_isolcpus_parse(const char *value, CpuSet *ret, bool *ret_managed_irq) {
+        assert(ret);
+        assert(ret_managed_irq);
         static const char * const known[] = { "nohz,", "domain,", "managed_irq," };
         bool managed = false;
         const char *p = value ?: "";

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,7 @@ int debounce_acted(Debouncer *d, const char *name, uint64_t now_usec) {
 }
 
 uint64_t debounce_next_due(const Debouncer *d) {
+        assert(d);
         uint64_t t = UINT64_MAX;
         for (size_t i = 0; i < d->n_entries; i++)
                 if (d->entries[i].events > 0)
@@ -83,6 +85,7 @@ uint64_t debounce_next_due(const Debouncer *d) {
 }
 
 int debounce_pop_due(Debouncer *d, uint64_t now_usec, DebounceEntry *ret) {
+        assert(ret);
         prune(d, now_usec);
         DebounceEntry *best = NULL;
         for (size_t i = 0; i < d->n_entries; i++) {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -124,6 +125,7 @@ static int parse_irq_line(const char *line, size_t len, ProcInterrupts *p) {
 }
 
 int proc_interrupts_parse(const char *text, ProcInterrupts *ret) {
+        assert(ret);
         ProcInterrupts p = {};
         const char *s = text;
         bool header = false;
@@ -159,6 +161,8 @@ const IrqLine *proc_interrupts_find(const ProcInterrupts *p, unsigned irq) {
 }
 
 uint64_t irq_line_total(const ProcInterrupts *p, const IrqLine *l) {
+        assert(p);
+        assert(l);
         uint64_t t = 0;
         for (size_t i = 0; i < p->n_cpus; i++)
                 t += l->counts[i];

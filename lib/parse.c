@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -27,6 +28,7 @@ static size_t value_length(const char *s) {
 }
 
 int parse_u64(const char *s, uint64_t *ret) {
+        assert(ret);
         size_t l = value_length(s);
         uint64_t v = 0;
 
@@ -45,6 +47,8 @@ int parse_u64(const char *s, uint64_t *ret) {
 }
 
 int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
+        assert(s);
+        assert(ret);
         bool neg = s[0] == '-';
         uint64_t v;
         int r = parse_u64(s + neg, &v);
@@ -59,6 +63,8 @@ int parse_u64_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
 }
 
 int parse_int(const char *s, int *ret) {
+        assert(s);
+        assert(ret);
         bool neg = s[0] == '-';
         uint64_t v;
         int r = parse_u64(s + neg, &v);
@@ -76,6 +82,8 @@ void cpuset_done(CpuSet *s) {
 }
 
 int cpuset_copy(const CpuSet *s, CpuSet *ret) {
+        assert(s);
+        assert(ret);
         CpuSet c = {};
         if (s->n_words > 0) {
                 c.bits = malloc(s->n_words * sizeof(uint64_t));
@@ -110,6 +118,7 @@ bool cpuset_isset(const CpuSet *s, unsigned cpu) {
 }
 
 unsigned cpuset_count(const CpuSet *s) {
+        assert(s);
         unsigned n = 0;
         for (unsigned i = 0; i < s->n_words; i++)
                 n += __builtin_popcountll(s->bits[i]);
@@ -121,6 +130,8 @@ static uint64_t word(const CpuSet *s, unsigned i) {
 }
 
 bool cpuset_equal(const CpuSet *a, const CpuSet *b) {
+        assert(a);
+        assert(b);
         for (unsigned i = 0; i < MAX(a->n_words, b->n_words); i++)
                 if (word(a, i) != word(b, i))
                         return false;
@@ -128,6 +139,7 @@ bool cpuset_equal(const CpuSet *a, const CpuSet *b) {
 }
 
 bool cpuset_is_subset(const CpuSet *a, const CpuSet *b) {
+        assert(a);
         for (unsigned i = 0; i < a->n_words; i++)
                 if (a->bits[i] & ~word(b, i))
                         return false;
@@ -152,6 +164,7 @@ static int parse_cpu_number(const char **p, unsigned *ret) {
 }
 
 int cpuset_parse(const char *s, CpuSet *ret) {
+        assert(ret);
         _cleanup_(cpuset_done) CpuSet set = {};
         size_t l = value_length(s);
         const char *p = s, *end = s + l;
@@ -194,6 +207,7 @@ int cpuset_parse(const char *s, CpuSet *ret) {
 }
 
 char *cpuset_format(const CpuSet *s) {
+        assert(s);
         _cleanup_(memstream_done) MemStream m = {};
         FILE *f = memstream_open(&m);
         if (!f)
@@ -217,6 +231,7 @@ char *cpuset_format(const CpuSet *s) {
 }
 
 int cpuset_parse_mask(const char *s, CpuSet *ret) {
+        assert(ret);
         _cleanup_(cpuset_done) CpuSet set = {};
         size_t l = value_length(s), nwords = 1;
         int r;
@@ -256,6 +271,7 @@ int cpuset_parse_mask(const char *s, CpuSet *ret) {
 }
 
 char *cpuset_format_mask(const CpuSet *s) {
+        assert(s);
         unsigned words = 0;
         for (unsigned c = 0; c < s->n_words * 64; c++)
                 if (cpuset_isset(s, c))

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ void applied_done(Applied *a) {
 }
 
 void applied_set(Applied *a, ApplyState state, int error, const char *fmt, ...) {
+        assert(a);
         char *s = NULL;
         if (fmt) {
                 va_list ap;
@@ -110,11 +112,14 @@ static ssize_t registry_find(const Registry *reg, const char *name) {
 }
 
 Device *registry_get(const Registry *reg, const char *name) {
+        assert(reg);
         ssize_t i = registry_find(reg, name);
         return i >= 0 ? reg->devices[i] : NULL;
 }
 
 int registry_add(Registry *reg, const char *name, Device **ret) {
+        assert(reg);
+        assert(ret);
         ssize_t i = registry_find(reg, name);
         if (i >= 0) {
                 *ret = reg->devices[i];
@@ -143,6 +148,7 @@ int registry_add(Registry *reg, const char *name, Device **ret) {
 }
 
 int registry_remove(Registry *reg, const char *name) {
+        assert(reg);
         ssize_t i = registry_find(reg, name);
         if (i < 0)
                 return -ENOENT;
@@ -168,6 +174,7 @@ static ssize_t unlisted_find(const Registry *reg, const char *name) {
 }
 
 const Unlisted *registry_get_unlisted(const Registry *reg, const char *name) {
+        assert(reg);
         ssize_t i = unlisted_find(reg, name);
         return i >= 0 ? &reg->unlisted[i] : NULL;
 }
@@ -182,6 +189,7 @@ static char *one_line(const char *s) {
 }
 
 int registry_set_unlisted(Registry *reg, const char *name, const char *parent, const char *reason) {
+        assert(reg);
         ssize_t i = unlisted_find(reg, name);
         _cleanup_free_ char *r = one_line(reason), *p = parent ? strdup(parent) : NULL;
         if (!r || (parent && !p))
@@ -218,6 +226,7 @@ static void unlisted_remove_at(Registry *reg, size_t i) {
 }
 
 void registry_unlisted_udev_pending(Registry *reg, const char *name) {
+        assert(reg);
         ssize_t i = unlisted_find(reg, name);
         if (i >= 0)
                 reg->unlisted[i].udev_pending = true;
@@ -232,6 +241,7 @@ int registry_forget_unlisted(Registry *reg, const char *name) {
 }
 
 size_t registry_forget_partitions(Registry *reg, const char *parent, char * const *keep) {
+        assert(reg);
         size_t n = 0;
         if (!parent)
                 return 0;
@@ -260,6 +270,7 @@ void registry_done(Registry *reg) {
 }
 
 void registry_count_classes(const Registry *reg, size_t counts[]) {
+        assert(reg);
         memset(counts, 0, sizeof(size_t) * _DISK_CLASS_MAX);
         for (size_t i = 0; i < reg->n_devices; i++)
                 counts[reg->devices[i]->plan.class]++;

@@ -59,6 +59,7 @@
  * An administrator sets them per class or per disk; blkmqd writes them in the right order and
  * keeps them across elevator switches.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -374,6 +375,7 @@ static const SpeedConfig speed_defaults = {
 };
 
 void speed_config_defaults(SpeedConfig *c) {
+        assert(c);
         *c = speed_defaults;
 }
 

@@ -18,6 +18,7 @@
  * (PolicyHistory.elevator_before) when blkmqd did: a class that keeps what it finds keeps that
  * one, so taking an override back ("auto") puts it back; explain shows what the kernel has.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,9 @@ static int policy_elevator_zoned(const DiskFacts *f, const PolicyHistory *h, con
 }
 
 int policy_elevator(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+        assert(h);
+        assert(o);
+        assert(plan);
         _cleanup_free_ char *available = NULL, *wanted = NULL, *shown = NULL;
         const char *cls = disk_class_to_string(plan->class), *zwhy;
         /* what the disk had before blkmqd switched it (decisions), and what it has (shown) */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -69,6 +70,7 @@ static const char * const hctx_type_table[_HCTX_TYPE_MAX] = {
 DEFINE_STRING_TABLE_LOOKUP(hctx_type, HctxType, hctx_type_table, _HCTX_TYPE_MAX, _HCTX_TYPE_INVALID);
 
 int disk_facts_hctx_maps(const DiskFacts *f, size_t ret[_HCTX_TYPE_MAX]) {
+        assert(f);
         size_t n[_HCTX_TYPE_MAX] = {};
         for (size_t i = 0; i < f->n_hctx; i++) {
                 HctxType t = f->hctx[i].type;
@@ -122,6 +124,8 @@ static int strdup_or_null(const char *s, char **ret) {
 }
 
 int kernel_config_facts_copy(const KernelConfigFacts *src, KernelConfigFacts *ret) {
+        assert(src);
+        assert(ret);
         KernelConfigFacts k = {
                 .preempt_rt = src->preempt_rt,
                 .irq_threads_forced = src->irq_threads_forced,
@@ -166,6 +170,9 @@ bool kernel_config_facts_equal(const KernelConfigFacts *a, const KernelConfigFac
 }
 
 int kernel_isolated_describe(const KernelConfigFacts *k, const CpuSet *cpus, char **ret) {
+        assert(k);
+        assert(cpus);
+        assert(ret);
         _cleanup_(cpuset_done) CpuSet all = {};
         _cleanup_(memstream_done) MemStream m = {};
         _cleanup_free_ char *parts = NULL, *first = NULL;
@@ -208,6 +215,9 @@ int kernel_isolated_describe(const KernelConfigFacts *k, const CpuSet *cpus, cha
 }
 
 int disk_facts_usable_cpus(const DiskFacts *f, const CpuSet *want, CpuSet *ret) {
+        assert(f);
+        assert(want);
+        assert(ret);
         CpuSet u = {};
         for (unsigned w = 0; w < want->n_words; w++)
                 for (unsigned b = 0; b < 64; b++) {
@@ -272,12 +282,14 @@ IrqVectors *irq_vectors_unref(IrqVectors *v) {
 }
 
 void disk_facts_share_irqs(DiskFacts *f, IrqVectors *v) {
+        assert(f);
         f->irqs_shared = irq_vectors_ref(v);
         f->irqs = v->v;
         f->n_irqs = v->n;
 }
 
 int disk_facts_own_irqs(DiskFacts *f) {
+        assert(f);
         IrqVectors *v = f->irqs_shared;
         if (!v || __atomic_load_n(&v->refs, __ATOMIC_ACQUIRE) == 1)
                 return 0;       /* its own already, or the last holder: only f sees a change */
@@ -340,6 +352,7 @@ DiskFacts *disk_facts_free(DiskFacts *f) {
 }
 
 void disk_facts_clear_iosched(DiskFacts *f) {
+        assert(f);
         for (size_t i = 0; i < f->n_iosched; i++) {
                 free(f->iosched[i].name);
                 free(f->iosched[i].value);
@@ -353,6 +366,7 @@ void disk_facts_clear_iosched(DiskFacts *f) {
 }
 
 const IoschedValue *disk_facts_iosched(const DiskFacts *f, const char *name) {
+        assert(f);
         for (size_t i = 0; name && i < f->n_iosched; i++)
                 if (streq(f->iosched[i].name, name))
                         return &f->iosched[i];
@@ -566,6 +580,8 @@ static int parse_release_number(const char **p, unsigned *ret) {
 }
 
 int kernel_release_parse(const char *release, unsigned *ret_major, unsigned *ret_minor) {
+        assert(ret_major);
+        assert(ret_minor);
         unsigned a, b;
         const char *p = release;
 
@@ -585,6 +601,7 @@ Tristate kernel_release_at_least(const char *release, unsigned major, unsigned m
 }
 
 bool disk_facts_zoned_needs_deadline(const DiskFacts *f, const char **ret_why) {
+        assert(f);
         const char *why = NULL;
         if (f->unknown[FACT_ZONED] || (f->zoned != ZONED_HOST_AWARE && f->zoned != ZONED_HOST_MANAGED))
                 goto out;
@@ -613,6 +630,7 @@ static const char * const elevator_source_table[] = {
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(elevator_source, ElevatorSource, elevator_source_table, ELEMENTSOF(elevator_source_table));
 
 const char *disk_facts_elevator_blocked(const DiskFacts *f, const char *name) {
+        assert(f);
         size_t l = name ? strlen(name) : 0;
         STRV_FOREACH(e, f->elevators_blocked)
                 if (l && strncmp(*e, name, l) == 0 && (*e)[l] == ':')

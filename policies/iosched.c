@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Elevator tunables: the table of what the kernel keeps, validation, known issues. Pure. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -76,6 +77,7 @@ IoschedTunable iosched_tunable_alias(IoschedTunable t) {
 }
 
 int iosched_alias_value(IoschedTunable t, const char *value, char **ret) {
+        assert(ret);
         uint64_t v;
         char *s;
         if (iosched_tunable_alias(t) < 0 || !value || parse_u64(value, &v) < 0)
@@ -138,6 +140,7 @@ int iosched_tunable_validate(IoschedTunable t, const char *input, size_t len, ch
 }
 
 int iosched_override_validate(IoschedTunable t, const char *input, size_t len, const DiskFacts *f, char **ret) {
+        assert(ret);
         const IoschedTunableInfo *info = iosched_tunable_info(t);
         char *v = NULL;
         int r = iosched_tunable_validate(t, input, len, &v);
@@ -219,6 +222,9 @@ static const char *iosched_label(const PolicyOverrides *o, IoschedTunable t, cha
  * left out (else each write would undo the other).
  */
 int policy_iosched(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+        assert(cp);
+        assert(o);
+        assert(plan);
         const char *running = policy_target_elevator(f, h, plan);
         bool current = running && streq_ptr(running, f->elevator);
         char label[256];

@@ -14,6 +14,7 @@
  * blkmqd had placed before its CPUs all became isolated goes back to its affinity before
  * blkmqd at once (apply/apply.c irq_isolated_decide()).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,9 @@ bool irq_affinity_needs_map(const DiskFacts *f) {
 }
 
 int irq_affinity_target(const DiskFacts *f, const char *want, const IrqFacts *q, char **ret, char **ret_wanted) {
+        assert(want);
+        assert(q);
+        assert(ret);
         _cleanup_(cpuset_done) CpuSet parsed = {}, usable = {};
         const CpuSet *cpus;
 
@@ -145,6 +149,7 @@ static char *isolated_note(const DiskFacts *f, const PolicyHistory *h, const cha
 }
 
 int policy_irq_affinity(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+        assert(cp);
         const char *cls = disk_class_to_string(plan->class);
         size_t queue = 0, managed = 0, mapped = 0;
 

@@ -16,6 +16,7 @@
  * parse_args() over the built-in modules' __param section; modprobe.d is never read for it):
  * its wishes become an explained proposal for the command line, never a modprobe.d option.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,8 @@ const KnownModuleParam *known_module_param(const char *module, const char *param
 }
 
 const char *module_param_unsupported_reason(const char *module, const char *param, char *buf, size_t size) {
+        assert(module);
+        assert(param);
         snprintf(buf, size, "sysfs module/%s/parameters/%s does not exist in this kernel", module, param);
         return buf;
 }
@@ -62,6 +65,8 @@ void module_wishes_free(ModuleWish *w, size_t n) {
 }
 
 int module_wishes_add(ModuleWish **w, size_t *n, const char *module, const char *param, const char *value) {
+        assert(w);
+        assert(n);
         const KnownModuleParam *k = known_module_param(module, param);
         ModuleWish *a = realloc(*w, (*n + 1) * sizeof(ModuleWish));
         if (!a)
@@ -231,6 +236,7 @@ int policy_module_params(const DiskFacts *f, const PolicyConfig *config, const C
 }
 
 bool modprobe_file_is_blkmqd(const char *text) {
+        assert(text);
         const char *p = startswith(text, MODPROBE_D_HEADER "\n");
         bool wanted_by = false;
 
@@ -288,6 +294,8 @@ static int append_name(char **list, const char *name) {
 }
 
 int policy_modules_merge(const PolicyPeer *peers, size_t n_peers, ModuleMerged **ret, size_t *ret_n) {
+        assert(ret);
+        assert(ret_n);
         ModuleMerged *a = NULL;
         size_t n = 0;
 

@@ -27,6 +27,7 @@
  * partition: disk_facts_usable_cpus()): a queue gets the rest of its hctx CPUs, and a queue
  * whose hctx have only isolated CPUs is left as it is; the explain line names them.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,6 +81,7 @@ static HctxType type_of(const DiskFacts *f, size_t pos) {
 }
 
 int net_align_queue_of(const DiskFacts *f, const size_t maps[_HCTX_TYPE_MAX], size_t pos, unsigned queues) {
+        assert(f);
         if (pos >= f->n_hctx)
                 return -1;
         HctxType t = type_of(f, pos);
@@ -126,6 +128,7 @@ static int map_targets(const DiskFacts *f, const size_t maps[_HCTX_TYPE_MAX], Hc
 }
 
 int net_align_layout(const DiskFacts *f, const size_t maps[_HCTX_TYPE_MAX], unsigned queues, NetLayout *ret) {
+        assert(ret);
         _cleanup_(net_layout_done) NetLayout l = { .queues = queues };
 
         if (queues == 0)
@@ -737,6 +740,7 @@ static const NicFacts *nic_of(const DiskFacts *f) {
 }
 
 int policy_net_arbitrate(const char *name, const DiskFacts *facts, const PolicyPeer *peers, size_t n_peers, Plan *plan) {
+        assert(name);
         const NicFacts *nic = nic_of(facts);
         const PolicyPeer *owner = NULL;
 

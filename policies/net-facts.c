@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -189,6 +190,7 @@ static int nic_fact_of(NetFact f) {
 }
 
 int nic_facts_render(const NicFacts *n, NicFact f, char **ret) {
+        assert(n);
         _cleanup_(memstream_done) MemStream m = {};
 
         if (f < 0 || f >= _NIC_FACT_MAX)
@@ -303,6 +305,7 @@ int net_facts_render(const NetFacts *n, NetFact f, char **ret) {
 }
 
 char *net_facts_signature(const NetFacts *n) {
+        assert(n);
         _cleanup_(memstream_done) MemStream m = {};
         FILE *out = memstream_open(&m);
         if (!out)
@@ -370,6 +373,7 @@ int nic_irq_queue_from_name(const char *name, NicQueueDir *ret_dir) {
 }
 
 NicFacts *nic_facts_copy(const NicFacts *src) {
+        assert(src);
         NicFacts *n = nic_facts_new(src->ifname);
         if (!n)
                 return NULL;

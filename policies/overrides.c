@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Validation of what users write into devices/<disk>/policy/<knob>. Pure. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +20,9 @@
 /* queue/nr_requests store (block/blk-sysfs.c): > reserved tags, >= BLKDEV_MIN_RQ,
  * <= MAX_SCHED_RQ with an elevator, <= the tag set depth without one. */
 void nr_requests_limits(const DiskFacts *f, const char *elevator, uint64_t *ret_min, uint64_t *ret_max) {
+        assert(f);
+        assert(ret_min);
+        assert(ret_max);
         uint64_t max = MAX_SCHED_RQ;
         if (elevator && streq(elevator, "none") && f->n_hctx > 0 && f->hctx[0].nr_tags > 0)
                 max = f->hctx[0].nr_tags;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -70,6 +71,7 @@ static int dup_or_null(const char *s, char **ret) {
 }
 
 int sources_add(Sources *s, const Source *src) {
+        assert(s);
         Source *n = realloc(s->v, (s->n + 1) * sizeof(Source));
         if (!n)
                 return -ENOMEM;
@@ -93,6 +95,7 @@ int sources_add(Sources *s, const Source *src) {
 }
 
 const char *source_describe(const Source *src, char *buf, size_t size) {
+        assert(src);
         if (src->line)
                 snprintf(buf, size, "%s %s:%u %s (%s)", src->label, src->file, src->line, src->what,
                          src->admin ? "the admin's choice" : "a distribution default");
@@ -117,6 +120,8 @@ static const char *target_name(const DiskFacts *f, SourceTarget t) {
 }
 
 bool source_applies(const Source *src, const DiskFacts *f, const char *value) {
+        assert(src);
+        assert(f);
         const char *name = target_name(f, src->target);
         if (src->target == SOURCE_TARGET_IRQ || src->target == SOURCE_TARGET_MODULE)
                 return true;
@@ -221,6 +226,7 @@ static bool about_tunable(const Source *src, const void *arg) {
 }
 
 const Source *sources_find_tunable(const Sources *s, const DiskFacts *f, IoschedTunable t) {
+        assert(f);
         const IoschedTunableInfo *info = iosched_tunable_info(t);
         if (!info)
                 return NULL;
@@ -295,6 +301,7 @@ static bool about_channels(const Source *src, const void *arg) {
 /* A network disk's NIC whose channel count another tool sets: blkmqd never sets channels; the
  * nr_io_queues it proposes is computed from the channels the NIC has, so it follows theirs. */
 const Source *sources_find_channels(const Sources *s, const DiskFacts *f) {
+        assert(f);
         return f->net && f->net->nic ? pick(s, f, about_channels, NULL, NULL) : NULL;
 }
 
@@ -368,6 +375,8 @@ int policy_owner(const DiskFacts *f, const PolicyHistory *h, const PolicyConfig 
 }
 
 int policy_owner_tunables(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, Plan *plan) {
+        assert(f);
+        assert(plan);
         char desc[512];
         const char *origin;
         for (IoschedTunable t = 0; t < _IOSCHED_TUNABLE_MAX; t++) {
@@ -430,6 +439,8 @@ static bool modprobe_after_blkmqd(const Source *src) {
 }
 
 int policy_owner_modules(const DiskFacts *f, const PolicyConfig *config, const PolicyOverrides *o, Plan *plan) {
+        assert(f);
+        assert(plan);
         char desc[512];
         const char *origin;
         module_wishes_free(plan->modules_deferred, plan->n_modules_deferred);
@@ -542,6 +553,7 @@ static int irqbalance_note(const DiskFacts *f, const IrqbalanceFacts *ib, int k,
 }
 
 int policy_owner_irqbalance(const DiskFacts *f, Plan *plan) {
+        assert(f);
         const IrqbalanceFacts *ib = f->sources ? &f->sources->irqbalance : NULL;
         if (!ib || !ib->running || ib->oneshot || !plan->manage)
                 return 0;

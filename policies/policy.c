@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -63,6 +64,8 @@ static bool name_matches(const char *glob, const char *name) {
 }
 
 bool device_rule_matches(const DeviceRule *rule, const DiskFacts *f) {
+        assert(rule);
+        assert(f);
         if (!name_matches(rule->match_name, f->name) ||
             !glob_matches(rule->match_driver, f->driver) ||
             !glob_matches(rule->match_transport, f->transport) ||
@@ -301,6 +304,7 @@ int policy_overrides_set(PolicyOverrides *o, Knob k, const char *value) {
 }
 
 int policy_overrides_set_iosched(PolicyOverrides *o, IoschedTunable t, const char *value) {
+        assert(o);
         if (t < 0 || t >= _IOSCHED_TUNABLE_MAX)
                 return -EINVAL;
         return free_and_strdup(&o->iosched[t], value);
@@ -347,6 +351,7 @@ int plan_explain(Plan *p, const char *disk, unsigned knobs, PlanOutcome outcome,
 }
 
 bool plan_has_line(const Plan *p, const char *text) {
+        assert(text);
         PLAN_FOREACH_ENTRY(e, p)
                 if (streq(e->text, text))
                         return true;

@@ -16,6 +16,7 @@
  * written there: it would change nothing the kernel does. An admin's explicit value still is,
  * and its explain line says the kernel does not act on it.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "policy-internal.h"
 
 bool rq_affinity_ignored(const DiskFacts *f) {
+        assert(f);
         if (f->kernel.irq_threads_forced != TRISTATE_YES)
                 return false;
         return f->kernel.preempt_rt == TRISTATE_YES || kernel_release_at_least(f->kernel_release, 5, 11) != TRISTATE_NO;
@@ -37,6 +39,8 @@ bool rq_affinity_ignored(const DiskFacts *f) {
         "5.11), so completions run where the interrupt thread runs"
 
 int policy_rq_affinity(const DiskFacts *f, const PolicyHistory *h, const ClassPolicy *cp, const PolicyOverrides *o, Plan *plan) {
+        assert(h);
+        assert(cp);
         const char *cls = disk_class_to_string(plan->class);
         char want[16];
 
@@ -122,6 +126,7 @@ int policy_rq_affinity(const DiskFacts *f, const PolicyHistory *h, const ClassPo
  * override is written after the switch, within what the new elevator accepts.
  */
 int policy_nr_requests(const DiskFacts *f, const PolicyHistory *h, const PolicyOverrides *o, Plan *plan) {
+        assert(f);
         const char *target = policy_target_elevator(f, h, plan);
         bool planned_switch = target && f->elevator && !streq(target, f->elevator);
         bool made_switch = !planned_switch && h->elevator_before && f->elevator && !streq(h->elevator_before, f->elevator);

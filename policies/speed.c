@@ -3,6 +3,7 @@
  * Slow or fast: the measured speed with its hysteresis, and the rotational flag as a hint
  * (policies/speed.h). The table and the thresholds are data in policies/defaults.c.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
@@ -79,6 +80,7 @@ static double bucket_upper_usec(unsigned i) {
 }
 
 double speed_histogram_quantile(const SpeedHistogram *h, double q) {
+        assert(h);
         uint64_t n = 0;
         for (unsigned i = 0; i < SPEED_BUCKETS; i++)
                 n += h->buckets[i];
@@ -102,6 +104,7 @@ double speed_histogram_quantile(const SpeedHistogram *h, double q) {
 /* ---- the measured state ------------------------------------------------------------------- */
 
 void speed_state_reset(SpeedState *s) {
+        assert(s);
         free(s->hists);
         *s = (SpeedState) {};
 }
@@ -161,6 +164,8 @@ static void base_set(SpeedState *s, const SpeedSample *x) {
 }
 
 int speed_feed(SpeedState *s, const SpeedConfig *c, const SpeedSample *x) {
+        assert(c);
+        assert(x);
         if (x->signal == SPEED_SIGNAL_SERVICE_TIME && !s->hists && !(s->hists = calloc(1, sizeof(SpeedHistograms))))
                 return -ENOMEM;
         if (!s->have_base || s->base.signal != x->signal || x->usec < s->base.usec) {
@@ -232,6 +237,8 @@ static int kv_put(char ***kv, const char *k, const char *fmt, ...) {
 }
 
 int speed_state_to_kv(const SpeedState *s, char ***ret) {
+        assert(s);
+        assert(ret);
         _cleanup_strv_free_ char **kv = NULL;
         const SpeedEvidence *e = &s->evidence;
 
@@ -279,6 +286,7 @@ static int parse_double(const char *v, double *ret) {
 }
 
 int speed_state_from_kv(SpeedState *s, char * const *kv, uint64_t now_usec, SpeedRestored how) {
+        assert(s);
         const char *v[14] = {};
         static const char * const keys[14] = { "speed", "before", "changes", "changed_usec", "changed_wall", "signal", "verdict",
                                                "value_usec", "p50_usec", "p99_usec", "ios", "span_usec", "at_usec", "at_wall" };
@@ -369,6 +377,7 @@ static const char *format_figures(const SpeedEvidence *e, char *buf, size_t size
 static const char *format_wall(uint64_t sec, char *buf, size_t size);
 
 const char *speed_state_format(const SpeedState *s, const SpeedConfig *c, char *buf, size_t size) {
+        assert(c);
         char fig[96], n[32], m[32], fast[32], slow[32], when[48], stored[128] = "";
         const SpeedEvidence *e = &s->evidence;
         double span = (double) e->span_usec / 1e6;
@@ -423,6 +432,8 @@ static bool row_matches(const TrustRow *t, const DiskFacts *f) {
 }
 
 void policy_rotational_hint(const DiskFacts *f, const SpeedConfig *c, RotationalHint *ret) {
+        assert(f);
+        assert(ret);
         if (f->rotational == TRISTATE_UNKNOWN) {
                 *ret = (RotationalHint) { HINT_UNREADABLE, "unreadable", "queue/rotational could not be read" };
                 return;
@@ -444,6 +455,9 @@ void policy_rotational_hint(const DiskFacts *f, const SpeedConfig *c, Rotational
 }
 
 bool policy_rotational_trust_row(size_t i, const char **ret_row, HintTrust *ret_trust, const char **ret_why) {
+        assert(ret_row);
+        assert(ret_trust);
+        assert(ret_why);
         if (i >= n_rotational_trust)
                 return false;
         *ret_row = rotational_trust[i].row;
@@ -459,6 +473,7 @@ void speed_config_done(SpeedConfig *c) {
 /* ---- slow or fast, for the class ---------------------------------------------------------- */
 
 void policy_speed_verdict(const DiskFacts *f, const PolicyConfig *config, const SpeedState *s, SpeedVerdict *ret) {
+        assert(ret);
         const SpeedConfig *c = config ? &config->speed : NULL;
         MeasuredSpeed m = s && (!c || c->measure) ? s->measured : MEASURED_NONE;
         SpeedVerdict v = {};
