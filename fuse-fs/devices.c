@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include "render.h"
 
 int render_applied(const Applied *a, char **ret) {
+        assert(a);
         const char *state = apply_state_to_string(a->state);
         int r;
 
@@ -43,6 +45,7 @@ int render_applied(const Applied *a, char **ret) {
 /* /not_listed: "<name>: <reason>" per block device blkmqd saw and does not list, sorted by
  * name (Registry.unlisted); empty when it lists every one. */
 int render_not_listed(const FuseFsContext *ctx, char **ret) {
+        assert(ctx);
         _cleanup_(memstream_done) MemStream m = {};
         FILE *f = memstream_open(&m);
         if (!f)
@@ -59,6 +62,8 @@ static int render_plan(const Device *d, Knob k, char **ret) {
 }
 
 int render_device(const FuseFsContext *ctx, const Node *n, char **ret) {
+        assert(ctx);
+        assert(n);
         const Device *d = registry_get(ctx->registry, n->device);
         if (!d || !d->facts)
                 return -ENOENT;

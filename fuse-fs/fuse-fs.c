@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #define FUSE_USE_VERSION 35
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
@@ -1133,6 +1134,8 @@ static int build_static(FuseFs *fs) {
 }
 
 int fuse_fs_new(const char *mountpoint, const FuseFsContext *ctx, FuseFs **ret) {
+        assert(ctx);
+        assert(ret);
         FuseFs *fs;
         int r;
 
@@ -1619,6 +1622,7 @@ static void reap_dying(FuseFs *fs, const char *force) {
 }
 
 void fuse_fs_device_removed(FuseFs *fs, const char *name) {
+        assert(fs);
         Node *dev = device_node(fs, name);
         if (!dev)
                 return;
@@ -1738,6 +1742,7 @@ void fuse_fs_not_listed_updated(FuseFs *fs) {
 }
 
 int fuse_fs_hosts_updated(FuseFs *fs) {
+        assert(fs);
         /* nics/<if>/: every NIC below a network disk's route */
         int r = sync_disk_named_children(fs, fs->nics, NODE_NIC, disk_nic, add_nic_attrs);
         if (r < 0)

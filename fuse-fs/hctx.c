@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@ static int render_i64(int64_t v, const char *what, char **ret) {
 }
 
 int render_hctx(const FuseFsContext *ctx, const Node *n, char **ret) {
+        assert(ctx);
+        assert(n);
         if (ctx->load_hctx_details) {
                 int r = ctx->load_hctx_details(ctx->userdata, n->device);
                 if (r < 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* hosts/<scsi_host>/: the SCSI host (HBA) behind one or more disks, and its shared tag occupancy. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@ static const char * const host_attr_table[_HOST_ATTR_MAX] = {
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(host_attr, HostAttr, host_attr_table, _HOST_ATTR_MAX);
 
 int render_host(const FuseFsContext *ctx, const Node *n, char **ret) {
+        assert(ctx);
+        assert(n);
         const char *host = n->parent ? n->parent->name : NULL;
         const DiskFacts *f;
         _cleanup_(memstream_done) MemStream m = {};

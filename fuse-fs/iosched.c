@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* devices/<disk>/iosched/<tunable>: the running elevator's tunables as the kernel has them. */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,6 +78,8 @@ static int render_applied_iosched(const Device *d, char **ret) {
 }
 
 int render_iosched(const FuseFsContext *ctx, const Node *n, char **ret) {
+        assert(ctx);
+        assert(n);
         const Device *d = registry_get(ctx->registry, n->device);
         if (!d || !d->facts)
                 return -ENOENT;

@@ -5,6 +5,7 @@
  * One HELP/TYPE block per family; counters end in _total. A value the kernel cannot
  * give is left out (Prometheus' way of saying "no data"), never exported as 0.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -188,6 +189,7 @@ static void disk_block_done(DiskBlock *b) {
 }
 
 int metrics_cache_new(MetricsCache **ret) {
+        assert(ret);
         MetricsCache *c = calloc(1, sizeof(MetricsCache));
         if (!c)
                 return -ENOMEM;
@@ -208,6 +210,8 @@ MetricsCache *metrics_cache_free(MetricsCache *c) {
 DEFINE_TRIVIAL_CLEANUP_FUNC(MetricsCache *, metrics_cache_free);
 
 void metrics_cache_counts(const MetricsCache *c, uint64_t *ret_rendered, uint64_t *ret_reused) {
+        assert(ret_rendered);
+        assert(ret_reused);
         *ret_rendered = c ? c->rendered : 0;
         *ret_reused = c ? c->reused : 0;
 }
@@ -669,6 +673,8 @@ static void daemon_families(const FuseFsContext *ctx, FILE *f) {
 }
 
 int render_metrics(const FuseFsContext *ctx, char **ret) {
+        assert(ctx);
+        assert(ret);
         const Registry *reg = ctx->registry;
         _cleanup_(metrics_cache_freep) MetricsCache *own = NULL;
         MetricsCache *c = ctx->metrics_cache;

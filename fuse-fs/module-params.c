@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* modules/<module>/<param>/{current,wanted,state,wanted_by,note}: the renderer of the module
  * parameters apply/modules.c aggregates. */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 
@@ -18,6 +19,8 @@ static const char * const module_attr_table[_MODULE_ATTR_MAX] = {
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(module_attr, ModuleAttr, module_attr_table, _MODULE_ATTR_MAX);
 
 int render_module(const FuseFsContext *ctx, const Node *n, char **ret) {
+        assert(ctx);
+        assert(n);
         const Node *param = n->parent, *module = param ? param->parent : NULL;
         const ModuleParam *p = module && ctx->modules ? modules_get(ctx->modules, module->name, param->name) : NULL;
         int r;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* devices/<disk>/network/ and nics/<if>/: network facts (policies/net-facts.h) and alignment. */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 #include "render.h"
 
 int render_network(const FuseFsContext *ctx, const Node *n, char **ret) {
+        assert(ctx);
+        assert(n);
         const Device *d = registry_get(ctx->registry, n->device);
         if (!d || !d->facts || !d->facts->net)
                 return -ENOENT;
@@ -29,6 +32,8 @@ int render_network(const FuseFsContext *ctx, const Node *n, char **ret) {
 }
 
 int render_nic(const FuseFsContext *ctx, const Node *n, char **ret) {
+        assert(ctx);
+        assert(n);
         const char *ifname = n->parent ? n->parent->name : NULL;
         _cleanup_(memstream_done) MemStream m = {};
         const DiskFacts *first;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <errno.h>
 
 #include "macro.h"
 #include "render.h"
 
 int render_node(const FuseFsContext *ctx, const Node *n, char **ret) {
+        assert(n);
         switch (n->type) {
         case NODE_VERSION:
         case NODE_MODE:

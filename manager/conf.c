@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <ini.h>
@@ -36,6 +37,7 @@ void config_done(Config *c) {
 }
 
 int config_init(Config *c) {
+        assert(c);
         *c = (Config) { .mode = _MODE_INVALID, .rate_window_usec = 1000000, .verify_usec = CONFIG_VERIFY_USEC_DEFAULT,
                         .metrics_interval_usec = CONFIG_METRICS_INTERVAL_USEC_DEFAULT };
         return policy_config_init_defaults(&c->policy);
@@ -213,6 +215,8 @@ static int check_elevator_names(ParseContext *p, const char *v, bool keep_allowe
 }
 
 int config_check_elevators(const Config *c, char * const *offered, char **ret_error) {
+        assert(c);
+        assert(ret_error);
         for (size_t i = 0; i < c->n_elevators; i++) {
                 const ConfigElevator *e = &c->elevators[i];
                 if (elevator_name_in_tree(e->name) || strv_contains(offered, e->name))
@@ -632,6 +636,8 @@ static int on_ini_line(void *userdata, const char *section, const char *key, con
 }
 
 int config_parse_text(Config *c, const char *name, const char *text, char **ret_error) {
+        assert(c);
+        assert(ret_error);
         ParseContext p = { .config = c, .file = name };
         LineReader r = { .text = text };
         Handler h = { .ctx = &p, .reader = &r };
@@ -692,6 +698,8 @@ static int name_compare(const void *a, const void *b) {
 }
 
 int config_load(const char *path, Config *ret, char **ret_error) {
+        assert(ret);
+        assert(ret_error);
         _cleanup_(config_done) Config c = {};
         _cleanup_free_ char *text = NULL, *dropin = NULL;
         _cleanup_strv_free_ char **files = NULL;

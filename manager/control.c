@@ -4,6 +4,7 @@
  * restore (validated, persisted, evaluated and applied), the root control files' content, and
  * the waiters: a FUSE write whose kernel writes are in flight is answered when its disks settle.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +74,7 @@ void manager_waiters_check(Manager *m) {
 }
 
 void manager_waiters_release_all(Manager *m) {
+        assert(m);
         while (m->waiters) {
                 Waiter *w = m->waiters;
                 m->waiters = w->next;

@@ -92,6 +92,7 @@ static ManagerMode effective_mode(const Config *c, bool cli_dry_run) {
 }
 
 int manager_new(const ManagerOptions *options, Manager **ret) {
+        assert(ret);
         _cleanup_free_ char *error = NULL;
         Manager *m = calloc(1, sizeof(Manager));
         int r;
@@ -150,6 +151,7 @@ int manager_new(const ManagerOptions *options, Manager **ret) {
 }
 
 int manager_restore_all(Manager *m, RestoreCounts *ret) {
+        assert(m);
         RestoreCounts c = {};
         int ret_r = 0;
         /* the other tools as they are now: a value one of them left is put back only while it is there */
@@ -170,6 +172,7 @@ int manager_restore_all(Manager *m, RestoreCounts *ret) {
 
 /* ", 2 failed, 1 left as changed by someone else" (empty when both are 0). */
 const char *manager_restore_counts_tail(const RestoreCounts *c, char *buf, size_t size) {
+        assert(c);
         int n = 0;
         buf[0] = 0;
         if (c->failed)
@@ -217,6 +220,8 @@ int manager_arm_period(Manager *m, sd_event_source **s, uint64_t usec, sd_event_
 }
 
 void manager_fuse_context(Manager *m, FuseFsContext *ret) {
+        assert(m);
+        assert(ret);
         *ret = (FuseFsContext) {
                 .registry = &m->registry,
                 .modules = &m->modules,
@@ -381,6 +386,7 @@ static void on_device_event(void *userdata, DeviceAction action, const char *sys
  * what blkmqd manages and was not warned about before under the same DeferTo=. A failure to
  * read them (ENOMEM) leaves none known. */
 void manager_gather_sources(Manager *m) {
+        assert(m);
         Sources s = {};
         int r = agents_gather(m->hostfs, &s);
         if (r < 0)
@@ -715,5 +721,6 @@ int manager_ready_check(Manager *m) {
 }
 
 int manager_run(Manager *m) {
+        assert(m);
         return sd_event_loop(m->event);
 }

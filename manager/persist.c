@@ -4,6 +4,7 @@
  * originals blkmqd recorded before its writes, keyed by disk identity; identity collisions
  * (two present disks, one identity) decide that nothing is stored or loaded for either.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@ static bool device_present(Manager *m, const Device *e) {
  * where identities are made distinct and where they still can collide.
  */
 void manager_check_identity(Manager *m, Device *d) {
+        assert(m);
         _cleanup_strv_free_ char **stale = NULL;
 
         if (!d->facts || !d->facts->identity)
@@ -77,6 +79,7 @@ static int identity_compare(const void *a, const void *b) {
 }
 
 void manager_check_identities(Manager *m, char * const *names) {
+        assert(m);
         const Registry *reg = &m->registry;
         /* copies: a check may remove a disk, and its identity with it */
         _cleanup_strv_free_ char **ids = calloc(reg->n_devices + 1, sizeof(char *));
@@ -155,6 +158,7 @@ static const char *persist_what(const PersistJob *p) {
 }
 
 bool manager_persist_settled(const Manager *m) {
+        assert(m);
         return m->persist_unsettled == 0;
 }
 
@@ -534,6 +538,7 @@ static char *snapshot_core(const char *snapshot) {
 }
 
 void manager_persist_originals_before_write(Manager *m, Device *d) {
+        assert(m);
         _cleanup_strv_free_ char **kv = NULL;
         _cleanup_free_ char *key = NULL, *snapshot = NULL, *core = NULL, *saved_core = NULL;
 

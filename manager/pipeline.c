@@ -5,6 +5,7 @@
  * decisions logged -> the plan applied (apply.c, writes on the writer's workers) -> the run's
  * end: originals persisted, facts read again, the FUSE tree and module parameters updated.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -119,6 +120,8 @@ void manager_remove_device(Manager *m, const char *name) {
  * manager_on_apply_finished(). A disk whose run is in progress applies again when it ends.
  */
 void manager_apply(Manager *m, Device *d) {
+        assert(m);
+        assert(d);
         if (m->mode == MODE_OFF || m->stopping || d->leaving)
                 return;
         if (d->run.active) {
@@ -131,6 +134,7 @@ void manager_apply(Manager *m, Device *d) {
 
 /* Put d's originals back (now, or when its run in progress ends). */
 void manager_restore_device(Manager *m, Device *d) {
+        assert(m);
         if (d->run.active)
                 d->run.restore_after = true;
         else if (apply_has_originals(d)) {
@@ -245,6 +249,7 @@ void manager_on_apply_submit(Device *d, void *userdata) {
 }
 
 void manager_on_apply_timeout(Device *d, void *userdata) {
+        assert(d);
         Manager *m = userdata;
         fuse_fs_invalidate_disk(m->fuse, d->name);      /* applied/<knob>: timeout */
         manager_metrics_changed(m);
@@ -256,6 +261,7 @@ void manager_on_apply_timeout(Device *d, void *userdata) {
 
 /* True when name has no run in progress, or only one whose write passed its deadline. */
 bool manager_disk_settled(Manager *m, const char *name) {
+        assert(m);
         Device *d = registry_get(&m->registry, name);
         return !d || !d->run.active || d->run.timed_out;
 }
@@ -347,6 +353,8 @@ static void refresh_nic_peers(Manager *m, const Device *d) {
  * nothing is applied and nothing logged again.
  */
 void manager_refresh(Manager *m, Device *d, bool irqs, bool evaluate) {
+        assert(m);
+        assert(d);
         Plan plan;
         int r = device_refresh_knobs(m->hostfs, d->facts, irqs);
         bool changed = r > 0;
@@ -589,6 +597,7 @@ finish:
 }
 
 size_t manager_net_changed(Manager *m, const char *why) {
+        assert(m);
         _cleanup_strv_free_ char **again = NULL, **nics = NULL;
         _cleanup_(gather_cache_done) GatherCache single = { .module_tree = &m->module_tree, .machine = &m->machine };
 
@@ -653,6 +662,7 @@ static char **stacked_on(Manager *m, const char *name, bool read_slaves) {
 }
 
 void manager_partition_event(Manager *m, const char *name, bool removed) {
+        assert(m);
         if (removed) {
                 const Unlisted *u = registry_get_unlisted(&m->registry, name);
                 if (u && u->parent)
@@ -664,6 +674,7 @@ void manager_partition_event(Manager *m, const char *name, bool removed) {
 }
 
 void manager_device_uninitialized(Manager *m, const char *name) {
+        assert(m);
         if (!manager_matches(m, name)) {
                 device_event_one(m, name, false);       /* its not_listed line says so */
                 return;
@@ -676,6 +687,7 @@ void manager_device_uninitialized(Manager *m, const char *name) {
 }
 
 void manager_device_event(Manager *m, const char *name, bool removed) {
+        assert(m);
         /* A batch (coldplug, reload) gathers every disk anyway; a cascade's own events do not
          * cascade again (a leg is no holder of its map). */
         if (m->batch || m->cascading) {
@@ -852,6 +864,7 @@ void manager_restore_modules(Manager *m, bool keep_file) {
 
 /* After a coldplug or reload batch: machine-wide inputs are no longer shared; hosts/ once for all. */
 void manager_batch_end(Manager *m) {
+        assert(m);
         _cleanup_strv_free_ char **added = TAKE_PTR(m->batch_added);
 
         m->batch = NULL;

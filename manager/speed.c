@@ -9,6 +9,7 @@
  * logged (one line) and the disk evaluated and applied again; new evidence without a change
  * only renews explain.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -93,6 +94,7 @@ static int take_sample(Manager *m, Device *d, SpeedSample *ret) {
 }
 
 void manager_speed_sample(Manager *m, Device *d) {
+        assert(m);
         SpeedSample x;
         const SpeedConfig *c = &m->config.policy.speed;
         bool had = d->speed.have_evidence;
@@ -139,6 +141,7 @@ void manager_speed_sample(Manager *m, Device *d) {
 }
 
 void manager_speed_watch(Manager *m, Device *d) {
+        assert(m);
         speed_state_reset(&d->speed);
         StatsBpf *b = stats_bpf(m->stats);
         if (b && d->facts && !d->facts->unknown[FACT_DEVNUM]) {

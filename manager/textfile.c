@@ -17,6 +17,7 @@
  * One write at a time: a write still in the kernel (a frozen file system) is not queued behind;
  * the next one is made when it returns. The file stays when blkmqd stops (its age then says so).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,7 @@ void manager_textfile_done(Manager *m) {
 }
 
 void manager_daemon_counters(void *userdata, DaemonCounters *ret) {
+        assert(ret);
         const Manager *m = userdata;
         *ret = (DaemonCounters) {
                 .reloads = m->reloads > 0 ? m->reloads - 1 : 0,

@@ -6,6 +6,7 @@
  * (issue 17 item 4); what it found is stored by the next periodic verify, write, restore, stop
  * or the disk's removal (manager_persist_originals() writes whenever the file differs).
  */
+#include <assert.h>
 #include <errno.h>
 #include <time.h>
 
@@ -137,6 +138,7 @@ static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* Arm, re-arm or remove the periodic verify after a (re)load of the configuration. */
 void manager_update_verify_timer(Manager *m) {
+        assert(m);
         uint64_t usec = m->config.verify_usec;
         int r;
 
