@@ -46,34 +46,26 @@ int manager_read_hctx(void *userdata, const char *device, size_t pos, unsigned f
         r = device_gather_hctx_details(m->hostfs, d->facts, &d->policy_history);        /* cpu_list, queue vector */
         if (r < 0)
                 return r;
-        if (d->n_hctx_files != d->facts->n_hctx) {
-                free(d->hctx_files);
-                d->hctx_files = calloc(d->facts->n_hctx, sizeof(HctxStatsFiles));
-                d->n_hctx_files = d->hctx_files ? d->facts->n_hctx : 0;
-        }
-        if (d->n_history_hctx != d->facts->n_hctx) {
-                free(d->history);
-                d->history = calloc(d->facts->n_hctx * STATS_HISTORY, sizeof(StatSample));
-                d->n_history_hctx = d->history ? d->facts->n_hctx : 0;
-        }
+        device_stats_fit_hctx(&d->stats, d->facts->n_hctx);
 
         /* /proc/interrupts is parsed only for an hctx that has a queue vector to look up
          * (not for loop, zram, dm ...: stats_read_hctx() does not look then) */
         const HctxFacts *x = &d->facts->hctx[pos];
         bool vector = x->irq >= 0 && (size_t) x->irq < d->facts->n_irqs;
         HctxReading rd = {};
-        r = stats_read_hctx(m->stats, d->facts, pos, d->hctx_files ? &d->hctx_files[pos] : NULL, flags, apply_busy(d),
+        r = stats_read_hctx(m->stats, d->facts, pos, device_stats_hctx_files(&d->stats, pos), flags, apply_busy(d),
                             (flags & STATS_READ_IRQ_COUNT) && vector ? manager_interrupts(m) : NULL, &rd.stats);
         if (r < 0)
                 return r;
-        if (d->history && !(flags & STATS_READ_NO_RATES)) {
+        StatSample *ring = device_stats_hctx_ring(&d->stats, pos);
+        if (ring && !(flags & STATS_READ_NO_RATES)) {
                 StatSample cur;
                 uint32_t counters = 0;
                 for (StatId i = 0; i < _STAT_MAX; i++)
                         if (stat_id_is_counter(i))
                                 counters |= UINT32_C(1) << i;
                 hctx_stats_to_sample(&rd.stats, &cur);
-                stats_rates(&d->history[pos * STATS_HISTORY], &cur, _STAT_MAX, counters, m->rate_window_usec, &rd.rates);
+                stats_rates(ring, &cur, _STAT_MAX, counters, m->rate_window_usec, &rd.rates);
         }
         *ret = rd;
         return 0;
@@ -88,7 +80,7 @@ int manager_read_disk_stat(void *userdata, const char *device, unsigned flags, D
         if (!d)
                 return -ENOENT;
         /* through the disk's handles: a metrics scrape neither formats nor looks up the path */
-        int r = hostfs_read_kept_at(m->hostfs, &d->stat_file, HOSTFS_SYSFS, 0, &text, "block/%s/stat", d->name);
+        int r = hostfs_read_kept_at(m->hostfs, &d->stats.stat_file, HOSTFS_SYSFS, 0, &text, "block/%s/stat", d->name);
         if (r < 0)
                 return r;
         r = disk_stat_parse(text, &st);
@@ -96,7 +88,7 @@ int manager_read_disk_stat(void *userdata, const char *device, unsigned flags, D
                 return r;
         st.has_inflight = false;
         if (!(flags & STATS_READ_NO_INFLIGHT))
-                st.has_inflight = hostfs_read_kept_at(m->hostfs, &d->inflight_file, HOSTFS_SYSFS, 0, &text,
+                st.has_inflight = hostfs_read_kept_at(m->hostfs, &d->stats.inflight_file, HOSTFS_SYSFS, 0, &text,
                                                       "block/%s/inflight", d->name) >= 0 &&
                                   disk_inflight_parse(text, &st.inflight_read, &st.inflight_write) >= 0;
         if (flags & STATS_READ_NO_RATES) {
@@ -112,9 +104,10 @@ int manager_read_disk_stat(void *userdata, const char *device, unsigned flags, D
                 if (i != DISK_STAT_IN_FLIGHT)
                         counters |= UINT32_C(1) << i;
         }
-        if (!d->disk_history && !(d->disk_history = calloc(STATS_HISTORY, sizeof(StatSample))))
+        StatSample *disk_ring = device_stats_disk_ring(&d->stats);
+        if (!disk_ring)
                 return -ENOMEM;
-        stats_rates(d->disk_history, &cur, st.n, counters, m->rate_window_usec, ret_rates);
+        stats_rates(disk_ring, &cur, st.n, counters, m->rate_window_usec, ret_rates);
         *ret = st;
         return 0;
 }

@@ -74,9 +74,7 @@ static Device *device_free(Device *d) {
         free(d->speed_text);
         speed_state_reset(&d->speed);
         free(d->irq_applied);
-        free(d->history);
-        free(d->disk_history);
-        free(d->hctx_files);
+        device_stats_done(&d->stats);
         free(d->nr_before_override);
         free(d->elevator_unloaded);
         policy_history_done(&d->policy_history);
@@ -132,6 +130,7 @@ int registry_add(Registry *reg, const char *name, Device **ret) {
                 return -ENOMEM;
         d->name = strdup(name);
         d->policy_history = POLICY_HISTORY_INIT;
+        device_stats_init(&d->stats);
         Device **n = realloc(reg->devices, (reg->n_devices + 1) * sizeof(Device *));
         if (!d->name || !n) {
                 if (n)

@@ -3,7 +3,9 @@
 
 /*
  * The device registry: every whole disk blkmqd currently shows, with its facts,
- * plan and what apply did. Owned by the manager; fuse-fs renders from it.
+ * plan and what apply did. Owned by the manager; fuse-fs renders from it. A part a lower
+ * layer owns is that layer's type, embedded and freed through its functions (Device.stats:
+ * stats/stats.h DeviceStats).
  */
 
 #include <stddef.h>
@@ -168,12 +170,8 @@ typedef struct Device {
          * facts is replaced (a gather maps without it). Owned.
          */
         PolicyHistory policy_history;
-        StatSample *history;    /* STATS_HISTORY per hctx position, ring; sized to facts->n_hctx */
-        size_t n_history_hctx;
-        StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; on first read */
-        HctxStatsFiles *hctx_files;     /* per hctx position: handles on its debugfs files (stats_read_hctx()) */
-        size_t n_hctx_files;
-        HostFsKept stat_file, inflight_file;    /* handles on block/<disk>/stat and inflight */
+        DeviceStats stats;      /* statistics rings and file handles, stats/'s (stats/stats.h): made by the
+                                 * reads (manager/readers.c), freed with the device */
         uint64_t generation;    /* bumped on every re-gather */
         bool vanished;          /* a write or read failed with ENOENT/ENODEV/EBUSY and the disk's sysfs
                                  * directory is gone (or another disk's now): said once, nothing

@@ -629,3 +629,41 @@ void hctx_stats_to_sample(const HctxStats *s, StatSample *ret) {
                         ret->valid |= UINT32_C(1) << i;
                 }
 }
+
+void device_stats_init(DeviceStats *s) {
+        *s = (DeviceStats) {};
+}
+
+void device_stats_done(DeviceStats *s) {
+        free(s->history);
+        free(s->disk_history);
+        free(s->hctx_files);
+        device_stats_init(s);
+}
+
+void device_stats_fit_hctx(DeviceStats *s, size_t n_hctx) {
+        if (s->n_hctx_files != n_hctx) {
+                free(s->hctx_files);
+                s->hctx_files = calloc(n_hctx, sizeof(HctxStatsFiles));
+                s->n_hctx_files = s->hctx_files ? n_hctx : 0;
+        }
+        if (s->n_history_hctx != n_hctx) {
+                free(s->history);
+                s->history = calloc(n_hctx * STATS_HISTORY, sizeof(StatSample));
+                s->n_history_hctx = s->history ? n_hctx : 0;
+        }
+}
+
+HctxStatsFiles *device_stats_hctx_files(DeviceStats *s, size_t pos) {
+        return s->hctx_files && pos < s->n_hctx_files ? &s->hctx_files[pos] : NULL;
+}
+
+StatSample *device_stats_hctx_ring(DeviceStats *s, size_t pos) {
+        return s->history && pos < s->n_history_hctx ? &s->history[pos * STATS_HISTORY] : NULL;
+}
+
+StatSample *device_stats_disk_ring(DeviceStats *s) {
+        if (!s->disk_history)
+                s->disk_history = calloc(STATS_HISTORY, sizeof(StatSample));
+        return s->disk_history;
+}

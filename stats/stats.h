@@ -205,3 +205,46 @@ void stats_rates(StatSample ring[STATS_HISTORY], const StatSample *cur, size_t n
 
 /* Pack HctxStats into a sample (values in StatId order). */
 void hctx_stats_to_sample(const HctxStats *s, StatSample *ret);
+
+/*
+ * One disk's statistics state, kept by stats/ (the model embeds it: Device.stats in
+ * model/registry.h): the rate rings of its reads and its handles on the files a read re-reads.
+ * Zeroed (device_stats_init()) it holds nothing; each part is made by the first read that needs
+ * it (device_stats_fit_hctx(), device_stats_disk_ring()). The handles are slots of the reader's
+ * HostFs (hostfs_read_kept_at()), owned there: device_stats_done() does not close them.
+ */
+typedef struct DeviceStats {
+        StatSample *history;            /* STATS_HISTORY samples per hctx position, ring; n_history_hctx positions */
+        size_t n_history_hctx;          /* 0: none (not read yet, or out of memory) */
+        StatSample *disk_history;       /* STATS_HISTORY DiskStat samples, same ring scheme; NULL until the first read */
+        HctxStatsFiles *hctx_files;     /* per hctx position: handles on its debugfs files (stats_read_hctx()) */
+        size_t n_hctx_files;            /* 0: none */
+        HostFsKept stat_file, inflight_file;    /* handles on block/<disk>/stat and block/<disk>/inflight */
+} DeviceStats;
+
+/* Zero s: no rings, no handles. Never fails. */
+void device_stats_init(DeviceStats *s);
+
+/* Free s's rings and handle arrays (not the HostFs slots they name) and zero s. */
+void device_stats_done(DeviceStats *s);
+
+/*
+ * Size s's per-hctx rings and handle arrays to n_hctx positions (the disk's DiskFacts.n_hctx):
+ * an array of another size is dropped and made afresh, zeroed (a new facts' hctx are other
+ * queues: no rate against the old samples). Out of memory leaves that array absent (its count
+ * 0): device_stats_hctx_files() and device_stats_hctx_ring() return NULL, and the next call
+ * tries again. Nothing to return.
+ */
+void device_stats_fit_hctx(DeviceStats *s, size_t n_hctx);
+
+/* The handles of hctx position pos, for stats_read_hctx(); NULL when pos is not below the size
+ * device_stats_fit_hctx() made (or it could not allocate). */
+HctxStatsFiles *device_stats_hctx_files(DeviceStats *s, size_t pos);
+
+/* The STATS_HISTORY-sample ring of hctx position pos, for stats_rates(); NULL as
+ * device_stats_hctx_files(). */
+StatSample *device_stats_hctx_ring(DeviceStats *s, size_t pos);
+
+/* The disk's block/<disk>/stat ring (STATS_HISTORY samples, for stats_rates()), made zeroed on
+ * the first call; NULL when it cannot be allocated (-ENOMEM to the caller). */
+StatSample *device_stats_disk_ring(DeviceStats *s);
