@@ -62,31 +62,6 @@ NS_ENV = "BLKMQD_BENCH_PRIVATE_NS"
 DEADLINE = 10.0
 
 
-class Lines:
-    """The daemon's stderr through a pipe, line by line."""
-
-    def __init__(self, fd):
-        self.fd, self.buf, self.lines = fd, b"", []
-        os.set_blocking(fd, False)
-
-    def pump(self, timeout):
-        r, _, _ = select.select([self.fd], [], [], timeout)
-        if r:
-            while True:
-                try:
-                    d = os.read(self.fd, 1 << 16)
-                except BlockingIOError:
-                    break
-                if not d:
-                    break
-                self.buf += d
-            *new, self.buf = self.buf.split(b"\n")
-            new = [ln.decode(errors="replace") for ln in new]
-            self.lines += new
-            return new
-        return []
-
-
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -97,7 +72,7 @@ class Bench:
         # a loop device of our own, far above what losetup -f hands out (tests/pylib)
         self.loops = bt.PrivateLoops(self.tmp, 1, base_min=LOOP_FIRST)
         self.loop = self.loops.names[0]
-        self.daemon = self.lines = None
+        self.daemon = None
         self.uevents = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK,
                                      NETLINK_KOBJECT_UEVENT)
         self.uevents.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
@@ -122,38 +97,27 @@ class Bench:
         state = tempfile.mkdtemp(dir=self.tmp, prefix="state.")
         mnt = tempfile.mkdtemp(dir=self.tmp, prefix="mnt.")
         self.mnt = mnt
-        env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "JOURNAL_STREAM", "LISTEN_FDS")}
-        r, w = os.pipe()
-        self.daemon = subprocess.Popen([*wrap, self.args.blkmqd, "-m", mnt, "--devices", self.loop, "-s", state,
-                                        "-c", self.conf], stdin=subprocess.DEVNULL, stdout=w, stderr=w, env=env)
-        os.close(w)
+        self.daemon = bt.PipedDaemon([*wrap, self.args.blkmqd, "-m", mnt, "--devices", self.loop, "-s", state,
+                                      "-c", self.conf])
         self.pid_main = self.daemon.pid
-        self.lines = Lines(r)
         self.wait(lambda ln: "started:" in ln, 120.0, "the start line")
 
     def stop(self):
-        if self.daemon and self.daemon.poll() is None:
-            self.daemon.send_signal(signal.SIGTERM)
-            try:
-                self.daemon.wait(60)
-            except subprocess.TimeoutExpired:
-                self.daemon.kill()
-                self.daemon.wait()
+        if self.daemon:
+            self.daemon.stop(60)
         self.daemon = None
-        if self.lines:
-            os.close(self.lines.fd)
-            self.lines = None
         if getattr(self, "mnt", None) and os.path.ismount(self.mnt):
             subprocess.run(["umount", "-l", self.mnt])
 
     def wait(self, pred, deadline, what):
         end = time.monotonic() + deadline
         while time.monotonic() < end:
-            for ln in self.lines.pump(0.2):
+            select.select([self.daemon], [], [], 0.2)
+            for ln in self.daemon.drain():
                 if pred(ln):
                     return
-            if self.daemon.poll() is not None:
-                raise RuntimeError(f"blkmqd exited ({self.daemon.returncode}) waiting for {what}")
+            if self.daemon.exited() is not None:
+                raise RuntimeError(f"blkmqd exited ({self.daemon.exited()}) waiting for {what}")
         raise RuntimeError(f"timeout waiting for {what}")
 
     def rounds(self, n, gap):

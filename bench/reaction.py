@@ -56,6 +56,10 @@ import sys
 import tempfile
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "pylib"))
+import blkmqd_test as bt  # noqa: E402
+
 NETLINK_KOBJECT_UEVENT = 15
 UDEVD = "/lib/systemd/systemd-udevd"
 RULES_DIR = "/run/udev/rules.d"
@@ -163,29 +167,6 @@ class Uevents:
             out.append((t, src, kv))
 
 
-class LineReader:
-    def __init__(self, fd):
-        self.fd = fd
-        self.buf = b""
-        os.set_blocking(fd, False)
-
-    def fileno(self):
-        return self.fd
-
-    def drain(self, t):
-        out = []
-        while True:
-            try:
-                d = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                break
-            if not d:
-                break
-            self.buf += d
-        *lines, self.buf = self.buf.split(b"\n")
-        return [(t, ln.decode(errors="replace")) for ln in lines]
-
-
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -196,8 +177,7 @@ class Bench:
         self.loop = None        # "loopN"
         self.loop_nr = None
         self.attached = False
-        self.daemon = None
-        self.dlines = None
+        self.daemon = None      # bt.PipedDaemon
         self.udevd = None
         self.held_ev = []
         self.rule_written = False
@@ -284,30 +264,14 @@ class Bench:
         mnt = os.path.join(self.tmp, "mnt")
         os.makedirs(state, exist_ok=True)
         os.makedirs(mnt, exist_ok=True)
-        env = dict(os.environ)
-        for k in ("NOTIFY_SOCKET", "JOURNAL_STREAM", "LISTEN_FDS"):
-            env.pop(k, None)
-        r, w = os.pipe()
-        self.daemon = subprocess.Popen([self.args.blkmqd, "-m", mnt, "--devices", self.loop,
-                                        "-s", state, "-c", conf, "-v"],
-                                       stdin=subprocess.DEVNULL, stdout=w, stderr=w, env=env,
-                                       preexec_fn=normal_sched)
-        os.close(w)
-        self.dlines = LineReader(r)
+        self.daemon = bt.PipedDaemon([self.args.blkmqd, "-m", mnt, "--devices", self.loop,
+                                      "-s", state, "-c", conf, "-v"], preexec_fn=normal_sched)
         self.wait_line(lambda ln: "started:" in ln, 10.0, "blkmqd start")
 
     def stop_blkmqd(self):
-        if self.daemon and self.daemon.poll() is None:
-            self.daemon.send_signal(signal.SIGTERM)
-            try:
-                self.daemon.wait(10)
-            except subprocess.TimeoutExpired:
-                self.daemon.kill()
-                self.daemon.wait()
+        if self.daemon:
+            self.daemon.stop(10)
         self.daemon = None
-        if self.dlines:
-            os.close(self.dlines.fd)
-            self.dlines = None
         mnt = os.path.join(self.tmp, "mnt")
         if os.path.ismount(mnt):
             subprocess.run(["umount", "-l", mnt])
@@ -357,7 +321,7 @@ class Bench:
     # ---- event loop --------------------------------------------------------------------
     def pump(self, timeout):
         """poll once; returns lists of (t, src, kv) uevents and (t, line) daemon lines."""
-        fds = [self.ue] + ([self.dlines] if self.dlines else [])
+        fds = [self.ue] + ([self.daemon] if self.daemon else [])
         r, _, _ = select.select(fds, [], [], timeout)
         t = now()
         ev, lines = [], []
@@ -365,7 +329,7 @@ class Bench:
             if f is self.ue:
                 ev += self.ue.drain(t)
             else:
-                lines += self.dlines.drain(t)
+                lines += [(t, ln) for ln in self.daemon.drain()]
         if os.environ.get("REACTION_DEBUG"):
             for tt, src, kv in ev:
                 print("DBG", tt, len(r), src, kv.get("ACTION"), kv.get("DEVNAME"), kv.get("SEQNUM"))
@@ -385,8 +349,8 @@ class Bench:
             for t, ln in lines:
                 if pred(ln):
                     return t
-            if self.daemon and self.daemon.poll() is not None:
-                raise RuntimeError(f"blkmqd exited ({self.daemon.returncode}) waiting for {what}")
+            if self.daemon and self.daemon.exited() is not None:
+                raise RuntimeError(f"blkmqd exited ({self.daemon.exited()}) waiting for {what}")
         raise RuntimeError(f"timeout waiting for {what}")
 
     def is_ours(self, kv, action=None):
@@ -509,17 +473,16 @@ def probe_latency(n=500):
     code = ("import os,time,sys\n"
             f"for i in range({n}):\n"
             "    os.write(1, b'%d\\n' % time.monotonic_ns()); time.sleep(0.002)\n")
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, preexec_fn=normal_sched)
-    lr = LineReader(p.stdout.fileno())
+    p = bt.PipedDaemon([sys.executable, "-c", code], preexec_fn=normal_sched)
     out = []
     while len(out) < n:
-        r, _, _ = select.select([lr], [], [], 5)
+        r, _, _ = select.select([p], [], [], 5)
         if not r:
             break
         t = now()
-        for _, ln in lr.drain(t):
+        for ln in p.drain():
             out.append(t - int(ln))
-    p.wait()
+    p.stop()
     return out
 
 

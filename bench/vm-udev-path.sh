@@ -11,6 +11,7 @@
 # mem: 1024
 # timeout: 900
 # file: ../../bench/reaction.py:/opt/bench/reaction.py
+# file: ../../tests/pylib/blkmqd_test.py:/opt/tests/pylib/blkmqd_test.py
 . /opt/vmtest/guest-lib.sh
 note "kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime)s, date $(date -u +%FT%TZ)"
 udevadm settle --timeout=60 || true

@@ -195,6 +195,65 @@ def stop_process(proc, deadline=10.0, sig=signal.SIGTERM):
     return proc.returncode
 
 
+class PipedDaemon:
+    """A command (the built blkmqd, possibly under a wrapper such as strace or valgrind) whose
+    stdout and stderr come through one non-blocking pipe, for a bench that acts on a log line
+    the moment it is written (Daemon's log file is for tests that read it afterwards). Its
+    environment is ours without NOTIFY_SOCKET, JOURNAL_STREAM and LISTEN_FDS, so it logs to the
+    pipe, not the journal, and notifies no service manager. preexec_fn as subprocess.Popen's."""
+
+    def __init__(self, argv, preexec_fn=None):
+        env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "JOURNAL_STREAM", "LISTEN_FDS")}
+        r, w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=w, stderr=w, env=env,
+                                         preexec_fn=preexec_fn)
+        except BaseException:
+            os.close(r)
+            raise
+        finally:
+            os.close(w)
+        self.fd, self.buf = r, b""
+        os.set_blocking(r, False)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def fileno(self):
+        """The pipe's read end, for select()."""
+        return self.fd
+
+    def drain(self):
+        """The complete lines written since the last call (decoded, newline stripped; a partial
+        last line waits for its end). Never blocks; [] after stop()."""
+        if self.fd is None:
+            return []
+        while True:
+            try:
+                d = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not d:
+                break
+            self.buf += d
+        *lines, self.buf = self.buf.split(b"\n")
+        return [ln.decode(errors="replace") for ln in lines]
+
+    def exited(self):
+        """The exit status once the process has ended, else None."""
+        return self.proc.poll()
+
+    def stop(self, deadline=10.0):
+        """SIGTERM, SIGKILL after deadline seconds (stop_process()), and close the pipe.
+        Returns the exit status."""
+        rc = stop_process(self.proc, deadline)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        return rc
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on (as the kernel hands it out now)."""
     with socket.socket() as s:
